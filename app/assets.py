@@ -1,0 +1,95 @@
+"""Static assets under a content-hashed URL, compressed once and cached for good.
+
+Every file under ``static/`` plus Plotly.js and Swagger UI from their
+installed Python packages is served at ``/static/<version>/<path>``, where ``version`` is a hash
+of all their contents.  Relative imports between ES modules stay inside the
+same versioned folder, so one hash covers the whole tree and a changed file
+changes every URL.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import mimetypes
+import threading
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import plotly
+import swagger_ui_bundle
+
+STATIC_ROOT = Path(__file__).resolve().parent.parent / "static"
+PLOTLY_PATH = "vendor/plotly.min.js"
+COMPRESSIBLE = {"application/javascript", "text/css", "text/javascript", "image/svg+xml", "text/plain"}
+
+
+@dataclass(frozen=True)
+class Asset:
+    body: bytes
+    content_type: str
+    etag: str
+    _gzipped: list[bytes]
+    _lock: threading.Lock
+
+    @property
+    def compressible(self) -> bool:
+        return self.content_type.split(";")[0] in COMPRESSIBLE
+
+    def gzipped(self) -> bytes:
+        """The gzip body, compressed on first use and kept."""
+        with self._lock:
+            if not self._gzipped:
+                self._gzipped.append(gzip.compress(self.body, compresslevel=9, mtime=0))
+            return self._gzipped[0]
+
+
+def _vendor_files() -> dict[str, Path]:
+    """Third-party bundles, served from their installed Python packages."""
+    swagger = Path(swagger_ui_bundle.swagger_ui_path)
+    return {
+        PLOTLY_PATH: Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js",
+        "vendor/swagger-ui-bundle.js": swagger / "swagger-ui-bundle.js",
+        "vendor/swagger-ui.css": swagger / "swagger-ui.css",
+    }
+
+
+def _content_type(path: str) -> str:
+    if path.endswith(".js"):
+        return "text/javascript; charset=utf-8"
+    guessed = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    return guessed + ("; charset=utf-8" if guessed.startswith("text/") else "")
+
+
+@cache
+def asset_table() -> dict[str, Asset]:
+    """All assets by relative path, read once."""
+    files = {str(path.relative_to(STATIC_ROOT)): path for path in STATIC_ROOT.rglob("*") if path.is_file()}
+    files.update(_vendor_files())
+    table = {}
+    for relative, path in sorted(files.items()):
+        body = path.read_bytes()
+        table[relative] = Asset(
+            body=body,
+            content_type=_content_type(relative),
+            etag='"' + hashlib.sha256(body).hexdigest()[:20] + '"',
+            _gzipped=[],
+            _lock=threading.Lock(),
+        )
+    return table
+
+
+@cache
+def asset_version() -> str:
+    digest = hashlib.sha256()
+    for relative, asset in asset_table().items():
+        digest.update(relative.encode())
+        digest.update(asset.etag.encode())
+    return digest.hexdigest()[:12]
+
+
+def asset_url(path: str) -> str:
+    if path not in asset_table():
+        raise KeyError(f"no static asset {path!r}")
+    return f"/static/{asset_version()}/{path}"

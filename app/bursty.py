@@ -1,0 +1,214 @@
+"""Bursty acceptance: a two-state Markov chain instead of i.i.d. coin flips.
+
+Model.  The chain runs over the stream of *verified* drafted positions, in
+order, and carries across cycles: the outcome of the last draft the target
+judged in one cycle (a rejection, or the k-th acceptance) is the state the
+next cycle's first draft is drawn from.  Drafts after the first rejection are
+never judged, so they are not in the stream.  This is the stream a real
+draft/target pair produces (see ``app.ngram``), and the one whose lag-1
+autocorrelation is measured there.
+
+    P(accept | previous accepted) = a = p + rho (1 - p)
+    P(accept | previous rejected) = b = p (1 - rho)
+
+The stationary acceptance is b / (1 - a + b) = p and the lag-1
+autocorrelation of the stream is a - b = rho.  Both probabilities lie in
+[0, 1] exactly when
+
+    -min(p, 1 - p) / max(p, 1 - p) <= rho <= 1
+
+(``rho_bounds``).  rho = 0 is i.i.d. acceptance; rho = 1 freezes the chain in
+its first state; negative rho alternates.
+
+Sampling is O(N) numpy on run lengths: runs of acceptances are geometric
+with continuation probability a, runs of rejections geometric with
+continuation 1 - b.  A run of L acceptances followed by m rejections yields
+floor(L / k) cycles with k accepted drafts, one cycle with L mod k accepted
+(closed by the first rejection) and m - 1 cycles with none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.closed_form import expected_tokens as iid_expected_tokens
+
+
+def rho_bounds(p: float) -> tuple[float, float]:
+    """The range of rho for which both transition probabilities lie in [0, 1]."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError("p must lie in [0, 1]")
+    if p in (0.0, 1.0):
+        return 0.0, 1.0
+    return -min(p, 1.0 - p) / max(p, 1.0 - p), 1.0
+
+
+def check_rho(p: float, rho: float) -> None:
+    low, high = rho_bounds(p)
+    # A little slack for bounds computed in floating point on the caller's side.
+    if not low - 1e-12 <= rho <= high:
+        raise ValueError(f"rho must lie in [{low:.6g}, {high:g}] at p = {p:g}; got {rho:g}")
+
+
+@dataclass(frozen=True)
+class Transitions:
+    after_accept: float  # a
+    after_reject: float  # b
+
+
+def transitions(p: float, rho: float) -> Transitions:
+    check_rho(p, rho)
+    after_accept = min(max(p + rho * (1.0 - p), 0.0), 1.0)
+    after_reject = min(max(p * (1.0 - rho), 0.0), 1.0)
+    return Transitions(after_accept, after_reject)
+
+
+def _cycle_entry_accept_probability(p: float, rho: float, k: int) -> float:
+    """Stationary probability that a cycle starts right after an acceptance (the previous cycle's k-th)."""
+    chain = transitions(p, rho)
+    all_accepted_tail = chain.after_accept ** (k - 1)
+    # The state entering a cycle is itself a two-state chain: it is "accepted"
+    # next time exactly when all k drafts of this cycle are accepted.
+    from_accept = chain.after_accept * all_accepted_tail
+    from_reject = chain.after_reject * all_accepted_tail
+    denominator = 1.0 - from_accept + from_reject
+    if denominator <= 1e-15:
+        return p  # rho = 1 (or a = 1 with b = 0): every start is stationary; use the stream's p
+    return from_reject / denominator
+
+
+def expected_tokens(p: float, k: int, rho: float = 0.0) -> float:
+    """Long-run tokens per cycle under Markov acceptance; the i.i.d. closed form at rho = 0.
+
+    E[T] = 1 + G (pi_a a + pi_r b) with G = 1 + a + ... + a^(k-1) and pi_a
+    the stationary probability that a cycle starts after an acceptance.
+    At rho = 1 the chain never leaves its first state and this is 1 + p k.
+    """
+    check_rho(p, rho)
+    if k == 0:
+        return 1.0
+    if rho == 0.0:
+        return iid_expected_tokens(p, k)
+    chain = transitions(p, rho)
+    a = chain.after_accept
+    geometric_sum = float(k) if a == 1.0 else (1.0 - a**k) / (1.0 - a)
+    entry_accept = _cycle_entry_accept_probability(p, rho, k)
+    first_accept = entry_accept * a + (1.0 - entry_accept) * chain.after_reject
+    return 1.0 + first_accept * geometric_sum
+
+
+def _runs_at_least_one(rng: np.random.Generator, continuation: float, size: int, cap: int) -> np.ndarray:
+    """Run lengths >= 1 that go on with probability ``continuation``; ``cap`` stands for an endless run."""
+    if continuation >= 1.0:
+        return np.full(size, cap, dtype=np.int64)
+    if continuation <= 0.0:
+        return np.ones(size, dtype=np.int64)
+    lengths = rng.geometric(1.0 - continuation, size=size).astype(np.int64)
+    np.minimum(lengths, cap, out=lengths)
+    return lengths
+
+
+def _run_remainder(rng: np.random.Generator, continuation: float, cap: int) -> int:
+    """What is left of a run already under way: length >= 0."""
+    if continuation >= 1.0:
+        return cap
+    if continuation <= 0.0:
+        return 0
+    return min(int(rng.geometric(1.0 - continuation)) - 1, cap)
+
+
+def sample_accepted(
+    p: float, k: int, cycles: int, seed: int | np.random.Generator, rho: float = 0.0
+) -> np.ndarray:
+    """Accepted drafts per cycle for ``cycles`` consecutive cycles, the chain carrying across them.
+
+    The first cycle starts from the stationary state for cycles, so every
+    cycle has the same distribution and the sample mean is unbiased for
+    ``expected_tokens(p, k, rho) - 1``.
+    """
+    check_rho(p, rho)
+    if k < 0 or cycles < 0:
+        raise ValueError("k and cycles must be non-negative")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    if k == 0 or cycles == 0:
+        return np.zeros(cycles, dtype=np.int64)
+    chain = transitions(p, rho)
+    a, b = chain.after_accept, chain.after_reject
+    ones_cap = cycles * k  # an acceptance run this long fills every cycle
+    zeros_cap = cycles  # each rejection closes a cycle
+
+    pieces: list[np.ndarray] = []
+    produced = 0
+    first_ones: int | None = None
+    if rng.random() < _cycle_entry_accept_probability(p, rho, k):
+        first_ones = _run_remainder(rng, a, ones_cap)
+    else:
+        leading = min(_run_remainder(rng, 1.0 - b, zeros_cap), cycles)
+        pieces.append(np.zeros(leading, dtype=np.int64))
+        produced = leading
+    while produced < cycles:
+        remaining = cycles - produced
+        pairs = int(remaining / _mean_cycles_per_pair(a, b, k) * 1.1) + 16
+        ones = _runs_at_least_one(rng, a, pairs, ones_cap)
+        if first_ones is not None:
+            ones[0] = first_ones
+            first_ones = None
+        zeros = _runs_at_least_one(rng, 1.0 - b, pairs, zeros_cap)
+        block = _cycles_from_runs(ones, zeros, k, remaining)
+        pieces.append(block)
+        produced += block.size
+    return np.concatenate(pieces)
+
+
+def _mean_cycles_per_pair(a: float, b: float, k: int) -> float:
+    """Expected cycles from one acceptance run and the rejection run after it (at least 1)."""
+    if a >= 1.0 or b <= 0.0:
+        return 1e12  # an endless run: one pair is enough
+    return max(1.0, (1.0 / (1.0 - a)) / k + 1.0 / b)
+
+
+def _cycles_from_runs(ones: np.ndarray, zeros: np.ndarray, k: int, limit: int) -> np.ndarray:
+    """Accepted drafts per cycle for alternating runs (ones[i] acceptances, then zeros[i] >= 1 rejections).
+
+    Stops at ``limit`` cycles.
+    """
+    full = ones // k
+    remainder = ones - full * k
+    per_pair = full + zeros
+    ends = np.cumsum(per_pair)
+    used = int(np.searchsorted(ends, limit, side="left")) + 1  # pairs needed to reach limit
+    full, remainder, per_pair = full[:used], remainder[:used], per_pair[:used]
+    total = int(per_pair.sum())
+    result = np.zeros(total, dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(per_pair)[:-1]))
+    full_total = int(full.sum())
+    if full_total:
+        full_offsets = np.concatenate(([0], np.cumsum(full)[:-1]))
+        within = np.arange(full_total) - np.repeat(full_offsets, full)
+        result[np.repeat(offsets, full) + within] = k
+    result[offsets + full] = remainder
+    return result[:limit]
+
+
+def acceptance_stream(accepted: np.ndarray, k: int) -> np.ndarray:
+    """The verified-draft outcomes behind accepted-per-cycle counts: A ones, then a zero when A < k."""
+    accepted = np.asarray(accepted, dtype=np.int64)
+    lengths = accepted + (accepted < k)
+    stream = np.ones(int(lengths.sum()), dtype=np.int8)
+    ends = np.cumsum(lengths) - 1
+    stream[ends[accepted < k]] = 0
+    return stream
+
+
+def lag1_autocorrelation(outcomes: np.ndarray) -> float | None:
+    """Sample lag-1 autocorrelation of a 0/1 stream; None when it is undefined (constant or too short)."""
+    values = np.asarray(outcomes, dtype=np.float64)
+    if values.size < 3:
+        return None
+    centred = values - values.mean()
+    denominator = float(centred @ centred)
+    if denominator == 0.0:
+        return None
+    return float(centred[:-1] @ centred[1:]) / denominator

@@ -1,0 +1,43 @@
+"""Application factory: wires the routers, error handlers and middleware."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.middleware.cors import CORSMiddleware
+
+from app import __version__
+from app.errors import ParameterError, handle_parameter_error, handle_validation_error
+from app.routers import core, decision, pages, regimes, sampling
+from app.security import SecurityHeadersMiddleware
+from app.settings import Settings, get_settings
+
+DESCRIPTION = """
+The arithmetic of speculative decoding: a small draft model guesses k tokens,
+the target model verifies them in one pass, and everything up to the first
+wrong guess is kept. Every endpoint is a GET with query parameters; bad input
+gets a 422 naming the parameter and its bounds.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="specdec-lab", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None
+    )
+    for module in (core, regimes, sampling, decision, pages):
+        app.include_router(module.router)
+    app.add_exception_handler(RequestValidationError, handle_validation_error)
+    app.add_exception_handler(ParameterError, handle_parameter_error)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["content-type"],
+        )
+    app.add_middleware(SecurityHeadersMiddleware, settings=settings)
+    return app
+
+
+app = create_app()

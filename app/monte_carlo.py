@@ -1,0 +1,131 @@
+"""Seeded Monte Carlo of speculative decoding under i.i.d. acceptance.
+
+Two views: a token-by-token trace of one run (what the page animates) and a
+vectorised aggregate over many cycles whose mean and histogram are held
+against the closed form.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.closed_form import accepted_distribution, cost_per_cycle, expected_tokens
+
+Z_95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One draft-and-verify cycle of a run."""
+
+    drafted: int
+    accepted: int
+    rejected_at: int | None  # draft position (0-based) of the first rejection, if any
+    target_token: str  # "correction", "bonus" after k acceptances, "plain" at k = 0
+    tokens: int  # accepted + 1
+    total_tokens: int
+    total_passes: float
+
+
+@dataclass(frozen=True)
+class Trace:
+    cycles: list[Cycle]
+    tokens: int
+    passes: float
+    speedup: float
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    cycles: int
+    mean_tokens_per_cycle: float
+    interval_low: float
+    interval_high: float
+    standard_error: float
+    expected_tokens: float
+    histogram: list[int]  # cycles with j accepted drafts, j = 0..k
+    histogram_expected: list[float]  # closed-form counts for the same number of cycles
+    empirical_speedup: float
+    closed_form_speedup: float
+
+
+def draw_accepted(rng: np.random.Generator, p: float, k: int, cycles: int) -> np.ndarray:
+    """Accepted drafts per cycle: min(first rejection index, k), drawn for many cycles at once."""
+    if k == 0 or p == 0.0:
+        return np.zeros(cycles, dtype=np.int64)
+    if p == 1.0:
+        return np.full(cycles, k, dtype=np.int64)
+    # geometric(1 - p) counts trials up to and including the first rejection.
+    accepted = rng.geometric(1.0 - p, size=cycles)
+    accepted -= 1
+    np.minimum(accepted, k, out=accepted)
+    return accepted
+
+
+def simulate(p: float, k: int, c: float, cycles: int, seed: int) -> Aggregate:
+    """Aggregate of many cycles: mean tokens with a 95% interval, histogram, empirical speedup."""
+    rng = np.random.default_rng(seed)
+    accepted = draw_accepted(rng, p, k, cycles)
+    histogram = np.bincount(accepted, minlength=k + 1)
+    values = np.arange(k + 1, dtype=np.float64)
+    mean_accepted = float(histogram @ values) / cycles
+    second_moment = float(histogram @ (values * values)) / cycles
+    variance = max(second_moment - mean_accepted**2, 0.0) * cycles / max(cycles - 1, 1)
+    standard_error = math.sqrt(variance / cycles)
+    mean_tokens = mean_accepted + 1.0
+    cost = cost_per_cycle(k, c)
+    return Aggregate(
+        cycles=cycles,
+        mean_tokens_per_cycle=mean_tokens,
+        interval_low=mean_tokens - Z_95 * standard_error,
+        interval_high=mean_tokens + Z_95 * standard_error,
+        standard_error=standard_error,
+        expected_tokens=expected_tokens(p, k),
+        histogram=histogram.tolist(),
+        histogram_expected=[cycles * q for q in accepted_distribution(p, k)],
+        empirical_speedup=mean_tokens / cost,
+        closed_form_speedup=expected_tokens(p, k) / cost,
+    )
+
+
+def _target_token(k: int, rejected_at: int | None) -> str:
+    if k == 0:
+        return "plain"
+    return "correction" if rejected_at is not None else "bonus"
+
+
+def run_trace(p: float, k: int, c: float, tokens: int, seed: int) -> Trace:
+    """Cycle-by-cycle run until at least ``tokens`` tokens are produced."""
+    rng = np.random.default_rng(seed)
+    cycles: list[Cycle] = []
+    total_tokens = 0
+    total_passes = 0.0
+    cost = cost_per_cycle(k, c)
+    while total_tokens < tokens:
+        batch = draw_accepted(rng, p, k, max(1, tokens - total_tokens))
+        for accepted in batch.tolist():
+            rejected_at = accepted if accepted < k else None
+            total_tokens += accepted + 1
+            total_passes += cost
+            cycles.append(
+                Cycle(
+                    drafted=k,
+                    accepted=accepted,
+                    rejected_at=rejected_at,
+                    target_token=_target_token(k, rejected_at),
+                    tokens=accepted + 1,
+                    total_tokens=total_tokens,
+                    total_passes=total_passes,
+                )
+            )
+            if total_tokens >= tokens:
+                break
+    return Trace(
+        cycles=cycles,
+        tokens=total_tokens,
+        passes=total_passes,
+        speedup=total_tokens / total_passes,
+    )

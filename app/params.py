@@ -1,0 +1,28 @@
+"""Query parameter types shared by the API families: bounds live here once."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Query
+
+K_MAX_LIMIT = 64
+MAX_CYCLES = 2_000_000
+MAX_TOKENS = 5_000
+MAX_SEED = 2**32 - 1
+
+
+def probability(description: str) -> object:
+    return Query(ge=0.0, le=1.0, allow_inf_nan=False, description=description)
+
+
+P = Annotated[float, probability("Per-token acceptance probability p (Leviathan's alpha), 0 to 1.")]
+K = Annotated[int, Query(ge=0, le=K_MAX_LIMIT, description=f"Draft length k, 0 (plain decoding) to {K_MAX_LIMIT}.")]
+C = Annotated[
+    float,
+    Query(ge=0.0, le=10.0, allow_inf_nan=False, description="Cost of one draft step relative to one target pass, 0 to 10."),
+]
+KMax = Annotated[
+    int, Query(ge=1, le=K_MAX_LIMIT, description=f"Largest draft length searched, 1 to {K_MAX_LIMIT}.")
+]
+Seed = Annotated[int, Query(ge=0, le=MAX_SEED, description=f"Random seed, 0 to {MAX_SEED}; same seed, same result.")]

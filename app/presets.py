@@ -1,0 +1,177 @@
+"""Hardware and model presets for the roofline regime.
+
+Presets are plain frozen dataclasses: every field can be replaced one by one
+(``dataclasses.replace`` or :func:`with_overrides`), so the API and the page
+let a user edit any value.  Figures carry their source in a comment.
+
+Accelerator figures are the vendor's peak HBM bandwidth and peak *dense*
+BF16 tensor throughput (never the "with sparsity" figures, which are twice
+as large).  Units: bandwidth in TB/s (1e12 bytes per second), compute in
+TFLOPS (1e12 floating-point operations per second), memory in GB (1e9
+bytes).  Model parameter counts are in billions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    name: str
+    bandwidth_tb_s: float
+    bf16_tflops: float
+    memory_gb: float
+
+    def __post_init__(self) -> None:
+        for field in ("bandwidth_tb_s", "bf16_tflops", "memory_gb"):
+            if not getattr(self, field) > 0:
+                raise ValueError(f"{field} must be positive")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A transformer as the roofline sees it.
+
+    ``experts`` routed experts per MoE layer of which ``experts_per_token``
+    are used by each token (1 and 1 for a dense model).  ``kv_heads`` x
+    ``head_dim`` x ``kv_tensors`` values per layer per token are cached:
+    ``kv_tensors`` is 2 for separate keys and values and 1 for one shared
+    latent vector (DeepSeek's multi-head latent attention, whose latent plus
+    rotary part we enter as one "head" of width 576).  ``query_heads`` x
+    ``head_dim`` is the attention width used to count attention FLOPs.
+    """
+
+    name: str
+    total_params_b: float
+    active_params_b: float
+    layers: int
+    query_heads: int
+    kv_heads: int
+    head_dim: int
+    kv_tensors: int = 2
+    experts: int = 1
+    experts_per_token: int = 1
+
+    def __post_init__(self) -> None:
+        for field in ("total_params_b", "active_params_b"):
+            if not getattr(self, field) > 0:
+                raise ValueError(f"{field} must be positive")
+        for field in ("layers", "query_heads", "kv_heads", "head_dim", "experts", "experts_per_token"):
+            if getattr(self, field) < 1:
+                raise ValueError(f"{field} must be at least 1")
+        if self.kv_tensors not in (1, 2):
+            raise ValueError("kv_tensors must be 1 (shared latent) or 2 (keys and values)")
+        if self.active_params_b > self.total_params_b:
+            raise ValueError("active_params_b must not exceed total_params_b")
+        if self.experts_per_token > self.experts:
+            raise ValueError("experts_per_token must not exceed experts")
+        if self.is_moe and self.active_params_b < self.total_params_b * self.expert_fraction * (1 - 1e-12):
+            raise ValueError(
+                "active_params_b must be at least total_params_b * experts_per_token / experts"
+            )
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts_per_token < self.experts
+
+    @property
+    def expert_fraction(self) -> float:
+        """a / E: the share of routed experts one token uses."""
+        return self.experts_per_token / self.experts
+
+    @property
+    def routed_params_b(self) -> float:
+        """Parameters in routed experts, R, from total = S + R and active = S + R a/E."""
+        if not self.is_moe:
+            return 0.0
+        return (self.total_params_b - self.active_params_b) / (1.0 - self.expert_fraction)
+
+    @property
+    def shared_params_b(self) -> float:
+        """Parameters every token reads: attention, embeddings, dense layers, shared experts."""
+        return self.total_params_b - self.routed_params_b
+
+    @property
+    def kv_values_per_token(self) -> int:
+        return self.layers * self.kv_heads * self.head_dim * self.kv_tensors
+
+
+# Bytes per stored parameter for the weight formats offered.
+WEIGHT_FORMATS: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "int4": 0.5}
+
+ACCELERATORS: dict[str, Accelerator] = {
+    # NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column: HBM2e 2,039 GB/s,
+    # BF16 Tensor Core 312 TFLOPS (624 is the sparsity figure), 80 GB.
+    "a100-80gb-sxm": Accelerator("A100 80GB SXM", 2.039, 312.0, 80.0),
+    # NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column: 3.35 TB/s, BF16 Tensor Core
+    # 1,979 TFLOPS "with sparsity", so 989.4 dense (H100 whitepaper table), 80 GB.
+    "h100-sxm": Accelerator("H100 SXM", 3.35, 989.4, 80.0),
+    # NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column: 4.8 TB/s, BF16 Tensor Core
+    # 1,979 TFLOPS with sparsity, so 989.4 dense (same GH100 die as H100), 141 GB HBM3e.
+    "h200": Accelerator("H200 SXM", 4.8, 989.4, 141.0),
+    # NVIDIA HGX B200 specifications (1,000 W B200): 64 TB/s HBM3e and 1,440 GB over 8 GPUs,
+    # i.e. 8 TB/s and 180 GB each; FP16/BF16 Tensor Core 4.5 PFLOPS per GPU with sparsity,
+    # so 2,250 TFLOPS dense.
+    "b200": Accelerator("B200 (HGX)", 8.0, 2250.0, 180.0),
+    # AMD Instinct MI300X data sheet: 5.3 TB/s HBM3, 192 GB, peak BF16 1,307.4 TFLOPS dense
+    # (2,614.9 is the sparsity figure).
+    "mi300x": Accelerator("MI300X", 5.3, 1307.4, 192.0),
+}
+
+MODELS: dict[str, ModelSpec] = {
+    # Llama 3.2 1B (Hugging Face config.json): 1.24B parameters, 16 layers, 32 query heads,
+    # 8 KV heads, head dim 64.  Offered as a draft model.
+    "dense-1b": ModelSpec("Dense 1B (Llama 3.2 1B)", 1.24, 1.24, 16, 32, 8, 64),
+    # Llama 3.2 3B (config.json): 3.21B parameters, 28 layers, 24 query heads, 8 KV heads,
+    # head dim 128.  Offered as a draft model.
+    "dense-3b": ModelSpec("Dense 3B (Llama 3.2 3B)", 3.21, 3.21, 28, 24, 8, 128),
+    # Llama 3.1 8B (Llama 3 Herd of Models, Table 3; config.json): 8.03B parameters,
+    # 32 layers, 32 query heads, 8 KV heads, head dim 128.
+    "dense-8b": ModelSpec("Dense 8B (Llama 3.1 8B)", 8.03, 8.03, 32, 32, 8, 128),
+    # Llama 3.1 70B (same sources): 70.6B parameters, 80 layers, 64 query heads, 8 KV heads,
+    # head dim 128.
+    "dense-70b": ModelSpec("Dense 70B (Llama 3.1 70B)", 70.6, 70.6, 80, 64, 8, 128),
+    # Llama 3.1 405B (same sources): 405.9B parameters, 126 layers, 128 query heads,
+    # 8 KV heads, head dim 128.
+    "dense-405b": ModelSpec("Dense 405B (Llama 3.1 405B)", 405.9, 405.9, 126, 128, 8, 128),
+    # Mixtral 8x7B (Mixtral of Experts, Jiang et al. 2024; config.json): 46.7B total,
+    # 12.9B active, 8 experts with 2 per token, 32 layers, 32 query heads, 8 KV heads,
+    # head dim 128.
+    "mixtral-8x7b": ModelSpec(
+        "Mixtral 8x7B", 46.7, 12.9, 32, 32, 8, 128, experts=8, experts_per_token=2
+    ),
+    # DeepSeek-V3 technical report (DeepSeek-AI 2024) and config.json: 671B total, 37B active,
+    # 61 layers, 128 query heads, 256 routed experts with 8 per token (plus one shared
+    # expert, counted in the shared parameters), multi-head latent attention caching a
+    # 512-wide latent plus a 64-wide rotary key per layer: one cached vector of 576.
+    "deepseek-v3": ModelSpec(
+        "DeepSeek-V3-class MoE", 671.0, 37.0, 61, 128, 1, 576,
+        kv_tensors=1, experts=256, experts_per_token=8,
+    ),
+}
+
+ACCELERATOR_FIELDS: tuple[str, ...] = tuple(
+    field.name for field in dataclasses.fields(Accelerator) if field.name != "name"
+)
+MODEL_FIELDS: tuple[str, ...] = tuple(
+    field.name for field in dataclasses.fields(ModelSpec) if field.name != "name"
+)
+
+PresetT = TypeVar("PresetT", Accelerator, ModelSpec)
+
+
+def with_overrides(preset: PresetT, overrides: Mapping[str, Any]) -> PresetT:
+    """A copy of the preset with the given fields replaced; None values are ignored."""
+    changes = {name: value for name, value in overrides.items() if value is not None}
+    unknown = set(changes) - {field.name for field in dataclasses.fields(preset)}
+    if unknown:
+        raise ValueError(f"unknown fields: {', '.join(sorted(unknown))}")
+    return dataclasses.replace(preset, **changes)
+
+
+def preset_fields(preset: Accelerator | ModelSpec) -> dict[str, Any]:
+    return dataclasses.asdict(preset)

@@ -1,0 +1,1 @@
+"""HTTP routers, one module per API family; each maps requests onto the model layer."""

@@ -1,0 +1,202 @@
+"""Closed form and Monte Carlo endpoints (DESIGN.md section 3)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app import closed_form, monte_carlo
+from app.params import C, K, MAX_CYCLES, MAX_TOKENS, P, KMax, Seed
+from app.schemas.core import (
+    BreakEven,
+    Cost,
+    Curve,
+    CurvePoint,
+    ExpectedTokens,
+    OptimalK,
+    Operations,
+    Run,
+    RunCycle,
+    ServingMetrics,
+    Simulation,
+    Speedup,
+)
+
+router = APIRouter(prefix="/api/v1", tags=["closed form"])
+
+DEFAULT_P = 0.75
+DEFAULT_K = 6
+DEFAULT_C = 0.15
+DEFAULT_K_MAX = 12
+
+Band = Annotated[
+    float, Query(ge=0.0, le=0.5, allow_inf_nan=False, description="Half-width of the acceptance band, 0 to 0.5.")
+]
+Cycles = Annotated[int, Query(ge=1, le=MAX_CYCLES, description=f"Cycles to simulate, 1 to {MAX_CYCLES:,}.")]
+Tokens = Annotated[int, Query(ge=1, le=MAX_TOKENS, description=f"Tokens to generate, 1 to {MAX_TOKENS:,}.")]
+COps = Annotated[
+    float,
+    Query(ge=0.0, le=10.0, allow_inf_nan=False, description="Arithmetic of a draft step relative to a target step, 0 to 10."),
+]
+KPositive = Annotated[int, Query(ge=1, le=64, description="Draft length k, 1 to 64.")]
+
+
+@router.get("/expected-tokens", response_model=ExpectedTokens)
+def get_expected_tokens(p: P = DEFAULT_P, k: K = DEFAULT_K) -> ExpectedTokens:
+    """Expected tokens per cycle and the distribution of accepted drafts."""
+    return ExpectedTokens(
+        p=p,
+        k=k,
+        expected_tokens=closed_form.expected_tokens(p, k),
+        accepted_distribution=closed_form.accepted_distribution(p, k),
+    )
+
+
+@router.get("/cost", response_model=Cost)
+def get_cost(k: K = DEFAULT_K, c: C = DEFAULT_C) -> Cost:
+    """Cost of one cycle in target passes."""
+    return Cost(k=k, c=c, cost_per_cycle=closed_form.cost_per_cycle(k, c))
+
+
+@router.get("/speedup", response_model=Speedup)
+def get_speedup(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> Speedup:
+    """Speedup of speculative decoding over plain decoding."""
+    return Speedup(
+        p=p,
+        k=k,
+        c=c,
+        expected_tokens=closed_form.expected_tokens(p, k),
+        cost_per_cycle=closed_form.cost_per_cycle(k, c),
+        speedup=closed_form.speedup(p, k, c),
+    )
+
+
+@router.get("/optimal-k", response_model=OptimalK)
+def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = DEFAULT_K_MAX) -> OptimalK:
+    """Draft length with the highest speedup, or 0 when speculation never pays."""
+    best, value = closed_form.best_k(p, c, k_max)
+    return OptimalK(p=p, c=c, k_max=k_max, best_k=best, speedup=value, speculate=best > 0)
+
+
+@router.get("/break-even", response_model=BreakEven)
+def get_break_even(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> BreakEven:
+    """Break-even acceptance, largest useful draft cost and Leviathan's guarantee."""
+    return BreakEven(
+        p=p,
+        k=k,
+        c=c,
+        break_even_acceptance=closed_form.break_even_acceptance(k, c),
+        max_draft_cost=closed_form.max_draft_cost(p, k),
+        leviathan_guarantee=closed_form.leviathan_guarantee(p, c),
+    )
+
+
+@router.get("/serving-metrics", response_model=ServingMetrics)
+def get_serving_metrics(p: P = DEFAULT_P, k: KPositive = DEFAULT_K) -> ServingMetrics:
+    """What a serving engine would report at acceptance p and draft length k."""
+    return ServingMetrics(
+        p=p,
+        k=k,
+        draft_acceptance_rate=closed_form.draft_acceptance_rate(p, k),
+        mean_acceptance_length=closed_form.mean_acceptance_length(p, k),
+    )
+
+
+@router.get("/operations", response_model=Operations)
+def get_operations(p: P = DEFAULT_P, k: K = DEFAULT_K, c_ops: COps = 0.0) -> Operations:
+    """Increase in arithmetic operations (Leviathan Thm 3.11)."""
+    return Operations(p=p, k=k, c_ops=c_ops, operations_increase=closed_form.operations_increase(p, k, c_ops))
+
+
+def build_curve(p: float, k: int, c: float, k_max: int, band: float) -> Curve:
+    """Everything the demo's chart and readouts show, from the model layer."""
+    k_max = max(k_max, k)
+    p_low, p_high = max(p - band, 0.0), min(p + band, 1.0)
+    points = [
+        CurvePoint(
+            k=j,
+            speedup=closed_form.speedup(p, j, c),
+            speedup_low=closed_form.speedup(p_low, j, c),
+            speedup_high=closed_form.speedup(p_high, j, c),
+            expected_tokens=closed_form.expected_tokens(p, j),
+            cost_per_cycle=closed_form.cost_per_cycle(j, c),
+        )
+        for j in range(k_max + 1)
+    ]
+    best, best_value = closed_form.best_k(p, c, k_max)
+    return Curve(
+        p=p,
+        k=k,
+        c=c,
+        k_max=k_max,
+        band=band,
+        p_low=p_low,
+        p_high=p_high,
+        expected_tokens=closed_form.expected_tokens(p, k),
+        cost_per_cycle=closed_form.cost_per_cycle(k, c),
+        speedup=closed_form.speedup(p, k, c),
+        best_k=best,
+        best_speedup=best_value,
+        break_even_speedup=1.0,
+        break_even_acceptance=closed_form.break_even_acceptance(k, c),
+        max_draft_cost=closed_form.max_draft_cost(p, k),
+        leviathan_guarantee=closed_form.leviathan_guarantee(p, c),
+        draft_acceptance_rate=closed_form.draft_acceptance_rate(p, k) if k > 0 else None,
+        operations_increase=closed_form.operations_increase(p, k),
+        accepted_distribution=closed_form.accepted_distribution(p, k),
+        points=points,
+    )
+
+
+@router.get("/curve", response_model=Curve)
+def get_curve(
+    p: P = DEFAULT_P,
+    k: K = DEFAULT_K,
+    c: C = DEFAULT_C,
+    k_max: KMax = DEFAULT_K_MAX,
+    band: Band = 0.10,
+) -> Curve:
+    """Speedup over k = 0..max(k_max, k) with the p +/- band envelope, and every readout."""
+    return build_curve(p, k, c, k_max, band)
+
+
+@router.get("/run", response_model=Run)
+def get_run(
+    p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, tokens: Tokens = 60, seed: Seed = 0
+) -> Run:
+    """A seeded token-by-token run: per cycle the drafts, the first rejection and the target's token."""
+    trace = monte_carlo.run_trace(p, k, c, tokens, seed)
+    return Run(
+        p=p,
+        k=k,
+        c=c,
+        seed=seed,
+        tokens=trace.tokens,
+        passes=trace.passes,
+        speedup=trace.speedup,
+        cycles=[RunCycle(**vars(cycle)) for cycle in trace.cycles],
+    )
+
+
+@router.get("/simulate", response_model=Simulation)
+def get_simulation(
+    p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, cycles: Cycles = 100_000, seed: Seed = 0
+) -> Simulation:
+    """Monte Carlo aggregate of many cycles held against the closed form."""
+    result = monte_carlo.simulate(p, k, c, cycles, seed)
+    return Simulation(
+        p=p,
+        k=k,
+        c=c,
+        seed=seed,
+        cycles=result.cycles,
+        mean_tokens_per_cycle=result.mean_tokens_per_cycle,
+        interval_95=(result.interval_low, result.interval_high),
+        standard_error=result.standard_error,
+        expected_tokens=result.expected_tokens,
+        histogram=result.histogram,
+        histogram_expected=result.histogram_expected,
+        empirical_speedup=result.empirical_speedup,
+        closed_form_speedup=result.closed_form_speedup,
+    )

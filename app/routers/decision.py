@@ -1,0 +1,7 @@
+"""API family: decision."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(prefix="/api/v1", tags=["decision"])

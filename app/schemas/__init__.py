@@ -1,0 +1,1 @@
+"""Pydantic response models, one module per API family."""

@@ -1,0 +1,141 @@
+"""Responses of the closed-form and Monte Carlo endpoints."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ExpectedTokens(BaseModel):
+    p: float
+    k: int
+    expected_tokens: float = Field(description="E[T] = (1 - p^(k+1)) / (1 - p): tokens per cycle.")
+    accepted_distribution: list[float] = Field(description="P(A = j) for j = 0..k accepted drafts.")
+
+
+class Cost(BaseModel):
+    k: int
+    c: float
+    cost_per_cycle: float = Field(description="k*c + 1 target passes per cycle (free verification).")
+
+
+class Speedup(BaseModel):
+    p: float
+    k: int
+    c: float
+    expected_tokens: float
+    cost_per_cycle: float
+    speedup: float = Field(description="expected_tokens / cost_per_cycle; 1 means no gain.")
+
+
+class OptimalK(BaseModel):
+    p: float
+    c: float
+    k_max: int
+    best_k: int = Field(description="argmax of speedup over 1..k_max, ties to the smaller k; 0 = do not speculate.")
+    speedup: float
+    speculate: bool
+
+
+class BreakEven(BaseModel):
+    p: float
+    k: int
+    c: float
+    break_even_acceptance: float | None = Field(
+        description="Acceptance p* where speedup(p*, k, c) = 1; null when even p = 1 does not pay."
+    )
+    max_draft_cost: float | None = Field(
+        description="Largest draft cost that still breaks even at (p, k); null when none does."
+    )
+    leviathan_guarantee: float | None = Field(
+        description="(1 + p) / (1 + c) when p > c: some k reaches at least this speedup (Leviathan Cor. 3.9)."
+    )
+
+
+class ServingMetrics(BaseModel):
+    p: float
+    k: int
+    draft_acceptance_rate: float = Field(description="Accepted / drafted: (p - p^(k+1)) / ((1 - p) k).")
+    mean_acceptance_length: float = Field(description="Tokens per verification step; equals expected_tokens.")
+
+
+class Operations(BaseModel):
+    p: float
+    k: int
+    c_ops: float
+    operations_increase: float = Field(
+        description="Factor by which arithmetic grows: (1-p)(k c_ops + k + 1) / (1 - p^(k+1)) (Leviathan Thm 3.11)."
+    )
+
+
+class CurvePoint(BaseModel):
+    k: int
+    speedup: float
+    speedup_low: float = Field(description="Speedup at p - band (clipped to 0).")
+    speedup_high: float = Field(description="Speedup at p + band (clipped to 1).")
+    expected_tokens: float
+    cost_per_cycle: float
+
+
+class Curve(BaseModel):
+    p: float
+    k: int
+    c: float
+    k_max: int
+    band: float
+    p_low: float
+    p_high: float
+    expected_tokens: float
+    cost_per_cycle: float
+    speedup: float
+    best_k: int
+    best_speedup: float
+    break_even_speedup: float = Field(description="The line S = 1.")
+    break_even_acceptance: float | None
+    max_draft_cost: float | None
+    leviathan_guarantee: float | None
+    draft_acceptance_rate: float | None
+    operations_increase: float
+    accepted_distribution: list[float]
+    points: list[CurvePoint]
+
+
+class RunCycle(BaseModel):
+    drafted: int
+    accepted: int
+    rejected_at: int | None = Field(description="0-based draft position of the first rejection; null if all accepted.")
+    target_token: str = Field(description='"correction" after a rejection, "bonus" after k acceptances, "plain" at k = 0.')
+    tokens: int
+    total_tokens: int
+    total_passes: float
+
+
+class Run(BaseModel):
+    p: float
+    k: int
+    c: float
+    seed: int
+    tokens: int
+    passes: float
+    speedup: float
+    cycles: list[RunCycle]
+
+
+class Simulation(BaseModel):
+    p: float
+    k: int
+    c: float
+    seed: int
+    cycles: int
+    mean_tokens_per_cycle: float
+    interval_95: tuple[float, float] = Field(description="95% confidence interval of the mean tokens per cycle.")
+    standard_error: float
+    expected_tokens: float
+    histogram: list[int] = Field(description="Cycles with j accepted drafts, j = 0..k.")
+    histogram_expected: list[float] = Field(description="Closed-form count for each j over the same number of cycles.")
+    empirical_speedup: float
+    closed_form_speedup: float
+
+
+class Health(BaseModel):
+    status: str
+    version: str

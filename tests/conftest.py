@@ -1,0 +1,100 @@
+"""Shared fixtures: the real app under uvicorn, and Playwright on the system Chromium."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import app
+from tests.support import CHROMIUM_FLAGS, chromium_path, free_port, start_server, stop_server
+
+@pytest.fixture(scope="session")
+def client() -> Iterator[TestClient]:
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(port: int, extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """uvicorn serving app.main:app on 127.0.0.1:port, waited for until /healthz answers."""
+    env = {**os.environ, **(extra_env or {})}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited: {process.stderr.read().decode() if process.stderr else ''}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("uvicorn did not answer /healthz within 30 s")
+
+
+@pytest.fixture(scope="session")
+def live_server() -> Iterator[str]:
+    port = free_port()
+    process = start_server(port)
+    yield f"http://127.0.0.1:{port}"
+    stop_server(process)
+
+
+@dataclass
+class PageWatch:
+    """What a page did that a test may want to forbid."""
+
+    console_errors: list[str] = field(default_factory=list)
+    foreign_requests: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def watch() -> PageWatch:
+    return PageWatch()
+
+
+@pytest.fixture
+def page(browser: object, live_server: str, watch: PageWatch) -> Iterator[object]:
+    from playwright.sync_api import Browser
+
+    assert isinstance(browser, Browser)
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    new_page = context.new_page()
+    own_origin = urlsplit(live_server).netloc
+    new_page.on("console", lambda message: message.type == "error" and watch.console_errors.append(message.text))
+    new_page.on("pageerror", lambda error: watch.console_errors.append(str(error)))
+
+    def record(request: object) -> None:
+        url = getattr(request, "url", "")
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != own_origin:
+            watch.foreign_requests.append(url)
+
+    new_page.on("request", record)
+    yield new_page
+    context.close()

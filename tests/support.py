@@ -1,0 +1,69 @@
+"""Helpers shared by the tests, the screenshot script and the benchmarks: a real server, a real browser."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def chromium_path() -> str:
+    executable = shutil.which("chromium")
+    if executable is None:
+        raise RuntimeError("Debian's chromium is required for browser tests: `make test` installs it")
+    return executable
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(
+    port: int, extra_env: dict[str, str] | None = None, workers: int = 1
+) -> subprocess.Popen[bytes]:
+    """uvicorn serving app.main:app on 127.0.0.1:port, waited for until /healthz answers."""
+    env = {**os.environ, **(extra_env or {})}
+    command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            message = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"uvicorn exited: {message}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("uvicorn did not answer /healthz within 30 s")
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    if process.stderr:
+        process.stderr.close()
