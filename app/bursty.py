@@ -212,3 +212,18 @@ def lag1_autocorrelation(outcomes: np.ndarray) -> float | None:
     if denominator == 0.0:
         return None
     return float(centred[:-1] @ centred[1:]) / denominator
+
+
+def batch_means_standard_error(values: np.ndarray, batches: int = 50) -> float:
+    """Standard error of the mean of a correlated series: the spread of means of ``batches`` contiguous batches.
+
+    With correlated cycles (rho != 0) the i.i.d. formula s / sqrt(n) is wrong;
+    batch means are valid once each batch is much longer than the correlation.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    batches = min(batches, values.size // 2)
+    if batches < 2:
+        return 0.0
+    size = values.size // batches
+    means = values[: size * batches].reshape(batches, size).mean(axis=1)
+    return float(means.std(ddof=1) / np.sqrt(batches))

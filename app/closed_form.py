@@ -22,25 +22,23 @@ def free_verification(k: int) -> float:
     return 1.0
 
 
-def _power(p: float, n: int) -> float:
-    return 0.0 if p == 0.0 else p**n
-
-
 def expected_tokens(p: float, k: int) -> float:
     """E[T] = 1 + p + ... + p^k, accurate at p = 0, p = 1 and p within 1e-9 of 1."""
     if k == 0 or p == 0.0:
         return 1.0
     if p == 1.0:
         return float(k + 1)
-    # (1 - p^(k+1)) / (1 - p) without cancellation: 1 - p is exact for p near 1.
     one_minus_p = 1.0 - p
+    if p < 0.5:
+        return (1.0 - p ** (k + 1)) / one_minus_p
+    # Near 1 the textbook form cancels; 1 - p is exact here, so go through log1p/expm1.
     return -math.expm1((k + 1) * math.log1p(-one_minus_p)) / one_minus_p
 
 
 def accepted_distribution(p: float, k: int) -> list[float]:
     """P(A = j) for j = 0..k: p^j (1 - p) below k, p^k at k (truncated geometric)."""
-    probabilities = [_power(p, j) * (1.0 - p) for j in range(k)]
-    probabilities.append(_power(p, k))
+    probabilities = [p**j * (1.0 - p) for j in range(k)]
+    probabilities.append(p**k)
     return probabilities
 
 

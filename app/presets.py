@@ -70,9 +70,7 @@ class ModelSpec:
         if self.experts_per_token > self.experts:
             raise ValueError("experts_per_token must not exceed experts")
         if self.is_moe and self.active_params_b < self.total_params_b * self.expert_fraction * (1 - 1e-12):
-            raise ValueError(
-                "active_params_b must be at least total_params_b * experts_per_token / experts"
-            )
+            raise ValueError("active_params_b must be at least total_params_b * experts_per_token / experts")
 
     @property
     def is_moe(self) -> bool:
@@ -141,25 +139,29 @@ MODELS: dict[str, ModelSpec] = {
     # Mixtral 8x7B (Mixtral of Experts, Jiang et al. 2024; config.json): 46.7B total,
     # 12.9B active, 8 experts with 2 per token, 32 layers, 32 query heads, 8 KV heads,
     # head dim 128.
-    "mixtral-8x7b": ModelSpec(
-        "Mixtral 8x7B", 46.7, 12.9, 32, 32, 8, 128, experts=8, experts_per_token=2
-    ),
+    "mixtral-8x7b": ModelSpec("Mixtral 8x7B", 46.7, 12.9, 32, 32, 8, 128, experts=8, experts_per_token=2),
     # DeepSeek-V3 technical report (DeepSeek-AI 2024) and config.json: 671B total, 37B active,
     # 61 layers, 128 query heads, 256 routed experts with 8 per token (plus one shared
     # expert, counted in the shared parameters), multi-head latent attention caching a
     # 512-wide latent plus a 64-wide rotary key per layer: one cached vector of 576.
     "deepseek-v3": ModelSpec(
-        "DeepSeek-V3-class MoE", 671.0, 37.0, 61, 128, 1, 576,
-        kv_tensors=1, experts=256, experts_per_token=8,
+        "DeepSeek-V3-class MoE",
+        671.0,
+        37.0,
+        61,
+        128,
+        1,
+        576,
+        kv_tensors=1,
+        experts=256,
+        experts_per_token=8,
     ),
 }
 
 ACCELERATOR_FIELDS: tuple[str, ...] = tuple(
     field.name for field in dataclasses.fields(Accelerator) if field.name != "name"
 )
-MODEL_FIELDS: tuple[str, ...] = tuple(
-    field.name for field in dataclasses.fields(ModelSpec) if field.name != "name"
-)
+MODEL_FIELDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(ModelSpec) if field.name != "name")
 
 PresetT = TypeVar("PresetT", Accelerator, ModelSpec)
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 FloatArray = np.ndarray
 RuleName = Literal["exact", "argmax", "resample_target"]
@@ -125,7 +124,7 @@ def rule_output_distribution(pair: DistributionPair, rule: RuleName) -> FloatArr
         return p.copy()
     if rule == "argmax":
         favourite = int(np.argmax(p))
-        output = (1.0 - q[favourite]) * p
+        output: FloatArray = (1.0 - q[favourite]) * p
         output[favourite] += q[favourite]
         return output
     if rule == "resample_target":
@@ -231,6 +230,8 @@ def chi_square_test(counts: np.ndarray, probabilities: FloatArray) -> GoodnessOf
     expected_binned *= total / expected_binned.sum()
     if bins < 2:
         return GoodnessOfFit(statistic=0.0, degrees_of_freedom=0, p_value=1.0, bins=bins)
+    from scipy import stats  # deferred: importing scipy.stats takes about a second
+
     result = stats.chisquare(observed_binned, expected_binned)
     return GoodnessOfFit(
         statistic=float(result.statistic),
@@ -345,8 +346,8 @@ class Chain:
 
 
 def _draw(probabilities: FloatArray, uniform: float) -> int:
-    cumulative = np.cumsum(probabilities)
-    index = int(np.searchsorted(cumulative, uniform * cumulative[-1], side="right"))
+    cumulative = probabilities.cumsum()
+    index = int(cumulative.searchsorted(uniform * cumulative[-1], side="right"))
     return min(index, probabilities.size - 1)
 
 

@@ -12,39 +12,11 @@ from fastapi.testclient import TestClient
 from app.main import app
 from tests.support import CHROMIUM_FLAGS, chromium_path, free_port, start_server, stop_server
 
+
 @pytest.fixture(scope="session")
 def client() -> Iterator[TestClient]:
     with TestClient(app) as test_client:
         yield test_client
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_server(port: int, extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """uvicorn serving app.main:app on 127.0.0.1:port, waited for until /healthz answers."""
-    env = {**os.environ, **(extra_env or {})}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"uvicorn exited: {process.stderr.read().decode() if process.stderr else ''}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("uvicorn did not answer /healthz within 30 s")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,57 @@
+# Two commands on a fresh machine: `make run` serves the app, `make test` checks everything.
+PYTHON ?= python3
+VENV ?= .venv
+HOST ?= 127.0.0.1
+PORT ?= 8000
+WORKERS ?= 1
+BIN := $(VENV)/bin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test lint typecheck pytest bench screenshot chromium install install-test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml constraints.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+run: install
+	$(BIN)/uvicorn app.main:app --host $(HOST) --port $(PORT) --workers $(WORKERS)
+
+# Debian's chromium for the browser tests; Playwright cannot download a browser here.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@chromium --version
+
+lint: install-test
+	$(BIN)/ruff check app tests benchmarks scripts
+	$(BIN)/ruff format --check app tests benchmarks scripts
+	$(BIN)/hadolint Dockerfile
+
+typecheck: install-test
+	$(BIN)/mypy
+
+pytest: install-test chromium
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+bench: install-test chromium
+	$(BIN)/python -m benchmarks
+
+screenshot: install-test chromium
+	$(BIN)/python scripts/screenshot.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

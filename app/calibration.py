@@ -1,0 +1,810 @@
+"""From serving metrics to p: calibration of the i.i.d. acceptance model.
+
+Engines do not report p.  They report counters, and the two summaries people
+read off them are neither p nor each other:
+
+- draft acceptance rate = accepted / drafted = (p - p^(k+1)) / ((1 - p) k);
+- mean acceptance length = 1 + accepted / drafts = E[T] (tokens per verification).
+
+Both are inverted here with the closed form.  A Prometheus text exposition
+scraped from a vLLM server is parsed with ``prometheus_client``'s parser (never
+by hand) and its spec-decode counters are turned into p, the per-position
+acceptance and a measure of how far acceptance departs from i.i.d.
+
+vLLM counter names (vLLM's V1 engine, ``vllm/v1/spec_decode/metrics.py``):
+``vllm:spec_decode_num_drafts``, ``vllm:spec_decode_num_draft_tokens``,
+``vllm:spec_decode_num_accepted_tokens`` and
+``vllm:spec_decode_num_accepted_tokens_per_pos`` with a ``position`` label
+0..k-1, each exposed with the ``_total`` suffix by prometheus_client.  Position
+i counts the drafts in which at least i + 1 tokens were accepted, so under the
+i.i.d. model its rate per draft is p^(i+1).
+
+The older V0 engine (``vllm/spec_decode/metrics.py``) exposed no drafts counter;
+it had ``vllm:spec_decode_num_draft_tokens_total``,
+``vllm:spec_decode_num_emitted_tokens_total`` and
+``vllm:spec_decode_num_accepted_tokens_total``, where (as its source notes) a
+token counts as accepted whether or not the tokens before it were, so
+accepted / drafted estimates p directly, and emitted tokens per cycle
+(cycles = draft tokens / k) is the mean acceptance length.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+import numpy as np
+from prometheus_client.parser import text_string_to_metric_families
+from scipy import stats
+
+from app import closed_form
+from app.closed_form import VerifyCost, free_verification
+
+MAX_EXPOSITION_BYTES = 1_000_000
+MAX_POSITIONS = 64
+IID_TEST_LEVEL = 0.01
+# Scrapes are not atomic across counters: allow this much slack when checking sums.
+RELATIVE_SLACK = 1e-3
+
+PREFIXES = ("vllm:", "vllm_")
+DRAFTS = "spec_decode_num_drafts"
+DRAFT_TOKENS = "spec_decode_num_draft_tokens"
+ACCEPTED = "spec_decode_num_accepted_tokens"
+PER_POSITION = "spec_decode_num_accepted_tokens_per_pos"
+EMITTED = "spec_decode_num_emitted_tokens"
+EFFICIENCY = "spec_decode_efficiency"
+SPEC_DECODE_STEM = "spec_decode_"
+CREATED_AT = 1.7e9  # fixed creation timestamp in synthetic expositions
+
+
+class ErrorKind(StrEnum):
+    EMPTY = "empty"
+    TOO_LARGE = "too_large"
+    UNPARSEABLE = "unparseable"
+    NO_SAMPLES = "no_samples"
+    UNRELATED = "unrelated"
+    MISSING_COUNTER = "missing_counter"
+    NON_FINITE = "non_finite"
+    NEGATIVE = "negative"
+    ZERO_DRAFTS = "zero_drafts"
+    INCONSISTENT = "inconsistent"
+    AMBIGUOUS_MODEL = "ambiguous_model"
+    BAD_LABEL = "bad_label"
+    UNKNOWN_K = "unknown_k"
+    COUNTER_RESET = "counter_reset"
+
+
+class CalibrationError(ValueError):
+    """A measurement that cannot be turned into p, with a message saying why."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+# ---------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True)
+class KPrediction:
+    k: int
+    expected_tokens: float
+    cost_per_cycle: float
+    speedup: float
+
+
+@dataclass(frozen=True)
+class PositionAcceptance:
+    """Acceptance at draft position ``position`` (1-based) measured from per-position counters."""
+
+    position: int
+    accepted: float
+    rate: float  # accepted at this position / drafts; i.i.d. predicts p^position
+    conditional: float | None  # accepted here / accepted at the previous position; i.i.d. predicts p
+    iid_rate: float
+
+
+@dataclass(frozen=True)
+class IidDeparture:
+    """How far per-position acceptance departs from the i.i.d. (truncated geometric) model."""
+
+    chi_square: float | None
+    degrees_of_freedom: int
+    p_value: float | None
+    max_conditional_deviation: float  # max over positions of |conditional - p|
+    max_rate_deviation: float  # max over positions of |rate - p^position|
+    consistent_with_iid: bool | None  # None when the test has no degrees of freedom
+    small_expected_counts: bool  # some expected count below 5: the chi-square is approximate
+
+
+@dataclass(frozen=True)
+class SpecDecodeCounters:
+    """Spec-decode counters summed over every series (engines) of one model."""
+
+    schema: str  # "v1" (drafts counter present) or "v0" (emitted tokens, no drafts)
+    drafts: float | None
+    draft_tokens: float
+    accepted_tokens: float
+    accepted_per_position: tuple[float, ...] = ()
+    emitted_tokens: float | None = None
+    efficiency: float | None = None
+    model_name: str | None = None
+    series: int = 1
+
+
+@dataclass(frozen=True)
+class Calibration:
+    source: str  # "draft_rate", "mean_length" or "exposition"
+    k: int
+    acceptance: float  # the inferred p
+    draft_acceptance_rate: float  # observed (or implied by the given length)
+    mean_acceptance_length: float  # observed (or implied by the given rate)
+    estimator: str
+    c: float
+    predictions: list[KPrediction]
+    best_k: int
+    best_speedup: float
+    speedup_at_k: float  # predicted from the observed tokens per cycle at the measured k
+    acceptance_from_mean_length: float
+    acceptance_from_draft_rate: float
+    positions: list[PositionAcceptance] = field(default_factory=list)
+    departure: IidDeparture | None = None
+    counters: SpecDecodeCounters | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# Conversions (a) and (b)
+
+
+def _predictions(p: float, c: float, k_max: int, verify: VerifyCost) -> tuple[list[KPrediction], int, float]:
+    rows = [
+        KPrediction(
+            k=k,
+            expected_tokens=closed_form.expected_tokens(p, k),
+            cost_per_cycle=closed_form.cost_per_cycle(k, c, verify),
+            speedup=closed_form.speedup(p, k, c, verify),
+        )
+        for k in range(k_max + 1)
+    ]
+    chosen, chosen_speedup = closed_form.best_k(p, c, k_max, verify)
+    return rows, chosen, chosen_speedup
+
+
+def _check_common(k: int, c: float, k_max: int) -> None:
+    if k < 1:
+        raise ValueError("k must be at least 1: with k = 0 nothing is drafted")
+    if not (math.isfinite(c) and c >= 0.0):
+        raise ValueError("c must be a finite number >= 0")
+    if k_max < 1:
+        raise ValueError("k_max must be at least 1")
+
+
+def calibrate_from_rate(
+    rate: float, k: int, c: float, k_max: int, verify: VerifyCost = free_verification
+) -> Calibration:
+    """p from the draft acceptance rate (accepted / drafted) measured at draft length k."""
+    _check_common(k, c, k_max)
+    p = closed_form.acceptance_from_draft_rate(rate, k)
+    length = closed_form.mean_acceptance_length(p, k)
+    predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
+    return Calibration(
+        source="draft_rate",
+        k=k,
+        acceptance=p,
+        draft_acceptance_rate=rate,
+        mean_acceptance_length=length,
+        estimator="inverse of the draft acceptance rate (p - p^(k+1)) / ((1 - p) k)",
+        c=c,
+        predictions=predictions,
+        best_k=chosen,
+        best_speedup=chosen_speedup,
+        speedup_at_k=length / closed_form.cost_per_cycle(k, c, verify),
+        acceptance_from_mean_length=p,
+        acceptance_from_draft_rate=p,
+        notes=[_rate_is_not_p(rate, p)],
+    )
+
+
+def calibrate_from_length(
+    length: float, k: int, c: float, k_max: int, verify: VerifyCost = free_verification
+) -> Calibration:
+    """p from the mean acceptance length (tokens per verification, bonus token included) at draft length k."""
+    _check_common(k, c, k_max)
+    p = closed_form.acceptance_from_mean_length(length, k)
+    rate = closed_form.draft_acceptance_rate(p, k)
+    predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
+    return Calibration(
+        source="mean_length",
+        k=k,
+        acceptance=p,
+        draft_acceptance_rate=rate,
+        mean_acceptance_length=length,
+        estimator="inverse of the mean acceptance length (1 - p^(k+1)) / (1 - p)",
+        c=c,
+        predictions=predictions,
+        best_k=chosen,
+        best_speedup=chosen_speedup,
+        speedup_at_k=length / closed_form.cost_per_cycle(k, c, verify),
+        acceptance_from_mean_length=p,
+        acceptance_from_draft_rate=p,
+        notes=[_rate_is_not_p(rate, p)],
+    )
+
+
+def _rate_is_not_p(rate: float, p: float) -> str:
+    return (
+        f"draft acceptance rate {rate:.4f} is not p: under i.i.d. acceptance p = {p:.4f} "
+        "(the rate counts drafts after the first rejection as failures)"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Parsing (c)
+
+
+def _base_name(sample_name: str) -> str | None:
+    """'vllm:spec_decode_num_drafts_total' -> 'spec_decode_num_drafts'; None for other metrics."""
+    for prefix in PREFIXES:
+        if sample_name.startswith(prefix):
+            name = sample_name[len(prefix) :]
+            break
+    else:
+        return None
+    if not name.startswith(SPEC_DECODE_STEM):
+        return None
+    if name.endswith("_created"):
+        return None  # creation timestamps prometheus_client adds next to counters
+    if name.endswith("_total"):
+        name = name[: -len("_total")]
+    return name
+
+
+@dataclass
+class _Series:
+    values: dict[str, float] = field(default_factory=dict)
+    per_position: dict[int, float] = field(default_factory=dict)
+    gauges: dict[str, list[float]] = field(default_factory=dict)
+    series: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
+
+
+def _parse_samples(text: str) -> Iterable[tuple[str, dict[str, str], float]]:
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                yield sample.name, dict(sample.labels), float(sample.value)
+    except (ValueError, TypeError, KeyError, IndexError) as error:
+        raise CalibrationError(
+            ErrorKind.UNPARSEABLE,
+            f"not a Prometheus text exposition: the parser stopped with '{_clip(str(error))}'. "
+            "Paste the plain text a server returns at /metrics.",
+        ) from error
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_exposition(text: str, model_name: str | None = None) -> SpecDecodeCounters:
+    """Sum the spec-decode counters of one model over all its series (engines)."""
+    if len(text.encode("utf-8", errors="replace")) > MAX_EXPOSITION_BYTES:
+        raise CalibrationError(
+            ErrorKind.TOO_LARGE, f"the exposition is larger than {MAX_EXPOSITION_BYTES:,} bytes; paste only /metrics"
+        )
+    if not text.strip():
+        raise CalibrationError(
+            ErrorKind.EMPTY, "the exposition is empty: paste the text a vLLM server returns at /metrics"
+        )
+
+    by_model: dict[str, _Series] = {}
+    sample_count = 0
+    other_names: set[str] = set()
+    for name, labels, value in _parse_samples(text):
+        sample_count += 1
+        base = _base_name(name)
+        if base is None:
+            other_names.add(name)
+            continue
+        if not math.isfinite(value):
+            raise CalibrationError(ErrorKind.NON_FINITE, f"{name} has the value {value}; counters must be finite")
+        if value < 0:
+            raise CalibrationError(ErrorKind.NEGATIVE, f"{name} is negative ({value:g}); counters never go below 0")
+        model = labels.get("model_name", "")
+        series = by_model.setdefault(model, _Series())
+        series.series.add(tuple(sorted((key, val) for key, val in labels.items() if key != "position")))
+        if base == PER_POSITION:
+            position_label = labels.get("position")
+            try:
+                position = int(position_label) if position_label is not None else -1
+            except ValueError:
+                position = -1
+            if not 0 <= position < MAX_POSITIONS:
+                raise CalibrationError(
+                    ErrorKind.BAD_LABEL,
+                    f"{name} needs a position label that is an integer from 0 to {MAX_POSITIONS - 1}; "
+                    f"got {position_label!r}",
+                )
+            series.per_position[position] = series.per_position.get(position, 0.0) + value
+        elif base in (DRAFTS, DRAFT_TOKENS, ACCEPTED, EMITTED):
+            series.values[base] = series.values.get(base, 0.0) + value
+        else:
+            series.gauges.setdefault(base, []).append(value)
+
+    if sample_count == 0:
+        raise CalibrationError(
+            ErrorKind.NO_SAMPLES, "the exposition holds no samples (only comments or blank lines)"
+        )
+    if not by_model:
+        shown = ", ".join(sorted(other_names)[:5])
+        raise CalibrationError(
+            ErrorKind.UNRELATED,
+            f"no vLLM spec-decode counters (vllm:spec_decode_*) among {len(other_names)} metric names "
+            f"(e.g. {shown}); is speculative decoding enabled on this server?",
+        )
+    if model_name is not None:
+        if model_name not in by_model:
+            known = ", ".join(sorted(repr(name) for name in by_model))
+            raise CalibrationError(
+                ErrorKind.AMBIGUOUS_MODEL, f"no spec-decode counters for model_name {model_name!r}; found {known}"
+            )
+        chosen_model = model_name
+    elif len(by_model) > 1:
+        known = ", ".join(sorted(repr(name) for name in by_model))
+        raise CalibrationError(
+            ErrorKind.AMBIGUOUS_MODEL,
+            f"the exposition holds spec-decode counters for several models ({known}); choose one with model_name",
+        )
+    else:
+        chosen_model = next(iter(by_model))
+    return _counters_of(by_model[chosen_model], chosen_model or None)
+
+
+def _counters_of(series: _Series, model_name: str | None) -> SpecDecodeCounters:
+    values = series.values
+    positions = series.per_position
+    if positions and sorted(positions) != list(range(len(positions))):
+        raise CalibrationError(
+            ErrorKind.BAD_LABEL,
+            f"per-position counters must cover positions 0..k-1 without gaps; got positions {sorted(positions)}",
+        )
+    per_position = tuple(positions[i] for i in range(len(positions)))
+    efficiency_values = series.gauges.get(EFFICIENCY)
+    efficiency = efficiency_values[0] if efficiency_values and len(efficiency_values) == 1 else None
+    present_names = {f"vllm:{name}" for name in values} | ({f"vllm:{PER_POSITION}"} if positions else set())
+    present = ", ".join(sorted(present_names))
+    if DRAFTS in values:
+        schema = "v1"
+        required = (DRAFT_TOKENS, ACCEPTED)
+    elif EMITTED in values:
+        schema = "v0"
+        required = (DRAFT_TOKENS, ACCEPTED)
+    else:
+        raise CalibrationError(
+            ErrorKind.MISSING_COUNTER,
+            f"missing counter vllm:{DRAFTS}_total (or the older vllm:{EMITTED}_total); "
+            f"found only: {present or 'spec-decode gauges'}",
+        )
+    for name in required:
+        if name not in values:
+            raise CalibrationError(
+                ErrorKind.MISSING_COUNTER, f"missing counter vllm:{name}_total; found: {present}"
+            )
+    return SpecDecodeCounters(
+        schema=schema,
+        drafts=values.get(DRAFTS),
+        draft_tokens=values[DRAFT_TOKENS],
+        accepted_tokens=values[ACCEPTED],
+        accepted_per_position=per_position,
+        emitted_tokens=values.get(EMITTED),
+        efficiency=efficiency,
+        model_name=model_name,
+        series=len(series.series),
+    )
+
+
+def counters_difference(after: SpecDecodeCounters, before: SpecDecodeCounters) -> SpecDecodeCounters:
+    """Counters accumulated between two scrapes (after - before), e.g. to drop warm-up traffic."""
+    if after.schema != before.schema:
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT, "the baseline and the current exposition come from different vLLM metric schemas"
+        )
+
+    def minus(name: str, now: float | None, then: float | None) -> float | None:
+        if now is None or then is None:
+            return None
+        if now < then:
+            raise CalibrationError(
+                ErrorKind.COUNTER_RESET,
+                f"{name} went down from {then:g} in the baseline to {now:g}; was the server restarted in between?",
+            )
+        return now - then
+
+    if len(before.accepted_per_position) not in (0, len(after.accepted_per_position)):
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT, "the baseline and the current exposition have different numbers of positions"
+        )
+    before_positions = before.accepted_per_position or (0.0,) * len(after.accepted_per_position)
+    per_position = tuple(
+        minus(f"vllm:{PER_POSITION}{{position={i}}}", now, then) or 0.0
+        for i, (now, then) in enumerate(zip(after.accepted_per_position, before_positions, strict=True))
+    )
+    draft_tokens = minus(f"vllm:{DRAFT_TOKENS}", after.draft_tokens, before.draft_tokens)
+    accepted = minus(f"vllm:{ACCEPTED}", after.accepted_tokens, before.accepted_tokens)
+    assert draft_tokens is not None and accepted is not None
+    return replace(
+        after,
+        drafts=minus(f"vllm:{DRAFTS}", after.drafts, before.drafts),
+        draft_tokens=draft_tokens,
+        accepted_tokens=accepted,
+        accepted_per_position=per_position,
+        emitted_tokens=minus(f"vllm:{EMITTED}", after.emitted_tokens, before.emitted_tokens),
+        efficiency=None,  # a ratio gauge does not subtract
+    )
+
+
+# ---------------------------------------------------------------------------
+# Estimation from counters
+
+
+def _slack(total: float) -> float:
+    return max(1.0, RELATIVE_SLACK * total)
+
+
+def _accepted_length_counts(drafts: float, per_position: tuple[float, ...]) -> np.ndarray:
+    """Number of drafts with exactly j accepted tokens, j = 0..k, from 'at least i + 1 accepted' counts."""
+    at_least = np.array((drafts, *per_position), dtype=np.float64)
+    counts = at_least[:-1] - at_least[1:]
+    return np.append(counts, at_least[-1])
+
+
+def iid_departure(drafts: float, per_position: tuple[float, ...], p: float) -> IidDeparture:
+    """Pearson chi-square of the accepted-length histogram against the truncated geometric at p."""
+    k = len(per_position)
+    observed = _accepted_length_counts(drafts, per_position)
+    expected = drafts * np.array(closed_form.accepted_distribution(p, k))
+    rates = np.array(per_position) / drafts
+    iid_rates = np.array([p ** (i + 1) for i in range(k)])
+    previous = np.array((drafts, *per_position[:-1]))
+    conditionals = [a / b for a, b in zip(per_position, previous, strict=True) if b > 0]
+    max_conditional = max((abs(value - p) for value in conditionals), default=0.0)
+    degrees = k - 1  # k + 1 bins, one total, one fitted parameter
+    usable = expected > 0
+    small = bool(np.any(expected[usable] < 5.0))
+    max_rate = float(np.max(np.abs(rates - iid_rates))) if k else 0.0
+    if degrees < 1:
+        chi_square, p_value, consistent = None, None, None  # k = 1: one parameter fits two bins exactly
+    elif np.any(observed[~usable] > 0):
+        chi_square, p_value, consistent = None, 0.0, False  # counts where the model puts probability 0
+    else:
+        chi_square = float(np.sum((observed[usable] - expected[usable]) ** 2 / expected[usable]))
+        p_value = float(stats.chi2.sf(chi_square, degrees))
+        consistent = p_value >= IID_TEST_LEVEL
+    return IidDeparture(
+        chi_square=chi_square,
+        degrees_of_freedom=max(degrees, 0),
+        p_value=p_value,
+        max_conditional_deviation=float(max_conditional),
+        max_rate_deviation=max_rate,
+        consistent_with_iid=consistent,
+        small_expected_counts=small,
+    )
+
+
+def _positions_report(drafts: float, per_position: tuple[float, ...], p: float) -> list[PositionAcceptance]:
+    rows = []
+    previous = drafts
+    for index, accepted in enumerate(per_position):
+        rows.append(
+            PositionAcceptance(
+                position=index + 1,
+                accepted=accepted,
+                rate=accepted / drafts,
+                conditional=accepted / previous if previous > 0 else None,
+                iid_rate=p ** (index + 1),
+            )
+        )
+        previous = accepted
+    return rows
+
+
+def _k_from_v0_efficiency(counters: SpecDecodeCounters) -> int | None:
+    """V0's efficiency gauge is emitted / (draft_tokens / k * (k + 1)); solve it for k."""
+    if counters.efficiency is None or counters.emitted_tokens is None or counters.efficiency <= 0:
+        return None
+    ratio = counters.emitted_tokens / (counters.efficiency * counters.draft_tokens)  # (k + 1) / k
+    if ratio <= 1.0:
+        return None
+    estimate = 1.0 / (ratio - 1.0)
+    nearest = round(estimate)
+    return nearest if nearest >= 1 and abs(estimate - nearest) < 0.05 else None
+
+
+def calibrate_from_counters(
+    counters: SpecDecodeCounters,
+    c: float,
+    k_max: int,
+    verify: VerifyCost = free_verification,
+    k: int | None = None,
+) -> Calibration:
+    """p, per-position acceptance and the i.i.d. check from (possibly differenced) spec-decode counters."""
+    if counters.schema == "v0":
+        return _calibrate_v0(counters, c, k_max, verify, k)
+    return _calibrate_v1(counters, c, k_max, verify, k)
+
+
+def _calibrate_v1(
+    counters: SpecDecodeCounters, c: float, k_max: int, verify: VerifyCost, k: int | None
+) -> Calibration:
+    drafts = counters.drafts or 0.0
+    if drafts <= 0:
+        raise CalibrationError(
+            ErrorKind.ZERO_DRAFTS,
+            "vllm:spec_decode_num_drafts_total is 0: the server has not speculated yet, so nothing can be measured",
+        )
+    draft_tokens, accepted = counters.draft_tokens, counters.accepted_tokens
+    per_position = counters.accepted_per_position
+    notes: list[str] = []
+    if accepted > draft_tokens + _slack(draft_tokens):
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT,
+            f"accepted tokens ({accepted:g}) exceed drafted tokens ({draft_tokens:g}); counters are inconsistent",
+        )
+    if draft_tokens < drafts - _slack(drafts):
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT,
+            f"fewer draft tokens ({draft_tokens:g}) than drafts ({drafts:g}); every draft proposes at least one token",
+        )
+    tokens_per_draft = draft_tokens / drafts
+    if per_position:
+        positions_k = len(per_position)
+        if k is not None and k != positions_k:
+            raise CalibrationError(
+                ErrorKind.INCONSISTENT,
+                f"k = {k} was given but the exposition has per-position counters for k = {positions_k}",
+            )
+        k = positions_k
+        chain = (drafts, *per_position)
+        for index in range(positions_k):
+            if chain[index + 1] > chain[index] + _slack(chain[index]):
+                what = "drafts" if index == 0 else f"position {index - 1}"
+                raise CalibrationError(
+                    ErrorKind.INCONSISTENT,
+                    f"accepted at position {index} ({chain[index + 1]:g}) exceeds {what} ({chain[index]:g}); "
+                    "a token is accepted only after every token before it",
+                )
+        position_sum = float(sum(per_position))
+        if abs(position_sum - accepted) > _slack(accepted):
+            raise CalibrationError(
+                ErrorKind.INCONSISTENT,
+                f"per-position accepted counts sum to {position_sum:g} but accepted tokens are {accepted:g}",
+            )
+    elif k is None:
+        nearest = round(tokens_per_draft)
+        if abs(tokens_per_draft - nearest) > 1e-6 * max(1.0, tokens_per_draft):
+            raise CalibrationError(
+                ErrorKind.UNKNOWN_K,
+                f"draft tokens per draft is {tokens_per_draft:.4f}, not a whole number, and there are no "
+                "per-position counters: give k (num_speculative_tokens)",
+            )
+        k = int(nearest)
+        notes.append(f"k = {k} inferred from draft tokens / drafts")
+    if k < 1:
+        raise CalibrationError(ErrorKind.INCONSISTENT, "the counters imply k = 0: nothing was drafted")
+    if tokens_per_draft > k + _slack(k * drafts) / drafts:
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT,
+            f"draft tokens per draft is {tokens_per_draft:.4f}, more than k = {k}",
+        )
+    if tokens_per_draft < k - 1e-6:
+        notes.append(
+            f"drafts averaged {tokens_per_draft:.3f} tokens, fewer than k = {k} "
+            "(some drafts were cut short); per-position rates are per draft"
+        )
+    if accepted > k * drafts + _slack(k * drafts):
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT, f"accepted tokens per draft ({accepted / drafts:.4f}) exceed k = {k}"
+        )
+
+    length = min(1.0 + accepted / drafts, float(k + 1))
+    rate = min(accepted / draft_tokens, 1.0) if draft_tokens > 0 else 0.0
+    p_from_length = closed_form.acceptance_from_mean_length(length, k)
+    p_from_rate = closed_form.acceptance_from_draft_rate(min(accepted / (k * drafts), 1.0), k)
+    positions: list[PositionAcceptance] = []
+    departure = None
+    if per_position:
+        successes = float(sum(per_position))
+        rejections = drafts - per_position[-1]
+        p = successes / (successes + rejections) if successes + rejections > 0 else 0.0
+        p = min(max(p, 0.0), 1.0)
+        estimator = (
+            "maximum likelihood of the truncated geometric from per-position counts: "
+            "accepted / (accepted + drafts ending in a rejection)"
+        )
+        positions = _positions_report(drafts, per_position, p)
+        departure = iid_departure(drafts, per_position, p)
+    else:
+        p = p_from_length
+        estimator = "inverse of the mean acceptance length 1 + accepted / drafts (no per-position counters)"
+        notes.append("no per-position counters: the departure from i.i.d. cannot be measured")
+    predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
+    notes.append(_rate_is_not_p(rate, p))
+    return Calibration(
+        source="exposition",
+        k=k,
+        acceptance=p,
+        draft_acceptance_rate=rate,
+        mean_acceptance_length=length,
+        estimator=estimator,
+        c=c,
+        predictions=predictions,
+        best_k=chosen,
+        best_speedup=chosen_speedup,
+        speedup_at_k=length / closed_form.cost_per_cycle(k, c, verify),
+        acceptance_from_mean_length=p_from_length,
+        acceptance_from_draft_rate=p_from_rate,
+        positions=positions,
+        departure=departure,
+        counters=counters,
+        notes=notes,
+    )
+
+
+def _calibrate_v0(
+    counters: SpecDecodeCounters, c: float, k_max: int, verify: VerifyCost, k: int | None
+) -> Calibration:
+    draft_tokens, accepted = counters.draft_tokens, counters.accepted_tokens
+    emitted = counters.emitted_tokens or 0.0
+    notes = ["older vLLM (V0) counters: accepted tokens count every accepted position, prefix or not"]
+    if draft_tokens <= 0:
+        raise CalibrationError(
+            ErrorKind.ZERO_DRAFTS,
+            "vllm:spec_decode_num_draft_tokens_total is 0: the server has not speculated yet",
+        )
+    if accepted > draft_tokens + _slack(draft_tokens):
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT,
+            f"accepted tokens ({accepted:g}) exceed drafted tokens ({draft_tokens:g}); counters are inconsistent",
+        )
+    if k is None:
+        k = _k_from_v0_efficiency(counters)
+        if k is None:
+            raise CalibrationError(
+                ErrorKind.UNKNOWN_K,
+                "these older vLLM counters have no drafts counter: give k (num_speculative_tokens)",
+            )
+        notes.append(f"k = {k} inferred from vllm:spec_decode_efficiency")
+    cycles = draft_tokens / k
+    if abs(cycles - round(cycles)) > 1e-6 * max(1.0, cycles):
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT, f"draft tokens ({draft_tokens:g}) are not a multiple of k = {k}"
+        )
+    if emitted < cycles - _slack(cycles) or emitted > (k + 1) * cycles + _slack((k + 1) * cycles):
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT,
+            f"emitted tokens ({emitted:g}) must lie between the number of cycles ({cycles:g}) "
+            f"and {k + 1} per cycle ({(k + 1) * cycles:g})",
+        )
+    length = min(max(emitted / cycles, 1.0), float(k + 1))
+    p = closed_form.acceptance_from_mean_length(length, k)
+    p_direct = min(accepted / draft_tokens, 1.0)
+    predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
+    notes.append(
+        f"accepted / drafted = {p_direct:.4f} estimates p directly here; p from tokens per cycle is {p:.4f}; "
+        "a gap between the two is a departure from i.i.d. acceptance"
+    )
+    return Calibration(
+        source="exposition",
+        k=k,
+        acceptance=p,
+        draft_acceptance_rate=closed_form.draft_acceptance_rate(p, k),
+        mean_acceptance_length=length,
+        estimator="inverse of the mean acceptance length emitted / (draft tokens / k)",
+        c=c,
+        predictions=predictions,
+        best_k=chosen,
+        best_speedup=chosen_speedup,
+        speedup_at_k=length / closed_form.cost_per_cycle(k, c, verify),
+        acceptance_from_mean_length=p,
+        acceptance_from_draft_rate=p_direct,
+        counters=counters,
+        notes=notes,
+    )
+
+
+def calibrate_from_exposition(
+    text: str,
+    c: float,
+    k_max: int,
+    verify: VerifyCost = free_verification,
+    k: int | None = None,
+    baseline: str | None = None,
+    model_name: str | None = None,
+) -> Calibration:
+    """Parse a vLLM /metrics text (minus an optional earlier scrape) and calibrate p from it."""
+    counters = parse_exposition(text, model_name)
+    if baseline is not None and baseline.strip():
+        counters = counters_difference(counters, parse_exposition(baseline, model_name))
+    return calibrate_from_counters(counters, c, k_max, verify, k)
+
+
+# ---------------------------------------------------------------------------
+# Synthetic expositions
+
+
+def example_exposition(
+    p: float,
+    k: int,
+    drafts: int = 10_000,
+    seed: int | None = None,
+    engines: int = 1,
+    model_name: str = "target-model",
+    schema: str = "v1",
+) -> str:
+    """A /metrics text as vLLM would expose it after ``drafts`` drafts with i.i.d. acceptance p.
+
+    Without a seed the counts are the expected ones (rounded); with a seed they are sampled.
+    """
+    if not 0.0 <= p <= 1.0 or k < 1 or drafts < 0 or engines < 1:
+        raise ValueError("need 0 <= p <= 1, k >= 1, drafts >= 0 and engines >= 1")
+    if seed is None:
+        at_least = [round(drafts * p ** (i + 1)) for i in range(k)]
+        accepted_lengths = None
+    else:
+        rng = np.random.default_rng(seed)
+        accepted_lengths = np.minimum(rng.geometric(1.0 - p, size=drafts) - 1, k) if p < 1 else np.full(drafts, k)
+        at_least = [int(np.sum(accepted_lengths > i)) for i in range(k)]
+    accepted = int(sum(at_least))
+    lines: list[str] = []
+
+    def split(total: int) -> list[int]:
+        share, extra = divmod(total, engines)
+        return [share + (1 if index < extra else 0) for index in range(engines)]
+
+    def counter(name: str, help_text: str, total: int) -> None:
+        lines.append(f"# HELP vllm:{name}_total {help_text}")
+        lines.append(f"# TYPE vllm:{name}_total counter")
+        for engine, value in enumerate(split(total)):
+            lines.append(f'vllm:{name}_total{{engine="{engine}",model_name="{model_name}"}} {float(value)}')
+        lines.append(f"# HELP vllm:{name}_created {help_text}")
+        lines.append(f"# TYPE vllm:{name}_created gauge")
+        for engine in range(engines):
+            lines.append(f'vllm:{name}_created{{engine="{engine}",model_name="{model_name}"}} {CREATED_AT!r}')
+
+    lines.append("# HELP vllm:num_requests_running Number of requests in model execution batches.")
+    lines.append("# TYPE vllm:num_requests_running gauge")
+    lines.append(f'vllm:num_requests_running{{engine="0",model_name="{model_name}"}} 3.0')
+    if schema == "v1":
+        counter(DRAFTS, "Number of spec decoding drafts.", drafts)
+        counter(DRAFT_TOKENS, "Number of draft tokens.", drafts * k)
+        counter(ACCEPTED, "Number of accepted tokens.", accepted)
+        lines.append(f"# HELP vllm:{PER_POSITION}_total Accepted tokens per draft position.")
+        lines.append(f"# TYPE vllm:{PER_POSITION}_total counter")
+        for position, total in enumerate(at_least):
+            for engine, value in enumerate(split(total)):
+                lines.append(
+                    f'vllm:{PER_POSITION}_total{{engine="{engine}",model_name="{model_name}",'
+                    f'position="{position}"}} {float(value)}'
+                )
+    elif schema == "v0":
+        # V0 counted every accepted position; under i.i.d. acceptance that is p per drafted token.
+        emitted = accepted + drafts
+        if seed is None:
+            any_position = round(drafts * k * p)
+        else:
+            rng_any = np.random.default_rng(seed + 1)
+            any_position = int(rng_any.binomial(drafts * k, p))
+        counter(DRAFT_TOKENS, "Number of draft tokens.", drafts * k)
+        counter(ACCEPTED, "Number of accepted tokens.", any_position)
+        counter(EMITTED, "Number of emitted tokens.", emitted)
+        efficiency = emitted / (drafts * (k + 1)) if drafts else 0.0
+        lines.append(f"# HELP vllm:{EFFICIENCY} Speculative decoding system efficiency.")
+        lines.append(f"# TYPE vllm:{EFFICIENCY} gauge")
+        lines.append(f'vllm:{EFFICIENCY}{{model_name="{model_name}"}} {efficiency!r}')
+    else:
+        raise ValueError("schema must be 'v1' or 'v0'")
+    return "\n".join(lines) + "\n"

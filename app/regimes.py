@@ -1,0 +1,500 @@
+"""When verification stops being free: linear and roofline cost regimes.
+
+The closed form prices one cycle at ``k * c + v(k)`` target passes.  Here
+``v`` and ``c`` come from a regime:
+
+- memory-bound: ``v(k) = 1`` (batch one, dense model);
+- linear: ``v(k) = 1 + beta * k``, ``beta = 1`` being fully compute-bound;
+- roofline: a step over ``n`` tokens per sequence at batch ``B`` takes
+  ``max(bytes_read / bandwidth, flops / compute) + overhead``, for the target
+  and for the draft model on the same hardware, so that
+  ``v(k) = t(B, k + 1) / t(B, 1)`` and ``c = t_draft(B, 1) / t(B, 1)``.
+
+Roofline details.  Bytes read are the weights (for a mixture of experts, the
+shared parameters plus the fraction ``1 - (1 - a/E)^(B n)`` of routed experts
+that B n tokens touch) plus the KV cache of B sequences at the context length.
+FLOPs are ``2 * active_params`` per token plus the attention over the cached
+context, ``4 * layers * query_heads * head_dim * context`` per token (zero at
+context 0, where the formula is exactly ``2 * active_params * B * n``).
+Bandwidth and compute are the vendor peaks times ``devices`` times an
+efficiency factor.  Functions taking ``batch`` and ``tokens`` accept arrays
+and broadcast them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from app import closed_form
+from app.closed_form import VerifyCost
+from app.presets import ACCELERATORS, MODELS, Accelerator, ModelSpec
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+MAX_SIMULATED_ROUTINGS = 20_000_000  # tokens x experts x trials drawn by one simulation
+
+
+def linear_verification(beta: float) -> VerifyCost:
+    """v(k) = 1 + beta k, beta in [0, 1]; beta = 0 is free and beta = 1 fully compute-bound."""
+    if not 0.0 <= beta <= 1.0:
+        raise ValueError("beta must lie in [0, 1]")
+
+    def verify(k: int) -> float:
+        return 1.0 + beta * k
+
+    return verify
+
+
+def compute_bound_verification(k: int) -> float:
+    """Every verified token costs a full pass: v(k) = k + 1."""
+    return float(k + 1)
+
+
+# ---------------------------------------------------------------------------
+# Mixture-of-experts coverage
+
+
+def expert_coverage(experts: int, experts_per_token: int, tokens: ArrayLike) -> FloatArray:
+    """Expected fraction of routed experts read by ``tokens`` tokens: 1 - (1 - a/E)^tokens.
+
+    Exact when each token picks its a experts uniformly and independently of the others.
+    """
+    counts = np.asarray(tokens, dtype=np.float64)
+    if experts_per_token >= experts:
+        return np.ones_like(counts)
+    return -np.expm1(counts * math.log1p(-experts_per_token / experts))
+
+
+def simulate_expert_coverage(
+    experts: int, experts_per_token: int, tokens: int, trials: int, rng: np.random.Generator
+) -> FloatArray:
+    """Fraction of experts touched in each of ``trials`` seeded routings of ``tokens`` tokens.
+
+    Each token picks ``experts_per_token`` distinct experts uniformly at random.
+    """
+    if trials * tokens * experts > MAX_SIMULATED_ROUTINGS:
+        raise ValueError(f"trials * tokens * experts must be at most {MAX_SIMULATED_ROUTINGS:,}")
+    keys = rng.random((trials, tokens, experts))
+    chosen = np.argpartition(keys, experts_per_token - 1, axis=-1)[..., :experts_per_token]
+    touched = np.zeros((trials, experts), dtype=bool)
+    touched[np.arange(trials)[:, None, None], chosen] = True
+    fractions: FloatArray = touched.mean(axis=1)
+    return fractions
+
+
+# ---------------------------------------------------------------------------
+# Roofline
+
+
+@dataclass(frozen=True)
+class RooflineSetup:
+    """Hardware, target and draft model, number formats and serving conditions."""
+
+    accelerator: Accelerator
+    target: ModelSpec
+    draft: ModelSpec
+    devices: int = 1
+    target_bytes_per_param: float = 2.0
+    draft_bytes_per_param: float = 2.0
+    kv_bytes_per_value: float = 2.0
+    context_tokens: int = 1024
+    bandwidth_efficiency: float = 0.8
+    compute_efficiency: float = 0.6
+    # Launch, synchronisation and sampling per forward pass: an assumption, not a vendor figure.
+    step_overhead_us: float = 50.0
+
+    def __post_init__(self) -> None:
+        if self.devices < 1:
+            raise ValueError("devices must be at least 1")
+        for name in ("target_bytes_per_param", "draft_bytes_per_param", "kv_bytes_per_value"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive")
+        if self.context_tokens < 0:
+            raise ValueError("context_tokens must be at least 0")
+        for name in ("bandwidth_efficiency", "compute_efficiency"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must lie in (0, 1]")
+        if self.step_overhead_us < 0:
+            raise ValueError("step_overhead_us must be at least 0")
+
+    @property
+    def bandwidth_bytes_s(self) -> float:
+        return self.accelerator.bandwidth_tb_s * 1e12 * self.devices * self.bandwidth_efficiency
+
+    @property
+    def compute_flops_s(self) -> float:
+        return self.accelerator.bf16_tflops * 1e12 * self.devices * self.compute_efficiency
+
+
+def default_setup() -> RooflineSetup:
+    """H100 SXM, dense 8B target, dense 1B draft, bf16 weights and cache, 1,024 tokens of context."""
+    return RooflineSetup(ACCELERATORS["h100-sxm"], MODELS["dense-8b"], MODELS["dense-1b"])
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One forward pass; arrays broadcast over batch and tokens per sequence."""
+
+    bytes_read: FloatArray
+    flops: FloatArray
+    memory_s: FloatArray
+    compute_s: FloatArray
+    overhead_s: float
+
+    @property
+    def total_s(self) -> FloatArray:
+        return np.maximum(self.memory_s, self.compute_s) + self.overhead_s
+
+    @property
+    def compute_bound(self) -> NDArray[np.bool_]:
+        return self.compute_s > self.memory_s
+
+
+def kv_cache_bytes(model: ModelSpec, setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
+    """KV cache of ``batch`` sequences at the setup's context length."""
+    per_sequence = setup.context_tokens * model.kv_values_per_token * setup.kv_bytes_per_value
+    return np.asarray(batch, dtype=np.float64) * per_sequence
+
+
+def weight_bytes_read(model: ModelSpec, bytes_per_param: float, tokens_in_step: ArrayLike) -> FloatArray:
+    """Weights read by one step over ``tokens_in_step`` tokens (all sequences together)."""
+    coverage = expert_coverage(model.experts, model.experts_per_token, tokens_in_step)
+    return (model.shared_params_b + model.routed_params_b * coverage) * 1e9 * bytes_per_param
+
+
+def flops_per_token(model: ModelSpec, context_tokens: int) -> float:
+    """2 x active parameters plus attention scores and values over the cached context."""
+    attention = 4.0 * model.layers * model.query_heads * model.head_dim * context_tokens
+    return 2.0 * model.active_params_b * 1e9 + attention
+
+
+def model_step(
+    setup: RooflineSetup, model: ModelSpec, bytes_per_param: float, batch: ArrayLike, tokens: ArrayLike
+) -> StepTime:
+    """Roofline time of one step of ``model`` over ``tokens`` tokens for each of ``batch`` sequences."""
+    batch_array = np.asarray(batch, dtype=np.float64)
+    tokens_array = np.asarray(tokens, dtype=np.float64)
+    token_count = batch_array * tokens_array
+    bytes_read = weight_bytes_read(model, bytes_per_param, token_count) + kv_cache_bytes(model, setup, batch_array)
+    flops = token_count * flops_per_token(model, setup.context_tokens)
+    return StepTime(
+        bytes_read=bytes_read,
+        flops=flops,
+        memory_s=bytes_read / setup.bandwidth_bytes_s,
+        compute_s=flops / setup.compute_flops_s,
+        overhead_s=setup.step_overhead_us * 1e-6,
+    )
+
+
+def target_step(setup: RooflineSetup, batch: ArrayLike, tokens: ArrayLike) -> StepTime:
+    return model_step(setup, setup.target, setup.target_bytes_per_param, batch, tokens)
+
+
+def draft_step(setup: RooflineSetup, batch: ArrayLike) -> StepTime:
+    """One draft step proposes one token per sequence."""
+    return model_step(setup, setup.draft, setup.draft_bytes_per_param, batch, 1)
+
+
+def roofline_draft_cost(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
+    """c(B) = t_draft(B, 1) / t(B, 1)."""
+    return draft_step(setup, batch).total_s / target_step(setup, batch, 1).total_s
+
+
+def verification_costs(setup: RooflineSetup, batch: ArrayLike, k_values: ArrayLike) -> FloatArray:
+    """v(k) = t(B, k + 1) / t(B, 1), broadcast over batch and k."""
+    batch_array = np.asarray(batch, dtype=np.float64)
+    k_array = np.asarray(k_values, dtype=np.float64)
+    plain = target_step(setup, batch_array, 1).total_s
+    return target_step(setup, batch_array, k_array + 1.0).total_s / plain
+
+
+def roofline_verification(setup: RooflineSetup, batch: int) -> VerifyCost:
+    """The roofline at one batch size as a closed-form VerifyCost."""
+
+    def verify(k: int) -> float:
+        return float(verification_costs(setup, batch, k))
+
+    return verify
+
+
+def roofline_speedup(p: float, k: int, setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
+    """S(B) = E[T] t(B, 1) / (k t_draft(B, 1) + t(B, k + 1)), computed as E[T] / (k c + v)."""
+    batch_array = np.asarray(batch, dtype=np.float64)
+    if k == 0:
+        return np.ones_like(batch_array)
+    cost = k * roofline_draft_cost(setup, batch_array) + verification_costs(setup, batch_array, k)
+    return closed_form.expected_tokens(p, k) / cost
+
+
+def operations_ratio(setup: RooflineSetup) -> float:
+    """Draft FLOPs per token over target FLOPs per token: Leviathan's c in the compute-bound limit."""
+    return flops_per_token(setup.draft, setup.context_tokens) / flops_per_token(setup.target, setup.context_tokens)
+
+
+def memory_needed_gb(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
+    """Weights of both models plus both KV caches for ``batch`` sequences, in GB."""
+    weights = (
+        setup.target.total_params_b * setup.target_bytes_per_param
+        + setup.draft.total_params_b * setup.draft_bytes_per_param
+    ) * 1e9
+    caches = kv_cache_bytes(setup.target, setup, batch) + kv_cache_bytes(setup.draft, setup, batch)
+    return (weights + caches) / 1e9
+
+
+def memory_capacity_gb(setup: RooflineSetup) -> float:
+    return setup.accelerator.memory_gb * setup.devices
+
+
+def devices_to_fit(setup: RooflineSetup, batch: int = 1, max_devices: int = 64) -> int | None:
+    """Smallest power of two of devices whose memory holds both models at ``batch``; None if > max."""
+    devices = 1
+    needed = float(memory_needed_gb(setup, batch))
+    while devices <= max_devices:
+        if needed <= setup.accelerator.memory_gb * devices:
+            return devices
+        devices *= 2
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Speedup against batch size, crossover and schedule
+
+
+def crossover_batch(batches: IntArray, speedups: FloatArray) -> int | None:
+    """The batch size from which speculation stops paying for good: S <= 1 from there to the end.
+
+    None when it still pays at the largest batch.  For a mixture of experts the speedup
+    can dip below 1 at small batches and recover (see ``first_loss_batch``).
+    """
+    winning = np.flatnonzero(speedups > 1.0)
+    if winning.size == 0:
+        return int(batches[0])
+    last_win = winning[-1]
+    return int(batches[last_win + 1]) if last_win + 1 < len(batches) else None
+
+
+def first_loss_batch(batches: IntArray, speedups: FloatArray) -> int | None:
+    """The first batch size at which speedup is at most 1."""
+    losing = np.flatnonzero(speedups <= 1.0)
+    return int(batches[losing[0]]) if losing.size else None
+
+
+@dataclass(frozen=True)
+class BatchSweep:
+    """Everything about one (p, k) across batch sizes 1..batch_max."""
+
+    batches: IntArray
+    speedup: FloatArray
+    draft_cost: FloatArray
+    verification_cost: FloatArray
+    target_step_ms: FloatArray
+    verify_step_ms: FloatArray
+    draft_step_ms: FloatArray
+    verify_compute_bound: NDArray[np.bool_]
+    best_k: IntArray
+    best_speedup: FloatArray
+    memory_needed_gb: FloatArray
+    crossover_batch: int | None
+    first_loss_batch: int | None
+    best_crossover_batch: int | None
+
+
+def speedup_grid(p: float, setup: RooflineSetup, batches: ArrayLike, k_max: int) -> FloatArray:
+    """Speedup for every batch (rows) and every k = 0..k_max (columns); column 0 is exactly 1."""
+    batch_column = np.asarray(batches, dtype=np.float64)[:, None]
+    k_row = np.arange(k_max + 1, dtype=np.float64)[None, :]
+    cost = k_row * roofline_draft_cost(setup, batch_column) + verification_costs(setup, batch_column, k_row)
+    tokens = np.array([closed_form.expected_tokens(p, k) for k in range(k_max + 1)])[None, :]
+    grid = tokens / cost
+    grid[:, 0] = 1.0
+    return grid
+
+
+def best_k_by_batch(p: float, setup: RooflineSetup, batches: ArrayLike, k_max: int) -> tuple[IntArray, FloatArray]:
+    """argmax over k = 0..k_max of speedup per batch, ties to the smaller k, 0 when none beats 1."""
+    grid = speedup_grid(p, setup, batches, k_max)
+    best = np.argmax(grid, axis=1)
+    return best.astype(np.int64), grid[np.arange(grid.shape[0]), best]
+
+
+def sweep_batches(p: float, k: int, setup: RooflineSetup, batch_max: int, k_max: int) -> BatchSweep:
+    batches = np.arange(1, batch_max + 1, dtype=np.int64)
+    plain = target_step(setup, batches, 1)
+    verify = target_step(setup, batches, k + 1)
+    draft = draft_step(setup, batches)
+    draft_cost = draft.total_s / plain.total_s
+    verification_cost = verify.total_s / plain.total_s
+    speedup = closed_form.expected_tokens(p, k) / (k * draft_cost + verification_cost) if k else np.ones(batch_max)
+    best_k, best_speedup = best_k_by_batch(p, setup, batches, k_max)
+    return BatchSweep(
+        batches=batches,
+        speedup=speedup,
+        draft_cost=draft_cost,
+        verification_cost=verification_cost,
+        target_step_ms=plain.total_s * 1e3,
+        verify_step_ms=verify.total_s * 1e3,
+        draft_step_ms=draft.total_s * 1e3,
+        verify_compute_bound=verify.compute_bound,
+        best_k=best_k,
+        best_speedup=best_speedup,
+        memory_needed_gb=memory_needed_gb(setup, batches),
+        crossover_batch=crossover_batch(batches, speedup),
+        first_loss_batch=first_loss_batch(batches, speedup),
+        best_crossover_batch=crossover_batch(batches, best_speedup),
+    )
+
+
+@dataclass(frozen=True)
+class ScheduleStep:
+    """Run draft length ``k`` (0 = speculation off) for batch sizes batch_from..batch_to."""
+
+    batch_from: int
+    batch_to: int
+    k: int
+    speedup_at_from: float
+    speedup_at_to: float
+
+
+def schedule_from(batches: IntArray, best_k: IntArray, best_speedup: FloatArray) -> list[ScheduleStep]:
+    """Compress a per-batch best k into runs: thresholds of batch size to k."""
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(best_k)) + 1))
+    ends = np.concatenate((starts[1:] - 1, [len(batches) - 1]))
+    return [
+        ScheduleStep(
+            batch_from=int(batches[start]),
+            batch_to=int(batches[end]),
+            k=int(best_k[start]),
+            speedup_at_from=float(best_speedup[start]),
+            speedup_at_to=float(best_speedup[end]),
+        )
+        for start, end in zip(starts, ends, strict=True)
+    ]
+
+
+def best_k_schedule(p: float, setup: RooflineSetup, k_max: int, batch_max: int) -> list[ScheduleStep]:
+    batches = np.arange(1, batch_max + 1, dtype=np.int64)
+    best_k, best_speedup = best_k_by_batch(p, setup, batches, k_max)
+    return schedule_from(batches, best_k, best_speedup)
+
+
+# ---------------------------------------------------------------------------
+# Named regimes and the p x k table
+
+
+class RegimeName(StrEnum):
+    MEMORY_BOUND = "memory-bound"
+    COMPUTE_BOUND = "compute-bound"
+    LINEAR = "linear"
+    ROOFLINE = "roofline"
+
+
+@dataclass(frozen=True)
+class Regime:
+    """A named way of pricing a cycle: draft cost c and verification cost v(k)."""
+
+    name: RegimeName
+    label: str
+    draft_cost: float
+    verify: VerifyCost
+    beta: float | None = None
+    batch: int | None = None
+
+
+def make_regime(
+    name: RegimeName,
+    *,
+    draft_cost: float,
+    beta: float = 0.5,
+    setup: RooflineSetup | None = None,
+    batch: int = 1,
+) -> Regime:
+    """Build a named regime; ``draft_cost`` is ignored by the roofline, which derives c from B."""
+    name = RegimeName(name)
+    if name is RegimeName.MEMORY_BOUND:
+        return Regime(name, "memory-bound (v = 1)", draft_cost, closed_form.free_verification)
+    if name is RegimeName.COMPUTE_BOUND:
+        return Regime(name, "compute-bound (v = k + 1)", draft_cost, compute_bound_verification)
+    if name is RegimeName.LINEAR:
+        return Regime(name, f"linear (v = 1 + {beta:g} k)", draft_cost, linear_verification(beta), beta=beta)
+    setup = setup or default_setup()
+    label = f"roofline: {setup.accelerator.name}, {setup.target.name}, batch {batch}"
+    return Regime(
+        name,
+        label,
+        float(roofline_draft_cost(setup, batch)),
+        roofline_verification(setup, batch),
+        batch=batch,
+    )
+
+
+def acceptance_grid(p_min: float, p_max: float, p_step: float) -> FloatArray:
+    """p_min, p_min + step, ... up to p_max (inclusive within rounding), rounded to 6 places."""
+    if not (0.0 <= p_min <= p_max <= 1.0 and p_step > 0):
+        raise ValueError("need 0 <= p_min <= p_max <= 1 and p_step > 0")
+    count = math.floor((p_max - p_min) / p_step + 1e-9) + 1
+    return np.round(p_min + p_step * np.arange(count), 6)
+
+
+def speedup_table(p_values: ArrayLike, k_values: ArrayLike, regime: Regime) -> FloatArray:
+    """S over p (rows) x k (columns): closed-form E[T] over the regime's k c + v(k)."""
+    ps = np.asarray(p_values, dtype=np.float64)
+    ks = [int(k) for k in np.asarray(k_values)]
+    costs = np.array([closed_form.cost_per_cycle(k, regime.draft_cost, regime.verify) for k in ks])
+    tokens = np.array([[closed_form.expected_tokens(float(p), k) for k in ks] for p in ps])
+    table: FloatArray = tokens / costs[None, :]
+    return table
+
+
+@dataclass(frozen=True)
+class WinToLoss:
+    """The cell that wins most under the first regime while losing under the second."""
+
+    p: float
+    k: int
+    speedup_a: float
+    speedup_b: float
+
+
+@dataclass(frozen=True)
+class TableComparison:
+    p_values: FloatArray
+    k_values: IntArray
+    regime_a: Regime
+    regime_b: Regime
+    speedup_a: FloatArray
+    speedup_b: FloatArray
+    win_to_loss_cells: int
+    highlight: WinToLoss | None
+
+
+def compare_regimes(p_values: ArrayLike, k_values: ArrayLike, regime_a: Regime, regime_b: Regime) -> TableComparison:
+    ps = np.asarray(p_values, dtype=np.float64)
+    ks = np.asarray(k_values, dtype=np.int64)
+    table_a = speedup_table(ps, ks, regime_a)
+    table_b = speedup_table(ps, ks, regime_b)
+    flips = (table_a > 1.0) & (table_b < 1.0)
+    highlight = None
+    if flips.any():
+        row, column = np.unravel_index(np.argmax(np.where(flips, table_a, -np.inf)), table_a.shape)
+        highlight = WinToLoss(
+            p=float(ps[row]),
+            k=int(ks[column]),
+            speedup_a=float(table_a[row, column]),
+            speedup_b=float(table_b[row, column]),
+        )
+    return TableComparison(
+        p_values=ps,
+        k_values=ks,
+        regime_a=regime_a,
+        regime_b=regime_b,
+        speedup_a=table_a,
+        speedup_b=table_b,
+        win_to_loss_cells=int(flips.sum()),
+        highlight=highlight,
+    )

@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from app import closed_form as cf
+from tests.conftest import PageWatch
+
+pytestmark = pytest.mark.browser
+
+CURVE_READY = "document.querySelector('#curve')?.dataset.ready === '1'"
+
+
+def open_demo(page: Page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_function(CURVE_READY)
+
+
+def trace_names(page: Page) -> list[str]:
+    names: list[str] = page.evaluate("Array.from(document.getElementById('curve').data, (t) => t.name)")
+    return names
+
+
+def assert_clean(watch: PageWatch) -> None:
+    assert watch.console_errors == []
+    assert watch.foreign_requests == []
+
+
+def test_defaults_show_the_seed_numbers(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_demo(page, live_server + "/")
+    expect(page.locator("#tokens")).to_have_text("3.47")
+    expect(page.locator("#cost")).to_have_text("1.90")
+    expect(page.locator("#speedup")).to_have_text("1.82×")
+    expect(page.locator("#best-k")).to_have_text("4")
+    assert page.locator("#k").get_attribute("type") == "range"
+    assert page.input_value("#k") == "6"
+    assert page.input_value("#p") == "0.75"
+    assert page.input_value("#c") == "0.15"
+    assert_clean(watch)
+
+
+def test_numbers_are_there_before_any_script_runs(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(live_server + "/?k=4&p=0.8&c=0.1")
+    assert page.text_content("#tokens") == f"{cf.expected_tokens(0.8, 4):.2f}"
+    assert page.text_content("#cost") == f"{cf.cost_per_cycle(4, 0.1):.2f}"
+    assert page.text_content("#speedup") == f"{cf.speedup(0.8, 4, 0.1):.2f}×"
+    assert page.text_content("#best-k") == str(cf.best_k(0.8, 0.1, 12)[0])
+    context.close()
+
+
+def test_moving_a_slider_updates_readouts_chart_and_url(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_demo(page, live_server + "/")
+    page.focus("#k")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    expect(page.locator("#k-value")).to_have_text("4")
+    expect(page.locator("#tokens")).to_have_text(f"{cf.expected_tokens(0.75, 4):.2f}")
+    expect(page.locator("#cost")).to_have_text(f"{cf.cost_per_cycle(4, 0.15):.2f}")
+    expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.75, 4, 0.15):.2f}×")
+    page.wait_for_function("document.getElementById('curve').dataset.k === '4'")
+    assert "current k = 4" in trace_names(page)
+    query = parse_qs(urlsplit(page.url).query)
+    assert query["k"] == ["4"]
+
+    page.fill("#p", "0.5")  # range inputs accept fill(), which fires input
+    expect(page.locator("#p-value")).to_have_text("0.50")
+    expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.5, 4, 0.15):.2f}×")
+    expect(page.locator("#best-k")).to_have_text(str(cf.best_k(0.5, 0.15, 12)[0]))
+    assert parse_qs(urlsplit(page.url).query)["p"] == ["0.5"]
+    band_top: list[float] = page.evaluate("document.getElementById('curve').data[0].y")
+    assert band_top[4] == pytest.approx(cf.speedup(0.6, 4, 0.15))
+    assert_clean(watch)
+
+
+def test_do_not_speculate_is_shown(page: Page, live_server: str) -> None:
+    open_demo(page, live_server + "/?p=0.1&c=0.9&k=2")
+    expect(page.locator("#best-k")).to_have_text("off")
+
+
+def test_band_break_even_current_and_best_traces(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_demo(page, live_server + "/")
+    names = trace_names(page)
+    assert "band p ± 0.10" in names
+    assert "break-even (S = 1)" in names
+    assert "current k = 6" in names
+    assert "best k = 4" in names
+    break_even_y: list[float] = page.evaluate(
+        "document.getElementById('curve').data.find((t) => t.name.startsWith('break-even')).y"
+    )
+    assert break_even_y == [1, 1]
+    assert page.locator("#curve .main-svg").count() >= 1
+    assert_clean(watch)
+
+
+def test_the_run_animates_token_by_token_and_replays(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_demo(page, live_server + "/")
+    page.wait_for_selector("#run-tokens .token")
+    early = page.locator("#run-tokens .token").count()
+    page.wait_for_timeout(600)
+    later = page.locator("#run-tokens .token").count()
+    assert 0 < early < later
+    kinds = set(page.eval_on_selector_all("#run-tokens .token", "els => els.map(e => e.classList[1])"))
+    assert "accepted" in kinds
+    page.click("#replay")
+    page.wait_for_timeout(100)
+    assert page.locator("#run-tokens .token").count() < later
+    page.wait_for_function("document.getElementById('run-summary').textContent.includes('tokens in')")
+    assert page.evaluate("document.getElementById('run').data[0].name") == "speculative"
+    assert_clean(watch)
+
+
+def test_reduced_motion_shows_the_whole_run_at_once(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(reduced_motion="reduce")
+    page = context.new_page()
+    page.goto(live_server + "/")
+    page.wait_for_function("document.getElementById('run-summary').textContent.includes('cycle')")
+    summary = page.text_content("#run-summary") or ""
+    cycles = summary.split(" of ")[-1].rstrip(")")
+    assert summary.endswith(f"(cycle {cycles} of {cycles})")
+    context.close()
+
+
+def test_state_in_the_url_is_restored(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_demo(page, live_server + "/?k=4&p=0.8&c=0.1")
+    assert page.input_value("#k") == "4"
+    assert page.input_value("#p") == "0.8"
+    assert page.input_value("#c") == "0.1"
+    expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.8, 4, 0.1):.2f}×")
+    assert "current k = 4" in trace_names(page)
+    assert_clean(watch)
+
+
+@pytest.mark.parametrize("path", ["/?embed=1&k=3", "/embed?k=3"])
+def test_embed_mode_drops_the_chrome(page: Page, live_server: str, watch: PageWatch, path: str) -> None:
+    open_demo(page, live_server + path)
+    assert page.locator("header.site-header").count() == 0
+    assert page.locator("footer").count() == 0
+    assert page.locator(".explain").count() == 0
+    assert page.input_value("#k") == "3"
+    assert page.locator("#curve .main-svg").count() >= 1
+    assert_clean(watch)
+
+
+def test_readable_on_a_phone(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    page.goto(live_server + "/")
+    page.wait_for_function(CURVE_READY)
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1
+    context.close()

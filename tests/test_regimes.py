@@ -1,0 +1,367 @@
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app import closed_form
+from app.presets import ACCELERATORS, MODELS
+from app.regimes import (
+    MAX_SIMULATED_ROUTINGS,
+    RegimeName,
+    RooflineSetup,
+    acceptance_grid,
+    best_k_by_batch,
+    best_k_schedule,
+    compare_regimes,
+    crossover_batch,
+    default_setup,
+    devices_to_fit,
+    expert_coverage,
+    first_loss_batch,
+    kv_cache_bytes,
+    linear_verification,
+    make_regime,
+    memory_capacity_gb,
+    memory_needed_gb,
+    operations_ratio,
+    roofline_draft_cost,
+    roofline_speedup,
+    roofline_verification,
+    simulate_expert_coverage,
+    speedup_grid,
+    speedup_table,
+    sweep_batches,
+    target_step,
+    verification_costs,
+)
+
+DENSE_TARGETS = ("dense-8b", "dense-70b", "dense-405b")
+ACCEPTANCES = (0.0, 0.3, 0.6, 0.8, 0.95, 1.0 - 1e-9, 1.0)
+
+
+def setup_for(accelerator: str, target: str, **changes: float) -> RooflineSetup:
+    setup = RooflineSetup(ACCELERATORS[accelerator], MODELS[target], MODELS["dense-1b"])
+    setup = dataclasses.replace(setup, devices=devices_to_fit(setup) or 1)
+    return dataclasses.replace(setup, **changes)
+
+
+def as_crossover(value: int | None) -> float:
+    return math.inf if value is None else float(value)
+
+
+# ---------------------------------------------------------------- linear regime
+
+
+def test_linear_verification_spans_free_to_compute_bound() -> None:
+    assert linear_verification(0.0)(7) == closed_form.free_verification(7) == 1.0
+    assert linear_verification(1.0)(7) == 8.0
+    assert linear_verification(0.25)(4) == 2.0
+    for beta in (-0.1, 1.1, math.nan):
+        with pytest.raises(ValueError, match="beta must lie in"):
+            linear_verification(beta)
+
+
+def test_closed_form_takes_the_linear_regime() -> None:
+    verify = linear_verification(0.5)
+    assert closed_form.speedup(0.8, 4, 0.1, verify) == pytest.approx(3.3616 / (0.4 + 3.0))
+    best, _ = closed_form.best_k(0.8, 0.1, 16, verify)
+    assert best < closed_form.best_k(0.8, 0.1, 16)[0]
+    free_break_even = closed_form.break_even_acceptance(4, 0.1)
+    linear_break_even = closed_form.break_even_acceptance(4, 0.1, verify)
+    assert free_break_even is not None and linear_break_even is not None
+    assert linear_break_even > free_break_even
+
+
+# ---------------------------------------------------------------- roofline at batch one
+
+
+@pytest.mark.parametrize("accelerator", sorted(ACCELERATORS))
+@pytest.mark.parametrize("target", DENSE_TARGETS)
+def test_roofline_at_batch_one_reduces_to_closed_form(accelerator: str, target: str) -> None:
+    setup = setup_for(accelerator, target)
+    c = float(roofline_draft_cost(setup, 1))
+    assert 0 < c < 1
+    verify = roofline_verification(setup, 1)
+    for k in range(1, 9):
+        assert verify(k) == 1.0  # memory-bound: k + 1 tokens cost one pass
+        for p in ACCEPTANCES:
+            assert float(roofline_speedup(p, k, setup, 1)) == pytest.approx(closed_form.speedup(p, k, c), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    p=st.floats(0.0, 1.0),
+    k=st.integers(1, 16),
+    bandwidth=st.floats(0.5, 10.0),
+    overhead=st.floats(0.0, 500.0),
+    context=st.integers(0, 8192),
+)
+def test_memory_bound_roofline_is_the_free_closed_form(
+    p: float, k: int, bandwidth: float, overhead: float, context: int
+) -> None:
+    accelerator = dataclasses.replace(ACCELERATORS["h100-sxm"], bandwidth_tb_s=bandwidth, bf16_tflops=1e9)
+    setup = dataclasses.replace(
+        default_setup(), accelerator=accelerator, step_overhead_us=overhead, context_tokens=context
+    )
+    c = float(roofline_draft_cost(setup, 1))
+    assert float(verification_costs(setup, 1, k)) == 1.0
+    assert float(roofline_speedup(p, k, setup, 1)) == pytest.approx(closed_form.speedup(p, k, c), rel=1e-12)
+
+
+def test_moe_verification_is_not_free_at_batch_one() -> None:
+    for target in ("mixtral-8x7b", "deepseek-v3"):
+        setup = setup_for("h100-sxm", target)
+        costs = verification_costs(setup, 1, np.arange(0, 9))
+        assert costs[0] == 1.0
+        assert np.all(np.diff(costs) > 0)
+        assert costs[4] > 2.0  # five tokens touch far more experts than one
+
+
+# ---------------------------------------------------------------- compute-bound limit
+
+
+@pytest.mark.parametrize("target", DENSE_TARGETS)
+@pytest.mark.parametrize("context", [0, 4096])
+def test_compute_bound_limit_is_one_over_operations_increase(target: str, context: int) -> None:
+    accelerator = dataclasses.replace(ACCELERATORS["h100-sxm"], bandwidth_tb_s=1e12)
+    setup = dataclasses.replace(
+        setup_for("h100-sxm", target), accelerator=accelerator, step_overhead_us=0.0, context_tokens=context
+    )
+    c_ops = operations_ratio(setup)
+    for k in (1, 3, 8):
+        assert float(verification_costs(setup, 4, k)) == pytest.approx(k + 1, rel=1e-9)
+        for p in (0.0, 0.5, 0.8, 0.99):
+            value = float(roofline_speedup(p, k, setup, 4))
+            assert value == pytest.approx(1 / closed_form.operations_increase(p, k, c_ops), rel=1e-9)
+            assert value < 1.0
+
+
+@pytest.mark.parametrize("target", DENSE_TARGETS)
+def test_speedup_tends_to_compute_bound_limit_as_batch_grows(target: str) -> None:
+    setup = dataclasses.replace(setup_for("b200", target), context_tokens=0)
+    c_ops = operations_ratio(setup)
+    p, k = 0.8, 4
+    limit = 1 / closed_form.operations_increase(p, k, c_ops)
+    speedups = roofline_speedup(p, k, setup, np.array([1e6, 1e8, 1e10]))
+    assert np.all(speedups < 1.0)
+    assert abs(speedups[-1] - limit) < abs(speedups[0] - limit)
+    assert speedups[-1] == pytest.approx(limit, rel=1e-4)
+
+
+def test_compute_bound_regime_never_pays() -> None:
+    table = speedup_table(
+        np.linspace(0, 0.999, 30), np.arange(1, 17), make_regime(RegimeName.COMPUTE_BOUND, draft_cost=0.0)
+    )
+    assert np.all(table < 1.0)
+
+
+# ---------------------------------------------------------------- crossover
+
+
+def test_crossover_definitions() -> None:
+    batches = np.arange(1, 9)
+    assert crossover_batch(batches, np.array([2, 1.5, 1.1, 1.0, 0.9, 0.8, 0.7, 0.6])) == 4
+    assert crossover_batch(batches, np.full(8, 1.2)) is None
+    assert crossover_batch(batches, np.full(8, 0.9)) == 1
+    dip_and_recover = np.array([1.1, 0.9, 0.95, 1.2, 1.5, 1.1, 0.99, 0.9])
+    assert first_loss_batch(batches, dip_and_recover) == 2
+    assert crossover_batch(batches, dip_and_recover) == 7
+
+
+@pytest.mark.parametrize("accelerator", ["a100-80gb-sxm", "h100-sxm", "mi300x"])
+@pytest.mark.parametrize("target", DENSE_TARGETS)
+@pytest.mark.parametrize("context", [0, 1024])
+def test_crossover_falls_with_k_and_rises_with_p(accelerator: str, target: str, context: int) -> None:
+    setup = setup_for(accelerator, target, context_tokens=context)
+    ps = (0.6, 0.7, 0.8, 0.9)
+    grid = np.array(
+        [[as_crossover(sweep_batches(p, k, setup, 1024, 8).crossover_batch) for k in range(1, 9)] for p in ps]
+    )
+    assert np.all(grid[:, 1:] <= grid[:, :-1])  # falls as k rises
+    assert np.all(grid[1:, :] >= grid[:-1, :])  # rises with p
+    assert np.isfinite(grid).any()  # something crosses within 1..1024
+    assert (grid[:, 1:] < grid[:, :-1]).any()
+    assert (grid[1:, :] > grid[:-1, :]).any()
+
+
+def test_known_crossover_h100_8b_without_context() -> None:
+    setup = dataclasses.replace(default_setup(), context_tokens=0)
+    sweep = sweep_batches(0.8, 4, setup, 1024, 8)
+    assert sweep.crossover_batch is not None and 100 < sweep.crossover_batch < 200
+    assert sweep.speedup[sweep.crossover_batch - 2] > 1.0 >= sweep.speedup[sweep.crossover_batch - 1]
+    assert sweep.speedup[0] > 1.5
+
+
+# ---------------------------------------------------------------- mixture of experts
+
+
+@pytest.mark.parametrize(("experts", "per_token"), [(8, 2), (256, 8), (64, 6), (16, 1)])
+def test_expert_coverage_matches_formula(experts: int, per_token: int) -> None:
+    tokens = np.array([0, 1, 2, 5, 40, 1000])
+    expected = 1 - (1 - per_token / experts) ** tokens
+    assert np.allclose(expert_coverage(experts, per_token, tokens), expected, rtol=1e-12, atol=0)
+    assert expert_coverage(experts, per_token, 1) == pytest.approx(per_token / experts)
+    assert expert_coverage(experts, experts, 3) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("experts", "per_token", "tokens"), [(8, 2, 1), (8, 2, 5), (256, 8, 6), (256, 8, 64), (64, 6, 20)]
+)
+def test_expert_coverage_matches_seeded_routing_simulation(experts: int, per_token: int, tokens: int) -> None:
+    trials = min(4000, MAX_SIMULATED_ROUTINGS // (tokens * experts))
+    fractions = simulate_expert_coverage(experts, per_token, tokens, trials, np.random.default_rng(1234))
+    standard_error = fractions.std(ddof=1) / math.sqrt(fractions.size) if fractions.std() > 0 else 1e-12
+    expected = float(expert_coverage(experts, per_token, tokens))
+    assert abs(fractions.mean() - expected) < 4 * standard_error + 1e-12
+    again = simulate_expert_coverage(experts, per_token, tokens, trials, np.random.default_rng(1234))
+    assert np.array_equal(fractions, again)
+
+
+def test_routing_simulation_is_bounded() -> None:
+    with pytest.raises(ValueError, match="at most"):
+        simulate_expert_coverage(256, 8, 10_000, trials=10_000, rng=np.random.default_rng(0))
+
+
+@settings(max_examples=80, deadline=None)
+@given(experts=st.integers(1, 512), data=st.data())
+def test_expert_coverage_is_a_fraction_growing_with_tokens(experts: int, data: st.DataObject) -> None:
+    per_token = data.draw(st.integers(1, experts))
+    coverage = expert_coverage(experts, per_token, np.arange(0, 200))
+    assert coverage[0] == 0.0 or per_token == experts
+    assert np.all((coverage >= 0) & (coverage <= 1))
+    assert np.all(np.diff(coverage) >= 0)
+
+
+def test_moe_step_reads_active_weights_for_one_token() -> None:
+    setup = dataclasses.replace(setup_for("h200", "mixtral-8x7b"), context_tokens=0)
+    step = target_step(setup, 1, 1)
+    assert float(step.bytes_read) == pytest.approx(12.9e9 * 2)
+    saturated = target_step(setup, 1024, 1)
+    assert float(saturated.bytes_read) == pytest.approx(46.7e9 * 2, rel=1e-6)
+
+
+# ---------------------------------------------------------------- schedule
+
+
+def test_speedup_grid_and_best_k_agree_with_closed_form() -> None:
+    setup = default_setup()
+    batches = np.array([1, 3, 17, 64, 200, 512, 1024])
+    grid = speedup_grid(0.75, setup, batches, 10)
+    best, best_speedup = best_k_by_batch(0.75, setup, batches, 10)
+    for row, batch in enumerate(batches):
+        c = float(roofline_draft_cost(setup, batch))
+        verify = roofline_verification(setup, int(batch))
+        assert grid[row, 0] == 1.0
+        for k in range(1, 11):
+            assert grid[row, k] == pytest.approx(closed_form.speedup(0.75, k, c, verify), rel=1e-12)
+        expected_k, expected_speedup = closed_form.best_k(0.75, c, 10, verify)
+        assert best[row] == expected_k
+        assert best_speedup[row] == pytest.approx(expected_speedup, rel=1e-12)
+
+
+def test_schedule_covers_every_batch_and_switches_off() -> None:
+    setup = dataclasses.replace(default_setup(), context_tokens=0)
+    schedule = best_k_schedule(0.8, setup, 8, 1024)
+    assert schedule[0].batch_from == 1 and schedule[-1].batch_to == 1024
+    for before, after in itertools.pairwise(schedule):
+        assert after.batch_from == before.batch_to + 1
+        assert after.k != before.k
+    assert schedule[0].k > 0 and schedule[0].speedup_at_from > 1
+    assert schedule[-1].k == 0 and schedule[-1].speedup_at_to == 1.0
+    ks = [step.k for step in schedule]
+    assert ks == sorted(ks, reverse=True)  # dense model: shorter drafts as the batch grows
+    sweep = sweep_batches(0.8, 4, setup, 1024, 8)
+    assert sweep.best_crossover_batch == schedule[-1].batch_from
+
+
+# ---------------------------------------------------------------- table
+
+
+def test_memory_bound_vs_compute_bound_table_shows_win_turning_into_loss() -> None:
+    ps = acceptance_grid(0.5, 0.95, 0.05)
+    ks = np.arange(1, 9)
+    comparison = compare_regimes(
+        ps,
+        ks,
+        make_regime(RegimeName.MEMORY_BOUND, draft_cost=0.05),
+        make_regime(RegimeName.COMPUTE_BOUND, draft_cost=0.05),
+    )
+    assert comparison.speedup_a.shape == comparison.speedup_b.shape == (10, 8)
+    highlight = comparison.highlight
+    assert highlight is not None
+    assert highlight.speedup_a > 2.0 and highlight.speedup_b < 1.0
+    assert comparison.win_to_loss_cells > 40
+    # the seed's example: a 2.35x win becoming a 0.75x loss at the same p and k
+    seed = compare_regimes(
+        [0.873], [3], make_regime("memory-bound", draft_cost=0.135), make_regime("compute-bound", draft_cost=0.135)
+    )
+    assert seed.speedup_a[0, 0] == pytest.approx(2.35, abs=0.01)
+    assert seed.speedup_b[0, 0] == pytest.approx(0.75, abs=0.01)
+
+
+def test_table_cells_are_closed_form_speedups() -> None:
+    regimes = [
+        make_regime(RegimeName.MEMORY_BOUND, draft_cost=0.15),
+        make_regime(RegimeName.COMPUTE_BOUND, draft_cost=0.15),
+        make_regime(RegimeName.LINEAR, draft_cost=0.15, beta=0.3),
+        make_regime(RegimeName.ROOFLINE, draft_cost=0.15, setup=default_setup(), batch=256),
+    ]
+    ps, ks = [0.0, 0.5, 0.9, 1.0], [1, 2, 5, 12]
+    for regime in regimes:
+        table = speedup_table(ps, ks, regime)
+        for row, p in enumerate(ps):
+            for column, k in enumerate(ks):
+                assert table[row, column] == pytest.approx(
+                    closed_form.speedup(p, k, regime.draft_cost, regime.verify), rel=1e-12
+                )
+    roofline = regimes[3]
+    assert roofline.batch == 256
+    assert roofline.draft_cost == pytest.approx(float(roofline_draft_cost(default_setup(), 256)))
+    assert "batch 256" in roofline.label and regimes[2].label == "linear (v = 1 + 0.3 k)"
+
+
+def test_roofline_batch_one_vs_large_batch_table_crosses() -> None:
+    setup = dataclasses.replace(default_setup(), context_tokens=0)
+    comparison = compare_regimes(
+        acceptance_grid(0.5, 0.95, 0.05),
+        np.arange(1, 9),
+        make_regime(RegimeName.ROOFLINE, draft_cost=0.0, setup=setup, batch=1),
+        make_regime(RegimeName.ROOFLINE, draft_cost=0.0, setup=setup, batch=1024),
+    )
+    assert comparison.highlight is not None and comparison.highlight.speedup_a > 2.0
+
+
+def test_acceptance_grid() -> None:
+    assert acceptance_grid(0.5, 0.95, 0.05).tolist() == [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+    assert acceptance_grid(0.3, 0.3, 0.1).tolist() == [0.3]
+    with pytest.raises(ValueError):
+        acceptance_grid(0.9, 0.5, 0.1)
+
+
+# ---------------------------------------------------------------- memory
+
+
+def test_memory_needed_and_devices() -> None:
+    setup = default_setup()
+    weights = (8.03 + 1.24) * 2
+    per_sequence = 1024 * (MODELS["dense-8b"].kv_values_per_token + MODELS["dense-1b"].kv_values_per_token) * 2 / 1e9
+    assert float(memory_needed_gb(setup, 10)) == pytest.approx(weights + 10 * per_sequence)
+    assert float(kv_cache_bytes(setup.target, setup, 2)) == pytest.approx(2 * 1024 * 131072)
+    assert memory_capacity_gb(setup) == 80.0
+    assert devices_to_fit(setup) == 1
+    assert devices_to_fit(dataclasses.replace(setup, target=MODELS["dense-70b"])) == 2
+    assert devices_to_fit(dataclasses.replace(setup, target=MODELS["dense-405b"])) == 16
+    assert devices_to_fit(dataclasses.replace(setup, target=MODELS["dense-405b"]), max_devices=8) is None
+
+
+def test_setup_validation() -> None:
+    with pytest.raises(ValueError, match="bandwidth_efficiency must lie in"):
+        dataclasses.replace(default_setup(), bandwidth_efficiency=0.0)
+    with pytest.raises(ValueError, match="devices must be at least 1"):
+        dataclasses.replace(default_setup(), devices=0)
+    with pytest.raises(ValueError, match="context_tokens"):
+        dataclasses.replace(default_setup(), context_tokens=-1)
