@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import mimetypes
 import threading
 from dataclasses import dataclass
@@ -18,7 +19,6 @@ from functools import cache
 from pathlib import Path
 
 import plotly
-import swagger_ui_bundle
 
 STATIC_ROOT = Path(__file__).resolve().parent.parent / "static"
 PLOTLY_PATH = "vendor/plotly.min.js"
@@ -47,7 +47,10 @@ class Asset:
 
 def _vendor_files() -> dict[str, Path]:
     """Third-party bundles, served from their installed Python packages."""
-    swagger = Path(swagger_ui_bundle.swagger_ui_path)
+    spec = importlib.util.find_spec("fastapi_offline")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("fastapi-offline is required: it ships the Swagger UI bundle")
+    swagger = Path(spec.origin).parent / "static"
     return {
         PLOTLY_PATH: Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js",
         "vendor/swagger-ui-bundle.js": swagger / "swagger-ui-bundle.js",

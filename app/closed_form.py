@@ -56,16 +56,12 @@ def speedup(p: float, k: int, c: float, verify: VerifyCost = free_verification) 
     return expected_tokens(p, k) / cost_per_cycle(k, c, verify)
 
 
-def speedup_curve(
-    p: float, c: float, k_max: int, verify: VerifyCost = free_verification
-) -> list[float]:
+def speedup_curve(p: float, c: float, k_max: int, verify: VerifyCost = free_verification) -> list[float]:
     """Speedup for k = 0..k_max."""
     return [speedup(p, k, c, verify) for k in range(k_max + 1)]
 
 
-def best_k(
-    p: float, c: float, k_max: int, verify: VerifyCost = free_verification
-) -> tuple[int, float]:
+def best_k(p: float, c: float, k_max: int, verify: VerifyCost = free_verification) -> tuple[int, float]:
     """argmax of speedup over 1..k_max, ties to the smaller k; (0, 1.0) when none beats 1."""
     chosen, chosen_speedup = 0, 1.0
     for k in range(1, k_max + 1):
@@ -88,9 +84,7 @@ def _bisect_increasing(function: Callable[[float], float], target: float, low: f
     return 0.5 * (low + high)
 
 
-def break_even_acceptance(
-    k: int, c: float, verify: VerifyCost = free_verification
-) -> float | None:
+def break_even_acceptance(k: int, c: float, verify: VerifyCost = free_verification) -> float | None:
     """The acceptance p* where speedup(p*, k, c) = 1; None when even p = 1 does not pay."""
     if k == 0:
         return None

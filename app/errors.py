@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from fastapi import Request
+from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.routing import Route
@@ -31,13 +32,21 @@ def _format_number(value: object) -> str:
     return str(value)
 
 
+def _query_fields(dependant: Dependant) -> list[Any]:
+    """Query parameters of a route, including those declared by its dependencies."""
+    fields = list(dependant.query_params)
+    for sub in dependant.dependencies:
+        fields.extend(_query_fields(sub))
+    return fields
+
+
 def _bounds_of(request: Request, name: str) -> str | None:
     """'between 0 and 1', 'at least 1', ... from the route's declared query parameter."""
     route = request.scope.get("route")
     dependant = getattr(route, "dependant", None) if isinstance(route, Route) else None
     if dependant is None:
         return None
-    for field in dependant.query_params:
+    for field in _query_fields(dependant):
         if field.alias != name:
             continue
         low = high = None
@@ -53,7 +62,9 @@ def _bounds_of(request: Request, name: str) -> str | None:
         if low is not None and high is not None:
             inclusive = low_word == "at least" and high_word == "at most"
             span = f"from {_format_number(low)} to {_format_number(high)}"
-            return f"{kind} {span}" + ("" if inclusive else f" ({low_word} {_format_number(low)}, {high_word} {_format_number(high)})")
+            return f"{kind} {span}" + (
+                "" if inclusive else f" ({low_word} {_format_number(low)}, {high_word} {_format_number(high)})"
+            )
         if low is not None:
             return f"{kind} {low_word} {_format_number(low)}"
         if high is not None:

@@ -22,9 +22,7 @@ gets a 422 naming the parameter and its bounds.
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    app = FastAPI(
-        title="specdec-lab", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None
-    )
+    app = FastAPI(title="specdec-lab", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
     for module in (core, regimes, sampling, decision, pages):
         app.include_router(module.router)
     app.add_exception_handler(RequestValidationError, handle_validation_error)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app import bursty
 from app.closed_form import accepted_distribution, cost_per_cycle, expected_tokens
 
 Z_95 = 1.959963984540054
@@ -50,6 +51,8 @@ class Aggregate:
     histogram_expected: list[float]  # closed-form counts for the same number of cycles
     empirical_speedup: float
     closed_form_speedup: float
+    rho: float = 0.0  # lag-1 correlation of acceptances (app.bursty); 0 is i.i.d.
+    markov_expected_tokens: float | None = None  # exact E[T] under that correlation; set when rho != 0
 
 
 def draw_accepted(rng: np.random.Generator, p: float, k: int, cycles: int) -> np.ndarray:
@@ -65,9 +68,16 @@ def draw_accepted(rng: np.random.Generator, p: float, k: int, cycles: int) -> np
     return accepted
 
 
-def simulate(p: float, k: int, c: float, cycles: int, seed: int) -> Aggregate:
-    """Aggregate of many cycles: mean tokens with a 95% interval, histogram, empirical speedup."""
+def simulate(p: float, k: int, c: float, cycles: int, seed: int, rho: float = 0.0) -> Aggregate:
+    """Aggregate of many cycles: mean tokens with a 95% interval, histogram, empirical speedup.
+
+    With rho != 0 acceptance is bursty (app.bursty): cycles are correlated, so the
+    interval uses batch means; expected_tokens and histogram_expected stay the
+    i.i.d. closed form the simulation is held against.
+    """
     rng = np.random.default_rng(seed)
+    if rho != 0.0:
+        return _simulate_bursty(p, k, c, cycles, rng, rho)
     accepted = draw_accepted(rng, p, k, cycles)
     histogram = np.bincount(accepted, minlength=k + 1)
     values = np.arange(k + 1, dtype=np.float64)
@@ -91,21 +101,46 @@ def simulate(p: float, k: int, c: float, cycles: int, seed: int) -> Aggregate:
     )
 
 
+def _simulate_bursty(p: float, k: int, c: float, cycles: int, rng: np.random.Generator, rho: float) -> Aggregate:
+    accepted = bursty.sample_accepted(p, k, cycles, rng, rho)
+    tokens = accepted + 1.0
+    mean_tokens = float(tokens.mean())
+    standard_error = bursty.batch_means_standard_error(tokens)
+    cost = cost_per_cycle(k, c)
+    return Aggregate(
+        cycles=cycles,
+        mean_tokens_per_cycle=mean_tokens,
+        interval_low=mean_tokens - Z_95 * standard_error,
+        interval_high=mean_tokens + Z_95 * standard_error,
+        standard_error=standard_error,
+        expected_tokens=expected_tokens(p, k),
+        histogram=np.bincount(accepted, minlength=k + 1).tolist(),
+        histogram_expected=[cycles * q for q in accepted_distribution(p, k)],
+        empirical_speedup=mean_tokens / cost,
+        closed_form_speedup=expected_tokens(p, k) / cost,
+        rho=rho,
+        markov_expected_tokens=bursty.expected_tokens(p, k, rho),
+    )
+
+
 def _target_token(k: int, rejected_at: int | None) -> str:
     if k == 0:
         return "plain"
     return "correction" if rejected_at is not None else "bonus"
 
 
-def run_trace(p: float, k: int, c: float, tokens: int, seed: int) -> Trace:
-    """Cycle-by-cycle run until at least ``tokens`` tokens are produced."""
+def run_trace(p: float, k: int, c: float, tokens: int, seed: int, rho: float = 0.0) -> Trace:
+    """Cycle-by-cycle run until at least ``tokens`` tokens are produced; rho != 0 makes acceptance bursty."""
     rng = np.random.default_rng(seed)
     cycles: list[Cycle] = []
     total_tokens = 0
     total_passes = 0.0
     cost = cost_per_cycle(k, c)
     while total_tokens < tokens:
-        batch = draw_accepted(rng, p, k, max(1, tokens - total_tokens))
+        if rho == 0.0:
+            batch = draw_accepted(rng, p, k, max(1, tokens - total_tokens))
+        else:  # one chain for the whole run: ``tokens`` cycles always suffice
+            batch = bursty.sample_accepted(p, k, tokens, rng, rho)
         for accepted in batch.tolist():
             rejected_at = accepted if accepted < k else None
             total_tokens += accepted + 1

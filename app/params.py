@@ -20,9 +20,9 @@ P = Annotated[float, probability("Per-token acceptance probability p (Leviathan'
 K = Annotated[int, Query(ge=0, le=K_MAX_LIMIT, description=f"Draft length k, 0 (plain decoding) to {K_MAX_LIMIT}.")]
 C = Annotated[
     float,
-    Query(ge=0.0, le=10.0, allow_inf_nan=False, description="Cost of one draft step relative to one target pass, 0 to 10."),
+    Query(
+        ge=0.0, le=10.0, allow_inf_nan=False, description="Cost of one draft step relative to one target pass, 0 to 10."
+    ),
 ]
-KMax = Annotated[
-    int, Query(ge=1, le=K_MAX_LIMIT, description=f"Largest draft length searched, 1 to {K_MAX_LIMIT}.")
-]
+KMax = Annotated[int, Query(ge=1, le=K_MAX_LIMIT, description=f"Largest draft length searched, 1 to {K_MAX_LIMIT}.")]
 Seed = Annotated[int, Query(ge=0, le=MAX_SEED, description=f"Random seed, 0 to {MAX_SEED}; same seed, same result.")]

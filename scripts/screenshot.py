@@ -9,7 +9,7 @@ from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import CHROMIUM_FLAGS, ROOT, chromium_path, free_port, start_server, stop_server  # noqa: E402
+from tests.support import CHROMIUM_FLAGS, ROOT, chromium_path, free_port, start_server, stop_server
 
 OUTPUT = ROOT / "docs" / "screenshot.png"
 

@@ -36,9 +36,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(
-    port: int, extra_env: dict[str, str] | None = None, workers: int = 1
-) -> subprocess.Popen[bytes]:
+def start_server(port: int, extra_env: dict[str, str] | None = None, workers: int = 1) -> subprocess.Popen[bytes]:
     """uvicorn serving app.main:app on 127.0.0.1:port, waited for until /healthz answers."""
     env = {**os.environ, **(extra_env or {})}
     command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]

@@ -135,7 +135,9 @@ def test_same_seed_same_sample() -> None:
 
 @settings(max_examples=50, deadline=None)
 @given(st.floats(0.0, 1.0), st.integers(0, 8), st.integers(0, 300), st.floats(0.0, 1.0), st.integers(0, 1000))
-def test_sampler_returns_exactly_the_cycles_asked_for(p: float, k: int, cycles: int, fraction: float, seed: int) -> None:
+def test_sampler_returns_exactly_the_cycles_asked_for(
+    p: float, k: int, cycles: int, fraction: float, seed: int
+) -> None:
     low, high = b.rho_bounds(p)
     accepted = b.sample_accepted(p, k, cycles, seed=seed, rho=low + fraction * (high - low))
     assert accepted.shape == (cycles,)

@@ -27,7 +27,9 @@ def distributions(size: int) -> st.SearchStrategy[np.ndarray]:
 
 
 @pytest.mark.parametrize("parameters", PAIRS)
-def test_exact_rule_passes_and_both_wrong_rules_fail_the_same_test(parameters: tuple[int, float, float, float, int]) -> None:
+def test_exact_rule_passes_and_both_wrong_rules_fail_the_same_test(
+    parameters: tuple[int, float, float, float, int],
+) -> None:
     pair = s.make_pair(*parameters)
     results = s.compare_rules(pair, TRIALS, seed=11)
     assert {result.trials for result in results.values()} == {TRIALS}
@@ -162,7 +164,7 @@ def test_chain_trace_rolls_back_the_rejected_suffix() -> None:
             # One integer moves back: the length drops from start + k to the rejected position.
             assert rollback.length == cycle.start_length + cycle.accepted
             assert steps[-1].length == rollback.length + 1
-        sequence.extend(cycle.drafted[: cycle.accepted] + [cycle.emitted])
+        sequence.extend([*cycle.drafted[: cycle.accepted], cycle.emitted])
         assert cycle.end_length == len(sequence) == steps[-1].length
     assert sequence == chain.sequence
     assert rollbacks > 0

@@ -7,15 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app import closed_form, monte_carlo
-from app.params import C, K, MAX_CYCLES, MAX_TOKENS, P, KMax, Seed
+from app.params import MAX_CYCLES, MAX_TOKENS, C, K, KMax, P, Seed
 from app.schemas.core import (
     BreakEven,
     Cost,
     Curve,
     CurvePoint,
     ExpectedTokens,
-    OptimalK,
     Operations,
+    OptimalK,
     Run,
     RunCycle,
     ServingMetrics,
@@ -37,7 +37,12 @@ Cycles = Annotated[int, Query(ge=1, le=MAX_CYCLES, description=f"Cycles to simul
 Tokens = Annotated[int, Query(ge=1, le=MAX_TOKENS, description=f"Tokens to generate, 1 to {MAX_TOKENS:,}.")]
 COps = Annotated[
     float,
-    Query(ge=0.0, le=10.0, allow_inf_nan=False, description="Arithmetic of a draft step relative to a target step, 0 to 10."),
+    Query(
+        ge=0.0,
+        le=10.0,
+        allow_inf_nan=False,
+        description="Arithmetic of a draft step relative to a target step, 0 to 10.",
+    ),
 ]
 KPositive = Annotated[int, Query(ge=1, le=64, description="Draft length k, 1 to 64.")]
 
@@ -162,9 +167,7 @@ def get_curve(
 
 
 @router.get("/run", response_model=Run)
-def get_run(
-    p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, tokens: Tokens = 60, seed: Seed = 0
-) -> Run:
+def get_run(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, tokens: Tokens = 60, seed: Seed = 0) -> Run:
     """A seeded token-by-token run: per cycle the drafts, the first rejection and the target's token."""
     trace = monte_carlo.run_trace(p, k, c, tokens, seed)
     return Run(

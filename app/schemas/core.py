@@ -103,7 +103,9 @@ class RunCycle(BaseModel):
     drafted: int
     accepted: int
     rejected_at: int | None = Field(description="0-based draft position of the first rejection; null if all accepted.")
-    target_token: str = Field(description='"correction" after a rejection, "bonus" after k acceptances, "plain" at k = 0.')
+    target_token: str = Field(
+        description='"correction" after a rejection, "bonus" after k acceptances, "plain" at k = 0.'
+    )
     tokens: int
     total_tokens: int
     total_passes: float
