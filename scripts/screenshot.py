@@ -9,7 +9,7 @@ from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import CHROMIUM_FLAGS, ROOT, chromium_path, free_port, start_server, stop_server
+from tests.support import CHROMIUM_FLAGS, ROOT, chromium_path, free_port, start_server, stop_server, wait_until
 
 OUTPUT = ROOT / "docs" / "screenshot.png"
 
@@ -22,7 +22,7 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
             page = browser.new_page(viewport={"width": 1200, "height": 1000}, reduced_motion="reduce")
             page.goto(f"http://127.0.0.1:{port}/")
-            page.wait_for_function("document.querySelector('#curve')?.dataset.ready === '1'")
+            wait_until(page, "document.querySelector('#curve')?.dataset.ready === '1'")
             page.wait_for_selector("#run-tokens .token")
             page.wait_for_timeout(500)
             page.locator("#demo").screenshot(path=str(OUTPUT))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -65,3 +66,20 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
         process.kill()
     if process.stderr:
         process.stderr.close()
+
+
+def wait_until(page: Any, expression: str, timeout: float = 15.0) -> Any:
+    """Poll a JavaScript expression until it is truthy and return its value.
+
+    Playwright's wait_for_function evaluates its predicate with eval inside the
+    page, which the page's CSP (rightly) forbids; page.evaluate goes through the
+    debugging protocol and is not subject to it.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for: {expression}")
+        time.sleep(0.05)

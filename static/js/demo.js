@@ -6,6 +6,7 @@ import { readNumber, writeState } from "./state.js";
 
 const TOKEN_DELAY_MS = 45;
 const RUN_TOKENS = 60;
+const SIMULATED_CYCLES = 100000;
 
 const sliders = ["k", "p", "c"].map((id) => document.getElementById(id));
 const fmt2 = (value) => value.toFixed(2);
@@ -152,6 +153,44 @@ function animateRun(run) {
   if (!immediate) drawRun(run, 0);
 }
 
+function renderSimulation(simulation) {
+  const ks = simulation.histogram.map((_, index) => index);
+  const [low, high] = simulation.interval_95;
+  setText(
+    "simulation-summary",
+    `${fmt2(simulation.mean_tokens_per_cycle)} tokens per cycle (95% interval ${low.toFixed(3)} to ${high.toFixed(3)}); ` +
+      `closed form ${fmt2(simulation.expected_tokens)}; speedup ${fmt2(simulation.empirical_speedup)}×`,
+  );
+  return draw(document.getElementById("histogram"), [
+    { name: "simulated", type: "bar", x: ks, y: simulation.histogram, marker: { color: colors.good }, opacity: 0.8 },
+    {
+      name: "closed form", x: ks, y: simulation.histogram_expected, mode: "markers",
+      marker: { color: colors.ink, size: 9, symbol: "diamond" },
+    },
+  ], {
+    margin: { l: 64, r: 16, t: 8, b: 40 },
+    xaxis: { title: { text: "accepted drafts per cycle" }, dtick: 1 },
+    yaxis: { title: { text: "cycles" } },
+    bargap: 0.15,
+  });
+}
+
+async function refreshSimulation() {
+  const simulation = await latestJSON("simulate", "/api/v1/simulate", {
+    ...values(), cycles: SIMULATED_CYCLES, seed: runSeed,
+  });
+  if (simulation === null) return;
+  await renderSimulation(simulation);
+  document.getElementById("histogram").dataset.k = String(simulation.k);
+}
+
+function updateJsonLinks(state) {
+  const query = new URLSearchParams({ k: state.k, p: state.p, c: state.c });
+  document.getElementById("curve-json").href = `/api/v1/curve?${query}`;
+  query.set("cycles", SIMULATED_CYCLES);
+  document.getElementById("simulate-json").href = `/api/v1/simulate?${query}`;
+}
+
 let lastRun = null;
 
 async function refreshRun() {
@@ -167,6 +206,7 @@ async function refresh() {
   setText("p-value", fmt2(state.p));
   setText("c-value", fmt2(state.c));
   writeState(state);
+  updateJsonLinks(state);
   const curve = await latestJSON("curve", "/api/v1/curve", { ...state, k_max: 12, band: 0.1 });
   if (curve === null) return;
   renderReadouts(curve);
@@ -177,7 +217,11 @@ async function refresh() {
 let runTimer = null;
 function scheduleRun() {
   window.clearTimeout(runTimer);
-  runTimer = window.setTimeout(refreshRun, 250);
+  runTimer = window.setTimeout(() => {
+    refreshRun();
+refreshSimulation();
+    refreshSimulation();
+  }, 250);
 }
 
 sliders.forEach((slider) => {
@@ -190,6 +234,15 @@ sliders.forEach((slider) => {
 document.getElementById("replay").addEventListener("click", () => {
   if (lastRun) animateRun(lastRun);
   else refreshRun();
+refreshSimulation();
+});
+
+document.getElementById("new-run").addEventListener("click", () => {
+  runSeed = (runSeed + 1) % 2 ** 32;
+  writeState({ seed: runSeed });
+  refreshRun();
+refreshSimulation();
+  refreshSimulation();
 });
 
 document.getElementById("demo-controls").addEventListener("submit", (event) => event.preventDefault());
@@ -198,3 +251,4 @@ const initial = JSON.parse(document.getElementById("demo-initial").textContent);
 renderReadouts(initial);
 renderCurve(initial).then(() => { document.getElementById("curve").dataset.ready = "1"; });
 refreshRun();
+refreshSimulation();

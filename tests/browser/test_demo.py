@@ -7,6 +7,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from app import closed_form as cf
 from tests.conftest import PageWatch
+from tests.support import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -15,7 +16,7 @@ CURVE_READY = "document.querySelector('#curve')?.dataset.ready === '1'"
 
 def open_demo(page: Page, url: str) -> None:
     page.goto(url)
-    page.wait_for_function(CURVE_READY)
+    wait_until(page, CURVE_READY)
 
 
 def trace_names(page: Page) -> list[str]:
@@ -61,7 +62,7 @@ def test_moving_a_slider_updates_readouts_chart_and_url(page: Page, live_server:
     expect(page.locator("#tokens")).to_have_text(f"{cf.expected_tokens(0.75, 4):.2f}")
     expect(page.locator("#cost")).to_have_text(f"{cf.cost_per_cycle(4, 0.15):.2f}")
     expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.75, 4, 0.15):.2f}×")
-    page.wait_for_function("document.getElementById('curve').dataset.k === '4'")
+    wait_until(page, "document.getElementById('curve').dataset.k === '4'")
     assert "current k = 4" in trace_names(page)
     query = parse_qs(urlsplit(page.url).query)
     assert query["k"] == ["4"]
@@ -108,7 +109,7 @@ def test_the_run_animates_token_by_token_and_replays(page: Page, live_server: st
     page.click("#replay")
     page.wait_for_timeout(100)
     assert page.locator("#run-tokens .token").count() < later
-    page.wait_for_function("document.getElementById('run-summary').textContent.includes('tokens in')")
+    wait_until(page, "document.getElementById('run-summary').textContent.includes('tokens in')")
     assert page.evaluate("document.getElementById('run').data[0].name") == "speculative"
     assert_clean(watch)
 
@@ -117,7 +118,7 @@ def test_reduced_motion_shows_the_whole_run_at_once(browser: Browser, live_serve
     context = browser.new_context(reduced_motion="reduce")
     page = context.new_page()
     page.goto(live_server + "/")
-    page.wait_for_function("document.getElementById('run-summary').textContent.includes('cycle')")
+    wait_until(page, "document.getElementById('run-summary').textContent.includes('cycle')")
     summary = page.text_content("#run-summary") or ""
     cycles = summary.split(" of ")[-1].rstrip(")")
     assert summary.endswith(f"(cycle {cycles} of {cycles})")
@@ -149,7 +150,29 @@ def test_readable_on_a_phone(browser: Browser, live_server: str) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     page = context.new_page()
     page.goto(live_server + "/")
-    page.wait_for_function(CURVE_READY)
+    wait_until(page, CURVE_READY)
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 1
     context.close()
+
+
+def test_histogram_is_held_against_the_closed_form(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_demo(page, live_server + "/")
+    wait_until(page, "document.getElementById('histogram').dataset.k === '6'")
+    counts: list[int] = page.evaluate("document.getElementById('histogram').data[0].y")
+    expected: list[float] = page.evaluate("document.getElementById('histogram').data[1].y")
+    assert sum(counts) == 100_000
+    assert len(counts) == 7
+    assert expected == pytest.approx([100_000 * q for q in cf.accepted_distribution(0.75, 6)])
+    expect(page.locator("#simulation-summary")).to_contain_text("closed form 3.47")
+    page.focus("#k")
+    page.keyboard.press("ArrowRight")
+    wait_until(page, "document.getElementById('histogram').dataset.k === '7'")
+    assert "k=7" in (page.get_attribute("#curve-json", "href") or "")
+    assert_clean(watch)
+
+
+def test_new_run_changes_the_seed_in_the_url(page: Page, live_server: str) -> None:
+    open_demo(page, live_server + "/?seed=5")
+    page.click("#new-run")
+    wait_until(page, "new URLSearchParams(location.search).get('seed') === '6'")
