@@ -17,8 +17,10 @@ autocorrelation of the stream is a - b = rho.  Both probabilities lie in
 
     -min(p, 1 - p) / max(p, 1 - p) <= rho <= 1
 
-(``rho_bounds``).  rho = 0 is i.i.d. acceptance; rho = 1 freezes the chain in
-its first state; negative rho alternates.
+(``rho_bounds``).  rho = 0 is i.i.d. acceptance; negative rho alternates;
+rho = 1 freezes the chain in its first state, which is then drawn so that the
+result is the limit rho -> 1 (every cycle accepts all k drafts or none, in
+proportion p / k : 1 - p).
 
 Sampling is O(N) numpy on run lengths: runs of acceptances are geometric
 with continuation probability a, runs of rejections geometric with
@@ -29,6 +31,7 @@ floor(L / k) cycles with k accepted drafts, one cycle with L mod k accepted
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,26 +68,42 @@ def transitions(p: float, rho: float) -> Transitions:
     return Transitions(after_accept, after_reject)
 
 
+def _power_deficit_over(one_minus_a: float, k: int, scale: float) -> float:
+    """(1 - a^k) / scale with a = 1 - one_minus_a, without cancellation when a is near 1."""
+    if one_minus_a >= 0.5:
+        return (1.0 - max(1.0 - one_minus_a, 0.0) ** k) / scale
+    return -math.expm1(k * math.log1p(-one_minus_a)) / scale
+
+
 def _cycle_entry_accept_probability(p: float, rho: float, k: int) -> float:
-    """Stationary probability that a cycle starts right after an acceptance (the previous cycle's k-th)."""
-    chain = transitions(p, rho)
-    all_accepted_tail = chain.after_accept ** (k - 1)
-    # The state entering a cycle is itself a two-state chain: it is "accepted"
-    # next time exactly when all k drafts of this cycle are accepted.
-    from_accept = chain.after_accept * all_accepted_tail
-    from_reject = chain.after_reject * all_accepted_tail
-    denominator = 1.0 - from_accept + from_reject
-    if denominator <= 1e-15:
-        return p  # rho = 1 (or a = 1 with b = 0): every start is stationary; use the stream's p
-    return from_reject / denominator
+    """Stationary probability that a cycle starts right after an acceptance (the previous cycle's k-th).
+
+    The state entering a cycle is itself a two-state chain: the next cycle
+    starts after an acceptance exactly when all k drafts of this one are
+    accepted, with probability a^k from that state and b a^(k-1) from the
+    other.  So pi = b a^(k-1) / (1 - a^k + b a^(k-1)); dividing through by
+    1 - rho keeps it accurate near rho = 1, and at rho = 1 (a frozen chain)
+    the limit p / (p + k (1 - p)) is used: cycles weighted by the positions
+    they use, k per accepting cycle and one per rejecting cycle.
+    """
+    check_rho(p, rho)
+    if p in (0.0, 1.0):
+        return p
+    tail = transitions(p, rho).after_accept ** (k - 1)
+    one_minus_rho = 1.0 - rho
+    if one_minus_rho == 0.0:
+        deficit = k * (1.0 - p)
+    else:
+        deficit = _power_deficit_over(one_minus_rho * (1.0 - p), k, one_minus_rho)
+    return p * tail / (deficit + p * tail)
 
 
 def expected_tokens(p: float, k: int, rho: float = 0.0) -> float:
     """Long-run tokens per cycle under Markov acceptance; the i.i.d. closed form at rho = 0.
 
-    E[T] = 1 + G (pi_a a + pi_r b) with G = 1 + a + ... + a^(k-1) and pi_a
-    the stationary probability that a cycle starts after an acceptance.
-    At rho = 1 the chain never leaves its first state and this is 1 + p k.
+    E[T] = 1 + G (pi a + (1 - pi) b) with G = 1 + a + ... + a^(k-1) and pi
+    the stationary probability that a cycle starts after an acceptance.  It
+    is continuous in rho up to rho = 1, where it is 1 + k p / (p + k (1 - p)).
     """
     check_rho(p, rho)
     if k == 0:
@@ -92,10 +111,10 @@ def expected_tokens(p: float, k: int, rho: float = 0.0) -> float:
     if rho == 0.0:
         return iid_expected_tokens(p, k)
     chain = transitions(p, rho)
-    a = chain.after_accept
-    geometric_sum = float(k) if a == 1.0 else (1.0 - a**k) / (1.0 - a)
+    one_minus_a = (1.0 - rho) * (1.0 - p)
+    geometric_sum = float(k) if one_minus_a == 0.0 else _power_deficit_over(one_minus_a, k, one_minus_a)
     entry_accept = _cycle_entry_accept_probability(p, rho, k)
-    first_accept = entry_accept * a + (1.0 - entry_accept) * chain.after_reject
+    first_accept = entry_accept * chain.after_accept + (1.0 - entry_accept) * chain.after_reject
     return 1.0 + first_accept * geometric_sum
 
 
@@ -119,9 +138,7 @@ def _run_remainder(rng: np.random.Generator, continuation: float, cap: int) -> i
     return min(int(rng.geometric(1.0 - continuation)) - 1, cap)
 
 
-def sample_accepted(
-    p: float, k: int, cycles: int, seed: int | np.random.Generator, rho: float = 0.0
-) -> np.ndarray:
+def sample_accepted(p: float, k: int, cycles: int, seed: int | np.random.Generator, rho: float = 0.0) -> np.ndarray:
     """Accepted drafts per cycle for ``cycles`` consecutive cycles, the chain carrying across them.
 
     The first cycle starts from the stationary state for cycles, so every
@@ -200,6 +217,39 @@ def acceptance_stream(accepted: np.ndarray, k: int) -> np.ndarray:
     ends = np.cumsum(lengths) - 1
     stream[ends[accepted < k]] = 0
     return stream
+
+
+@dataclass(frozen=True)
+class StreamSummary:
+    verified: int  # drafts the target judged
+    accepted: int
+    acceptance: float | None  # accepted / verified
+    autocorrelation: float | None  # lag-1, as lag1_autocorrelation(acceptance_stream(...))
+
+
+def summarise_stream(accepted: np.ndarray, k: int) -> StreamSummary:
+    """Mean and lag-1 autocorrelation of the verified-draft stream in O(cycles), without building it.
+
+    Adjacent accepted pairs: A - 1 inside a cycle with A >= 1 acceptances, plus
+    one across a boundary when a cycle ends on its k-th acceptance and the next
+    cycle's first draft is accepted.
+    """
+    accepted = np.asarray(accepted, dtype=np.int64)
+    if k == 0 or accepted.size == 0:
+        return StreamSummary(0, 0, None, None)
+    rejected = accepted < k
+    n = int(accepted.sum() + np.count_nonzero(rejected))
+    ones = int(accepted.sum())
+    mean = ones / n if n else None
+    if n < 3 or ones in (0, n):
+        return StreamSummary(n, ones, mean, None)
+    assert mean is not None
+    pairs = int(np.maximum(accepted - 1, 0).sum()) + int(np.count_nonzero(~rejected[:-1] & (accepted[1:] >= 1)))
+    first = 1 if accepted[0] >= 1 else 0
+    last = 0 if rejected[-1] else 1
+    numerator = pairs - mean * ((ones - last) + (ones - first)) + (n - 1) * mean * mean
+    denominator = ones - ones * ones / n
+    return StreamSummary(n, ones, mean, numerator / denominator)
 
 
 def lag1_autocorrelation(outcomes: np.ndarray) -> float | None:

@@ -49,27 +49,53 @@ def _bounds_of(request: Request, name: str) -> str | None:
     for field in _query_fields(dependant):
         if field.alias != name:
             continue
-        low = high = None
-        low_word = high_word = ""
-        for item in field.field_info.metadata:
-            for attr, word in (("ge", "at least"), ("gt", "greater than")):
-                if getattr(item, attr, None) is not None:
-                    low, low_word = getattr(item, attr), word
-            for attr, word in (("le", "at most"), ("lt", "less than")):
-                if getattr(item, attr, None) is not None:
-                    high, high_word = getattr(item, attr), word
-        kind = "an integer" if field.field_info.annotation is int else "a finite number"
-        if low is not None and high is not None:
-            inclusive = low_word == "at least" and high_word == "at most"
-            span = f"from {_format_number(low)} to {_format_number(high)}"
-            return f"{kind} {span}" + (
-                "" if inclusive else f" ({low_word} {_format_number(low)}, {high_word} {_format_number(high)})"
-            )
-        if low is not None:
-            return f"{kind} {low_word} {_format_number(low)}"
-        if high is not None:
-            return f"{kind} {high_word} {_format_number(high)}"
-        return kind
+        annotation = field.field_info.annotation
+        if annotation is str:
+            return _length_bounds(field.field_info.metadata)
+        if annotation not in (int, float, int | None, float | None):
+            return None
+        return _numeric_bounds(
+            field.field_info.metadata, "an integer" if int in _members(annotation) else "a finite number"
+        )
+    return None
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    return tuple(getattr(annotation, "__args__", (annotation,)))
+
+
+def _numeric_bounds(metadata: list[Any], kind: str) -> str:
+    low = high = None
+    low_word = high_word = ""
+    for item in metadata:
+        for attr, word in (("ge", "at least"), ("gt", "greater than")):
+            if getattr(item, attr, None) is not None:
+                low, low_word = getattr(item, attr), word
+        for attr, word in (("le", "at most"), ("lt", "less than")):
+            if getattr(item, attr, None) is not None:
+                high, high_word = getattr(item, attr), word
+    if low is not None and high is not None:
+        inclusive = low_word == "at least" and high_word == "at most"
+        span = f"from {_format_number(low)} to {_format_number(high)}"
+        return f"{kind} {span}" + (
+            "" if inclusive else f" ({low_word} {_format_number(low)}, {high_word} {_format_number(high)})"
+        )
+    if low is not None:
+        return f"{kind} {low_word} {_format_number(low)}"
+    if high is not None:
+        return f"{kind} {high_word} {_format_number(high)}"
+    return kind
+
+
+def _length_bounds(metadata: list[Any]) -> str | None:
+    shortest = next((item.min_length for item in metadata if getattr(item, "min_length", None) is not None), None)
+    longest = next((item.max_length for item in metadata if getattr(item, "max_length", None) is not None), None)
+    if shortest is not None and longest is not None:
+        return f"text of {shortest} to {longest} characters"
+    if longest is not None:
+        return f"text of at most {longest} characters"
+    if shortest is not None:
+        return f"text of at least {shortest} characters"
     return None
 
 

@@ -393,4 +393,3 @@ def run_pair(
         text=prompt_text + decode(generated_ids),
         chain=chain,
     )
-

@@ -6,6 +6,9 @@ from typing import Annotated
 
 from fastapi import Query
 
+from app import bursty
+from app.errors import parameter_error
+
 K_MAX_LIMIT = 64
 MAX_CYCLES = 2_000_000
 MAX_TOKENS = 5_000
@@ -26,3 +29,27 @@ C = Annotated[
 ]
 KMax = Annotated[int, Query(ge=1, le=K_MAX_LIMIT, description=f"Largest draft length searched, 1 to {K_MAX_LIMIT}.")]
 Seed = Annotated[int, Query(ge=0, le=MAX_SEED, description=f"Random seed, 0 to {MAX_SEED}; same seed, same result.")]
+
+Rho = Annotated[
+    float,
+    Query(
+        ge=-1.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description=(
+            "Lag-1 correlation of acceptances (two-state Markov chain over verified drafts, carried across cycles), "
+            "from -min(p, 1-p)/max(p, 1-p) to 1; 0 is i.i.d."
+        ),
+    ),
+]
+
+
+def check_rho(p: float, rho: float) -> None:
+    """422 naming rho and its bounds at this p when rho leaves the range the chain allows."""
+    low, high = bursty.rho_bounds(p)
+    if not low - 1e-12 <= rho <= high:
+        raise parameter_error(
+            "rho",
+            f"must be from {low:.6g} to {high:g} at p = {p:g} (both transition probabilities in [0, 1]); got {rho:g}",
+            rho,
+        )

@@ -140,9 +140,7 @@ def rule_acceptance(pair: DistributionPair, rule: RuleName) -> float:
     return pair.overlap
 
 
-def speculative_sample(
-    pair: DistributionPair, trials: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
+def speculative_sample(pair: DistributionPair, trials: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The exact rule for many independent trials at once: (output tokens, accepted flags)."""
     p, q = pair.target, pair.draft
     drafted = inverse_cdf(q, rng.random(trials))

@@ -33,8 +33,8 @@ def test_chain_has_mean_p_and_lag_one_correlation_rho(p: float, fraction: float)
     low, high = b.rho_bounds(p)
     rho = low + fraction * (high - low)
     chain = b.transitions(p, rho)
-    stationary = chain.after_reject / (1.0 - chain.after_accept + chain.after_reject)
-    if rho < 1.0:
+    if rho < 0.999:
+        stationary = chain.after_reject / (1.0 - chain.after_accept + chain.after_reject)
         assert stationary == pytest.approx(p)
     assert chain.after_accept - chain.after_reject == pytest.approx(rho, abs=1e-12)
 
@@ -112,11 +112,29 @@ def test_positive_correlation_lowers_tokens_per_cycle_negative_raises_it() -> No
     assert b.expected_tokens(0.75, 6, 0.5) < iid < b.expected_tokens(0.75, 6, -0.3)
 
 
-def test_rho_one_freezes_the_chain() -> None:
-    assert b.expected_tokens(0.75, 6, 1.0) == pytest.approx(1.0 + 0.75 * 6)
-    for seed in range(20):
-        accepted = b.sample_accepted(0.75, 6, 1_000, seed=seed, rho=1.0)
-        assert set(accepted.tolist()) in ({0}, {6})
+def test_rho_one_freezes_the_chain_and_is_the_limit() -> None:
+    p, k = 0.75, 6
+    limit = 1.0 + k * p / (p + k * (1.0 - p))  # cycles weighted by positions used: p / k : 1 - p
+    assert b.expected_tokens(p, k, 1.0) == pytest.approx(limit)
+    assert b.expected_tokens(p, k, 1.0 - 1e-9) == pytest.approx(limit, rel=1e-6)
+    assert b.expected_tokens(p, k, 0.999) == pytest.approx(limit, rel=1e-2)
+    means = []
+    for seed in range(400):
+        accepted = b.sample_accepted(p, k, 50, seed=seed, rho=1.0)
+        assert set(accepted.tolist()) in ({0}, {k})
+        means.append(accepted.mean() + 1.0)
+    assert abs(np.mean(means) - limit) < 4.0 * np.std(means) / np.sqrt(len(means))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(0.01, 0.99), st.integers(1, 40), st.floats(0.0, 1.0))
+def test_expected_tokens_is_continuous_and_bounded(p: float, k: int, fraction: float) -> None:
+    low, high = b.rho_bounds(p)
+    rho = low + fraction * (high - low)
+    value = b.expected_tokens(p, k, rho)
+    assert 1.0 <= value <= k + 1.0
+    nearby = min(rho + 1e-7, 1.0)
+    assert b.expected_tokens(p, k, nearby) == pytest.approx(value, rel=1e-4)
 
 
 @pytest.mark.parametrize("rho", [0.0, 0.5, 1.0])
@@ -149,3 +167,37 @@ def test_acceptance_stream_and_autocorrelation_helpers() -> None:
     assert stream.tolist() == [1, 1, 0, 0, 1, 1, 1, 1, 0]
     assert b.lag1_autocorrelation(np.array([1, 1, 1, 1])) is None
     assert b.lag1_autocorrelation(np.array([0, 1, 0, 1, 0, 1, 0, 1])) == pytest.approx(-7 / 8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 6).flatmap(lambda k: st.tuples(st.just(k), st.lists(st.integers(0, k), max_size=40))))
+def test_stream_summary_matches_the_stream_it_does_not_build(case: tuple[int, list[int]]) -> None:
+    k, counts = case
+    accepted = np.array(counts, dtype=np.int64)
+    stream = b.acceptance_stream(accepted, k)
+    summary = b.summarise_stream(accepted, k)
+    assert summary.verified == stream.size
+    assert summary.accepted == int(stream.sum())
+    if stream.size:
+        assert summary.acceptance == pytest.approx(stream.mean())
+    expected = b.lag1_autocorrelation(stream)
+    if expected is None:
+        assert summary.autocorrelation is None
+    else:
+        assert summary.autocorrelation == pytest.approx(expected, abs=1e-9)
+
+
+def test_monte_carlo_with_rho_zero_is_unchanged_and_with_rho_is_bursty() -> None:
+    from app import monte_carlo as mc
+
+    assert mc.simulate(0.7, 5, 0.1, 20_000, seed=3) == mc.simulate(0.7, 5, 0.1, 20_000, seed=3, rho=0.0)
+    assert mc.run_trace(0.7, 5, 0.1, 300, seed=3) == mc.run_trace(0.7, 5, 0.1, 300, seed=3, rho=0.0)
+    result = mc.simulate(0.75, 6, 0.15, 400_000, seed=2, rho=0.5)
+    assert result.rho == 0.5
+    assert result.markov_expected_tokens == b.expected_tokens(0.75, 6, 0.5)
+    assert result.interval_low <= result.markov_expected_tokens <= result.interval_high
+    assert result.interval_high < result.expected_tokens == cf.expected_tokens(0.75, 6)
+    trace = mc.run_trace(0.75, 6, 0.15, 2_000, seed=2, rho=0.5)
+    assert trace.tokens == sum(cycle.tokens for cycle in trace.cycles) >= 2_000
+    assert trace.cycles[-1].total_tokens == trace.tokens
+    assert trace == mc.run_trace(0.75, 6, 0.15, 2_000, seed=2, rho=0.5)

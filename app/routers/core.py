@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app import closed_form, monte_carlo
-from app.params import MAX_CYCLES, MAX_TOKENS, C, K, KMax, P, Seed
+from app.params import MAX_CYCLES, MAX_TOKENS, C, K, KMax, P, Rho, Seed, check_rho
 from app.schemas.core import (
     BreakEven,
     Cost,
@@ -167,14 +167,18 @@ def get_curve(
 
 
 @router.get("/run", response_model=Run)
-def get_run(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, tokens: Tokens = 60, seed: Seed = 0) -> Run:
+def get_run(
+    p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, tokens: Tokens = 60, seed: Seed = 0, rho: Rho = 0.0
+) -> Run:
     """A seeded token-by-token run: per cycle the drafts, the first rejection and the target's token."""
-    trace = monte_carlo.run_trace(p, k, c, tokens, seed)
+    check_rho(p, rho)
+    trace = monte_carlo.run_trace(p, k, c, tokens, seed, rho)
     return Run(
         p=p,
         k=k,
         c=c,
         seed=seed,
+        rho=rho,
         tokens=trace.tokens,
         passes=trace.passes,
         speedup=trace.speedup,
@@ -184,15 +188,18 @@ def get_run(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, tokens: Tokens
 
 @router.get("/simulate", response_model=Simulation)
 def get_simulation(
-    p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, cycles: Cycles = 100_000, seed: Seed = 0
+    p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, cycles: Cycles = 100_000, seed: Seed = 0, rho: Rho = 0.0
 ) -> Simulation:
     """Monte Carlo aggregate of many cycles held against the closed form."""
-    result = monte_carlo.simulate(p, k, c, cycles, seed)
+    check_rho(p, rho)
+    result = monte_carlo.simulate(p, k, c, cycles, seed, rho)
     return Simulation(
         p=p,
         k=k,
         c=c,
         seed=seed,
+        rho=rho,
+        markov_expected_tokens=result.markov_expected_tokens,
         cycles=result.cycles,
         mean_tokens_per_cycle=result.mean_tokens_per_cycle,
         interval_95=(result.interval_low, result.interval_high),

@@ -1,7 +1,298 @@
-"""API family: sampling."""
+"""Exactness and real acceptance: the sampling rule, chains with rollback, an n-gram pair, bursty acceptance."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+import numpy as np
+from fastapi import APIRouter, Query, Request
+
+from app import bursty, closed_form, ngram, sampling
+from app.errors import parameter_error
+from app.params import K, P, Rho, Seed, check_rho
+from app.schemas.sampling import (
+    Bursty,
+    BurstyPoint,
+    ChainCycleOut,
+    ChainStepOut,
+    ChainTrace,
+    ExactRule,
+    NgramPosition,
+    NgramRun,
+    RuleOutcome,
+    TextSegment,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["sampling"])
+
+MAX_VOCAB = 2_000
+MAX_TRIALS = 500_000
+MAX_HISTOGRAM_TOKENS = 200
+MAX_CHAIN_VOCAB = 200
+MAX_CHAIN_TOKENS = 200
+MAX_CHAIN_K = 12
+MAX_NGRAM_TOKENS = 1_000
+MAX_NGRAM_K = 8
+MAX_PROMPT = 200
+MAX_BURSTY_CYCLES = 1_000_000
+BURSTY_CURVE_POINTS = 41
+ALPHA = 0.001
+Z_95 = 1.959963984540054
+
+RULE_DESCRIPTIONS = {
+    "exact": "draft x ~ q, keep it with probability min(1, p(x)/q(x)), else sample max(0, p - q) normalised",
+    "argmax": "keep the draft only if it is the target's most likely token, else sample p",
+    "resample_target": "keep with probability min(1, p(x)/q(x)), but on rejection sample p, not the residual",
+}
+
+Vocab = Annotated[int, Query(ge=2, le=MAX_VOCAB, description=f"Vocabulary size, 2 to {MAX_VOCAB:,}.")]
+ChainVocab = Annotated[
+    int,
+    Query(ge=2, le=MAX_CHAIN_VOCAB, description=f"Vocabulary size of the two Markov chains, 2 to {MAX_CHAIN_VOCAB}."),
+]
+Temperature = Annotated[
+    float, Query(ge=0.05, le=5.0, allow_inf_nan=False, description="Sampling temperature, 0.05 to 5.")
+]
+Distance = Annotated[
+    float,
+    Query(
+        ge=0.0,
+        le=5.0,
+        allow_inf_nan=False,
+        description="Standard deviation of the noise added to the target's logits to make the draft's, 0 to 5.",
+    ),
+]
+Trials = Annotated[
+    int, Query(ge=1_000, le=MAX_TRIALS, description=f"Independent trials of each rule, 1,000 to {MAX_TRIALS:,}.")
+]
+HistogramTokens = Annotated[
+    int,
+    Query(
+        ge=1, le=MAX_HISTOGRAM_TOKENS, description=f"Most likely tokens shown one by one, 1 to {MAX_HISTOGRAM_TOKENS}."
+    ),
+]
+ChainK = Annotated[int, Query(ge=1, le=MAX_CHAIN_K, description=f"Draft length k, 1 to {MAX_CHAIN_K}.")]
+ChainTokens = Annotated[
+    int, Query(ge=1, le=MAX_CHAIN_TOKENS, description=f"Tokens to generate, 1 to {MAX_CHAIN_TOKENS}.")
+]
+NgramK = Annotated[int, Query(ge=1, le=MAX_NGRAM_K, description=f"Draft length k, 1 to {MAX_NGRAM_K}.")]
+NgramTokens = Annotated[
+    int, Query(ge=1, le=MAX_NGRAM_TOKENS, description=f"Characters to generate, 1 to {MAX_NGRAM_TOKENS:,}.")
+]
+DraftOrder = Annotated[
+    int,
+    Query(ge=1, le=6, description="Order of the draft model (characters of context + 1), 1 to 6; below the target's."),
+]
+TargetOrder = Annotated[int, Query(ge=2, le=7, description="Order of the target model, 2 to 7; above the draft's.")]
+# Length and alphabet are checked in the handler (a 422 that says which rule failed) and documented here.
+Prompt = Annotated[
+    str,
+    Query(
+        description=f"Text to continue: printable ASCII (space to tilde), at most {MAX_PROMPT} characters.",
+        json_schema_extra={"maxLength": MAX_PROMPT, "pattern": "^[ -~]*$"},
+    ),
+]
+BurstyCycles = Annotated[
+    int, Query(ge=100, le=MAX_BURSTY_CYCLES, description=f"Cycles to simulate, 100 to {MAX_BURSTY_CYCLES:,}.")
+]
+
+
+def _rule_outcome(result: sampling.RuleResult, shown: np.ndarray) -> RuleOutcome:
+    empirical = result.empirical
+    shown_mass = float(empirical[shown].sum())
+    return RuleOutcome(
+        rule=result.rule,
+        description=RULE_DESCRIPTIONS[result.rule],
+        trials=result.trials,
+        accepted=result.accepted,
+        acceptance=result.acceptance,
+        acceptance_standard_error=result.acceptance_standard_error,
+        acceptance_expected=result.acceptance_expected,
+        bias=result.bias,
+        measured_bias=result.measured_bias,
+        chi_square=result.test.statistic,
+        degrees_of_freedom=result.test.degrees_of_freedom,
+        p_value=result.test.p_value,
+        bins=result.test.bins,
+        passes=result.test.p_value > ALPHA,
+        histogram=empirical[shown].tolist(),
+        histogram_rest=max(0.0, 1.0 - shown_mass),
+    )
+
+
+@router.get("/exact-rule", response_model=ExactRule)
+def get_exact_rule(
+    vocab: Vocab = 50,
+    target_temperature: Temperature = 1.0,
+    draft_temperature: Temperature = 1.0,
+    draft_distance: Distance = 1.0,
+    trials: Trials = 100_000,
+    seed: Seed = 0,
+    histogram_tokens: HistogramTokens = 30,
+) -> ExactRule:
+    """The exact rule beside two wrong rules on a seeded target/draft pair: acceptance, bias, goodness of fit."""
+    pair = sampling.make_pair(vocab, target_temperature, draft_temperature, draft_distance, seed)
+    results = sampling.compare_rules(pair, trials, seed)
+    shown = np.argsort(-pair.target, kind="stable")[: min(histogram_tokens, vocab)]
+    return ExactRule(
+        vocab=vocab,
+        target_temperature=target_temperature,
+        draft_temperature=draft_temperature,
+        draft_distance=draft_distance,
+        trials=trials,
+        seed=seed,
+        alpha=ALPHA,
+        overlap=pair.overlap,
+        total_variation=sampling.total_variation(pair.target, pair.draft),
+        histogram_tokens=shown.tolist(),
+        target=pair.target[shown].tolist(),
+        target_rest=max(0.0, 1.0 - float(pair.target[shown].sum())),
+        draft=pair.draft[shown].tolist(),
+        draft_rest=max(0.0, 1.0 - float(pair.draft[shown].sum())),
+        rules=[_rule_outcome(results[rule], shown) for rule in sampling.RULES],
+    )
+
+
+@router.get("/chain", response_model=ChainTrace)
+def get_chain(
+    vocab: ChainVocab = 20,
+    k: ChainK = 4,
+    tokens: ChainTokens = 40,
+    target_temperature: Temperature = 1.0,
+    draft_temperature: Temperature = 1.0,
+    draft_distance: Distance = 1.0,
+    seed: Seed = 0,
+) -> ChainTrace:
+    """Multi-token speculative sampling on two Markov chains: every draft, verdict and move of the length."""
+    pair = sampling.make_markov_pair(vocab, target_temperature, draft_temperature, draft_distance, seed)
+    chain = sampling.speculative_chain(pair.target_next, pair.draft_next, [0], k, tokens, seed)
+    verified = sum(cycle.verified for cycle in chain.cycles)
+    accepted = sum(cycle.accepted for cycle in chain.cycles)
+    overlap = sum(sum(cycle.overlaps[: cycle.verified]) for cycle in chain.cycles)
+    return ChainTrace(
+        vocab=vocab,
+        k=k,
+        tokens=tokens,
+        seed=seed,
+        target_temperature=target_temperature,
+        draft_temperature=draft_temperature,
+        draft_distance=draft_distance,
+        generated=chain.generated,
+        rollbacks=sum(1 for cycle in chain.cycles if not cycle.bonus),
+        acceptance=accepted / verified,
+        mean_overlap=overlap / verified,
+        mean_tokens_per_cycle=chain.generated / len(chain.cycles),
+        sequence=chain.sequence,
+        cycles=[
+            ChainCycleOut(
+                start_length=cycle.start_length,
+                drafted=cycle.drafted,
+                accepted=cycle.accepted,
+                emitted=cycle.emitted,
+                bonus=cycle.bonus,
+                acceptance_probabilities=cycle.acceptance_probabilities,
+                overlaps=cycle.overlaps,
+                end_length=cycle.end_length,
+            )
+            for cycle in chain.cycles
+        ],
+        steps=[ChainStepOut(**vars(step)) for step in chain.steps],
+    )
+
+
+@router.get("/ngram", response_model=NgramRun)
+def get_ngram(
+    request: Request,
+    k: NgramK = 4,
+    tokens: NgramTokens = 1_000,
+    temperature: Temperature = 0.5,
+    draft_order: DraftOrder = 3,
+    target_order: TargetOrder = 6,
+    seed: Seed = 0,
+    prompt: Prompt = "Return the ",
+) -> NgramRun:
+    """Speculative sampling with two character n-gram models trained on standard-library docstrings."""
+    if draft_order >= target_order:
+        # Name the order the caller chose: the other one may be a default.
+        if "draft_order" in request.query_params:
+            raise parameter_error("draft_order", f"must be below target_order ({target_order}); got {draft_order}")
+        raise parameter_error("target_order", f"must be above draft_order ({draft_order}); got {target_order}")
+    if len(prompt) > MAX_PROMPT:
+        raise parameter_error("prompt", f"must be at most {MAX_PROMPT} characters; got {len(prompt)}")
+    outside = sorted({character for character in prompt if not " " <= character <= "~"})
+    if outside:
+        raise parameter_error("prompt", f"must be printable ASCII (space to tilde); got {''.join(outside)!r}")
+    run = ngram.run_pair(k, tokens, seed, temperature, draft_order, target_order, prompt)
+    histogram = np.bincount([cycle.accepted for cycle in run.chain.cycles], minlength=k + 1)
+    return NgramRun(
+        k=k,
+        tokens=tokens,
+        seed=seed,
+        temperature=temperature,
+        draft_order=draft_order,
+        target_order=target_order,
+        prompt=prompt,
+        corpus_characters=len(ngram.corpus()),
+        cycles=run.cycles,
+        generated=run.generated,
+        verified=run.verified,
+        accepted=run.accepted,
+        acceptance=run.acceptance,
+        acceptance_standard_error=run.acceptance_standard_error,
+        mean_overlap=run.mean_overlap,
+        draft_acceptance_rate=run.draft_acceptance_rate,
+        mean_tokens_per_cycle=run.mean_tokens_per_cycle,
+        tokens_standard_error=run.tokens_standard_error,
+        autocorrelation=run.autocorrelation,
+        closed_form_tokens=run.closed_form_tokens,
+        closed_form_from_rate=run.closed_form_from_rate,
+        bursty_tokens=run.bursty_tokens,
+        histogram=histogram.tolist(),
+        histogram_iid=[run.cycles * share for share in closed_form.accepted_distribution(run.acceptance, k)],
+        per_position=[NgramPosition(**vars(position)) for position in run.per_position],
+        segments=[TextSegment(text=segment.text, kind=segment.kind) for segment in run.segments],
+        text=run.text,
+    )
+
+
+def bursty_curve(p: float, k: int) -> list[BurstyPoint]:
+    low, high = bursty.rho_bounds(p)
+    grid = np.linspace(low, high, BURSTY_CURVE_POINTS)
+    return [BurstyPoint(rho=float(rho), expected_tokens=bursty.expected_tokens(p, k, float(rho))) for rho in grid]
+
+
+@router.get("/bursty", response_model=Bursty)
+def get_bursty(p: P = 0.75, k: K = 6, rho: Rho = 0.5, cycles: BurstyCycles = 200_000, seed: Seed = 0) -> Bursty:
+    """Markov (bursty) acceptance: simulated tokens per cycle against the exact value and the i.i.d. closed form."""
+    check_rho(p, rho)
+    accepted = bursty.sample_accepted(p, k, cycles, seed, rho)
+    tokens = accepted + 1.0
+    mean = float(tokens.mean())
+    error = bursty.batch_means_standard_error(tokens)
+    expected = bursty.expected_tokens(p, k, rho)
+    iid = closed_form.expected_tokens(p, k)
+    stream = bursty.summarise_stream(accepted, k)
+    chain = bursty.transitions(p, rho)
+    low, high = bursty.rho_bounds(p)
+    return Bursty(
+        p=p,
+        k=k,
+        rho=rho,
+        rho_min=low,
+        rho_max=high,
+        after_accept=chain.after_accept,
+        after_reject=chain.after_reject,
+        cycles=cycles,
+        seed=seed,
+        mean_tokens_per_cycle=mean,
+        standard_error=error,
+        interval_95=(mean - Z_95 * error, mean + Z_95 * error),
+        expected_tokens=expected,
+        iid_expected_tokens=iid,
+        iid_error=iid / expected - 1.0,
+        measured_acceptance=stream.acceptance,
+        measured_autocorrelation=stream.autocorrelation,
+        histogram=np.bincount(accepted, minlength=k + 1).tolist(),
+        histogram_iid=[cycles * share for share in closed_form.accepted_distribution(p, k)],
+        curve=bursty_curve(p, k),
+    )

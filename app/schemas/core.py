@@ -116,6 +116,7 @@ class Run(BaseModel):
     k: int
     c: float
     seed: int
+    rho: float = Field(default=0.0, description="Lag-1 correlation of acceptances; 0 is i.i.d.")
     tokens: int
     passes: float
     speedup: float
@@ -127,6 +128,10 @@ class Simulation(BaseModel):
     k: int
     c: float
     seed: int
+    rho: float = Field(default=0.0, description="Lag-1 correlation of acceptances; 0 is i.i.d.")
+    markov_expected_tokens: float | None = Field(
+        default=None, description="Exact tokens per cycle under the bursty (Markov) model; null when rho = 0."
+    )
     cycles: int
     mean_tokens_per_cycle: float
     interval_95: tuple[float, float] = Field(description="95% confidence interval of the mean tokens per cycle.")

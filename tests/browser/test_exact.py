@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import itertools
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from app import bursty, closed_form, sampling
+from tests.conftest import PageWatch
+from tests.support import wait_until
+
+pytestmark = pytest.mark.browser
+
+CHARTS = ("exact-histogram", "chain-length", "ngram-positions", "bursty-chart")
+
+
+def ready(chart: str) -> str:
+    return f"document.getElementById('{chart}')?.dataset.ready === '1'"
+
+
+def open_section(page: Page, url: str) -> None:
+    page.goto(url)
+    for chart in CHARTS:
+        wait_until(page, ready(chart), timeout=30)
+
+
+def url_state(page: Page) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query)
+
+
+def assert_clean(watch: PageWatch) -> None:
+    assert watch.console_errors == []
+    assert watch.foreign_requests == []
+
+
+def test_exact_rule_passes_and_wrong_rules_fail_on_the_page(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_section(page, live_server + "/")
+    pair = sampling.make_pair(50, 1.0, 1.0, 1.0, seed=0)
+    expect(page.locator("#exact-overlap")).to_have_text(f"{pair.overlap:.3f}")
+    expect(page.locator("#exact-rules tr[data-rule='exact'] .verdict")).to_have_text("passes")
+    expect(page.locator("#exact-rules tr[data-rule='argmax'] .verdict")).to_have_text("fails")
+    expect(page.locator("#exact-rules tr[data-rule='resample_target'] .verdict")).to_have_text("fails")
+    names = page.evaluate("Array.from(document.getElementById('exact-histogram').data, (t) => t.name)")
+    assert names == ["target p", "draft q", "Exact rule", "Accept on argmax", "Resample from p"]
+    mine = {
+        "xvocab",
+        "xtt",
+        "xdt",
+        "xdist",
+        "xtrials",
+        "xseed",
+        "chk",
+        "ngk",
+        "ngtemp",
+        "ngdraft",
+        "ngtarget",
+        "ngseed",
+    }
+    assert not mine & set(url_state(page)) and "rho" not in url_state(page), "a first visit leaves the URL alone"
+    assert_clean(watch)
+
+
+def test_identical_models_accept_everything(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_section(page, live_server + "/?xdist=0&xvocab=20")
+    expect(page.locator("#exact-vocab-value")).to_have_text("20")
+    expect(page.locator("#exact-overlap")).to_have_text("1.000")
+    expect(page.locator("#exact-acceptance")).to_have_text("1.000 ± 0.000")
+    assert_clean(watch)
+
+
+def test_changing_the_distance_refetches_and_records_state(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_section(page, live_server + "/")
+    page.fill("#exact-distance", "2.5")
+    expect(page.locator("#exact-distance-value")).to_have_text("2.50")
+    pair = sampling.make_pair(50, 1.0, 1.0, 2.5, seed=0)
+    expect(page.locator("#exact-overlap")).to_have_text(f"{pair.overlap:.3f}")
+    assert url_state(page)["xdist"] == ["2.5"]
+    assert_clean(watch)
+
+
+def test_chain_shows_rollbacks(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_section(page, live_server + "/?chk=6")
+    expect(page.locator("#chain-k-value")).to_have_text("6")
+    rollbacks = int(page.evaluate("document.getElementById('chain-length').dataset.rollbacks"))
+    assert rollbacks > 0
+    lengths: list[int] = page.evaluate("document.getElementById('chain-length').data[0].y")
+    assert any(later < earlier for earlier, later in itertools.pairwise(lengths))
+    assert page.locator("#chain-cycles li").count() > 0
+    assert page.locator("#chain-cycles .chain-token.rejected").count() > 0
+    assert "↩" in (page.text_content("#chain-cycles") or "")
+    assert_clean(watch)
+
+
+def test_real_text_is_marked(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_section(page, live_server + "/")
+    text = page.locator("#ngram-text")
+    assert text.locator(".mark.prompt").first.text_content() == "Return the "
+    assert text.locator(".mark.accepted").count() > 0
+    assert text.locator(".mark.corrected").count() > 0
+    expect(text.locator(".mark.discarded").first).to_be_hidden()
+    page.check("#ngram-show-discarded")
+    expect(text.locator(".mark.discarded").first).to_be_visible()
+    acceptance = float((page.text_content("#ngram-acceptance") or "").split(" ± ")[0])
+    closed = float(page.text_content("#ngram-closed-form") or "nan")
+    assert closed == pytest.approx(closed_form.expected_tokens(acceptance, 4), abs=0.02)
+    assert int((page.text_content("#ngram-corpus") or "0").replace(",", "")) > 100_000
+    assert_clean(watch)
+
+
+def test_ngram_orders_stay_apart(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_section(page, live_server + "/")
+    page.fill("#ngram-draft", "6")
+    expect(page.locator("#ngram-target-value")).to_have_text("7")
+    page.fill("#ngram-target", "2")
+    expect(page.locator("#ngram-draft-value")).to_have_text("1")
+    wait_until(page, "new URLSearchParams(location.search).get('ngtarget') === '2'")
+    expect(page.locator("#ngram-error")).to_be_hidden()
+    assert_clean(watch)
+
+
+def test_rho_slider_moves_simulation_away_from_the_closed_form(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_section(page, live_server + "/?rho=0")
+    expect(page.locator("#rho-value")).to_have_text("0.00")
+    iid = f"{closed_form.expected_tokens(0.75, 6):.2f}"
+    expect(page.locator("#rho-exact")).to_have_text(iid)
+    expect(page.locator("#rho-iid")).to_have_text(iid)
+    expect(page.locator("#rho-error")).to_have_text("+0.0%")
+
+    page.fill("#rho", "0.8")
+    expect(page.locator("#rho-value")).to_have_text("0.80")
+    expect(page.locator("#rho-exact")).to_have_text(f"{bursty.expected_tokens(0.75, 6, 0.8):.2f}")
+    expect(page.locator("#rho-iid")).to_have_text(iid)
+    wait_until(page, "document.getElementById('bursty-chart').dataset.rho === '0.8'")
+    simulated = float((page.text_content("#rho-simulated") or "").split(" ± ")[0])
+    assert simulated < closed_form.expected_tokens(0.75, 6) - 0.2
+    assert url_state(page)["rho"] == ["0.8"]
+    assert_clean(watch)
+
+
+def test_rho_slider_lower_end_follows_p(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_section(page, live_server + "/?rhop=0.9&rho=-0.9")
+    # At p = 0.9 rho cannot go below -0.1/0.9 = -0.111..., so the page starts at -0.11.
+    assert page.get_attribute("#rho", "min") == "-0.11"
+    expect(page.locator("#rho-value")).to_have_text("-0.11")
+    expect(page.locator("#bursty-error")).to_be_hidden()
+    expect(page.locator("#rho-exact")).to_have_text(f"{bursty.expected_tokens(0.9, 6, -0.11):.2f}")
+    assert_clean(watch)
+
+
+def test_phone_width_keeps_the_section_usable(page: Page, live_server: str, watch: PageWatch) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_section(page, live_server + "/")
+    width = page.evaluate("document.getElementById('exact').scrollWidth")
+    assert width <= 390
+    page.focus("#rho")
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#rho-value")).to_have_text("0.51")
+    assert_clean(watch)
