@@ -59,18 +59,24 @@ class ModelSpec:
     def __post_init__(self) -> None:
         for field in ("total_params_b", "active_params_b"):
             if not getattr(self, field) > 0:
-                raise ValueError(f"{field} must be positive")
+                raise ValueError(f"{field} must be positive; got {getattr(self, field)}")
         for field in ("layers", "query_heads", "kv_heads", "head_dim", "experts", "experts_per_token"):
             if getattr(self, field) < 1:
                 raise ValueError(f"{field} must be at least 1")
         if self.kv_tensors not in (1, 2):
             raise ValueError("kv_tensors must be 1 (shared latent) or 2 (keys and values)")
         if self.active_params_b > self.total_params_b:
-            raise ValueError("active_params_b must not exceed total_params_b")
+            raise ValueError(
+                f"active_params_b ({self.active_params_b:g}) must not exceed total_params_b ({self.total_params_b:g})"
+            )
         if self.experts_per_token > self.experts:
-            raise ValueError("experts_per_token must not exceed experts")
-        if self.is_moe and self.active_params_b < self.total_params_b * self.expert_fraction * (1 - 1e-12):
-            raise ValueError("active_params_b must be at least total_params_b * experts_per_token / experts")
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) must not exceed experts ({self.experts})")
+        least_active = self.total_params_b * self.expert_fraction
+        if self.is_moe and self.active_params_b < least_active * (1 - 1e-12):
+            raise ValueError(
+                f"active_params_b ({self.active_params_b:g}) must be at least total_params_b * experts_per_token"
+                f" / experts ({least_active:g}): each token uses its share of the routed experts"
+            )
 
     @property
     def is_moe(self) -> bool:

@@ -125,9 +125,9 @@ def test_unknown_override_is_rejected() -> None:
     ("changes", "message"),
     [
         ({"total_params_b": 0.0}, "total_params_b must be positive"),
-        ({"active_params_b": 60.0}, "active_params_b must not exceed total_params_b"),
-        ({"experts_per_token": 9}, "experts_per_token must not exceed experts"),
-        ({"active_params_b": 5.0}, "active_params_b must be at least"),
+        ({"active_params_b": 60.0}, r"active_params_b \(60\) must not exceed total_params_b \(46.7\)"),
+        ({"experts_per_token": 9}, r"experts_per_token \(9\) must not exceed experts \(8\)"),
+        ({"active_params_b": 5.0}, r"active_params_b \(5\) must be at least .* \(11.675\)"),
         ({"kv_tensors": 3}, "kv_tensors must be 1"),
         ({"layers": 0}, "layers must be at least 1"),
     ],

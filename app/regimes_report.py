@@ -1,0 +1,558 @@
+"""From a request for a roofline (preset keys plus field overrides) to response models and CSV.
+
+Shared by the API router and the command line, so that both give the same numbers in the
+same shape.  Imports pydantic schemas but nothing from the web framework.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from app import closed_form
+from app.presets import (
+    ACCELERATOR_FIELDS,
+    ACCELERATORS,
+    MODEL_FIELDS,
+    MODELS,
+    WEIGHT_FORMATS,
+    Accelerator,
+    ModelSpec,
+    with_overrides,
+)
+from app.regimes import (
+    BatchSweep,
+    Regime,
+    RegimeName,
+    RooflineSetup,
+    TableComparison,
+    acceptance_grid,
+    best_k_by_batch,
+    compare_regimes,
+    default_setup,
+    devices_to_fit,
+    make_regime,
+    memory_capacity_gb,
+    operations_ratio,
+    schedule_from,
+    sweep_batches,
+    target_step,
+)
+from app.schemas.regimes import (
+    AcceleratorOut,
+    BatchPoint,
+    BatchSweepOut,
+    MarkedCell,
+    ModelOut,
+    PresetList,
+    RegimeOut,
+    ScheduleOut,
+    ScheduleStepOut,
+    SetupOut,
+    TableOut,
+    VerificationCostOut,
+    VerificationPoint,
+    WinToLossOut,
+)
+
+KV_CACHE_FORMATS: dict[str, float] = {"bf16": 2.0, "fp8": 1.0}
+# Caps on the work of one request or command (the router states them in its parameter descriptions).
+MAX_DEVICES = 64
+MAX_BATCH = 1024
+MAX_TABLE_ROWS = 101
+MAX_TABLE_K = 32
+DEFAULTS = default_setup()
+DEFAULT_HW = "h100-sxm"
+DEFAULT_MODEL = "dense-8b"
+DEFAULT_DRAFT = "dense-1b"
+OVERRIDE_PREFIXES: dict[str, tuple[str, ...]] = {
+    "hw": ACCELERATOR_FIELDS,
+    "model": MODEL_FIELDS,
+    "draft": MODEL_FIELDS,
+}
+
+
+class SetupError(ValueError):
+    """A request that names a parameter it cannot honour."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SetupRequest:
+    """Preset keys, number formats, serving conditions and per-field overrides.
+
+    ``overrides`` maps ``hw_<field>``, ``model_<field>`` and ``draft_<field>`` to values;
+    ``devices = 0`` picks the fewest (a power of two) that hold both models at batch one.
+    """
+
+    hw: str = DEFAULT_HW
+    model: str = DEFAULT_MODEL
+    draft: str = DEFAULT_DRAFT
+    weights: str = "bf16"
+    draft_weights: str | None = None
+    kv_cache: str = "bf16"
+    devices: int = 0
+    context: int = DEFAULTS.context_tokens
+    bandwidth_efficiency: float = DEFAULTS.bandwidth_efficiency
+    compute_efficiency: float = DEFAULTS.compute_efficiency
+    overhead_us: float = DEFAULTS.step_overhead_us
+    overrides: Mapping[str, float | int | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BuiltSetup:
+    setup: RooflineSetup
+    description: SetupOut
+
+
+def _choice(name: str, value: str, allowed: Mapping[str, object]) -> None:
+    if value not in allowed:
+        raise SetupError(name, f"must be one of {', '.join(allowed)}; got {value!r}")
+
+
+def _prefixed(overrides: Mapping[str, float | int | None], prefix: str) -> dict[str, float | int]:
+    fields = OVERRIDE_PREFIXES[prefix]
+    chosen: dict[str, float | int] = {}
+    for name, value in overrides.items():
+        if value is None or not name.startswith(prefix + "_"):
+            continue
+        field_name = name[len(prefix) + 1 :]
+        if field_name not in fields:
+            raise SetupError(name, f"is not a field of {prefix}; fields: {', '.join(fields)}")
+        chosen[field_name] = value
+    return chosen
+
+
+# Fields tied together by each cross-field rule of ModelSpec, keyed by the field its message starts with.
+RULE_FIELDS: dict[str, tuple[str, ...]] = {
+    "active_params_b": ("active_params_b", "total_params_b", "experts_per_token", "experts"),
+    "experts_per_token": ("experts_per_token", "experts"),
+}
+
+
+def _edited_model(prefix: str, key: str, overrides: Mapping[str, float | int | None]) -> ModelSpec:
+    """The preset with its overrides; a broken rule is blamed on a field the request changed."""
+    changes = _prefixed(overrides, prefix)
+    try:
+        return with_overrides(MODELS[key], changes)
+    except ValueError as error:
+        message = str(error)
+        first_word = message.split(" ", 1)[0]
+        involved = RULE_FIELDS.get(first_word, (first_word,))
+        blamed = next((name for name in involved if name in changes), first_word)
+        name = f"{prefix}_{blamed}" if blamed in MODEL_FIELDS else prefix
+        raise SetupError(name, message) from error
+
+
+def build_setup(request: SetupRequest) -> BuiltSetup:
+    """The roofline a request describes, or a SetupError naming the offending parameter."""
+    _choice("hw", request.hw, ACCELERATORS)
+    _choice("model", request.model, MODELS)
+    _choice("draft", request.draft, MODELS)
+    _choice("weights", request.weights, WEIGHT_FORMATS)
+    draft_weights = request.weights if request.draft_weights is None else request.draft_weights
+    _choice("draft_weights", draft_weights, WEIGHT_FORMATS)
+    _choice("kv_cache", request.kv_cache, KV_CACHE_FORMATS)
+    for name in request.overrides:
+        if name.split("_", 1)[0] not in OVERRIDE_PREFIXES:
+            raise SetupError(name, "is not a preset field")
+    try:
+        accelerator: Accelerator = with_overrides(ACCELERATORS[request.hw], _prefixed(request.overrides, "hw"))
+    except SetupError:
+        raise
+    except ValueError as error:
+        raise SetupError(f"hw_{str(error).split(' ', 1)[0]}", str(error)) from error
+    target = _edited_model("model", request.model, request.overrides)
+    draft = _edited_model("draft", request.draft, request.overrides)
+    try:
+        setup = RooflineSetup(
+            accelerator=accelerator,
+            target=target,
+            draft=draft,
+            devices=max(request.devices, 1),
+            target_bytes_per_param=WEIGHT_FORMATS[request.weights],
+            draft_bytes_per_param=WEIGHT_FORMATS[draft_weights],
+            kv_bytes_per_value=KV_CACHE_FORMATS[request.kv_cache],
+            context_tokens=request.context,
+            bandwidth_efficiency=request.bandwidth_efficiency,
+            compute_efficiency=request.compute_efficiency,
+            step_overhead_us=request.overhead_us,
+        )
+    except ValueError as error:
+        raise SetupError(str(error).split(" ", 1)[0], str(error)) from error
+    devices_auto = request.devices == 0
+    if devices_auto:
+        setup = replace(setup, devices=devices_to_fit(setup, 1, MAX_DEVICES) or MAX_DEVICES)
+    return BuiltSetup(setup, describe_setup(setup, request, devices_auto))
+
+
+def accelerator_out(key: str, accelerator: Accelerator) -> AcceleratorOut:
+    return AcceleratorOut(
+        key=key,
+        name=accelerator.name,
+        bandwidth_tb_s=accelerator.bandwidth_tb_s,
+        bf16_tflops=accelerator.bf16_tflops,
+        memory_gb=accelerator.memory_gb,
+    )
+
+
+def model_out(key: str, model: ModelSpec) -> ModelOut:
+    return ModelOut(
+        key=key,
+        name=model.name,
+        total_params_b=model.total_params_b,
+        active_params_b=model.active_params_b,
+        layers=model.layers,
+        query_heads=model.query_heads,
+        kv_heads=model.kv_heads,
+        head_dim=model.head_dim,
+        kv_tensors=model.kv_tensors,
+        experts=model.experts,
+        experts_per_token=model.experts_per_token,
+        routed_params_b=model.routed_params_b,
+        shared_params_b=model.shared_params_b,
+        kv_values_per_token=model.kv_values_per_token,
+    )
+
+
+def describe_setup(setup: RooflineSetup, request: SetupRequest, devices_auto: bool) -> SetupOut:
+    return SetupOut(
+        accelerator=accelerator_out(request.hw, setup.accelerator),
+        target=model_out(request.model, setup.target),
+        draft=model_out(request.draft, setup.draft),
+        weights=request.weights,
+        draft_weights=request.weights if request.draft_weights is None else request.draft_weights,
+        kv_cache=request.kv_cache,
+        target_bytes_per_param=setup.target_bytes_per_param,
+        draft_bytes_per_param=setup.draft_bytes_per_param,
+        kv_bytes_per_value=setup.kv_bytes_per_value,
+        devices=setup.devices,
+        devices_auto=devices_auto,
+        context_tokens=setup.context_tokens,
+        bandwidth_efficiency=setup.bandwidth_efficiency,
+        compute_efficiency=setup.compute_efficiency,
+        step_overhead_us=setup.step_overhead_us,
+        effective_bandwidth_tb_s=setup.bandwidth_bytes_s / 1e12,
+        effective_tflops=setup.compute_flops_s / 1e12,
+        memory_capacity_gb=memory_capacity_gb(setup),
+        operations_ratio=operations_ratio(setup),
+    )
+
+
+def presets_out() -> PresetList:
+    return PresetList(
+        accelerators=[accelerator_out(key, value) for key, value in ACCELERATORS.items()],
+        models=[model_out(key, value) for key, value in MODELS.items()],
+        weight_formats=dict(WEIGHT_FORMATS),
+        kv_cache_formats=dict(KV_CACHE_FORMATS),
+        regimes=[name.value for name in RegimeName],
+        defaults=build_setup(SetupRequest()).description,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Verification cost under one regime
+
+
+def regime_out(regime: Regime) -> RegimeOut:
+    return RegimeOut(
+        name=regime.name.value,
+        label=regime.label,
+        draft_cost=regime.draft_cost,
+        beta=regime.beta,
+        batch=regime.batch,
+    )
+
+
+def verification_out(regime: Regime, p: float, k: int, k_max: int, built: BuiltSetup | None) -> VerificationCostOut:
+    k_max = max(k_max, k)
+    c, verify = regime.draft_cost, regime.verify
+    steps = None
+    if regime.name is RegimeName.ROOFLINE and built is not None and regime.batch is not None:
+        steps = target_step(built.setup, regime.batch, np.arange(k_max + 1) + 1.0)
+    points = []
+    for j in range(k_max + 1):
+        point = VerificationPoint(
+            k=j,
+            verification_cost=verify(j),
+            cost_per_cycle=closed_form.cost_per_cycle(j, c, verify),
+            speedup=closed_form.speedup(p, j, c, verify),
+        )
+        if steps is not None:
+            point.step_ms = float(steps.total_s[j] * 1e3)
+            point.memory_ms = float(steps.memory_s[j] * 1e3)
+            point.compute_ms = float(steps.compute_s[j] * 1e3)
+            point.compute_bound = bool(steps.compute_bound[j])
+        points.append(point)
+    best, best_value = closed_form.best_k(p, c, k_max, verify)
+    return VerificationCostOut(
+        regime=regime.name.value,
+        label=regime.label,
+        p=p,
+        k=k,
+        k_max=k_max,
+        draft_cost=c,
+        beta=regime.beta,
+        batch=regime.batch,
+        expected_tokens=closed_form.expected_tokens(p, k),
+        cost_per_cycle=closed_form.cost_per_cycle(k, c, verify),
+        speedup=closed_form.speedup(p, k, c, verify),
+        best_k=best,
+        best_speedup=best_value,
+        break_even_acceptance=closed_form.break_even_acceptance(k, c, verify),
+        max_draft_cost=closed_form.max_draft_cost(p, k, verify),
+        points=points,
+        setup=built.description if built is not None and regime.name is RegimeName.ROOFLINE else None,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Speedup against batch size
+
+
+def _batch_point(sweep: BatchSweep, index: int, capacity_gb: float) -> BatchPoint:
+    return BatchPoint(
+        batch=int(sweep.batches[index]),
+        speedup=float(sweep.speedup[index]),
+        draft_cost=float(sweep.draft_cost[index]),
+        verification_cost=float(sweep.verification_cost[index]),
+        target_step_ms=float(sweep.target_step_ms[index]),
+        verify_step_ms=float(sweep.verify_step_ms[index]),
+        draft_step_ms=float(sweep.draft_step_ms[index]),
+        verify_compute_bound=bool(sweep.verify_compute_bound[index]),
+        best_k=int(sweep.best_k[index]),
+        best_speedup=float(sweep.best_speedup[index]),
+        memory_needed_gb=float(sweep.memory_needed_gb[index]),
+        fits=bool(sweep.memory_needed_gb[index] <= capacity_gb),
+    )
+
+
+def sweep_out(
+    p: float, k: int, k_max: int, batch_max: int, batch: int, points: int, built: BuiltSetup
+) -> BatchSweepOut:
+    k_max = max(k_max, k)
+    sweep = sweep_batches(p, k, built.setup, batch_max, k_max)
+    capacity = memory_capacity_gb(built.setup)
+    fits = sweep.memory_needed_gb <= capacity
+    fitting = np.flatnonzero(fits)
+    max_fit = int(sweep.batches[fitting[-1]]) if fitting.size else 0
+    marks = [sweep.crossover_batch, sweep.first_loss_batch, sweep.best_crossover_batch, max_fit, batch]
+    wanted = set(np.unique(np.rint(np.geomspace(1, batch_max, min(points, batch_max))).astype(int)).tolist())
+    for mark in marks:
+        if mark:
+            wanted.update((mark - 1, mark, mark + 1))
+    indices = np.array(sorted(b - 1 for b in wanted if 1 <= b <= batch_max))
+    return BatchSweepOut(
+        p=p,
+        k=k,
+        k_max=k_max,
+        batch_max=batch_max,
+        batch=batch,
+        expected_tokens=closed_form.expected_tokens(p, k),
+        crossover_batch=sweep.crossover_batch,
+        first_loss_batch=sweep.first_loss_batch,
+        best_crossover_batch=sweep.best_crossover_batch,
+        max_batch_that_fits=max_fit,
+        current=_batch_point(sweep, batch - 1, capacity),
+        batches=sweep.batches[indices].tolist(),
+        speedup=sweep.speedup[indices].tolist(),
+        best_k=sweep.best_k[indices].tolist(),
+        best_speedup=sweep.best_speedup[indices].tolist(),
+        draft_cost=sweep.draft_cost[indices].tolist(),
+        verification_cost=sweep.verification_cost[indices].tolist(),
+        verify_compute_bound=sweep.verify_compute_bound[indices].tolist(),
+        fits=fits[indices].tolist(),
+        setup=built.description,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Schedule
+
+
+def schedule_out(p: float, k_max: int, batch_max: int, built: BuiltSetup) -> ScheduleOut:
+    batches = np.arange(1, batch_max + 1, dtype=np.int64)
+    best_k, best_speedup = best_k_by_batch(p, built.setup, batches, k_max)
+    steps = schedule_from(batches, best_k, best_speedup)
+    off_from = steps[-1].batch_from if steps[-1].k == 0 else None
+    return ScheduleOut(
+        p=p,
+        k_max=k_max,
+        batch_max=batch_max,
+        steps=[
+            ScheduleStepOut(
+                batch_from=step.batch_from,
+                batch_to=step.batch_to,
+                k=step.k,
+                speedup_at_from=step.speedup_at_from,
+                speedup_at_to=step.speedup_at_to,
+            )
+            for step in steps
+        ],
+        thresholds={str(step.batch_from): step.k for step in steps},
+        off_from_batch=off_from,
+        setup=built.description,
+    )
+
+
+def schedule_csv(schedule: ScheduleOut) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["batch_from", "batch_to", "k", "speedup_at_from", "speedup_at_to"])
+    for step in schedule.steps:
+        writer.writerow(
+            [step.batch_from, step.batch_to, step.k, f"{step.speedup_at_from:.6f}", f"{step.speedup_at_to:.6f}"]
+        )
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# p x k table under two regimes
+
+
+@dataclass(frozen=True)
+class RegimeRequest:
+    name: RegimeName
+    beta: float = 0.5
+    batch: int = 1
+
+
+def build_regime(request: RegimeRequest, draft_cost: float, built: BuiltSetup) -> Regime:
+    return make_regime(request.name, draft_cost=draft_cost, beta=request.beta, setup=built.setup, batch=request.batch)
+
+
+def table_out(
+    p_values: np.ndarray | list[float],
+    k_max: int,
+    regime_a: Regime,
+    regime_b: Regime,
+    built: BuiltSetup,
+    marked_p: float = 0.8,
+    marked_k: int = 4,
+) -> TableOut:
+    comparison: TableComparison = compare_regimes(p_values, np.arange(1, k_max + 1), regime_a, regime_b)
+    highlight = comparison.highlight
+    uses_roofline = RegimeName.ROOFLINE in (regime_a.name, regime_b.name)
+    return TableOut(
+        p_values=comparison.p_values.tolist(),
+        k_values=comparison.k_values.tolist(),
+        regime_a=regime_out(regime_a),
+        regime_b=regime_out(regime_b),
+        speedup_a=comparison.speedup_a.tolist(),
+        speedup_b=comparison.speedup_b.tolist(),
+        win_to_loss_cells=comparison.win_to_loss_cells,
+        highlight=WinToLossOut(
+            p=highlight.p, k=highlight.k, speedup_a=highlight.speedup_a, speedup_b=highlight.speedup_b
+        )
+        if highlight
+        else None,
+        marked=MarkedCell(
+            p=marked_p,
+            k=marked_k,
+            speedup_a=closed_form.speedup(marked_p, marked_k, regime_a.draft_cost, regime_a.verify),
+            speedup_b=closed_form.speedup(marked_p, marked_k, regime_b.draft_cost, regime_b.verify),
+        ),
+        setup=built.description if uses_roofline else None,
+    )
+
+
+def table_csv(table: TableOut) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["regime", "label", "p", *(f"k={k}" for k in table.k_values)])
+    for side, regime, grid in (("a", table.regime_a, table.speedup_a), ("b", table.regime_b, table.speedup_b)):
+        for p, row in zip(table.p_values, grid, strict=True):
+            writer.writerow([side, regime.label, f"{p:g}", *(f"{value:.6f}" for value in row)])
+    return buffer.getvalue()
+
+
+def p_values_for(p_min: float, p_max: float, p_step: float, max_rows: int) -> np.ndarray:
+    """The table's rows, or a SetupError naming p_max / p_step."""
+    if p_min > p_max:
+        raise SetupError("p_max", f"must be at least p_min ({p_min:g}); got {p_max:g}")
+    rows = int(np.floor((p_max - p_min) / p_step + 1e-9)) + 1
+    if rows > max_rows:
+        raise SetupError("p_step", f"gives {rows} rows; at most {max_rows} (raise p_step or narrow p_min..p_max)")
+    return acceptance_grid(p_min, p_max, p_step)
+
+
+# ---------------------------------------------------------------------------
+# Terminal text
+
+GREEN, RED, BOLD, DIM, RESET = "\x1b[32m", "\x1b[31m", "\x1b[1m", "\x1b[2m", "\x1b[0m"
+
+
+def _paint(text: str, style: str, color: bool) -> str:
+    return f"{style}{text}{RESET}" if color and style else text
+
+
+def _speedup_style(value: float) -> str:
+    return GREEN if value > 1.0 else RED if value < 1.0 else ""
+
+
+def describe_setup_line(setup: SetupOut) -> str:
+    return (
+        f"{setup.accelerator.name} x{setup.devices}, {setup.target.name} ({setup.weights}) drafted by "
+        f"{setup.draft.name} ({setup.draft_weights}), context {setup.context_tokens:,}, "
+        f"efficiency {setup.bandwidth_efficiency:g} bandwidth / {setup.compute_efficiency:g} compute, "
+        f"overhead {setup.step_overhead_us:g} us"
+    )
+
+
+def render_table_text(table: TableOut, color: bool) -> str:
+    """Both regimes' p x k speedups as aligned tables; green wins, red losses."""
+    width = 7
+    lines: list[str] = []
+    highlight = table.highlight
+    for regime, grid in ((table.regime_a, table.speedup_a), (table.regime_b, table.speedup_b)):
+        lines.append(_paint(f"{regime.label}, c = {regime.draft_cost:.4g}", BOLD, color))
+        lines.append("p \\ k".rjust(6) + "".join(f"{k:>{width}d}" for k in table.k_values))
+        for p, row in zip(table.p_values, grid, strict=True):
+            cells = []
+            for k, value in zip(table.k_values, row, strict=True):
+                text = f"{value:.2f}x".rjust(width)
+                style = _speedup_style(value)
+                if highlight and highlight.p == p and highlight.k == k:
+                    style += BOLD
+                cells.append(_paint(text, style, color))
+            lines.append(f"{p:>6.2f}" + "".join(cells))
+        lines.append("")
+    if highlight:
+        lines.append(
+            f"win to loss: at p = {highlight.p:g}, k = {highlight.k}: {highlight.speedup_a:.2f}x under "
+            f"{table.regime_a.name} becomes {highlight.speedup_b:.2f}x under {table.regime_b.name} "
+            f"({table.win_to_loss_cells} cells flip)"
+        )
+    else:
+        lines.append("no cell wins under the first regime and loses under the second")
+    if table.setup is not None:
+        lines.append(_paint("roofline: " + describe_setup_line(table.setup), DIM, color))
+    return "\n".join(lines) + "\n"
+
+
+def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
+    """The schedule as aligned rows: batch range, k (off when 0), speedup at both ends."""
+    lines = [
+        _paint(f"Best draft length by batch size at p = {schedule.p:g} (k up to {schedule.k_max})", BOLD, color),
+        _paint(describe_setup_line(schedule.setup), DIM, color),
+        f"{'batch':>13}  {'k':>3}  {'speedup':>15}",
+    ]
+    for step in schedule.steps:
+        batches = f"{step.batch_from}-{step.batch_to}" if step.batch_to > step.batch_from else str(step.batch_from)
+        k_text = str(step.k) if step.k else "off"
+        speedups = f"{step.speedup_at_from:.2f}x-{step.speedup_at_to:.2f}x"
+        style = _speedup_style(step.speedup_at_to) if step.k else RED
+        lines.append(f"{batches:>13}  {_paint(f'{k_text:>3}', style, color)}  {speedups:>15}")
+    if schedule.off_from_batch is not None:
+        lines.append(f"speculation off from batch {schedule.off_from_batch}")
+    else:
+        lines.append(f"speculation still pays at batch {schedule.batch_max}")
+    return "\n".join(lines) + "\n"

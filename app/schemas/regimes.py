@@ -1,0 +1,192 @@
+"""Responses of the cost-regime endpoints: presets, verification cost, batch sweeps, schedules, tables."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class AcceleratorOut(BaseModel):
+    key: str = Field(description="Preset the values started from.")
+    name: str
+    bandwidth_tb_s: float = Field(description="Peak HBM bandwidth per device, TB/s.")
+    bf16_tflops: float = Field(description="Peak dense BF16 tensor throughput per device, TFLOPS (not sparsity).")
+    memory_gb: float = Field(description="Memory per device, GB.")
+
+
+class ModelOut(BaseModel):
+    key: str = Field(description="Preset the values started from.")
+    name: str
+    total_params_b: float = Field(description="All parameters, billions (read from memory once all experts are hit).")
+    active_params_b: float = Field(description="Parameters one token uses, billions (2 FLOPs each per token).")
+    layers: int
+    query_heads: int
+    kv_heads: int
+    head_dim: int
+    kv_tensors: int = Field(description="2 for separate keys and values, 1 for a shared latent (MLA).")
+    experts: int = Field(description="Routed experts per MoE layer; 1 for a dense model.")
+    experts_per_token: int
+    routed_params_b: float = Field(description="Derived: parameters in routed experts.")
+    shared_params_b: float = Field(description="Derived: parameters every token reads.")
+    kv_values_per_token: int = Field(description="Derived: cached values per token over all layers.")
+
+
+class SetupOut(BaseModel):
+    """The roofline actually computed, after presets and overrides."""
+
+    accelerator: AcceleratorOut
+    target: ModelOut
+    draft: ModelOut
+    weights: str
+    draft_weights: str
+    kv_cache: str
+    target_bytes_per_param: float
+    draft_bytes_per_param: float
+    kv_bytes_per_value: float
+    devices: int
+    devices_auto: bool = Field(description="True when devices was chosen as the fewest that hold both models.")
+    context_tokens: int
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    step_overhead_us: float
+    effective_bandwidth_tb_s: float = Field(description="Peak x devices x bandwidth efficiency.")
+    effective_tflops: float = Field(description="Peak x devices x compute efficiency.")
+    memory_capacity_gb: float
+    operations_ratio: float = Field(description="Draft FLOPs per token over target FLOPs per token.")
+
+
+class PresetList(BaseModel):
+    accelerators: list[AcceleratorOut]
+    models: list[ModelOut]
+    weight_formats: dict[str, float] = Field(description="Bytes per parameter of each weight format.")
+    kv_cache_formats: dict[str, float] = Field(description="Bytes per cached value of each KV-cache format.")
+    regimes: list[str]
+    defaults: SetupOut
+
+
+class VerificationPoint(BaseModel):
+    k: int
+    verification_cost: float = Field(description="v(k) in target passes.")
+    cost_per_cycle: float = Field(description="k c + v(k).")
+    speedup: float
+    step_ms: float | None = Field(default=None, description="Roofline only: time of the verification step.")
+    memory_ms: float | None = None
+    compute_ms: float | None = None
+    compute_bound: bool | None = None
+
+
+class VerificationCostOut(BaseModel):
+    regime: str
+    label: str
+    p: float
+    k: int
+    k_max: int
+    draft_cost: float = Field(description="c: given, or t_draft(B, 1) / t(B, 1) under the roofline.")
+    beta: float | None
+    batch: int | None
+    expected_tokens: float
+    cost_per_cycle: float
+    speedup: float
+    best_k: int = Field(description="0 means do not speculate.")
+    best_speedup: float
+    break_even_acceptance: float | None
+    max_draft_cost: float | None
+    points: list[VerificationPoint] = Field(description="k = 0..k_max.")
+    setup: SetupOut | None
+
+
+class BatchPoint(BaseModel):
+    batch: int
+    speedup: float
+    draft_cost: float
+    verification_cost: float
+    target_step_ms: float
+    verify_step_ms: float
+    draft_step_ms: float
+    verify_compute_bound: bool
+    best_k: int
+    best_speedup: float
+    memory_needed_gb: float
+    fits: bool
+
+
+class BatchSweepOut(BaseModel):
+    p: float
+    k: int
+    k_max: int
+    batch_max: int
+    batch: int = Field(description="The batch size `current` describes.")
+    expected_tokens: float
+    break_even_speedup: float = 1.0
+    crossover_batch: int | None = Field(
+        description="Batch size from which speculation at this k stops paying for good; null if it pays at batch_max."
+    )
+    first_loss_batch: int | None = Field(description="First batch size where speedup <= 1 (MoE may recover after).")
+    best_crossover_batch: int | None = Field(description="Batch size from which no k in 1..k_max pays.")
+    max_batch_that_fits: int = Field(description="Largest batch whose weights and KV caches fit in memory; 0 if none.")
+    current: BatchPoint
+    batches: list[int] = Field(description="Log-spaced batch sizes 1..batch_max (and the crossover neighbours).")
+    speedup: list[float]
+    best_k: list[int]
+    best_speedup: list[float]
+    draft_cost: list[float]
+    verification_cost: list[float]
+    verify_compute_bound: list[bool]
+    fits: list[bool]
+    setup: SetupOut
+
+
+class ScheduleStepOut(BaseModel):
+    batch_from: int
+    batch_to: int
+    k: int = Field(description="Draft length to run; 0 = speculation off.")
+    speedup_at_from: float
+    speedup_at_to: float
+
+
+class ScheduleOut(BaseModel):
+    p: float
+    k_max: int
+    batch_max: int
+    steps: list[ScheduleStepOut]
+    thresholds: dict[str, int] = Field(
+        description='Smallest batch size of each step -> k, e.g. {"1": 5, "40": 3, "300": 0}.'
+    )
+    off_from_batch: int | None = Field(description="Batch size from which speculation stays off; null if never.")
+    setup: SetupOut
+
+
+class RegimeOut(BaseModel):
+    name: str
+    label: str
+    draft_cost: float
+    beta: float | None
+    batch: int | None
+
+
+class WinToLossOut(BaseModel):
+    p: float
+    k: int
+    speedup_a: float
+    speedup_b: float
+
+
+class MarkedCell(BaseModel):
+    """Both regimes at one (p, k) that need not lie on the grid (the page's current point)."""
+
+    p: float
+    k: int
+    speedup_a: float
+    speedup_b: float
+
+
+class TableOut(BaseModel):
+    p_values: list[float]
+    k_values: list[int]
+    regime_a: RegimeOut
+    regime_b: RegimeOut
+    speedup_a: list[list[float]] = Field(description="Rows follow p_values, columns k_values.")
+    speedup_b: list[list[float]]
+    win_to_loss_cells: int = Field(description="Cells that win (> 1) under regime A and lose (< 1) under B.")
+    highlight: WinToLossOut | None = Field(description="The largest win under A that is a loss under B.")
+    marked: MarkedCell = Field(description="Both regimes at the requested p and k.")
+    setup: SetupOut | None = Field(description="Present when a side uses the roofline.")

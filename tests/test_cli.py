@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from app import closed_form as cf
+from app.cli import main
+from tests.support import ROOT
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_table_text_is_aligned_and_plain_off_a_tty(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "table", "--k-max", "4", "--p-min", "0.6", "--p-max", "0.9", "--p-step", "0.1")
+    assert code == 0
+    assert "\x1b[" not in out  # captured output is not a terminal
+    lines = out.splitlines()
+    assert lines[0] == "memory-bound (v = 1), c = 0.15"
+    rows = [line for line in lines if re.match(r"^\s+0\.\d\d ", line)]
+    assert len(rows) == 8 and len({len(line) for line in rows}) == 1  # aligned
+    assert f"{cf.speedup(0.6, 1, 0.15):.2f}x" in rows[0]
+    assert re.search(r"win to loss: at p = 0\.9, k = 4: \d\.\d\dx under memory-bound becomes 0\.\d\dx", out)
+
+
+def test_table_colours_wins_and_losses(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "table", "--color", "always", "--k-max", "2", "--p-min", "0.8", "--p-max", "0.8")
+    assert code == 0
+    assert "\x1b[32m" in out and "\x1b[31m" in out  # green wins, red losses
+    assert "\x1b[1m" in out
+    plain = ANSI.sub("", out)
+    assert f"{cf.speedup(0.8, 2, 0.15, lambda k: k + 1.0):.2f}x" in plain
+
+
+def test_table_csv_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("table", "--k-max", "3", "--p-min", "0.5", "--p-max", "0.7", "--p-step", "0.1")
+    _, csv_out, _ = run(capsys, *args, "--format", "csv")
+    rows = list(csv.reader(io.StringIO(csv_out)))
+    assert rows[0] == ["regime", "label", "p", "k=1", "k=2", "k=3"]
+    assert len(rows) == 7
+    _, json_out, _ = run(capsys, *args, "--format", "json")
+    body = json.loads(json_out)
+    assert body["p_values"] == [0.5, 0.6, 0.7]
+    assert body["speedup_a"][0][0] == pytest.approx(cf.speedup(0.5, 1, 0.15))
+    assert float(rows[1][3]) == pytest.approx(body["speedup_a"][0][0], abs=1e-6)
+
+
+def test_table_with_roofline_regimes_and_overrides(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "table",
+        "--regime-a", "roofline", "--batch-a", "1",
+        "--regime-b", "roofline", "--batch-b", "1024",
+        "--hw", "b200", "--model", "dense-70b", "--context", "0",
+        "--set", "hw_bandwidth_tb_s=7.7",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0
+    body = json.loads(out)
+    assert body["setup"]["accelerator"]["bandwidth_tb_s"] == 7.7
+    assert body["regime_a"]["label"].startswith("roofline: B200")
+    assert body["highlight"]["speedup_a"] > 1 > body["highlight"]["speedup_b"]
+
+
+def test_schedule_text_csv_json(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("schedule", "--p", "0.8", "--context", "0", "--model", "dense-70b")
+    code, text, _ = run(capsys, *args)
+    assert code == 0
+    assert text.startswith("Best draft length by batch size at p = 0.8")
+    assert "off" in text and re.search(r"speculation off from batch \d+", text)
+    _, json_out, _ = run(capsys, *args, "--format", "json")
+    body = json.loads(json_out)
+    _, csv_out, _ = run(capsys, *args, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(csv_out)))
+    assert [(int(row["batch_from"]), int(row["k"])) for row in rows] == [
+        (step["batch_from"], step["k"]) for step in body["steps"]
+    ]
+    assert f"speculation off from batch {body['off_from_batch']}" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["schedule", "--set", "model_layers=0"], "model_layers: layers must be at least 1"),
+        (["schedule", "--set", "wings=2"], "wings: is not a preset field"),
+        (["schedule", "--set", "model_layers"], "expected FIELD=VALUE"),
+        (["schedule", "--set", "hw_memory_gb=lots"], "'lots' is not a number"),
+        (["schedule", "--model", "mixtral-8x7b", "--set", "model_experts_per_token=4"], "model_experts_per_token"),
+        (["table", "--p-min", "0.9", "--p-max", "0.2"], "p_max: must be at least p_min"),
+    ],
+)
+def test_bad_setups_exit_2_with_a_message(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["schedule", "--p", "1.5"],
+        ["schedule", "--p", "nan"],
+        ["schedule", "--batch-max", "5000"],
+        ["schedule", "--hw", "tpu"],
+        ["table", "--k-max", "0"],
+        ["table", "--regime-a", "free"],
+        ["table", "--format", "xml"],
+    ],
+)
+def test_out_of_range_arguments_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_installed_entry_point_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "app.cli", "schedule", "--format", "csv", "--batch-max", "16"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.startswith("batch_from,batch_to,k,speedup_at_from,speedup_at_to\n")

@@ -1,0 +1,277 @@
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app import closed_form as cf
+from app.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS
+from app.regimes import default_setup, roofline_draft_cost, roofline_speedup, roofline_verification
+
+REGIMES = "/api/v1/regimes"
+
+
+def test_presets_list_everything_with_dense_figures(client: TestClient) -> None:
+    body = client.get("/api/v1/presets").json()
+    assert [item["key"] for item in body["accelerators"]] == list(ACCELERATORS)
+    assert [item["key"] for item in body["models"]] == list(MODELS)
+    h100 = next(item for item in body["accelerators"] if item["key"] == "h100-sxm")
+    assert (h100["bandwidth_tb_s"], h100["bf16_tflops"], h100["memory_gb"]) == (3.35, 989.4, 80.0)
+    mixtral = next(item for item in body["models"] if item["key"] == "mixtral-8x7b")
+    assert mixtral["experts"] == 8 and mixtral["experts_per_token"] == 2
+    assert mixtral["routed_params_b"] + mixtral["shared_params_b"] == pytest.approx(46.7)
+    assert body["weight_formats"] == {"bf16": 2.0, "fp8": 1.0, "int4": 0.5}
+    assert body["regimes"] == ["memory-bound", "compute-bound", "linear", "roofline"]
+    defaults = body["defaults"]
+    assert defaults["accelerator"]["key"] == "h100-sxm" and defaults["target"]["key"] == "dense-8b"
+    assert defaults["devices"] == 1 and defaults["devices_auto"] is True
+
+
+@pytest.mark.parametrize(
+    ("regime", "extra", "expected_v"),
+    [
+        ("memory-bound", {}, lambda k: 1.0),
+        ("compute-bound", {}, lambda k: k + 1.0),
+        ("linear", {"beta": 0.25}, lambda k: 1 + 0.25 * k),
+    ],
+)
+def test_verification_cost_of_simple_regimes(
+    client: TestClient, regime: str, extra: dict[str, float], expected_v: object
+) -> None:
+    params = {"regime": regime, "p": 0.8, "k": 4, "c": 0.1, "k_max": 6, **extra}
+    body = client.get(f"{REGIMES}/verification-cost", params=params).json()
+    assert callable(expected_v)
+    assert [point["verification_cost"] for point in body["points"]] == [expected_v(k) for k in range(7)]
+    verify = lambda k: expected_v(k)  # noqa: E731
+    assert body["speedup"] == pytest.approx(cf.speedup(0.8, 4, 0.1, verify))
+    assert (body["best_k"], body["best_speedup"]) == pytest.approx(cf.best_k(0.8, 0.1, 6, verify))
+    assert body["draft_cost"] == 0.1
+    assert body["setup"] is None
+    if regime == "compute-bound":
+        assert body["best_k"] == 0 and body["break_even_acceptance"] is None
+
+
+def test_verification_cost_on_the_roofline(client: TestClient) -> None:
+    dense = client.get(f"{REGIMES}/verification-cost", params={"regime": "roofline", "batch": 1}).json()
+    assert all(point["verification_cost"] == 1.0 for point in dense["points"])
+    assert dense["draft_cost"] == pytest.approx(float(roofline_draft_cost(default_setup(), 1)))
+    assert dense["points"][4]["compute_bound"] is False and dense["points"][4]["step_ms"] > 0
+    moe = client.get(
+        f"{REGIMES}/verification-cost", params={"regime": "roofline", "batch": 1, "model": "mixtral-8x7b"}
+    ).json()
+    costs = [point["verification_cost"] for point in moe["points"]]
+    assert costs[0] == 1.0 and all(b > a for a, b in itertools.pairwise(costs))
+    busy = client.get(f"{REGIMES}/verification-cost", params={"regime": "roofline", "batch": 1024}).json()
+    assert busy["points"][8]["compute_bound"] is True
+    verify = roofline_verification(default_setup(), 1024)
+    assert busy["points"][8]["verification_cost"] == pytest.approx(verify(8))
+    assert busy["label"].endswith("batch 1024")
+
+
+def test_speedup_vs_batch(client: TestClient) -> None:
+    params = {"p": 0.8, "k": 4, "context": 0, "batch": 64}
+    body = client.get(f"{REGIMES}/speedup-vs-batch", params=params).json()
+    batches = body["batches"]
+    assert batches[0] == 1 and batches[-1] == 1024 and batches == sorted(set(batches))
+    setup = default_setup().__class__(**{**default_setup().__dict__, "context_tokens": 0})
+    assert np.allclose(body["speedup"], roofline_speedup(0.8, 4, setup, np.array(batches)), rtol=1e-12)
+    crossover = body["crossover_batch"]
+    assert crossover is not None and crossover in batches and crossover - 1 in batches
+    index = batches.index(crossover)
+    assert body["speedup"][index - 1] > 1.0 >= body["speedup"][index]
+    assert body["current"]["batch"] == 64
+    assert body["current"]["speedup"] == pytest.approx(float(roofline_speedup(0.8, 4, setup, 64)))
+    assert body["break_even_speedup"] == 1.0
+    assert body["best_crossover_batch"] >= crossover
+    assert len(body["fits"]) == len(batches) == len(body["best_k"])
+
+
+def test_crossover_falls_with_k_through_the_api(client: TestClient) -> None:
+    crossovers = [
+        client.get(f"{REGIMES}/speedup-vs-batch", params={"k": k, "model": "dense-70b"}).json()["crossover_batch"]
+        for k in (1, 2, 4, 8)
+    ]
+    assert crossovers == sorted(crossovers, reverse=True) and crossovers[0] > crossovers[-1]
+
+
+def test_schedule_json_and_csv_agree(client: TestClient) -> None:
+    params = {"p": 0.8, "k_max": 8, "context": 0}
+    body = client.get(f"{REGIMES}/schedule", params=params).json()
+    steps = body["steps"]
+    assert steps[0]["batch_from"] == 1 and steps[-1]["batch_to"] == 1024
+    assert body["thresholds"] == {str(step["batch_from"]): step["k"] for step in steps}
+    assert body["off_from_batch"] == steps[-1]["batch_from"] and steps[-1]["k"] == 0
+    response = client.get(f"{REGIMES}/schedule", params={**params, "format": "csv"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/csv")
+    assert "attachment" in response.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert [(int(row["batch_from"]), int(row["k"])) for row in rows] == [(s["batch_from"], s["k"]) for s in steps]
+
+
+def test_table_shows_win_turning_into_loss(client: TestClient) -> None:
+    body = client.get(f"{REGIMES}/table").json()
+    assert body["regime_a"]["name"] == "memory-bound" and body["regime_b"]["name"] == "compute-bound"
+    assert len(body["p_values"]) == 10 and body["k_values"] == list(range(1, 9))
+    highlight = body["highlight"]
+    assert highlight["speedup_a"] > 2 and highlight["speedup_b"] < 1
+    row, column = body["p_values"].index(highlight["p"]), highlight["k"] - 1
+    assert body["speedup_a"][row][column] == highlight["speedup_a"]
+    assert body["speedup_a"][row][column] == pytest.approx(cf.speedup(highlight["p"], highlight["k"], 0.15))
+    assert body["setup"] is None
+    roofline = client.get(
+        f"{REGIMES}/table", params={"regime_a": "roofline", "batch_a": 1, "regime_b": "roofline", "batch_b": 1024}
+    ).json()
+    assert roofline["setup"]["accelerator"]["key"] == "h100-sxm"
+    assert roofline["regime_b"]["batch"] == 1024
+
+
+def test_table_csv(client: TestClient) -> None:
+    response = client.get(
+        f"{REGIMES}/table", params={"format": "csv", "k_max": 3, "p_min": 0.6, "p_max": 0.8, "p_step": 0.1}
+    )
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(response.text)))
+    assert rows[0] == ["regime", "label", "p", "k=1", "k=2", "k=3"]
+    assert [row[0] for row in rows[1:]] == ["a"] * 3 + ["b"] * 3
+    assert float(rows[1][3]) == pytest.approx(cf.speedup(0.6, 1, 0.15), abs=1e-6)
+
+
+# Every editable preset field, with a value the preset accepts on its own.
+ACCELERATOR_EDITS = {"bandwidth_tb_s": 4.2, "bf16_tflops": 700.0, "memory_gb": 40.0}
+MODEL_EDITS = {
+    "total_params_b": 9.5,
+    "active_params_b": 7.5,
+    "layers": 40,
+    "query_heads": 40,
+    "kv_heads": 4,
+    "head_dim": 96,
+    "kv_tensors": 1,
+    "experts": 16,
+    "experts_per_token": 1,
+}
+
+
+def test_edit_tables_cover_every_field() -> None:
+    assert set(ACCELERATOR_EDITS) == set(ACCELERATOR_FIELDS)
+    assert set(MODEL_EDITS) == set(MODEL_FIELDS)
+
+
+EDITS = [("hw", "accelerator", field, value) for field, value in ACCELERATOR_EDITS.items()] + [
+    (prefix, owner, field, value)
+    for prefix, owner in (("model", "target"), ("draft", "draft"))
+    for field, value in MODEL_EDITS.items()
+]
+
+
+@pytest.mark.parametrize(("prefix", "owner", "field", "value"), EDITS)
+def test_every_preset_field_round_trips(client: TestClient, prefix: str, owner: str, field: str, value: float) -> None:
+    base = {"k": 4, "batch": 1, "context": 128, "model": "dense-8b", "draft": "dense-8b", "devices": 1}
+    if (prefix, field) == ("draft", "total_params_b"):
+        value = 12.0
+    if field == "experts_per_token" or field == "experts":
+        base[prefix] = "mixtral-8x7b"
+    params = {**base, f"{prefix}_{field}": value}
+    plain = client.get(f"{REGIMES}/speedup-vs-batch", params=base).json()
+    response = client.get(f"{REGIMES}/speedup-vs-batch", params=params)
+    assert response.status_code == 200, response.text
+    edited = response.json()
+    assert edited["setup"][owner][field] == value
+    watched = ("draft_cost", "verification_cost", "fits", "max_batch_that_fits")
+    changed = any(plain[name] != edited[name] for name in watched)
+    assert changed, f"{prefix}_{field} changed nothing"
+    for endpoint in ("schedule", "verification-cost", "table"):
+        extra = {"regime": "roofline"} if endpoint == "verification-cost" else {}
+        if endpoint == "table":
+            extra = {"regime_a": "roofline"}
+        echoed = client.get(f"{REGIMES}/{endpoint}", params={**params, **extra}).json()
+        assert echoed["setup"][owner][field] == value
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "name", "fragment"),
+    [
+        ("speedup-vs-batch", {"p": 1.5}, "p", "from 0 to 1"),
+        ("speedup-vs-batch", {"p": "nan"}, "p", "finite"),
+        ("speedup-vs-batch", {"k": -1}, "k", "from 0 to 64"),
+        ("speedup-vs-batch", {"batch": 0}, "batch", "from 1 to 1024"),
+        ("speedup-vs-batch", {"batch_max": 5000}, "batch_max", "from 1 to 1024"),
+        ("speedup-vs-batch", {"batch": 600, "batch_max": 500}, "batch", "at most batch_max"),
+        ("speedup-vs-batch", {"points": 1}, "points", "from 2 to 1024"),
+        ("speedup-vs-batch", {"hw": "tpu"}, "hw", "one of a100-80gb-sxm"),
+        ("speedup-vs-batch", {"model": "gpt-5"}, "model", "one of"),
+        ("speedup-vs-batch", {"draft": ""}, "draft", "one of"),
+        ("speedup-vs-batch", {"weights": "fp4"}, "weights", "bf16, fp8, int4"),
+        ("speedup-vs-batch", {"draft_weights": "fp64"}, "draft_weights", "one of"),
+        ("speedup-vs-batch", {"kv_cache": "int4"}, "kv_cache", "one of"),
+        ("speedup-vs-batch", {"devices": 65}, "devices", "from 0 to 64"),
+        ("speedup-vs-batch", {"context": -1}, "context", "from 0 to"),
+        ("speedup-vs-batch", {"bandwidth_efficiency": 0}, "bandwidth_efficiency", "from 0.01 to 1"),
+        ("speedup-vs-batch", {"compute_efficiency": 1.5}, "compute_efficiency", "from 0.01 to 1"),
+        ("speedup-vs-batch", {"overhead_us": "inf"}, "overhead_us", "finite"),
+        ("speedup-vs-batch", {"hw_bandwidth_tb_s": 0}, "hw_bandwidth_tb_s", "from 0.001 to 1000"),
+        ("speedup-vs-batch", {"hw_bf16_tflops": "1e400"}, "hw_bf16_tflops", "finite"),
+        ("speedup-vs-batch", {"hw_memory_gb": -5}, "hw_memory_gb", "from 0.001 to"),
+        ("speedup-vs-batch", {"model_total_params_b": 5e-324}, "model_total_params_b", "from 1e-06 to 100000"),
+        ("speedup-vs-batch", {"model_layers": 0}, "model_layers", "from 1 to"),
+        ("speedup-vs-batch", {"model_layers": 2.5}, "model_layers", "from 1 to"),
+        ("speedup-vs-batch", {"model_kv_tensors": 3}, "model_kv_tensors", "from 1 to 2"),
+        ("speedup-vs-batch", {"draft_head_dim": "wide"}, "draft_head_dim", "from 1 to"),
+        ("speedup-vs-batch", {"model_active_params_b": 100}, "model_active_params_b", "must not exceed total_params_b"),
+        ("speedup-vs-batch", {"draft_experts_per_token": 2}, "draft_experts_per_token", "must not exceed experts"),
+        (
+            "speedup-vs-batch",
+            {"model": "mixtral-8x7b", "model_experts_per_token": 4},
+            "model_experts_per_token",
+            "must be at least total_params_b * experts_per_token / experts (23.35)",
+        ),
+        ("schedule", {"k_max": 0}, "k_max", "from 1 to 64"),
+        ("schedule", {"format": "xml"}, "format", "json or csv"),
+        ("table", {"regime_a": "turbo"}, "regime_a", "memory-bound, compute-bound, linear, roofline"),
+        ("table", {"regime_b": "free"}, "regime_b", "one of"),
+        ("table", {"beta_a": 2}, "beta_a", "from 0 to 1"),
+        ("table", {"batch_b": 2048}, "batch_b", "from 1 to 1024"),
+        ("table", {"p_min": 0.9, "p_max": 0.1}, "p_max", "at least p_min"),
+        ("table", {"p_step": 0.001}, "p_step", "at most 101"),
+        ("table", {"p_step": 0}, "p_step", "0.001"),
+        ("table", {"k_max": 33}, "k_max", "from 1 to 32"),
+        ("table", {"c": -0.1}, "c", "from 0 to 10"),
+        ("verification-cost", {"regime": "cheap"}, "regime", "one of"),
+        ("verification-cost", {"k": 100}, "k", "from 0 to 64"),
+    ],
+)
+def test_bad_inputs_get_422_naming_the_parameter(
+    client: TestClient, path: str, params: dict[str, object], name: str, fragment: str
+) -> None:
+    response = client.get(f"{REGIMES}/{path}", params=params)
+    assert response.status_code == 422, response.text
+    details = response.json()["detail"]
+    assert any(item["loc"][-1] == name and name in item["msg"] and fragment in item["msg"] for item in details), details
+
+
+def test_unknown_parameters_do_not_break_things(client: TestClient) -> None:
+    assert client.get(f"{REGIMES}/table", params={"model_wings": 2}).status_code == 200
+
+
+def test_openapi_lists_choices_and_caps(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    parameters = {item["name"]: item for item in schema["paths"]["/api/v1/regimes/schedule"]["get"]["parameters"]}
+    assert parameters["hw"]["schema"]["enum"] == list(ACCELERATORS)
+    assert parameters["model"]["schema"]["enum"] == list(MODELS)
+    for prefix, fields in (("hw", ACCELERATOR_FIELDS), ("model", MODEL_FIELDS), ("draft", MODEL_FIELDS)):
+        for field in fields:
+            assert f"{prefix}_{field}" in parameters
+    assert "1024" in parameters["batch_max"]["description"]
+    assert "text/csv" in schema["paths"]["/api/v1/regimes/table"]["get"]["responses"]["200"]["content"]
+
+
+def test_table_marks_both_regimes_at_the_pages_p_and_k(client: TestClient) -> None:
+    body = client.get(f"{REGIMES}/table", params={"p": 0.73, "k": 11, "regime_b": "linear", "beta_b": 0.2}).json()
+    marked = body["marked"]
+    assert (marked["p"], marked["k"]) == (0.73, 11)
+    assert marked["speedup_a"] == pytest.approx(cf.speedup(0.73, 11, 0.15))
+    assert marked["speedup_b"] == pytest.approx(cf.speedup(0.73, 11, 0.15, lambda k: 1 + 0.2 * k))
