@@ -44,6 +44,7 @@ from app.closed_form import VerifyCost, free_verification
 
 MAX_EXPOSITION_BYTES = 1_000_000
 MAX_POSITIONS = 64
+MAX_COUNTER = 1e15  # a quadrillion tokens: no real counter gets there, and squares of it stay finite
 IID_TEST_LEVEL = 0.01
 # Scrapes are not atomic across counters: allow this much slack when checking sums.
 RELATIVE_SLACK = 1e-3
@@ -68,6 +69,7 @@ class ErrorKind(StrEnum):
     MISSING_COUNTER = "missing_counter"
     NON_FINITE = "non_finite"
     NEGATIVE = "negative"
+    IMPLAUSIBLE = "implausible"
     ZERO_DRAFTS = "zero_drafts"
     INCONSISTENT = "inconsistent"
     AMBIGUOUS_MODEL = "ambiguous_model"
@@ -314,6 +316,10 @@ def parse_exposition(text: str, model_name: str | None = None) -> SpecDecodeCoun
             raise CalibrationError(ErrorKind.NON_FINITE, f"{name} has the value {value}; counters must be finite")
         if value < 0:
             raise CalibrationError(ErrorKind.NEGATIVE, f"{name} is negative ({value:g}); counters never go below 0")
+        if value > MAX_COUNTER:
+            raise CalibrationError(
+                ErrorKind.IMPLAUSIBLE, f"{name} is {value:g}, beyond {MAX_COUNTER:g}; no real counter gets that large"
+            )
         model = labels.get("model_name", "")
         series = by_model.setdefault(model, _Series())
         series.series.add(tuple(sorted((key, val) for key, val in labels.items() if key != "position")))
@@ -336,9 +342,7 @@ def parse_exposition(text: str, model_name: str | None = None) -> SpecDecodeCoun
             series.gauges.setdefault(base, []).append(value)
 
     if sample_count == 0:
-        raise CalibrationError(
-            ErrorKind.NO_SAMPLES, "the exposition holds no samples (only comments or blank lines)"
-        )
+        raise CalibrationError(ErrorKind.NO_SAMPLES, "the exposition holds no samples (only comments or blank lines)")
     if not by_model:
         shown = ", ".join(sorted(other_names)[:5])
         raise CalibrationError(
@@ -391,9 +395,7 @@ def _counters_of(series: _Series, model_name: str | None) -> SpecDecodeCounters:
         )
     for name in required:
         if name not in values:
-            raise CalibrationError(
-                ErrorKind.MISSING_COUNTER, f"missing counter vllm:{name}_total; found: {present}"
-            )
+            raise CalibrationError(ErrorKind.MISSING_COUNTER, f"missing counter vllm:{name}_total; found: {present}")
     return SpecDecodeCounters(
         schema=schema,
         drafts=values.get(DRAFTS),
@@ -452,7 +454,7 @@ def counters_difference(after: SpecDecodeCounters, before: SpecDecodeCounters) -
 
 
 def _slack(total: float) -> float:
-    return max(1.0, RELATIVE_SLACK * total)
+    return RELATIVE_SLACK * abs(total)
 
 
 def _accepted_length_counts(drafts: float, per_position: tuple[float, ...]) -> np.ndarray:
@@ -537,9 +539,7 @@ def calibrate_from_counters(
     return _calibrate_v1(counters, c, k_max, verify, k)
 
 
-def _calibrate_v1(
-    counters: SpecDecodeCounters, c: float, k_max: int, verify: VerifyCost, k: int | None
-) -> Calibration:
+def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: VerifyCost, k: int | None) -> Calibration:
     drafts = counters.drafts or 0.0
     if drafts <= 0:
         raise CalibrationError(
@@ -654,9 +654,7 @@ def _calibrate_v1(
     )
 
 
-def _calibrate_v0(
-    counters: SpecDecodeCounters, c: float, k_max: int, verify: VerifyCost, k: int | None
-) -> Calibration:
+def _calibrate_v0(counters: SpecDecodeCounters, c: float, k_max: int, verify: VerifyCost, k: int | None) -> Calibration:
     draft_tokens, accepted = counters.draft_tokens, counters.accepted_tokens
     emitted = counters.emitted_tokens or 0.0
     notes = ["older vLLM (V0) counters: accepted tokens count every accepted position, prefix or not"]
@@ -680,9 +678,7 @@ def _calibrate_v0(
         notes.append(f"k = {k} inferred from vllm:spec_decode_efficiency")
     cycles = draft_tokens / k
     if abs(cycles - round(cycles)) > 1e-6 * max(1.0, cycles):
-        raise CalibrationError(
-            ErrorKind.INCONSISTENT, f"draft tokens ({draft_tokens:g}) are not a multiple of k = {k}"
-        )
+        raise CalibrationError(ErrorKind.INCONSISTENT, f"draft tokens ({draft_tokens:g}) are not a multiple of k = {k}")
     if emitted < cycles - _slack(cycles) or emitted > (k + 1) * cycles + _slack((k + 1) * cycles):
         raise CalibrationError(
             ErrorKind.INCONSISTENT,

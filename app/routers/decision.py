@@ -1,7 +1,457 @@
-"""API family: decision."""
+"""From serving metrics to a decision: calibration, draft sources and token trees (issue 5)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import json
+import math
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.concurrency import run_in_threadpool
+
+from app import calibration, draft_sources, trees
+from app.calibration import CalibrationError, ErrorKind
+from app.decision_report import (
+    DEFAULT_C,
+    DEFAULT_K_MAX,
+    DEFAULT_TREE_ACCEPTANCE,
+    DEFAULT_TREE_BUDGET,
+    DEFAULT_TREE_WIDTHS,
+    CostRegime,
+    calibration_out,
+    cost_regime,
+    sources_out,
+    trees_out,
+)
+from app.errors import parameter_error
+from app.params import K_MAX_LIMIT, MAX_SEED, C, KMax
+from app.regimes import RegimeName
+from app.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 
 router = APIRouter(prefix="/api/v1", tags=["decision"])
+
+# Caps on the work and size of one request.
+MAX_EXPOSITION_BYTES = calibration.MAX_EXPOSITION_BYTES  # per pasted exposition (metrics, baseline)
+MAX_BODY_BYTES = 2 * MAX_EXPOSITION_BYTES + 65_536  # metrics + baseline + JSON framing
+MAX_COUNT = 1e15  # any counter value
+MAX_POSITIONS = calibration.MAX_POSITIONS
+MAX_EXAMPLE_DRAFTS = 10_000_000
+MAX_EXAMPLE_ENGINES = 8
+MAX_TREE_BUDGET = trees.MAX_TREE_BUDGET
+MAX_TREE_WIDTH = trees.MAX_WIDTH
+MAX_TREE_WIDTHS = 4
+MAX_BATCH = 1024
+MAX_TEXT_PARAMETER = 1_000
+
+DraftRate = Annotated[
+    float,
+    Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Draft acceptance rate, accepted / drafted, 0 to 1."),
+]
+MeanLength = Annotated[
+    float,
+    Query(
+        ge=1.0,
+        le=K_MAX_LIMIT + 1,
+        allow_inf_nan=False,
+        description="Mean acceptance length: tokens per verification, bonus included, "
+        f"1 to k + 1 (at most {K_MAX_LIMIT + 1}).",
+    ),
+]
+MeasuredK = Annotated[
+    int, Query(ge=1, le=K_MAX_LIMIT, description=f"Draft length the measurement was taken at, 1 to {K_MAX_LIMIT}.")
+]
+OptionalK = Annotated[
+    int | None,
+    Query(
+        ge=1,
+        le=K_MAX_LIMIT,
+        description=f"Draft length (num_speculative_tokens), 1 to {K_MAX_LIMIT}; "
+        "inferred from the counters if omitted.",
+    ),
+]
+REGIME_NAMES = [name.value for name in RegimeName]
+Regime = Annotated[
+    str,
+    Query(
+        description="Verification cost: memory-bound (v = 1), compute-bound (v = k + 1), linear (v = 1 + beta k) "
+        f"or roofline. One of: {', '.join(REGIME_NAMES)}.",
+        json_schema_extra={"enum": REGIME_NAMES},
+    ),
+]
+Beta = Annotated[
+    float,
+    Query(
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Linear regime: verification cost v(k) = 1 + beta k, beta from 0 (free) to 1 (compute-bound).",
+    ),
+]
+Batch = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=MAX_BATCH,
+        description=f"Roofline regime: batch size, 1 to {MAX_BATCH} (H100 SXM, dense 8B target, 1B draft).",
+    ),
+]
+Count = Annotated[
+    float, Query(ge=0.0, le=MAX_COUNT, allow_inf_nan=False, description=f"Counter value, 0 to {MAX_COUNT:.0e}.")
+]
+MAX_MODEL_NAME = 200
+ModelName = Annotated[
+    str | None,
+    Query(
+        description="model_name label to pick when the exposition covers several models "
+        f"(at most {MAX_MODEL_NAME} characters)."
+    ),
+]
+
+
+def _regime(regime: str, c: float, beta: float, batch: int) -> CostRegime:
+    if regime not in REGIME_NAMES:
+        raise parameter_error("regime", f"must be one of {', '.join(REGIME_NAMES)}; got {regime!r}", regime)
+    return cost_regime(regime, c, beta=beta, batch=batch)
+
+
+def _text_parameter(name: str, text: str, limit: int = MAX_TEXT_PARAMETER) -> str:
+    if len(text) > limit:
+        raise parameter_error(name, f"must be at most {limit:,} characters; got {len(text):,}", text)
+    return text
+
+
+def _numbers(name: str, text: str, limit: int) -> list[float]:
+    values = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            value = float(item)
+        except ValueError:
+            raise parameter_error(name, f"must be comma-separated numbers; got {item!r}", text) from None
+        if not math.isfinite(value):
+            raise parameter_error(name, f"must hold finite numbers; got {item!r}", text)
+        values.append(value)
+    if len(values) > limit:
+        raise parameter_error(name, f"takes at most {limit} numbers; got {len(values)}", text)
+    return values
+
+
+# ---------------------------------------------------------------------------
+# Calibration
+
+
+@router.get("/calibrate/rate", response_model=CalibrationOut)
+def get_calibration_from_rate(
+    rate: DraftRate,
+    k: MeasuredK,
+    c: C = DEFAULT_C,
+    k_max: KMax = DEFAULT_K_MAX,
+    regime: Regime = RegimeName.MEMORY_BOUND.value,
+    beta: Beta = 0.5,
+    batch: Batch = 1,
+) -> CalibrationOut:
+    """Infer p from a draft acceptance rate measured at draft length k; predict speedup for every k."""
+    chosen = _regime(regime, c, beta, batch)
+    result = calibration.calibrate_from_rate(rate, k, chosen.c, k_max, chosen.verify)
+    return calibration_out(result, chosen)
+
+
+@router.get("/calibrate/length", response_model=CalibrationOut)
+def get_calibration_from_length(
+    length: MeanLength,
+    k: MeasuredK,
+    c: C = DEFAULT_C,
+    k_max: KMax = DEFAULT_K_MAX,
+    regime: Regime = RegimeName.MEMORY_BOUND.value,
+    beta: Beta = 0.5,
+    batch: Batch = 1,
+) -> CalibrationOut:
+    """Infer p from a mean acceptance length (tokens per verification) at draft length k."""
+    if length > k + 1:
+        raise parameter_error("length", f"must be from 1 to k + 1 = {k + 1} at k = {k}; got {length}", length)
+    chosen = _regime(regime, c, beta, batch)
+    result = calibration.calibrate_from_length(length, k, chosen.c, k_max, chosen.verify)
+    return calibration_out(result, chosen)
+
+
+def _counter_parameter(error: CalibrationError) -> str:
+    if error.kind is ErrorKind.ZERO_DRAFTS:
+        return "drafts"
+    if error.kind is ErrorKind.UNKNOWN_K:
+        return "draft_tokens"  # draft tokens per draft is not a whole number and k was not given
+    if "position" in error.message:
+        return "per_position"
+    if "draft tokens" in error.message and "accepted" not in error.message:
+        return "draft_tokens"
+    return "accepted"
+
+
+@router.get("/calibrate/counters", response_model=CalibrationOut)
+def get_calibration_from_counters(
+    drafts: Count,
+    draft_tokens: Count,
+    accepted: Count,
+    per_position: Annotated[
+        str,
+        Query(
+            description=f"Accepted tokens per draft position 0..k-1, comma-separated (at most {MAX_POSITIONS}).",
+        ),
+    ] = "",
+    k: OptionalK = None,
+    c: C = DEFAULT_C,
+    k_max: KMax = DEFAULT_K_MAX,
+    regime: Regime = RegimeName.MEMORY_BOUND.value,
+    beta: Beta = 0.5,
+    batch: Batch = 1,
+) -> CalibrationOut:
+    """Infer p, per-position acceptance and the i.i.d. check from vLLM's spec-decode counter values."""
+    positions = _numbers("per_position", _text_parameter("per_position", per_position), MAX_POSITIONS)
+    if any(value < 0 or value > MAX_COUNT for value in positions):
+        raise parameter_error("per_position", f"values must be from 0 to {MAX_COUNT:.0e}", per_position)
+    counters = calibration.SpecDecodeCounters(
+        schema="v1",
+        drafts=drafts,
+        draft_tokens=draft_tokens,
+        accepted_tokens=accepted,
+        accepted_per_position=tuple(positions),
+    )
+    chosen = _regime(regime, c, beta, batch)
+    try:
+        result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, k)
+    except CalibrationError as error:
+        raise parameter_error(_counter_parameter(error), error.message) from None
+    return calibration_out(result, chosen, source="counters")
+
+
+def _unprocessable(field: str, message: str, kind: str) -> JSONResponse:
+    return JSONResponse(
+        status_code=422,
+        content={
+            "detail": [{"loc": ["body", field], "msg": f"{field}: {message}", "type": "value_error", "kind": kind}]
+        },
+    )
+
+
+async def _read_capped(request: Request) -> bytes | None:
+    """The request body, or None as soon as it exceeds MAX_BODY_BYTES (never read in full)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _texts_from_body(body: bytes, content_type: str) -> tuple[str, str | None] | JSONResponse:
+    try:
+        decoded = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return _unprocessable("metrics", "must be UTF-8 text", "encoding")
+    if "json" not in content_type:
+        return decoded, None
+    try:
+        payload: Any = json.loads(decoded)
+    except json.JSONDecodeError as error:
+        return _unprocessable("metrics", f"the JSON body does not parse ({error.msg}, line {error.lineno})", "json")
+    if not isinstance(payload, dict):
+        return _unprocessable(
+            "metrics", 'the JSON body must be an object {"metrics": "...", "baseline": "..."}', "json"
+        )
+    extra = sorted(set(payload) - {"metrics", "baseline"})
+    if extra:
+        return _unprocessable("metrics", f"unknown JSON fields {', '.join(extra)}; use metrics and baseline", "json")
+    metrics, baseline = payload.get("metrics"), payload.get("baseline")
+    if not isinstance(metrics, str):
+        return _unprocessable("metrics", "is required: the /metrics text as a JSON string", "missing")
+    if baseline is not None and not isinstance(baseline, str):
+        return _unprocessable("baseline", "must be the earlier /metrics text as a JSON string, or null", "type")
+    return metrics, baseline
+
+
+METRICS_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": (
+            f"The text a vLLM server returns at /metrics (Prometheus text format), at most {MAX_EXPOSITION_BYTES:,} "
+            'bytes; or JSON {"metrics": "...", "baseline": "..."} where baseline is an earlier scrape to subtract.'
+        ),
+        "content": {
+            "text/plain": {"schema": {"type": "string", "maxLength": MAX_EXPOSITION_BYTES}},
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["metrics"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "metrics": {"type": "string", "maxLength": MAX_EXPOSITION_BYTES},
+                        "baseline": {"type": ["string", "null"], "maxLength": MAX_EXPOSITION_BYTES},
+                    },
+                }
+            },
+        },
+    }
+}
+
+
+@router.post(
+    "/calibrate/metrics",
+    response_model=CalibrationOut,
+    openapi_extra=METRICS_BODY,
+    responses={422: {"description": "Empty, malformed, unrelated, oversized or inconsistent exposition."}},
+)
+async def calibrate_metrics(
+    request: Request,
+    k: OptionalK = None,
+    model_name: ModelName = None,
+    c: C = DEFAULT_C,
+    k_max: KMax = DEFAULT_K_MAX,
+    regime: Regime = RegimeName.MEMORY_BOUND.value,
+    beta: Beta = 0.5,
+    batch: Batch = 1,
+) -> CalibrationOut | JSONResponse:
+    """Infer p from a pasted vLLM /metrics exposition: per-position acceptance, i.i.d. check, best k."""
+    if model_name is not None:
+        _text_parameter("model_name", model_name, MAX_MODEL_NAME)
+    chosen = _regime(regime, c, beta, batch)
+    body = await _read_capped(request)
+    if body is None:
+        return _unprocessable(
+            "metrics",
+            f"the body must be at most {MAX_BODY_BYTES:,} bytes (each exposition at most {MAX_EXPOSITION_BYTES:,})",
+            ErrorKind.TOO_LARGE.value,
+        )
+    texts = _texts_from_body(body, request.headers.get("content-type", "").lower())
+    if isinstance(texts, JSONResponse):
+        return texts
+    metrics, baseline = texts
+    # Parsing up to a megabyte takes a while: keep it off the event loop.
+    return await run_in_threadpool(_calibrate_texts, metrics, baseline, model_name, chosen, k_max, k)
+
+
+def _calibrate_texts(
+    metrics: str, baseline: str | None, model_name: str | None, chosen: CostRegime, k_max: int, k: int | None
+) -> CalibrationOut | JSONResponse:
+    try:
+        counters = calibration.parse_exposition(metrics, model_name)
+    except CalibrationError as error:
+        return _unprocessable("metrics", error.message, error.kind.value)
+    if baseline is not None and baseline.strip():
+        try:
+            before = calibration.parse_exposition(baseline, model_name)
+            counters = calibration.counters_difference(counters, before)
+        except CalibrationError as error:
+            return _unprocessable("baseline", error.message, error.kind.value)
+    try:
+        result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, k)
+    except CalibrationError as error:
+        return _unprocessable("metrics", error.message, error.kind.value)
+    return calibration_out(result, chosen)
+
+
+@router.get("/calibrate/example-metrics", response_class=PlainTextResponse)
+def get_example_metrics(
+    p: Annotated[float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Acceptance p, 0 to 1.")] = 0.75,
+    k: MeasuredK = 5,
+    drafts: Annotated[
+        int, Query(ge=0, le=MAX_EXAMPLE_DRAFTS, description=f"Drafts, 0 to {MAX_EXAMPLE_DRAFTS:,}.")
+    ] = 10_000,
+    seed: Annotated[
+        int | None,
+        Query(ge=0, le=MAX_SEED, description=f"Seed, 0 to {MAX_SEED}: sample the counts; omit for expected counts."),
+    ] = None,
+    engines: Annotated[
+        int, Query(ge=1, le=MAX_EXAMPLE_ENGINES, description=f"Engines (label sets), 1 to {MAX_EXAMPLE_ENGINES}.")
+    ] = 1,
+    schema: Annotated[
+        str,
+        Query(description="v1 (current vLLM counters) or v0 (older vLLM).", json_schema_extra={"enum": ["v1", "v0"]}),
+    ] = "v1",
+) -> PlainTextResponse:
+    """A synthetic vLLM /metrics exposition after i.i.d. acceptance p, to try the calibration on."""
+    if schema not in ("v1", "v0"):
+        raise parameter_error("schema", f"must be v1 or v0; got {schema!r}", schema)
+    if seed is not None and drafts > 1_000_000:
+        raise parameter_error("drafts", "must be at most 1,000,000 when sampled with a seed", drafts)
+    text = calibration.example_exposition(p, k, drafts=drafts, seed=seed, engines=engines, schema=schema)
+    return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+# ---------------------------------------------------------------------------
+# Draft sources
+
+
+@router.get("/draft-sources", response_model=DraftSourcesOut)
+def get_draft_sources(
+    k_max: KMax = DEFAULT_K_MAX,
+    regime: Regime = RegimeName.MEMORY_BOUND.value,
+    beta: Beta = 0.5,
+    batch: Batch = 1,
+    overrides: Annotated[
+        str,
+        Query(
+            description="Edited sources as id:acceptance:draft_cost, comma-separated, e.g. eagle:0.8:0.1. "
+            f"Ids: {', '.join(draft_sources.SOURCE_IDS)}; acceptance 0 to 1, draft cost 0 to 10.",
+        ),
+    ] = "",
+) -> DraftSourcesOut:
+    """Draft model, n-gram lookup, Medusa and EAGLE side by side: accepted length per unit of draft cost, best k."""
+    try:
+        edits = draft_sources.parse_overrides(_text_parameter("overrides", overrides))
+        draft_sources.with_overrides(edits)
+    except ValueError as error:
+        raise parameter_error("overrides", str(error), overrides) from None
+    # Each source brings its own c; the regime only prices verification (the roofline's c is not used here).
+    chosen = _regime(regime, DEFAULT_C, beta, batch)
+    return sources_out(k_max, chosen, edits)
+
+
+# ---------------------------------------------------------------------------
+# Trees
+
+
+@router.get("/trees", response_model=TreesOut)
+def get_trees(
+    acceptance: Annotated[
+        str,
+        Query(
+            description=f"Positional acceptance P_1 >= P_2 >= ... comma-separated, 1 to {MAX_TREE_WIDTH} values, "
+            "each from 0 to 1, sum at most 1.",
+        ),
+    ] = ",".join(f"{value:g}" for value in DEFAULT_TREE_ACCEPTANCE),
+    budget: Annotated[
+        int, Query(ge=0, le=MAX_TREE_BUDGET, description=f"Largest tree, in drafted tokens, 0 to {MAX_TREE_BUDGET}.")
+    ] = DEFAULT_TREE_BUDGET,
+    c: C = 0.05,
+    regime: Regime = RegimeName.MEMORY_BOUND.value,
+    beta: Beta = 0.5,
+    batch: Batch = 1,
+    widths: Annotated[
+        str,
+        Query(
+            description=f"Widths of the fixed-width trees to compare, comma-separated, each 2 to {MAX_TREE_WIDTH}, "
+            f"at most {MAX_TREE_WIDTHS}.",
+        ),
+    ] = ",".join(str(width) for width in DEFAULT_TREE_WIDTHS),
+) -> TreesOut:
+    """Chain, fixed-width and optimal trees for a verification budget; bounds; speedup with the tree in the cost."""
+    values = _numbers("acceptance", _text_parameter("acceptance", acceptance), MAX_TREE_WIDTH)
+    if not values:
+        raise parameter_error("acceptance", "needs at least one probability, e.g. 0.6,0.2,0.1", acceptance)
+    try:
+        probabilities = trees.positional_acceptance(values)
+    except ValueError as error:
+        raise parameter_error("acceptance", str(error), acceptance) from None
+    width_values = _numbers("widths", _text_parameter("widths", widths, 100), MAX_TREE_WIDTHS)
+    chosen_widths: list[int] = []
+    for value in width_values:
+        if not value.is_integer() or not 2 <= value <= MAX_TREE_WIDTH:
+            raise parameter_error("widths", f"each width must be an integer from 2 to {MAX_TREE_WIDTH}; got {value:g}")
+        if int(value) not in chosen_widths:
+            chosen_widths.append(int(value))
+    chosen = _regime(regime, c, beta, batch)
+    return trees_out(probabilities, budget, chosen, chosen_widths)

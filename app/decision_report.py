@@ -1,0 +1,299 @@
+"""Shared by the decision API and the command line: regimes, response models and plain-text tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from app import calibration, draft_sources, trees
+from app.closed_form import VerifyCost
+from app.regimes import Regime, RegimeName, default_setup, make_regime
+from app.schemas.decision import (
+    CalibrationOut,
+    CountersOut,
+    DepartureOut,
+    DraftSourceOut,
+    DraftSourcesOut,
+    KPredictionOut,
+    PositionOut,
+    RegimeUsed,
+    TreeFamilyOut,
+    TreeShapeOut,
+    TreesOut,
+)
+
+DEFAULT_C = 0.15
+DEFAULT_K_MAX = 16
+DEFAULT_TREE_ACCEPTANCE = (0.6, 0.2, 0.1, 0.05)
+DEFAULT_TREE_BUDGET = 64
+DEFAULT_TREE_WIDTHS = (2, 4)
+MAX_BATCH = 1024
+
+
+@dataclass(frozen=True)
+class CostRegime:
+    regime: Regime
+    c: float
+
+    @property
+    def verify(self) -> VerifyCost:
+        return self.regime.verify
+
+    def out(self) -> RegimeUsed:
+        return RegimeUsed(
+            name=self.regime.name.value,
+            label=self.regime.label,
+            beta=self.regime.beta,
+            batch=self.regime.batch,
+            c=self.c,
+        )
+
+
+def cost_regime(name: RegimeName | str, c: float, beta: float = 0.5, batch: int = 1) -> CostRegime:
+    """The verification cost to price cycles with; the roofline derives c from the batch size."""
+    name = RegimeName(name)
+    if name is RegimeName.ROOFLINE:
+        regime = make_regime(name, draft_cost=c, setup=default_setup(), batch=batch)
+        return CostRegime(regime, regime.draft_cost)
+    return CostRegime(make_regime(name, draft_cost=c, beta=beta), c)
+
+
+# ---------------------------------------------------------------------------
+# Response models
+
+
+def calibration_out(result: calibration.Calibration, regime: CostRegime, source: str | None = None) -> CalibrationOut:
+    counters = result.counters
+    departure = result.departure
+    return CalibrationOut(
+        source=source or result.source,
+        k=result.k,
+        acceptance=result.acceptance,
+        estimator=result.estimator,
+        draft_acceptance_rate=result.draft_acceptance_rate,
+        mean_acceptance_length=result.mean_acceptance_length,
+        acceptance_from_mean_length=result.acceptance_from_mean_length,
+        acceptance_from_draft_rate=result.acceptance_from_draft_rate,
+        regime=regime.out(),
+        predictions=[
+            KPredictionOut(
+                k=row.k, expected_tokens=row.expected_tokens, cost_per_cycle=row.cost_per_cycle, speedup=row.speedup
+            )
+            for row in result.predictions
+        ],
+        best_k=result.best_k,
+        best_speedup=result.best_speedup,
+        speculate=result.best_k > 0,
+        speedup_at_k=result.speedup_at_k,
+        positions=[
+            PositionOut(
+                position=row.position,
+                accepted=row.accepted,
+                rate=row.rate,
+                conditional=row.conditional,
+                iid_rate=row.iid_rate,
+            )
+            for row in result.positions
+        ],
+        departure=None
+        if departure is None
+        else DepartureOut(
+            chi_square=departure.chi_square,
+            degrees_of_freedom=departure.degrees_of_freedom,
+            p_value=departure.p_value,
+            max_conditional_deviation=departure.max_conditional_deviation,
+            max_rate_deviation=departure.max_rate_deviation,
+            consistent_with_iid=departure.consistent_with_iid,
+            small_expected_counts=departure.small_expected_counts,
+        ),
+        counters=None
+        if counters is None
+        else CountersOut(
+            schema_version=counters.schema,
+            drafts=counters.drafts,
+            draft_tokens=counters.draft_tokens,
+            accepted_tokens=counters.accepted_tokens,
+            accepted_per_position=list(counters.accepted_per_position),
+            emitted_tokens=counters.emitted_tokens,
+            model_name=counters.model_name,
+            series=counters.series,
+        ),
+        notes=result.notes,
+    )
+
+
+def sources_out(k_max: int, regime: CostRegime, overrides: Mapping[str, tuple[float, float]]) -> DraftSourcesOut:
+    evaluations = draft_sources.compare_sources(k_max, regime.verify, overrides)
+    rows = []
+    for evaluation in evaluations:
+        source = evaluation.source
+        rows.append(
+            DraftSourceOut(
+                id=source.id,
+                name=source.name,
+                kind=source.kind,
+                method=source.method,
+                mean_accepted_tokens=source.mean_accepted_tokens,
+                measured_speedup=source.measured_speedup,
+                measurement=source.measurement,
+                reference_depth=source.reference_depth,
+                depth_source=source.depth_source,
+                tree_nodes=source.tree_nodes,
+                acceptance=source.acceptance,
+                draft_cost=source.draft_cost,
+                edited=source.edited,
+                accepted_per_draft_cost=evaluation.accepted_per_draft_cost,
+                accepted_per_draft_cost_at_best_k=evaluation.accepted_per_draft_cost_at_best_k,
+                expected_tokens_at_reference=evaluation.expected_tokens_at_reference,
+                speedup_at_reference=evaluation.speedup_at_reference,
+                best_k=evaluation.best_k,
+                best_speedup=evaluation.best_speedup,
+                expected_tokens_at_best_k=evaluation.expected_tokens_at_best_k,
+                speedups=evaluation.speedups,
+            )
+        )
+    return DraftSourcesOut(
+        k_max=k_max,
+        regime=regime.out(),
+        derivation=" ".join(draft_sources.DERIVATION.split()),
+        best_source=rows[0].id,
+        sources=rows,
+    )
+
+
+def trees_out(acceptance: Sequence[float], budget: int, regime: CostRegime, widths: Sequence[int]) -> TreesOut:
+    comparison = trees.compare_trees(acceptance, budget, regime.c, regime.verify, widths)
+    shape = comparison.optimal_shape
+    return TreesOut(
+        acceptance=list(comparison.acceptance),
+        budget=budget,
+        regime=regime.out(),
+        chain_bound=comparison.chain_bound,
+        binary_tree_bound=comparison.binary_tree_bound,
+        full_bound=comparison.full_bound,
+        families=[
+            TreeFamilyOut(
+                name=family.name,
+                kind=family.kind,
+                width=family.width,
+                values=family.values,
+                depths=family.depths,
+                speedups=family.speedups,
+                bound=family.bound,
+                best_budget=family.best_budget,
+                best_speedup=family.best_speedup,
+            )
+            for family in comparison.families
+        ],
+        optimal_values=comparison.optimal_values,
+        best_family=comparison.best_family,
+        best_budget=comparison.best_budget,
+        best_speedup=comparison.best_speedup,
+        optimal_shape=TreeShapeOut(
+            parents=list(shape.parents),
+            ranks=list(shape.ranks),
+            depths=list(shape.depths),
+            reach=list(shape.reach),
+            value=shape.value,
+            depth=shape.depth,
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Plain text for the command line
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def render_calibration_text(result: CalibrationOut) -> str:
+    lines = [
+        f"p = {result.acceptance:.4f}  (from {result.source} at k = {result.k}; {result.estimator})",
+        f"draft acceptance rate {result.draft_acceptance_rate:.4f}, mean acceptance length "
+        f"{result.mean_acceptance_length:.4f} tokens per verification",
+        f"regime: {result.regime.label}, c = {result.regime.c:g}",
+    ]
+    if result.best_k:
+        lines.append(f"recommended k = {result.best_k}: speedup {result.best_speedup:.3f}x")
+    else:
+        lines.append("recommended: do not speculate (no k beats plain decoding)")
+    if result.positions:
+        lines.append("")
+        lines.append("position  accepted/draft  conditional  i.i.d. p^i")
+        for position in result.positions:
+            lines.append(
+                f"{position.position:>8}  {position.rate:>14.4f}  "
+                f"{_number(position.conditional, 4):>11}  {position.iid_rate:>10.4f}"
+            )
+    if result.departure is not None:
+        departure = result.departure
+        verdict = {True: "consistent with", False: "departs from", None: "cannot be tested against"}[
+            departure.consistent_with_iid
+        ]
+        lines.append(
+            f"acceptance {verdict} i.i.d.: chi-square {_number(departure.chi_square, 2)} on "
+            f"{departure.degrees_of_freedom} df, p-value {_number(departure.p_value, 4)}, "
+            f"max |conditional - p| {departure.max_conditional_deviation:.4f}"
+        )
+    lines.append("")
+    lines.append("   k  tokens/cycle  cost/cycle  speedup")
+    for row in result.predictions:
+        marker = "  <- best" if row.k == result.best_k and row.k else ""
+        lines.append(
+            f"{row.k:>4}  {row.expected_tokens:>12.3f}  {row.cost_per_cycle:>10.3f}  {row.speedup:>7.3f}{marker}"
+        )
+    lines.extend(f"note: {note}" for note in result.notes)
+    return "\n".join(lines)
+
+
+def render_sources_text(result: DraftSourcesOut) -> str:
+    lines = [
+        f"regime: {result.regime.label}; k searched up to {result.k_max}",
+        "",
+        f"{'source':<48} {'tau':>5} {'S meas':>6} {'d':>3} {'p':>6} {'c':>6} "
+        f"{'acc/cost':>8} {'best k':>6} {'S best':>6}",
+    ]
+    for row in result.sources:
+        per_cost = _number(row.accepted_per_draft_cost, 2)
+        name = row.name + (" (edited)" if row.edited else "")
+        lines.append(
+            f"{name:<48} {row.mean_accepted_tokens:>5.2f} {row.measured_speedup:>6.2f} {row.reference_depth:>3} "
+            f"{row.acceptance:>6.3f} {row.draft_cost:>6.3f} {per_cost:>8} {row.best_k:>6} {row.best_speedup:>6.3f}"
+        )
+    lines.append("")
+    lines.append("acc/cost: accepted drafts per unit of draft cost at the measured depth d")
+    lines.extend(
+        f"{row.id}: {row.method}. Measured: {row.measurement}; depth: {row.depth_source}" for row in result.sources
+    )
+    return "\n".join(lines)
+
+
+def render_trees_text(result: TreesOut, every: int = 8) -> str:
+    lines = [
+        f"positional acceptance P = {', '.join(f'{value:g}' for value in result.acceptance)}; "
+        f"regime: {result.regime.label}, c = {result.regime.c:g} per tree level",
+        f"bounds: chain 1/(1-P1) = {_number(result.chain_bound)}, binary tree 1/(1-(P1+P2)) = "
+        f"{_number(result.binary_tree_bound)}, any tree 1/(1-sum P) = {_number(result.full_bound)}",
+        "",
+        "expected tokens per verification by budget n (drafted tokens):",
+    ]
+    budgets = sorted({*range(0, result.budget + 1, every), result.budget})
+    header = f"{'tree':<28}" + "".join(f"{n:>8}" for n in budgets)
+    lines.append(header)
+    for family in result.families:
+        values = result.optimal_values if family.kind == "optimal" else family.values
+        name = "optimal tree (any depth)" if family.kind == "optimal" else family.name
+        lines.append(f"{name:<28}" + "".join(f"{values[n]:>8.3f}" for n in budgets))
+    lines.append("")
+    lines.append("speedup by budget (the optimal tree's depth chosen for speed: one draft step per level):")
+    lines.append(header)
+    for family in result.families:
+        lines.append(f"{family.name:<28}" + "".join(f"{family.speedups[n]:>8.3f}" for n in budgets))
+    lines.append("")
+    lines.append(
+        f"best: {result.best_family} with {result.best_budget} drafted tokens, speedup {result.best_speedup:.3f}x; "
+        f"optimal tree there has depth {result.optimal_shape.depth}"
+    )
+    return "\n".join(lines)

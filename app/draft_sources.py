@@ -1,0 +1,247 @@
+"""Where the draft comes from: a separate model, n-gram lookup, extra heads, feature-level drafting.
+
+The sources differ in how often the target agrees (acceptance), in what a draft
+costs (c, in target passes per draft step) and in how many candidates each
+verification checks.  To put them side by side under one yardstick, every
+source carries numbers measured on the same machine and model by the same
+harness: Spec-Bench's leaderboard (Xia et al., Findings of ACL 2024,
+arXiv:2401.07851; RTX 3090 table: Vicuna-7B-v1.3, greedy decoding, FP16,
+batch size 1), which reports the mean accepted tokens per verification step tau
+(bonus token included; 1.00 for plain decoding) and the wall-clock speedup.
+Each method's own paper is cited beside it for what the method is.
+
+How p and c follow from the measurements is in DERIVATION below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from app import closed_form
+from app.closed_form import VerifyCost, free_verification
+
+SPEC_BENCH = "Spec-Bench leaderboard, RTX 3090 table (Xia et al., Findings of ACL 2024, arXiv:2401.07851)"
+SPEC_BENCH_SETTING = "Vicuna-7B-v1.3, greedy decoding, FP16, batch size 1, one RTX 3090"
+DERIVATION = """\
+From tau, the speedup S and the draft depth d each source ran with in that harness, two chain-equivalent
+parameters follow (both editable): the acceptance p, the i.i.d. acceptance that gives tau with a chain of d
+drafts (the closed form's inverse of E[T] = tau at k = d; for tree methods it folds the tree's extra candidates
+into p), and the draft cost c = (tau / S - 1) / d (the measured cost of a cycle in target passes is tau / S, one
+pass of it is the verification and the rest is charged to the d draft steps; for tree methods it includes
+verifying the whole tree, which is not free on that GPU). The decisive figure is accepted length per unit of
+draft cost: accepted drafts per cycle (tau - 1) over the draft cost of the cycle (d c = tau / S - 1)."""
+SPEC_BENCH_HARNESS = "Spec-Bench evaluation scripts (github.com/hemingkx/Spec-Bench, evaluation/inference_*.py)"
+
+
+@dataclass(frozen=True)
+class DraftSource:
+    id: str
+    name: str
+    kind: str  # "draft_model", "ngram", "heads", "feature"
+    method: str  # what the method is, with its paper
+    mean_accepted_tokens: float  # tau, measured
+    measured_speedup: float  # S, measured
+    measurement: str  # where tau and S come from
+    reference_depth: int  # draft depth d in that measurement
+    depth_source: str  # where d comes from
+    tree_nodes: int | None  # candidates verified per step (None: a single chain)
+    acceptance: float  # chain-equivalent p (derived; editable)
+    draft_cost: float  # c per draft step (derived; editable)
+    edited: bool = False
+
+
+def chain_equivalent_acceptance(mean_accepted_tokens: float, depth: int) -> float:
+    """The i.i.d. p whose chain of ``depth`` drafts yields ``mean_accepted_tokens`` tokens per cycle."""
+    return closed_form.acceptance_from_mean_length(min(mean_accepted_tokens, depth + 1.0), depth)
+
+
+def implied_draft_cost(mean_accepted_tokens: float, speedup: float, depth: int) -> float:
+    """c = (tau / S - 1) / d: what a cycle cost beyond one target pass, per draft step."""
+    return max(mean_accepted_tokens / speedup - 1.0, 0.0) / depth
+
+
+def _source(
+    id: str,
+    name: str,
+    kind: str,
+    method: str,
+    tau: float,
+    speedup: float,
+    depth: int,
+    depth_source: str,
+    tree_nodes: int | None,
+) -> DraftSource:
+    return DraftSource(
+        id=id,
+        name=name,
+        kind=kind,
+        method=method,
+        mean_accepted_tokens=tau,
+        measured_speedup=speedup,
+        measurement=f"{SPEC_BENCH}: {SPEC_BENCH_SETTING}",
+        reference_depth=depth,
+        depth_source=depth_source,
+        tree_nodes=tree_nodes,
+        acceptance=chain_equivalent_acceptance(tau, depth),
+        draft_cost=implied_draft_cost(tau, speedup, depth),
+    )
+
+
+DEFAULT_SOURCES: tuple[DraftSource, ...] = (
+    _source(
+        "draft_model",
+        "Separate draft model (SpS)",
+        "draft_model",
+        "A small model of the same family drafts token by token (Leviathan et al., ICML 2023, arXiv:2211.17192); "
+        "here vicuna-68m through Hugging Face assisted generation",
+        tau=2.29,  # Spec-Bench RTX 3090 leaderboard, SpS row, #Mean Accepted Tokens
+        speedup=1.83,  # same row, Overall speedup
+        depth=5,
+        depth_source="Hugging Face assisted generation starts at num_assistant_tokens = 5 and adapts it "
+        "(heuristic schedule); 5 is taken as the typical depth",
+        tree_nodes=None,
+    ),
+    _source(
+        "ngram",
+        "N-gram / prompt lookup (PLD)",
+        "ngram",
+        "Drafts by copying the continuation of the latest matching n-gram in the prompt; no model runs "
+        "(Saxena, Prompt Lookup Decoding, 2023, github.com/apoorvumang/prompt-lookup-decoding)",
+        tau=1.74,  # Spec-Bench RTX 3090 leaderboard, PLD row, #Mean Accepted Tokens
+        speedup=1.55,  # same row, Overall speedup
+        depth=10,
+        depth_source=f"{SPEC_BENCH_HARNESS}: draft_num_candidate_tokens = 10, draft_matching_window_size = 3",
+        tree_nodes=None,
+    ),
+    _source(
+        "medusa",
+        "Extra decoding heads (Medusa)",
+        "heads",
+        "Extra heads on the target's last hidden state predict tokens +1..+4; a tree of their top candidates "
+        "is verified at once (Cai et al., ICML 2024, arXiv:2401.10774)",
+        tau=2.32,  # Spec-Bench RTX 3090 leaderboard, Medusa row, #Mean Accepted Tokens
+        speedup=1.44,  # same row, Overall speedup
+        depth=4,
+        depth_source=f"{SPEC_BENCH_HARNESS}: medusa_num_heads = 4, 63-node tree (mc_sim_7b_63)",
+        tree_nodes=63,
+    ),
+    _source(
+        "eagle",
+        "Feature-level drafting (EAGLE)",
+        "feature",
+        "A one-layer draft head extrapolates the target's second-to-top-layer features, fed the token one step "
+        "ahead (Li et al., ICML 2024, arXiv:2401.15077)",
+        tau=3.57,  # Spec-Bench RTX 3090 leaderboard, EAGLE row, #Mean Accepted Tokens
+        speedup=2.16,  # same row, Overall speedup
+        depth=5,
+        depth_source=f"{SPEC_BENCH_HARNESS}: tree_choices = mc_sim_7b_63, EAGLE's static tree of 25 nodes, depth 5",
+        tree_nodes=25,
+    ),
+    _source(
+        "eagle2",
+        "Feature-level drafting, dynamic tree (EAGLE-2)",
+        "feature",
+        "EAGLE's draft head with a context-aware dynamic draft tree built from the draft's confidence "
+        "(Li et al., EMNLP 2024, arXiv:2406.16858)",
+        tau=4.36,  # Spec-Bench RTX 3090 leaderboard, EAGLE2 row, #Mean Accepted Tokens
+        speedup=2.25,  # same row, Overall speedup
+        depth=5,
+        depth_source=f"{SPEC_BENCH_HARNESS}: depth = 5, total_token = 60, top_k = 10",
+        tree_nodes=60,
+    ),
+)
+
+SOURCE_IDS = tuple(source.id for source in DEFAULT_SOURCES)
+
+
+def with_overrides(
+    overrides: Mapping[str, tuple[float, float]], sources: Sequence[DraftSource] = DEFAULT_SOURCES
+) -> list[DraftSource]:
+    """Replace (acceptance p, draft cost c) of the sources named in ``overrides``."""
+    known = {source.id for source in sources}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"unknown draft source {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    edited = []
+    for source in sources:
+        if source.id not in overrides:
+            edited.append(source)
+            continue
+        p, c = overrides[source.id]
+        if not (math.isfinite(p) and 0.0 <= p <= 1.0):
+            raise ValueError(f"acceptance of {source.id} must be from 0 to 1; got {p}")
+        if not (math.isfinite(c) and 0.0 <= c <= 10.0):
+            raise ValueError(f"draft cost of {source.id} must be from 0 to 10; got {c}")
+        edited.append(replace(source, acceptance=p, draft_cost=c, edited=True))
+    return edited
+
+
+@dataclass(frozen=True)
+class SourceEvaluation:
+    source: DraftSource
+    accepted_per_draft_cost: float | None  # accepted drafts per unit of draft cost at the reference depth
+    accepted_per_draft_cost_at_best_k: float | None
+    expected_tokens_at_reference: float  # chain model at the reference depth (= tau unless edited)
+    speedup_at_reference: float
+    best_k: int
+    best_speedup: float
+    expected_tokens_at_best_k: float
+    speedups: list[float]  # k = 0..k_max
+
+
+def accepted_per_draft_cost(p: float, k: int, c: float) -> float | None:
+    """Accepted drafts per cycle over draft cost per cycle, (E[T] - 1) / (k c); None when drafting is free."""
+    if k == 0:
+        return None
+    cost = k * c
+    return None if cost <= 0.0 else (closed_form.expected_tokens(p, k) - 1.0) / cost
+
+
+def evaluate_source(source: DraftSource, k_max: int, verify: VerifyCost = free_verification) -> SourceEvaluation:
+    p, c, depth = source.acceptance, source.draft_cost, source.reference_depth
+    speedups = closed_form.speedup_curve(p, c, k_max, verify)
+    best, best_speedup = closed_form.best_k(p, c, k_max, verify)
+    return SourceEvaluation(
+        source=source,
+        accepted_per_draft_cost=accepted_per_draft_cost(p, depth, c),
+        accepted_per_draft_cost_at_best_k=accepted_per_draft_cost(p, best, c),
+        expected_tokens_at_reference=closed_form.expected_tokens(p, depth),
+        speedup_at_reference=closed_form.speedup(p, depth, c, verify),
+        best_k=best,
+        best_speedup=best_speedup,
+        expected_tokens_at_best_k=closed_form.expected_tokens(p, best),
+        speedups=speedups,
+    )
+
+
+def compare_sources(
+    k_max: int,
+    verify: VerifyCost = free_verification,
+    overrides: Mapping[str, tuple[float, float]] | None = None,
+) -> list[SourceEvaluation]:
+    """Every source under the same verification regime, best first by predicted speedup."""
+    if k_max < 1:
+        raise ValueError("k_max must be at least 1")
+    sources = with_overrides(overrides or {})
+    evaluations = [evaluate_source(source, k_max, verify) for source in sources]
+    return sorted(evaluations, key=lambda evaluation: -evaluation.best_speedup)
+
+
+def parse_overrides(text: str) -> dict[str, tuple[float, float]]:
+    """'eagle:0.8:0.1,ngram:0.5:0' -> {'eagle': (0.8, 0.1), 'ngram': (0.5, 0.0)}."""
+    overrides: dict[str, tuple[float, float]] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        pieces = item.split(":")
+        if len(pieces) != 3:
+            raise ValueError(f"each override is id:acceptance:draft_cost, e.g. eagle:0.8:0.1; got {item!r}")
+        source_id, p_text, c_text = (piece.strip() for piece in pieces)
+        try:
+            p, c = float(p_text), float(c_text)
+        except ValueError as error:
+            raise ValueError(f"acceptance and draft cost must be numbers in {item!r}") from error
+        if source_id in overrides:
+            raise ValueError(f"draft source {source_id} is overridden twice")
+        overrides[source_id] = (p, c)
+    return overrides

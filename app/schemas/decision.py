@@ -1,0 +1,146 @@
+"""Responses of the decision endpoints: calibration, draft sources and token trees."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class RegimeUsed(BaseModel):
+    name: str = Field(description="memory-bound, compute-bound, linear or roofline.")
+    label: str
+    beta: float | None = Field(default=None, description="Verification cost per drafted token (linear regime).")
+    batch: int | None = Field(default=None, description="Batch size (roofline regime).")
+    c: float = Field(description="Draft cost per draft step used, in target passes (the roofline derives it).")
+
+
+class KPredictionOut(BaseModel):
+    k: int
+    expected_tokens: float
+    cost_per_cycle: float
+    speedup: float
+
+
+class PositionOut(BaseModel):
+    position: int = Field(description="Draft position, 1-based.")
+    accepted: float = Field(description="Drafts in which at least this many tokens were accepted.")
+    rate: float = Field(description="accepted / drafts; i.i.d. acceptance predicts p^position.")
+    conditional: float | None = Field(
+        description="accepted here / accepted at the previous position; i.i.d. acceptance predicts p."
+    )
+    iid_rate: float = Field(description="p^position at the inferred p.")
+
+
+class DepartureOut(BaseModel):
+    chi_square: float | None = Field(
+        description="Pearson chi-square of the accepted-length histogram against the truncated geometric."
+    )
+    degrees_of_freedom: int
+    p_value: float | None
+    max_conditional_deviation: float = Field(description="Largest |conditional acceptance - p| over positions.")
+    max_rate_deviation: float = Field(description="Largest |rate - p^position| over positions.")
+    consistent_with_iid: bool | None = Field(
+        description="p_value >= 0.01; null when k = 1 (one parameter fits two outcomes exactly)."
+    )
+    small_expected_counts: bool = Field(description="Some expected count is below 5: the chi-square is approximate.")
+
+
+class CountersOut(BaseModel):
+    schema_version: str = Field(description="v1 (drafts counter) or v0 (older vLLM: emitted tokens, no drafts).")
+    drafts: float | None
+    draft_tokens: float
+    accepted_tokens: float
+    accepted_per_position: list[float]
+    emitted_tokens: float | None
+    model_name: str | None
+    series: int = Field(description="Label sets summed (engines).")
+
+
+class CalibrationOut(BaseModel):
+    source: str = Field(description="draft_rate, mean_length, counters or exposition.")
+    k: int = Field(description="Draft length the measurement was taken at.")
+    acceptance: float = Field(description="The inferred per-token acceptance p.")
+    estimator: str
+    draft_acceptance_rate: float = Field(description="Accepted / drafted, as engines report it.")
+    mean_acceptance_length: float = Field(description="Tokens per verification, bonus token included (E[T]).")
+    acceptance_from_mean_length: float
+    acceptance_from_draft_rate: float
+    regime: RegimeUsed
+    predictions: list[KPredictionOut] = Field(description="Predicted tokens, cost and speedup for k = 0..k_max.")
+    best_k: int = Field(description="Recommended draft length; 0 = do not speculate.")
+    best_speedup: float
+    speculate: bool
+    speedup_at_k: float = Field(description="Observed tokens per cycle over the predicted cost at the measured k.")
+    positions: list[PositionOut]
+    departure: DepartureOut | None
+    counters: CountersOut | None
+    notes: list[str]
+
+
+class DraftSourceOut(BaseModel):
+    id: str
+    name: str
+    kind: str = Field(description="draft_model, ngram, heads or feature.")
+    method: str = Field(description="What the method is, with its paper.")
+    mean_accepted_tokens: float = Field(description="Measured tokens per verification tau (bonus included).")
+    measured_speedup: float
+    measurement: str = Field(description="Where tau and the speedup come from.")
+    reference_depth: int = Field(description="Draft depth d of that measurement.")
+    depth_source: str
+    tree_nodes: int | None = Field(description="Candidates verified per step in that measurement; null for a chain.")
+    acceptance: float = Field(description="Chain-equivalent p: E[T](p, d) = tau (editable).")
+    draft_cost: float = Field(description="c = (tau / S - 1) / d (editable).")
+    edited: bool
+    accepted_per_draft_cost: float | None = Field(
+        description="Accepted drafts per unit of draft cost at the reference depth, (E[T] - 1) / (d c)."
+    )
+    accepted_per_draft_cost_at_best_k: float | None
+    expected_tokens_at_reference: float
+    speedup_at_reference: float
+    best_k: int
+    best_speedup: float
+    expected_tokens_at_best_k: float
+    speedups: list[float] = Field(description="Predicted speedup for k = 0..k_max under the chosen regime.")
+
+
+class DraftSourcesOut(BaseModel):
+    k_max: int
+    regime: RegimeUsed
+    derivation: str
+    best_source: str = Field(description="Source with the highest predicted speedup under the chosen regime.")
+    sources: list[DraftSourceOut] = Field(description="Best predicted speedup first.")
+
+
+class TreeFamilyOut(BaseModel):
+    name: str
+    kind: str = Field(description="chain, level_filled, independent_sequences or optimal.")
+    width: int | None
+    values: list[float] = Field(description="Expected tokens per verification for budgets n = 0..budget.")
+    depths: list[int]
+    speedups: list[float] = Field(description="values / (depth c + v(n)) for n = 0..budget.")
+    bound: float | None = Field(description="Limit of values as the budget grows; null when unbounded.")
+    best_budget: int
+    best_speedup: float
+
+
+class TreeShapeOut(BaseModel):
+    parents: list[int] = Field(description="Parent of each node in insertion order; -1 is the root.")
+    ranks: list[int] = Field(description="Rank of each node among its siblings (1 = the draft's top candidate).")
+    depths: list[int]
+    reach: list[float] = Field(description="Probability that each node's token is accepted.")
+    value: float
+    depth: int
+
+
+class TreesOut(BaseModel):
+    acceptance: list[float] = Field(description="Positional acceptance P_1 >= P_2 >= ...")
+    budget: int
+    regime: RegimeUsed
+    chain_bound: float | None = Field(description="1 / (1 - P_1).")
+    binary_tree_bound: float | None = Field(description="1 / (1 - (P_1 + P_2)).")
+    full_bound: float | None = Field(description="1 / (1 - sum of all P_i): no tree does better.")
+    families: list[TreeFamilyOut]
+    optimal_values: list[float] = Field(description="Most tokens per verification at each budget, any depth.")
+    best_family: str
+    best_budget: int
+    best_speedup: float
+    optimal_shape: TreeShapeOut = Field(description="The optimal tree at its best budget and depth.")
