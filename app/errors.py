@@ -27,7 +27,7 @@ def parameter_error(name: str, message: str, value: object = None) -> ParameterE
 
 
 def _format_number(value: object) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+    if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
 

@@ -7,9 +7,10 @@ from fastapi.exceptions import RequestValidationError
 from starlette.middleware.cors import CORSMiddleware
 
 from app import __version__
+from app.compression import NegotiatedGZipMiddleware
 from app.errors import ParameterError, handle_parameter_error, handle_validation_error
 from app.routers import core, decision, pages, regimes, sampling
-from app.security import SecurityHeadersMiddleware
+from app.security import SecurityHeadersMiddleware, document_query_limits
 from app.settings import Settings, get_settings
 
 DESCRIPTION = """
@@ -25,6 +26,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="specdec-lab", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
     for module in (core, regimes, sampling, decision, pages):
         app.include_router(module.router)
+    app.openapi_schema = document_query_limits(app.openapi(), settings.max_query_length)
     app.add_exception_handler(RequestValidationError, handle_validation_error)
     app.add_exception_handler(ParameterError, handle_parameter_error)
     if settings.cors_origins:
@@ -34,6 +36,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_methods=["GET", "POST"],
             allow_headers=["content-type"],
         )
+    # HTML and JSON; static assets arrive already compressed and are passed through.
+    app.add_middleware(NegotiatedGZipMiddleware, minimum_size=1024)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     return app
 

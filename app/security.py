@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import Counter
+from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import MutableHeaders
@@ -42,7 +44,11 @@ class SecurityHeadersMiddleware:
             "x-content-type-options": "nosniff",
             "referrer-policy": "strict-origin-when-cross-origin",
             "cross-origin-opener-policy": "same-origin",
+            "permissions-policy": "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
         }
+        if not settings.frame_ancestors:
+            # Browsers that predate CSP frame-ancestors still honour this; it cannot list origins, so only for "none".
+            self.headers["x-frame-options"] = "DENY"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,3 +93,47 @@ async def _plain_error(send: Send, status: int, name: str, message: str) -> None
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def document_query_limits(openapi: dict[str, Any], max_query_length: int) -> dict[str, Any]:
+    """The OpenAPI schema with the answers this middleware gives before any route runs.
+
+    Every operation may get a 414 (query string over ``max_query_length``), and every operation under
+    /api/ a 422 for a repeated parameter, both in the shape of FastAPI's validation errors.  Wire it with
+    ``app.openapi_schema = document_query_limits(app.openapi(), settings.max_query_length)``.
+    """
+    documented = copy.deepcopy(openapi)
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}}
+    for path, operations in documented.get("paths", {}).items():
+        for operation in operations.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            responses.setdefault(
+                "414",
+                {"description": f"Query string longer than {max_query_length} characters", "content": error},
+            )
+            if path.startswith("/api/"):
+                responses.setdefault("422", {"description": "Invalid, missing or repeated parameter", "content": error})
+    # FastAPI defines these only when some route validates parameters; a parameterless app still needs them.
+    schemas = documented.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault(
+        "HTTPValidationError",
+        {
+            "type": "object",
+            "properties": {"detail": {"type": "array", "items": {"$ref": "#/components/schemas/ValidationError"}}},
+        },
+    )
+    schemas.setdefault(
+        "ValidationError",
+        {
+            "type": "object",
+            "required": ["loc", "msg", "type"],
+            "properties": {
+                "loc": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+                "msg": {"type": "string"},
+                "type": {"type": "string"},
+            },
+        },
+    )
+    return documented

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import html
 import re
 
@@ -62,6 +63,7 @@ def test_every_response_carries_the_security_headers(default_client: TestClient,
     response = default_client.get(url)
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["referrer-policy"] == "strict-origin-when-cross-origin"
+    assert "camera=()" in response.headers["permissions-policy"]
     policy = directives(response.headers["content-security-policy"])
     assert policy["default-src"] == ["'self'"]
     assert policy["script-src"] == ["'self'"]
@@ -209,3 +211,28 @@ def test_pages_have_no_inline_script_handler_or_external_resource(default_client
             assert not re.match(r"(?:[a-z]+:)?//", html.unescape(attribute)), f"external resource: {tag}"
         if re.match(r"<link\b", tag) and 'rel="stylesheet"' in tag:
             assert re.search(r'href="/static/', tag), f"external stylesheet: {tag}"
+
+
+def test_query_limits_are_documented_for_every_operation() -> None:
+    from app.main import app
+    from app.security import document_query_limits
+
+    original = app.openapi()
+    before = copy.deepcopy(original)
+    documented = document_query_limits(original, 4096)
+    assert original == before, "the app's own schema is left alone"
+    for path, operations in documented["paths"].items():
+        for operation in operations.values():
+            responses = operation["responses"]
+            assert "4096" in responses["414"]["description"]
+            if path.startswith("/api/"):
+                assert "422" in responses
+            assert "200" in responses
+    assert document_query_limits(documented, 4096) == documented  # idempotent
+
+
+def test_documented_414_matches_what_the_middleware_sends(default_client: TestClient) -> None:
+    response = default_client.get("/api/v1/speedup?pad=" + "x" * 5000)
+    assert response.status_code == 414
+    detail = response.json()["detail"]
+    assert detail[0]["loc"] == ["query"] and "4096" in detail[0]["msg"] and detail[0]["type"]

@@ -33,7 +33,8 @@ router = APIRouter(prefix="/api/v1", tags=["decision"])
 
 # Caps on the work and size of one request.
 MAX_EXPOSITION_BYTES = calibration.MAX_EXPOSITION_BYTES  # per pasted exposition (metrics, baseline)
-MAX_BODY_BYTES = 2 * MAX_EXPOSITION_BYTES + 65_536  # metrics + baseline + JSON framing
+# metrics + baseline, each up to twice its length once JSON escapes quotes and newlines, + framing
+MAX_BODY_BYTES = 4 * MAX_EXPOSITION_BYTES + 65_536
 MAX_COUNT = 1e15  # any counter value
 MAX_POSITIONS = calibration.MAX_POSITIONS
 MAX_EXAMPLE_DRAFTS = 10_000_000
@@ -194,6 +195,7 @@ def get_calibration_from_counters(
     per_position: Annotated[
         str,
         Query(
+            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER},
             description=f"Accepted tokens per draft position 0..k-1, comma-separated (at most {MAX_POSITIONS}).",
         ),
     ] = "",
@@ -394,6 +396,7 @@ def get_draft_sources(
     overrides: Annotated[
         str,
         Query(
+            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER},
             description="Edited sources as id:acceptance:draft_cost, comma-separated, e.g. eagle:0.8:0.1. "
             f"Ids: {', '.join(draft_sources.SOURCE_IDS)}; acceptance 0 to 1, draft cost 0 to 10.",
         ),
@@ -419,6 +422,7 @@ def get_trees(
     acceptance: Annotated[
         str,
         Query(
+            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER},
             description=f"Positional acceptance P_1 >= P_2 >= ... comma-separated, 1 to {MAX_TREE_WIDTH} values, "
             "each from 0 to 1, sum at most 1.",
         ),
@@ -433,6 +437,7 @@ def get_trees(
     widths: Annotated[
         str,
         Query(
+            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER},
             description=f"Widths of the fixed-width trees to compare, comma-separated, each 2 to {MAX_TREE_WIDTH}, "
             f"at most {MAX_TREE_WIDTHS}.",
         ),

@@ -10,6 +10,7 @@ from fastapi.templating import Jinja2Templates
 
 from app import __version__
 from app.assets import asset_table, asset_url, asset_version
+from app.compression import accepts_gzip
 from app.page_state import DEMO_CONTROLS, parse_state
 from app.routers.core import build_curve
 from app.schemas.core import Health
@@ -68,10 +69,16 @@ def get_asset(version: str, path: str, request: Request) -> Response:
         "cache-control": IMMUTABLE if version == asset_version() else "no-cache",
         "vary": "accept-encoding",
     }
-    if request.headers.get("if-none-match") == asset.etag:
+    if _matches_etag(request.headers.get("if-none-match", ""), asset.etag):
         return Response(status_code=304, headers=headers)
     body = asset.body
-    if asset.compressible and "gzip" in request.headers.get("accept-encoding", ""):
+    if asset.compressible and accepts_gzip(request.headers.get("accept-encoding", "")):
         body = asset.gzipped()
         headers["content-encoding"] = "gzip"
     return Response(content=body, media_type=asset.content_type, headers=headers)
+
+
+def _matches_etag(if_none_match: str, etag: str) -> bool:
+    """RFC 9110 weak comparison against a list of tags, or *."""
+    tags = [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
+    return "*" in tags or etag in tags
