@@ -138,7 +138,7 @@ def test_unknown_and_traversing_paths_are_404(client: TestClient, path: str) -> 
 
 @pytest.mark.parametrize(
     "header",
-    ["{etag}", 'W/{etag}', '"other", {etag}', "*"],
+    ["{etag}", "W/{etag}", '"other", {etag}', "*"],
 )
 def test_if_none_match_lists_weak_tags_and_star(client: TestClient, header: str) -> None:
     url = asset_url("js/demo.js")
