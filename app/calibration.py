@@ -192,23 +192,16 @@ def calibrate_from_rate(
     """p from the draft acceptance rate (accepted / drafted) measured at draft length k."""
     _check_common(k, c, k_max)
     p = closed_form.acceptance_from_draft_rate(rate, k)
-    length = closed_form.mean_acceptance_length(p, k)
-    predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
-    return Calibration(
-        source="draft_rate",
-        k=k,
-        acceptance=p,
-        draft_acceptance_rate=rate,
-        mean_acceptance_length=length,
-        estimator="inverse of the draft acceptance rate (p - p^(k+1)) / ((1 - p) k)",
-        c=c,
-        predictions=predictions,
-        best_k=chosen,
-        best_speedup=chosen_speedup,
-        speedup_at_k=length / closed_form.cost_per_cycle(k, c, verify),
-        acceptance_from_mean_length=p,
-        acceptance_from_draft_rate=p,
-        notes=[_rate_is_not_p(rate, p)],
+    return _calibration_from_summary(
+        "draft_rate",
+        "inverse of the draft acceptance rate (p - p^(k+1)) / ((1 - p) k)",
+        p,
+        rate,
+        closed_form.mean_acceptance_length(p, k),
+        k,
+        c,
+        k_max,
+        verify,
     )
 
 
@@ -218,15 +211,39 @@ def calibrate_from_length(
     """p from the mean acceptance length (tokens per verification, bonus token included) at draft length k."""
     _check_common(k, c, k_max)
     p = closed_form.acceptance_from_mean_length(length, k)
-    rate = closed_form.draft_acceptance_rate(p, k)
+    return _calibration_from_summary(
+        "mean_length",
+        "inverse of the mean acceptance length (1 - p^(k+1)) / (1 - p)",
+        p,
+        closed_form.draft_acceptance_rate(p, k),
+        length,
+        k,
+        c,
+        k_max,
+        verify,
+    )
+
+
+def _calibration_from_summary(
+    source: str,
+    estimator: str,
+    p: float,
+    rate: float,
+    length: float,
+    k: int,
+    c: float,
+    k_max: int,
+    verify: VerifyCost,
+) -> Calibration:
+    """A calibration from one summary figure, where both conversions give the same p."""
     predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
     return Calibration(
-        source="mean_length",
+        source=source,
         k=k,
         acceptance=p,
         draft_acceptance_rate=rate,
         mean_acceptance_length=length,
-        estimator="inverse of the mean acceptance length (1 - p^(k+1)) / (1 - p)",
+        estimator=estimator,
         c=c,
         predictions=predictions,
         best_k=chosen,

@@ -26,7 +26,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------
-# table and schedule (issue 3: cost regimes, batch size and the roofline)
+# table and schedule: cost regimes, batch size and the roofline
 
 
 def _bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[[str], float | int]:
@@ -203,7 +203,7 @@ def run_schedule(arguments: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------
-# calibrate, sources and trees (issue 5: from serving metrics to a decision)
+# calibrate, sources and trees: from serving metrics to a decision
 
 COST_REGIMES = ["memory-bound", "compute-bound", "linear", "roofline"]
 

@@ -1,6 +1,6 @@
 """API endpoint throughput against a bare FastAPI endpoint that returns a constant, side by side.
 
-Bound (issue 6): /api/v1/speedup costs what the framework costs plus a little arithmetic.  Both apps run
+Bound: /api/v1/speedup costs what the framework costs plus a little arithmetic.  Both apps run
 the same FastAPI with a sync endpoint; ours adds the security middleware, CORS, bounded validated query
 parameters, the closed form and a pydantic response model.
 

@@ -1,6 +1,6 @@
 """The page in the real Chromium: slider-to-redraw time, and what a first and a repeat visit transfer.
 
-Bounds (issue 6), each measured side by side in one run against the real uvicorn server:
+Bounds, each measured side by side in one run against the real uvicorn server:
 - slider to redraw: from an `input` event on #k to the curve redrawn with the new k (fetch /api/v1/curve,
   readouts, Plotly.react), held against Plotly.react alone on the same traces and layout, replayed on the
   same element in the same order.  The difference is the API round trip and the page's own code.

@@ -9,25 +9,14 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import calibration, trees
+from benchmarks.timing import best_time
 
 REPEATS = 5
 PARSE_BOUND = 1.5
 TREES_BOUND_SECONDS = 0.25
-
-
-def best_time(function: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def large_exposition(limit: int = calibration.MAX_EXPOSITION_BYTES) -> str:
@@ -58,8 +47,8 @@ def main() -> None:
             for _ in family.samples:
                 pass
 
-    parse_seconds = best_time(bare_parse)
-    calibrate_seconds = best_time(lambda: calibration.calibrate_from_exposition(text, c=0.1, k_max=64))
+    parse_seconds = best_time(bare_parse, REPEATS)
+    calibrate_seconds = best_time(lambda: calibration.calibrate_from_exposition(text, c=0.1, k_max=64), REPEATS)
     ratio = calibrate_seconds / parse_seconds
     print(
         f"calibrate a {len(text.encode()):,}-byte exposition: {calibrate_seconds * 1e3:.1f} ms; "
@@ -69,7 +58,7 @@ def main() -> None:
 
     acceptance = tuple(0.9 * 0.5 ** (i + 1) / (1 - 0.5**16) for i in range(trees.MAX_WIDTH))
     trees_seconds = best_time(
-        lambda: trees.compare_trees(acceptance, trees.MAX_TREE_BUDGET, 0.05, widths=(2, 4, 8, 16))
+        lambda: trees.compare_trees(acceptance, trees.MAX_TREE_BUDGET, 0.05, widths=(2, 4, 8, 16)), REPEATS
     )
     print(
         f"trees at the caps (budget {trees.MAX_TREE_BUDGET}, width {trees.MAX_WIDTH}): "

@@ -1,6 +1,6 @@
 """Load test: 64 concurrent clients against 2 uvicorn workers on 127.0.0.1 for 30 seconds, zero errors.
 
-Bound (issue 6): the service holds 64 concurrent clients with no error; the 99th percentile latency is
+Bound: the service holds 64 concurrent clients with no error; the 99th percentile latency is
 held against the 2-second per-request budget of the worst-case benchmark.  Each client is its own
 httpx.AsyncClient (its own keep-alive connection) looping over a mix of the page, the embed, a static
 asset, the health probe and every GET API operation at its defaults (what the page asks for), discovered

@@ -1,6 +1,6 @@
 """Training the n-gram pair and a 1,000-token speculative generation, from a cold interpreter.
 
-Bound (issue 4): under one second on this machine's class of hardware. Each run is a fresh
+Bound: under one second on this machine's class of hardware. Each run is a fresh
 process so that nothing is cached; the figure is the median of the runs, imports excluded
 (they are reported separately).
 """

@@ -1,31 +1,20 @@
 """The exact rule for 1,000,000 trials over a 1,000-token vocabulary against numpy's bare draws.
 
-Bound (issue 4): at most 2x the time numpy needs for 1,000,000 categorical samples from q
+Bound: at most 2x the time numpy needs for 1,000,000 categorical samples from q
 (Generator.choice with p=q) plus 1,000,000 uniforms, measured in the same process.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import numpy as np
 
 from app.sampling import make_pair, speculative_sample
+from benchmarks.timing import best_time
 
 TRIALS = 1_000_000
 VOCAB = 1_000
 REPEATS = 9
 BOUND = 2.0
-
-
-def best_time(function: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:
@@ -36,8 +25,8 @@ def main() -> None:
         rng.choice(VOCAB, size=TRIALS, p=pair.draft)
         rng.random(TRIALS)
 
-    bare_seconds = best_time(bare)
-    rule_seconds = best_time(lambda: speculative_sample(pair, TRIALS, rng))
+    bare_seconds = best_time(bare, REPEATS)
+    rule_seconds = best_time(lambda: speculative_sample(pair, TRIALS, rng), REPEATS)
     ratio = rule_seconds / bare_seconds
     print(
         f"exact rule: {rule_seconds * 1e3:.1f} ms for {TRIALS:,} trials over {VOCAB:,} tokens "

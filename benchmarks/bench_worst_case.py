@@ -1,6 +1,6 @@
 """Every GET endpoint's worst-case request against a per-request budget of 2 seconds.
 
-Bound (issue 6): no single request may tie up a worker for long.  The caps on work (cycles, tokens,
+Bound: no single request may tie up a worker for long.  The caps on work (cycles, tokens,
 vocabulary, grid, tree budget...) are read from the OpenAPI schema, never from a list kept here, so new
 endpoints are covered as they appear.  The worst case of an operation is searched greedily from its
 defaults: every integer parameter goes to its documented maximum, then every number to whichever end of

@@ -1,4 +1,4 @@
-"""From serving metrics to a decision: calibration, draft sources and token trees (issue 5)."""
+"""From serving metrics to a decision: calibration, draft sources and token trees."""
 
 from __future__ import annotations
 

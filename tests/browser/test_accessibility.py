@@ -27,7 +27,7 @@ def open_settled(page: Page, url: str) -> None:
 
 
 def blocking_violations(page: Page) -> list[str]:
-    """One line per serious or critical rule broken, with the section (owner) of every offending node."""
+    """One line per serious or critical rule broken, with the section of every offending node."""
     results = Axe().run(page)
     found = []
     for violation in results.response["violations"]:
