@@ -110,7 +110,7 @@ function runChartData(run, cyclesShown) {
 
 function drawRun(run, cyclesShown) {
   return draw(document.getElementById("run"), runChartData(run, cyclesShown), {
-    margin: { l: 56, r: 16, t: 8, b: 40 },
+    margin: { l: 56, r: 16, t: 36, b: 48 },
     xaxis: { title: { text: "target passes (time)" }, range: [0, Math.max(run.passes, 1) * 1.02] },
     yaxis: { title: { text: "tokens" }, range: [0, run.tokens * 1.05] },
   });
@@ -168,7 +168,7 @@ function renderSimulation(simulation) {
       marker: { color: colors.ink, size: 9, symbol: "diamond" },
     },
   ], {
-    margin: { l: 64, r: 16, t: 8, b: 40 },
+    margin: { l: 64, r: 16, t: 36, b: 48 },
     xaxis: { title: { text: "accepted drafts per cycle" }, dtick: 1 },
     yaxis: { title: { text: "cycles" } },
     bargap: 0.15,

@@ -21,11 +21,11 @@ export const config = {
 
 export function layout(overrides = {}) {
   return {
-    margin: { l: 56, r: 16, t: 16, b: 48 },
+    margin: { l: 56, r: 16, t: 36, b: 48 },
     paper_bgcolor: "rgba(0,0,0,0)",
     plot_bgcolor: "rgba(0,0,0,0)",
     font: { family: "system-ui, sans-serif", size: 13, color: colors.ink },
-    legend: { orientation: "h", y: -0.22, x: 0 },
+    legend: { orientation: "h", x: 0, y: 1.02, xanchor: "left", yanchor: "bottom" },
     hovermode: "closest",
     ...overrides,
     xaxis: { gridcolor: colors.grid, zeroline: false, ...(overrides.xaxis || {}) },
