@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -460,3 +461,8 @@ def get_trees(
             chosen_widths.append(int(value))
     chosen = _regime(regime, c, beta, batch)
     return trees_out(probabilities, budget, chosen, chosen_widths)
+
+
+def page_context(query: Mapping[str, str]) -> dict[str, Any]:
+    """First-paint numbers of this family's page section, from the page's URL state; never raises."""
+    return {}

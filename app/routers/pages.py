@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
@@ -12,6 +14,7 @@ from app import __version__
 from app.assets import asset_table, asset_url, asset_version
 from app.compression import accepts_gzip
 from app.page_state import DEMO_CONTROLS, parse_state
+from app.routers import decision, regimes, sampling
 from app.routers.core import build_curve
 from app.schemas.core import Health
 
@@ -23,14 +26,32 @@ router = APIRouter()
 IMMUTABLE = "public, max-age=31536000, immutable"
 
 
+SectionContext = Callable[[Mapping[str, str]], dict[str, Any]]
+
+# First-paint data of the sections below the demo, each built by its family's router from the URL state
+# (never raising on a malformed URL: bad values fall back to defaults).
+SECTION_CONTEXTS: dict[str, SectionContext] = {
+    "regimes": regimes.page_context,
+    "exact": sampling.page_context,
+    "decision": decision.page_context,
+}
+
+
 def render_page(request: Request, embed: bool) -> HTMLResponse:
     state = parse_state(request.query_params)
     state["embed"] = state["embed"] or embed
     curve = build_curve(float(state["p"]), int(state["k"]), float(state["c"]), k_max=12, band=0.10)
+    sections = {} if state["embed"] else {name: build(request.query_params) for name, build in SECTION_CONTEXTS.items()}
     return TEMPLATES.TemplateResponse(
         request,
         "index.html",
-        {"state": state, "controls": DEMO_CONTROLS, "curve": curve, "curve_json": curve.model_dump()},
+        {
+            "state": state,
+            "controls": DEMO_CONTROLS,
+            "curve": curve,
+            "curve_json": curve.model_dump(),
+            "sections": sections,
+        },
     )
 
 

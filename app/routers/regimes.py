@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -288,3 +289,8 @@ def get_table(
         raise parameter_error(error.name, error.message) from error
     table = table_out(rows, k_max, side_a, side_b, built, marked_p=p, marked_k=k)
     return _csv(table_csv(table), "speedup-table.csv") if chosen_format == "csv" else table
+
+
+def page_context(query: Mapping[str, str]) -> dict[str, Any]:
+    """First-paint numbers of this family's page section, from the page's URL state; never raises."""
+    return {}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import numpy as np
 from fastapi import APIRouter, Query, Request
@@ -296,3 +297,8 @@ def get_bursty(p: P = 0.75, k: K = 6, rho: Rho = 0.5, cycles: BurstyCycles = 200
         histogram_iid=[cycles * share for share in closed_form.accepted_distribution(p, k)],
         curve=bursty_curve(p, k),
     )
+
+
+def page_context(query: Mapping[str, str]) -> dict[str, Any]:
+    """First-paint numbers of this family's page section, from the page's URL state; never raises."""
+    return {}
