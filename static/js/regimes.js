@@ -1,5 +1,7 @@
 // When verification stops being free: presets, batch slider, speedup-vs-batch chart, schedule and two-regime table.
 // Every control's value lives in the URL as rg_<API parameter name>; every number comes from the API.
+// The server paints the same numbers first (page_context in app/routers/regimes.py, text as written here by the
+// "Page text" helpers of app/regimes_report.py); tests/browser/test_regimes.py checks that both agree.
 
 import { apiUrl, latestJSON } from "./api.js";
 import { colors, draw } from "./plot.js";

@@ -5,15 +5,17 @@ import dataclasses
 import io
 import json
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, Page, expect
 
 from app import closed_form as cf
 from app.presets import ACCELERATORS, MODELS
 from app.regimes import default_setup, devices_to_fit, sweep_batches
+from app.regimes_report import js_fixed
 from tests.conftest import PageWatch
 from tests.support import wait_until
 
@@ -206,3 +208,177 @@ def test_section_fits_a_phone(browser: Browser, live_server: str) -> None:
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 1
     context.close()
+
+
+# ---------------------------------------------------------------------------
+# Server-rendered first paint: the section's numbers with JavaScript off, and the script showing the same
+
+
+FIRST_PAINT_STATE = {
+    "rg_hw": "mi300x",
+    "rg_model": "mixtral-8x7b",
+    "rg_hw_bandwidth_tb_s": "6",
+    "rg_context": "2048",
+    "rg_p": "0.7",
+    "rg_k": "3",
+    "rg_batch": "100",  # the slider's log steps make it 97
+    "rg_regime_a": "roofline",
+    "rg_batch_a": "8",
+    "rg_regime_b": "linear",
+    "rg_beta_b": "0.25",
+    "rg_c": "0.2",
+}
+READOUT_IDS = [
+    "p-value",
+    "k-value",
+    "batch-value",
+    "speedup",
+    "best-k",
+    "crossover",
+    "best-crossover",
+    "draft-cost",
+    "verify-cost",
+    "step",
+    "bound",
+    "memory",
+    "devices-used",
+]
+
+
+def first_paint_url(live_server: str) -> str:
+    return live_server + "/?" + urlencode(FIRST_PAINT_STATE)
+
+
+def section_texts(page: Page) -> dict[str, str]:
+    """Every number the section shows outside the chart, and its controls' values."""
+    texts = {name: page.text_content(f"#rg-{name}") or "" for name in READOUT_IDS}
+    for name in ("schedule", "table-a", "table-b", "table-summary"):
+        texts[name] = page.inner_text(f"#rg-{name}")
+    controls = ", ".join(
+        f"{form} {tag}" for form in ("#rg-controls", "#rg-table-controls") for tag in ("select", "input")
+    )
+    controls += ", .regimes-sliders input"
+    texts["controls"] = json.dumps(
+        page.eval_on_selector_all(controls, "(nodes) => nodes.map((n) => [n.id, n.value, n.hidden])")
+    )
+    texts["colours"] = json.dumps(
+        page.eval_on_selector_all(
+            ".rg-table td", "(cells) => cells.map((c) => [c.className, getComputedStyle(c).backgroundColor])"
+        )
+    )
+    texts["open"] = json.dumps(page.eval_on_selector_all("details.rg-fields", "(nodes) => nodes.map((n) => n.open)"))
+    texts["links"] = json.dumps(
+        page.eval_on_selector_all("#regimes a[download]", "(links) => links.map((a) => a.href)")
+    )
+    return texts
+
+
+def test_first_paint_without_javascript_shows_the_apis_numbers(
+    browser: Browser, live_server: str, client: TestClient
+) -> None:
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.goto(first_paint_url(live_server))
+    setup = {"hw": "mi300x", "model": "mixtral-8x7b", "hw_bandwidth_tb_s": 6, "context": 2048}
+    table_params = {"regime_a": "roofline", "batch_a": 8, "regime_b": "linear", "beta_b": 0.25, "c": 0.2}
+    sweep = client.get(
+        "/api/v1/regimes/speedup-vs-batch", params={**setup, "p": 0.7, "k": 3, "batch": 97, "k_max": 12}
+    ).json()
+    schedule = client.get("/api/v1/regimes/schedule", params={**setup, "p": 0.7, "k_max": 8}).json()
+    table = client.get("/api/v1/regimes/table", params={**setup, **table_params, "p": 0.7, "k": 3, "k_max": 8}).json()
+    point = sweep["current"]
+    expected = {
+        "p-value": "0.70",
+        "k-value": "3",
+        "batch-value": "97",
+        "speedup": f"{js_fixed(point['speedup'], 2)}×",
+        "best-k": f"{point['best_k']} ({js_fixed(point['best_speedup'], 2)}×)" if point["best_k"] else "off",
+        "crossover": str(sweep["crossover_batch"] or f"pays to {sweep['batch_max']}"),
+        "best-crossover": str(sweep["best_crossover_batch"] or f"pays to {sweep['batch_max']}"),
+        "draft-cost": js_fixed(point["draft_cost"], 2),
+        "verify-cost": js_fixed(point["verification_cost"], 2),
+        "step": f"{js_fixed(point['target_step_ms'], 2)} ms plain, {js_fixed(point['verify_step_ms'], 2)} ms verifying",
+        "bound": "compute-bound" if point["verify_compute_bound"] else "memory-bound",
+    }
+    for name, text in expected.items():
+        expect(page.locator(f"#rg-{name}")).to_have_text(text)
+    capacity = sweep["setup"]["memory_capacity_gb"]
+    expect(page.locator("#rg-memory")).to_contain_text(
+        f"{js_fixed(point['memory_needed_gb'], 1)} / {js_fixed(capacity, 0)} GB"
+    )
+    devices = f"{sweep['setup']['devices']} × {sweep['setup']['accelerator']['name']}"
+    expect(page.locator("#rg-devices-used")).to_contain_text(devices)
+    # controls carry the URL's state
+    assert page.input_value("#rg-hw") == "mi300x" and page.input_value("#rg-model") == "mixtral-8x7b"
+    assert (
+        page.input_value("#rg-batch") == "66"
+        and page.input_value("#rg-k") == "3"
+        and page.input_value("#rg-p") == "0.7"
+    )
+    assert page.input_value("#rg-hw_bandwidth_tb_s") == "6" and page.input_value("#rg-context") == "2048"
+    assert page.get_attribute("#rg-hw-fields", "open") is not None
+    assert page.locator("#rg-beta_b").is_visible() and not page.locator("#rg-beta_a").is_visible()
+    # the schedule, row by row
+    rows = page.locator("#rg-schedule tbody tr")
+    expect(rows).to_have_count(len(schedule["steps"]))
+    for index, step in enumerate(schedule["steps"]):
+        cells = rows.nth(index).locator("td")
+        assert cells.nth(1).inner_text() == (str(step["k"]) if step["k"] else "off")
+        assert cells.nth(0).inner_text().startswith(str(step["batch_from"]))
+        assert (
+            cells.nth(2).inner_text()
+            == f"{js_fixed(step['speedup_at_from'], 2)}× → {js_fixed(step['speedup_at_to'], 2)}×"
+        )
+    # the two tables side by side, coloured
+    for side in ("a", "b"):
+        regime = table[f"regime_{side}"]
+        expect(page.locator(f"#rg-table-{side} caption")).to_have_text(
+            f"{regime['label']}, c = {js_fixed(regime['draft_cost'], 3)}"
+        )
+        cells = page.locator(f"#rg-table-{side} tbody td")
+        values = [value for row in table[f"speedup_{side}"] for value in row]
+        assert cells.all_inner_texts() == [js_fixed(value, 2) for value in values]
+        wins = page.locator(f"#rg-table-{side} td.rg-win")
+        expect(wins).to_have_count(sum(value > 1 for value in values))
+        expect(page.locator(f"#rg-table-{side} td.rg-loss")).to_have_count(sum(value < 1 for value in values))
+        if wins.count():
+            assert wins.first.evaluate("(cell) => getComputedStyle(cell).backgroundColor").startswith(
+                "rgba(46, 139, 87"
+            )
+    boxes = [page.locator(f"#rg-table-{side}").bounding_box() for side in ("a", "b")]
+    assert boxes[0] and boxes[1] and boxes[1]["x"] > boxes[0]["x"] + boxes[0]["width"] - 1  # side by side
+    expect(page.locator("td.rg-highlight")).to_have_count(2 if table["highlight"] else 0)
+    if table["highlight"]:
+        expect(page.locator("#rg-table-summary")).to_contain_text(f"{table['win_to_loss_cells']} cells flip")
+    # the chart stays the script's, and nothing ran
+    expect(page.locator("#regimes-chart .plot-container")).to_have_count(0)
+    assert page.get_attribute("#regimes-chart", "data-ready") is None
+    context.close()
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        FIRST_PAINT_STATE,
+        {},
+        {"rg_model": "dense-70b", "rg_context": "0", "rg_p": "0.5", "rg_regime_b": "roofline", "rg_batch_b": "1024"},
+    ],
+    ids=["edited", "defaults", "speculation-off"],
+)
+def test_the_script_takes_over_showing_the_first_paints_numbers(
+    browser: Browser, live_server: str, state: dict[str, str]
+) -> None:
+    url = live_server + "/?" + urlencode(state)
+    static = browser.new_context(java_script_enabled=False, viewport={"width": 1200, "height": 900})
+    static_page = static.new_page()
+    static_page.goto(url)
+    painted = section_texts(static_page)
+    static.close()
+    assert painted["speedup"].endswith("×") and painted["table-a"].count("\n") >= 10
+    scripted = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = scripted.new_page()
+    open_regimes(page, url)
+    wait_until(page, "document.getElementById('rg-tables').dataset.ready === '1'", 30)
+    drawn = section_texts(page)
+    scripted.close()
+    assert drawn == painted
