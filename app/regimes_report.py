@@ -11,11 +11,11 @@ import io
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 
 from app import closed_form
+from app.page_format import js_fixed
 from app.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
@@ -578,33 +578,6 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
 
 # ---------------------------------------------------------------------------
 # Page text: the strings static/js/regimes.js writes into the page, for its server-rendered first paint
-
-
-def js_string(value: float) -> str:
-    """A number as JavaScript's String(number) writes it (shortest round trip; exponent below 1e-6 or from 1e21)."""
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "0"
-    text = repr(value)
-    if value.is_integer() and abs(value) < 1e21:
-        return str(int(Decimal(text)))  # the shortest digits, padded with zeros
-    if 1e-6 <= abs(value) < 1e21:
-        return format(Decimal(text), "f") if "e" in text else text
-    mantissa, exponent = text.split("e")  # repr writes an exponent below 1e-4 and from 1e16
-    power = int(exponent)
-    return f"{mantissa}e{'+' if power >= 0 else '-'}{abs(power)}"
-
-
-def js_fixed(value: float, digits: int) -> str:
-    """Number.prototype.toFixed: the exact binary value rounded to `digits` decimals, ties away from zero."""
-    if not math.isfinite(value) or abs(value) >= 1e21:
-        return js_string(value)
-    return format(Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP), "f")
 
 
 def _times(value: float) -> str:

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from starlette.datastructures import QueryParams
 
 from app import closed_form as cf
+from app.page_format import js_fixed, js_string
 from app.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS
 from app.regimes import default_setup, roofline_draft_cost, roofline_speedup, roofline_verification
-from app.regimes_report import js_fixed, js_string
 from app.routers.regimes import PAGE_SWEEP_K_MAX, PAGE_TABLE_K_MAX, page_context, parse_page_state
 
 REGIMES = "/api/v1/regimes"

@@ -13,6 +13,7 @@ from fastapi.templating import Jinja2Templates
 from app import __version__
 from app.assets import asset_table, asset_url, asset_version
 from app.compression import accepts_gzip
+from app.page_format import js_fixed
 from app.page_state import DEMO_CONTROLS, parse_state
 from app.routers import decision, regimes, sampling
 from app.routers.core import build_curve
@@ -20,6 +21,7 @@ from app.schemas.core import Health
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent.parent.parent / "templates")
 TEMPLATES.env.globals["asset"] = asset_url
+TEMPLATES.env.filters["fixed"] = js_fixed
 
 router = APIRouter()
 

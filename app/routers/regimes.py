@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from app import regimes_report
 from app.errors import parameter_error
+from app.page_format import js_string
 from app.params import C, K, KMax, P
 from app.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
 from app.regimes import RegimeName, make_regime
@@ -33,7 +34,6 @@ from app.regimes_report import (
     SetupError,
     SetupRequest,
     build_setup,
-    js_string,
     p_values_for,
     presets_out,
     schedule_csv,

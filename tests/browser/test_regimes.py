@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, Page, expect
 
 from app import closed_form as cf
+from app.page_format import js_fixed
 from app.presets import ACCELERATORS, MODELS
 from app.regimes import default_setup, devices_to_fit, sweep_batches
-from app.regimes_report import js_fixed
 from tests.conftest import PageWatch
 from tests.support import wait_until
 
