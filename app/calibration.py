@@ -577,6 +577,11 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
             f"fewer draft tokens ({draft_tokens:g}) than drafts ({drafts:g}); every draft proposes at least one token",
         )
     tokens_per_draft = draft_tokens / drafts
+    if not math.isfinite(tokens_per_draft):
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT,
+            f"draft tokens per draft ({draft_tokens:g} / {drafts:g}) is not a finite number; counters are inconsistent",
+        )
     if per_position:
         positions_k = len(per_position)
         if k is not None and k != positions_k:

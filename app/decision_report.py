@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import functools
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from urllib.parse import quote_plus
 
 from app import calibration, draft_sources, trees
 from app.closed_form import VerifyCost
+from app.params import K_MAX_LIMIT
 from app.regimes import Regime, RegimeName, default_setup, make_regime
 from app.schemas.decision import (
     CalibrationOut,
@@ -54,6 +60,8 @@ def cost_regime(name: RegimeName | str, c: float, beta: float = 0.5, batch: int 
     name = RegimeName(name)
     if name is RegimeName.ROOFLINE:
         regime = make_regime(name, draft_cost=c, setup=default_setup(), batch=batch)
+        # Each v(k) of the roofline is a small numpy computation; a tree comparison asks for the same k many times.
+        regime = replace(regime, verify=functools.lru_cache(maxsize=None)(regime.verify))
         return CostRegime(regime, regime.draft_cost)
     return CostRegime(make_regime(name, draft_cost=c, beta=beta), c)
 
@@ -297,3 +305,393 @@ def render_trees_text(result: TreesOut, every: int = 8) -> str:
         f"optimal tree there has depth {result.optimal_shape.depth}"
     )
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# First paint of the page section: the URL state as static/js/decision.js reads it, and the numbers as it
+# writes them (its fmt is Number.toFixed, its text is String(number)), so the server-rendered page and the
+# page once the script has run read the same.
+
+REGIME_CHOICES = tuple(name.value for name in RegimeName)
+CALIBRATION_MODES = ("rate", "length", "metrics")
+PAGE_TREE_WIDTHS = "2,4"  # TREE_WIDTHS in decision.js
+# The example scrape decision.js loads into the metrics box: p from #cal-example-p, the rest from EXAMPLE.
+EXAMPLE_P = 0.8
+EXAMPLE_K = 5
+EXAMPLE_DRAFTS = 20_000
+EXAMPLE_SEED = 7
+
+# \s and String.prototype.trim in JavaScript: white space and line terminators.
+JS_SPACE = "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+_JS_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+_JS_RADIX = {
+    prefix: (base, re.compile(digits))
+    for prefixes, base, digits in (("0x0X", 16, "[0-9a-fA-F]+"), ("0o0O", 8, "[0-7]+"), ("0b0B", 2, "[01]+"))
+    for prefix in (prefixes[:2], prefixes[2:])
+}
+_TREE_ACCEPTANCE_TEXT = re.compile(f"[0-9.,{JS_SPACE}]+")
+
+
+def js_to_number(text: str) -> float:
+    """Number(text) in JavaScript: NaN for anything that is not a whole numeric literal."""
+    text = text.strip(JS_SPACE)
+    if not text:
+        return 0.0
+    if _JS_DECIMAL.fullmatch(text):
+        return float(text.replace("Infinity", "inf"))
+    radix = _JS_RADIX.get(text[:2])
+    if radix is not None and radix[1].fullmatch(text[2:]):
+        try:
+            return float(int(text[2:], radix[0]))
+        except OverflowError:
+            return math.inf
+    return math.nan
+
+
+def js_string(value: float) -> str:
+    """String(value) for a JavaScript number: shortest round-trip digits, exponent only past 1e21 or below 1e-6."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    digits_tuple, exponent = Decimal(repr(abs(float(value)))).normalize().as_tuple()[1:]
+    digits = "".join(map(str, digits_tuple))
+    assert isinstance(exponent, int)
+    point = exponent + len(digits)  # value = 0.digits x 10^point
+    if len(digits) <= point <= 21:
+        text = digits + "0" * (point - len(digits))
+    elif 0 < point <= 21:
+        text = f"{digits[:point]}.{digits[point:]}"
+    elif -6 < point <= 0:
+        text = "0." + "0" * -point + digits
+    else:
+        power = point - 1
+        mantissa = digits if len(digits) == 1 else f"{digits[0]}.{digits[1:]}"
+        text = f"{mantissa}e{'+' if power >= 0 else '-'}{abs(power)}"
+    return sign + text
+
+
+def js_to_fixed(value: float, digits: int) -> str:
+    """value.toFixed(digits): the exact binary value rounded half away from zero."""
+    if not math.isfinite(value) or abs(value) >= 1e21:
+        return js_string(value)
+    if value == 0:
+        value = 0.0  # (-0).toFixed() has no sign
+    with localcontext() as context:
+        context.prec = 400
+        return f"{Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):f}"
+
+
+def js_to_exponential(value: float, digits: int) -> str:
+    """value.toExponential(digits), e.g. 1.2e-5."""
+    if not math.isfinite(value):
+        return js_string(value)
+    if value == 0:
+        return f"{0:.{digits}f}e+0"
+    with localcontext() as context:
+        context.prec = 400
+        exact = Decimal(value)
+        power = exact.adjusted()
+        quantum = Decimal(1).scaleb(-digits)
+        mantissa = exact.scaleb(-power).quantize(quantum, rounding=ROUND_HALF_UP)
+        if abs(mantissa) >= 10:
+            power += 1
+            mantissa = exact.scaleb(-power).quantize(quantum, rounding=ROUND_HALF_UP)
+    return f"{mantissa:f}e{'+' if power >= 0 else '-'}{abs(power)}"
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    """fmt of decision.js: an en dash for a missing value."""
+    return "–" if value is None else js_to_fixed(value, digits)
+
+
+def api_url(path: str, params: Sequence[tuple[str, str | None]]) -> str:
+    """apiUrl of static/js/api.js: URLSearchParams order and encoding, None dropped."""
+    pairs = [
+        f"{quote_plus(name, safe='*')}={quote_plus(value, safe='*')}".replace("~", "%7E")
+        for name, value in params
+        if value is not None
+    ]
+    return f"{path}?{'&'.join(pairs)}" if pairs else path
+
+
+@dataclass(frozen=True)
+class NumberKey:
+    """A key read with readNumber(name, fallback, min, max) of state.js, rounded with Math.round when whole."""
+
+    name: str
+    default: float
+    low: float
+    high: float
+    whole: bool = False
+
+    def read(self, raw: str | None) -> float:
+        if raw is None or not raw.strip(JS_SPACE):
+            value = self.default
+        else:
+            number = js_to_number(raw)
+            value = number if math.isfinite(number) and self.low <= number <= self.high else self.default
+        if self.whole:
+            floor = math.floor(value)
+            value = float(floor + 1 if value - floor >= 0.5 else floor)
+        return value
+
+
+DEC_C = NumberKey("dec_c", DEFAULT_C, 0.0, 10.0)
+DEC_BETA = NumberKey("dec_beta", 0.1, 0.0, 1.0)
+DEC_BATCH = NumberKey("dec_batch", 1, 1, MAX_BATCH, whole=True)
+DEC_KMAX = NumberKey("dec_kmax", DEFAULT_K_MAX, 1, K_MAX_LIMIT, whole=True)
+CAL_RATE = NumberKey("cal_rate", 0.55, 0.0, 1.0)
+CAL_LENGTH = NumberKey("cal_length", 3.2, 1.0, K_MAX_LIMIT + 1)
+CAL_K = NumberKey("cal_k", 5, 1, K_MAX_LIMIT, whole=True)
+TREE_BUDGET = NumberKey("tree_budget", DEFAULT_TREE_BUDGET, 1, trees.MAX_TREE_BUDGET, whole=True)
+NUMBER_KEYS = (DEC_C, DEC_BETA, DEC_BATCH, DEC_KMAX, CAL_RATE, CAL_LENGTH, CAL_K, TREE_BUDGET)
+DEFAULT_TREE_ACCEPTANCE_TEXT = ",".join(f"{value:g}" for value in DEFAULT_TREE_ACCEPTANCE)
+
+
+@dataclass(frozen=True)
+class PageState:
+    """The section's controls as restoreState in decision.js sets them from the URL."""
+
+    c: float
+    regime: str
+    beta: float
+    batch: int
+    k_max: int
+    mode: str
+    rate: float
+    length: float
+    k: int
+    tree_acceptance: str
+    tree_budget: int
+    source_edits: tuple[tuple[str, float, float], ...]
+
+    @property
+    def beta_sent(self) -> float:
+        """beta reaches the API only in the linear regime; the API's default otherwise."""
+        return self.beta if self.regime == RegimeName.LINEAR.value else 0.5
+
+    @property
+    def batch_sent(self) -> int:
+        return self.batch if self.regime == RegimeName.ROOFLINE.value else 1
+
+    @property
+    def overrides(self) -> str:
+        """encodeEdits of decision.js."""
+        return ",".join(f"{name}:{js_string(p)}:{js_string(c)}" for name, p, c in self.source_edits)
+
+    def cost_params(self, *, c: bool = True, k_max: bool = True) -> list[tuple[str, str | None]]:
+        """costParams of decision.js, in its order."""
+        params: list[tuple[str, str | None]] = []
+        if c:
+            params.append(("c", js_string(self.c)))
+        params.append(("regime", self.regime))
+        if k_max:
+            params.append(("k_max", str(self.k_max)))
+        if self.regime == RegimeName.LINEAR.value:
+            params.append(("beta", js_string(self.beta)))
+        if self.regime == RegimeName.ROOFLINE.value:
+            params.append(("batch", str(self.batch)))
+        return params
+
+    def controls(self) -> dict[str, str]:
+        """Control values as the inputs hold them once the script has set them."""
+        return {
+            "c": js_string(self.c),
+            "regime": self.regime,
+            "beta": js_string(self.beta),
+            "batch": str(self.batch),
+            "k_max": str(self.k_max),
+            "mode": self.mode,
+            "rate": js_string(self.rate),
+            "length": js_string(self.length),
+            "k": str(self.k),
+            "tree_acceptance": self.tree_acceptance,
+            "tree_budget": str(self.tree_budget),
+        }
+
+
+def _source_edits(text: str | None) -> tuple[tuple[str, float, float], ...]:
+    """parseEdits of decision.js: id:p:c items with finite numbers, later ones replacing earlier ones."""
+    edits: dict[str, tuple[float, float]] = {}
+    for item in (text or "").split(","):
+        pieces = item.split(":")
+        if len(pieces) < 3 or not pieces[0]:
+            continue
+        p, c = js_to_number(pieces[1]), js_to_number(pieces[2])
+        if math.isfinite(p) and math.isfinite(c):
+            edits[pieces[0].strip(JS_SPACE)] = (p, c)
+    # Object.entries lists integer-like keys first, in increasing order.
+    whole = sorted((name for name in edits if name.isdigit() and str(int(name)) == name), key=int)
+    order = whole + [name for name in edits if name not in whole]
+    return tuple((name, *edits[name]) for name in order)
+
+
+def read_page_state(first: Callable[[str], str | None]) -> PageState:
+    """The section's state from the URL, each key read as decision.js reads it; never raises."""
+    regime = first("dec_regime")
+    mode = first("cal_mode")
+    tree_acceptance = first("tree_p")
+    return PageState(
+        c=DEC_C.read(first(DEC_C.name)),
+        regime=regime if regime in REGIME_CHOICES else RegimeName.MEMORY_BOUND.value,
+        beta=DEC_BETA.read(first(DEC_BETA.name)),
+        batch=int(DEC_BATCH.read(first(DEC_BATCH.name))),
+        k_max=int(DEC_KMAX.read(first(DEC_KMAX.name))),
+        mode=mode if mode in CALIBRATION_MODES else "metrics",
+        rate=CAL_RATE.read(first(CAL_RATE.name)),
+        length=CAL_LENGTH.read(first(CAL_LENGTH.name)),
+        k=int(CAL_K.read(first(CAL_K.name))),
+        tree_acceptance=tree_acceptance
+        if tree_acceptance and _TREE_ACCEPTANCE_TEXT.fullmatch(tree_acceptance)
+        else DEFAULT_TREE_ACCEPTANCE_TEXT,
+        tree_budget=int(TREE_BUDGET.read(first(TREE_BUDGET.name))),
+        source_edits=_source_edits(first("src_edit")),
+    )
+
+
+@dataclass(frozen=True)
+class CalibrationView:
+    p: str
+    best_k: str
+    best_speedup: str
+    observed: str
+    verdict: str
+    verdict_kind: str
+    positions: tuple[tuple[str, str, str, str], ...]
+    notes: tuple[str, ...]
+    predictions: tuple[tuple[str, str, str, str], ...]  # k, tokens per cycle, cost per cycle, speedup
+    recommended_k: int
+    json_href: str
+    json_text: str
+
+
+def _verdict(result: CalibrationOut) -> tuple[str, str]:
+    """verdictOf of decision.js."""
+    departure = result.departure
+    if departure is None:
+        if result.source in ("exposition", "counters"):
+            return "No per-position counters: independence from token to token cannot be checked.", ""
+        return "A single rate or length cannot test independence: the i.i.d. model is assumed.", ""
+    gap = f"largest gap between conditional acceptance and p: {fmt(departure.max_conditional_deviation, 3)}"
+    if departure.consistent_with_iid is None:
+        return f"One position only: nothing to test ({gap}).", ""
+    p_value = departure.p_value
+    shown = js_to_exponential(p_value, 1) if p_value is not None and p_value < 1e-4 else fmt(p_value, 3)
+    test = f"χ² = {fmt(departure.chi_square, 1)} on {departure.degrees_of_freedom} df, p-value {shown}"
+    if departure.consistent_with_iid:
+        return f"Acceptance looks i.i.d. ({test}; {gap}).", "consistent"
+    return f"Acceptance is not i.i.d. ({test}; {gap}): predictions for other k are approximate.", "departs"
+
+
+def calibration_view(result: CalibrationOut, state: PageState) -> CalibrationView:
+    """What renderCalibration of decision.js shows for this result."""
+    verdict, kind = _verdict(result)
+    if state.mode == "metrics":
+        json_href, json_text = "/api/v1/calibrate/example-metrics", "an example scrape"
+    else:
+        measured = js_string(state.rate if state.mode == "rate" else state.length)
+        json_href = api_url(
+            f"/api/v1/calibrate/{state.mode}", [*state.cost_params(), (state.mode, measured), ("k", str(state.k))]
+        )
+        json_text = f"/api/v1/calibrate/{state.mode}"
+    return CalibrationView(
+        p=fmt(result.acceptance, 3),
+        best_k=str(result.best_k) if result.best_k else "off",
+        best_speedup=f"{fmt(result.best_speedup)}×",
+        observed=f"{fmt(result.mean_acceptance_length)} / {fmt(result.draft_acceptance_rate)}",
+        verdict=f"Measured at k = {result.k}. {verdict}",
+        verdict_kind=kind,
+        positions=tuple(
+            (str(row.position), fmt(row.rate, 4), fmt(row.iid_rate, 4), fmt(row.conditional, 4))
+            for row in result.positions
+        ),
+        notes=tuple(result.notes),
+        predictions=tuple(
+            (str(row.k), fmt(row.expected_tokens), fmt(row.cost_per_cycle), f"{fmt(row.speedup)}×")
+            for row in result.predictions
+        ),
+        recommended_k=result.best_k,
+        json_href=json_href,
+        json_text=json_text,
+    )
+
+
+@dataclass(frozen=True)
+class SourceRowView:
+    id: str
+    name: str
+    tau: str
+    speedup: str
+    depth: str
+    p: str
+    c: str
+    per_cost: str
+    best_k: str
+    best_speedup: str
+    edited: bool
+    citation: str
+
+
+@dataclass(frozen=True)
+class SourcesView:
+    rows: tuple[SourceRowView, ...]
+    derivation: str
+    json_href: str
+
+
+def sources_view(result: DraftSourcesOut, state: PageState) -> SourcesView:
+    """What renderSourcesTable and renderCitations of decision.js show."""
+    rows = []
+    for source in result.sources:
+        depth = str(source.reference_depth)
+        rows.append(
+            SourceRowView(
+                id=source.id,
+                name=source.name,
+                tau=fmt(source.mean_accepted_tokens),
+                speedup=f"{fmt(source.measured_speedup)}×",
+                depth=f"{depth} (tree of {source.tree_nodes})" if source.tree_nodes else depth,
+                p=js_string(float(js_to_fixed(source.acceptance, 4))),
+                c=js_string(float(js_to_fixed(source.draft_cost, 4))),
+                per_cost="free" if source.accepted_per_draft_cost is None else fmt(source.accepted_per_draft_cost),
+                best_k=str(source.best_k) if source.best_k else "off",
+                best_speedup=f"{fmt(source.best_speedup)}×",
+                edited=source.edited,
+                citation=f"{source.name}: {source.method}. τ = {js_string(source.mean_accepted_tokens)} and speedup "
+                f"{js_string(source.measured_speedup)}× from {source.measurement}. Depth: {source.depth_source}.",
+            )
+        )
+    overrides = state.overrides or None
+    json_href = api_url("/api/v1/draft-sources", [*state.cost_params(c=False), ("overrides", overrides)])
+    return SourcesView(rows=tuple(rows), derivation=result.derivation, json_href=json_href)
+
+
+@dataclass(frozen=True)
+class TreesView:
+    summary: str
+    json_href: str
+
+
+def trees_view(result: TreesOut, state: PageState) -> TreesView:
+    """The summary line renderTrees of decision.js writes."""
+
+    def bound(value: float | None) -> str:
+        return "unbounded" if value is None else fmt(value)
+
+    summary = (
+        f"Best: {result.best_family} with {result.best_budget} drafted tokens per step, {fmt(result.best_speedup)}× "
+        f"(optimal tree depth {result.optimal_shape.depth}). A chain never yields more than "
+        f"{bound(result.chain_bound)} tokens per step, a binary tree {bound(result.binary_tree_bound)}, "
+        f"any tree {bound(result.full_bound)}."
+    )
+    params = [
+        *state.cost_params(k_max=False),
+        ("acceptance", state.tree_acceptance),
+        ("budget", str(state.tree_budget)),
+        ("widths", PAGE_TREE_WIDTHS),
+    ]
+    return TreesView(summary=summary, json_href=api_url("/api/v1/trees", params))

@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+import math
+import re
+from typing import Any
+from urllib.parse import urlencode
+
 import pytest
 from fastapi.testclient import TestClient
+from starlette.datastructures import QueryParams
 
 from app import calibration, closed_form, draft_sources, trees
+from app.decision_report import (
+    DEFAULT_TREE_ACCEPTANCE_TEXT,
+    EXAMPLE_DRAFTS,
+    EXAMPLE_K,
+    EXAMPLE_P,
+    EXAMPLE_SEED,
+    NUMBER_KEYS,
+    PAGE_TREE_WIDTHS,
+    fmt,
+    js_string,
+    js_to_exponential,
+    js_to_fixed,
+    js_to_number,
+)
 from app.regimes import default_setup, linear_verification, roofline_draft_cost, roofline_verification
-from app.routers.decision import MAX_BODY_BYTES
+from app.routers.decision import MAX_BODY_BYTES, clear_first_paint_caches, page_context
+from tests.support import ROOT
 
 RATE = "/api/v1/calibrate/rate"
 LENGTH = "/api/v1/calibrate/length"
@@ -380,3 +401,228 @@ def test_responses_are_json_serialisable_without_nan(client: TestClient) -> None
         response = client.get(url, params=params)
         assert response.status_code == 200, (url, params, response.text)
         assert "NaN" not in response.text and "Infinity" not in response.text, url
+
+
+# ---------------------------------------------------------------------------
+# First paint: page_context reads the URL as decision.js does and shows what the API returns
+
+
+def first_paint(query: str = "") -> dict[str, Any]:
+    return page_context(QueryParams(query))
+
+
+def section_html(client: TestClient, query: str = "") -> str:
+    response = client.get("/?" + query if query else "/")
+    assert response.status_code == 200
+    start = response.text.index('<section id="decision"')
+    return response.text[start : response.text.index("</section>", start)]
+
+
+def test_js_number_text_matches_javascript() -> None:
+    # String(x), x.toFixed(n) and x.toExponential(n) as a browser writes them.
+    assert [js_string(x) for x in (0.15, 3.0, -0.0, 1e21, 1e-7, 123456.5, 0.000001, 2.5e-6)] == [
+        "0.15",
+        "3",
+        "0",
+        "1e+21",
+        "1e-7",
+        "123456.5",
+        "0.000001",
+        "0.0000025",
+    ]
+    # Exact binary ties round away from zero (Python's % rounds them to even).
+    assert [js_to_fixed(x, 2) for x in (1.625, 0.125, 2.675, 1.0, -0.0)] == ["1.63", "0.13", "2.67", "1.00", "0.00"]
+    assert js_to_fixed(3.14159, 0) == "3"
+    assert [js_to_exponential(x, 1) for x in (1.234e-5, 9.96e-7, 5e-10)] == ["1.2e-5", "1.0e-6", "5.0e-10"]
+    assert fmt(None) == "–"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("0.5", 0.5), (" 5 ", 5.0), ("1e1", 10.0), (".5", 0.5), ("5.", 5.0), ("0x10", 16.0), ("+2", 2.0), ("", 0.0)],
+)
+def test_js_to_number_reads_what_number_reads(text: str, value: float) -> None:
+    assert js_to_number(text) == value
+
+
+@pytest.mark.parametrize("text", ["1_0", "abc", "inf", "nan", "-0x10", "0x", "1e", "Infinity", "1e400", "5 5"])
+def test_js_to_number_rejects_what_number_rejects(text: str) -> None:
+    assert not math.isfinite(js_to_number(text))
+
+
+def test_page_state_keys_match_the_script() -> None:
+    script = (ROOT / "static/js/decision.js").read_text()
+    calls = re.findall(r'(Math\.round\()?readNumber\("(\w+)", ([\d.]+), ([\d.]+), ([\d.]+)\)', script)
+    read = {name: (float(default), float(low), float(high), bool(whole)) for whole, name, default, low, high in calls}
+    assert read == {key.name: (key.default, key.low, key.high, key.whole) for key in NUMBER_KEYS}
+    assert f'const TREE_WIDTHS = "{PAGE_TREE_WIDTHS}";' in script
+    assert f'const DEFAULT_TREE_ACCEPTANCE = "{DEFAULT_TREE_ACCEPTANCE_TEXT}";' in script
+    assert f"const EXAMPLE = {{ k: {EXAMPLE_K}, drafts: {EXAMPLE_DRAFTS}, seed: {EXAMPLE_SEED} }};" in script
+    template = (ROOT / "templates/sections/decision.html").read_text()
+    assert f'id="cal-example-p" min="0" max="1" step="0.01" value="{EXAMPLE_P}"' in template
+
+
+def test_first_paint_defaults_show_the_example_scrape(client: TestClient) -> None:
+    context = first_paint()
+    assert context["controls"] == {
+        "c": "0.15",
+        "regime": "memory-bound",
+        "beta": "0.1",
+        "batch": "1",
+        "k_max": "16",
+        "mode": "metrics",
+        "rate": "0.55",
+        "length": "3.2",
+        "k": "5",
+        "tree_acceptance": "0.6,0.2,0.1,0.05",
+        "tree_budget": "64",
+    }
+    # The scrape decision.js would fetch into the box, and what the API makes of it with the same cost.
+    scrape = client.get(EXAMPLE, params={"p": EXAMPLE_P, "k": EXAMPLE_K, "drafts": EXAMPLE_DRAFTS, "seed": 7}).text
+    assert context["example_metrics"] == scrape
+    expected = client.post(METRICS, params={"c": 0.15, "regime": "memory-bound", "k_max": 16}, content=scrape).json()
+    view = context["calibration"]
+    assert view.p == f"{expected['acceptance']:.3f}"
+    assert view.best_k == str(expected["best_k"])
+    assert view.best_speedup == f"{expected['best_speedup']:.2f}×"
+    assert len(view.positions) == EXAMPLE_K
+    assert [row[0] for row in view.predictions] == [str(row["k"]) for row in expected["predictions"]]
+    assert view.verdict.startswith(f"Measured at k = {EXAMPLE_K}. Acceptance looks i.i.d.")
+    assert context["calibration_error"] is None
+    sources = client.get(SOURCES).json()
+    assert [row.id for row in context["sources"].rows] == [row["id"] for row in sources["sources"]]
+    assert context["sources"].json_href == "/api/v1/draft-sources?regime=memory-bound&k_max=16"
+    trees_result = client.get(context["trees"].json_href).json()
+    assert f"{trees_result['best_speedup']:.2f}×" in context["trees"].summary
+    assert "A chain never yields more than 2.50 tokens per step, a binary tree 5.00" in context["trees"].summary
+
+
+STATE = (
+    "dec_c=0.2&dec_regime=linear&dec_beta=0.25&dec_kmax=12&cal_mode=length&cal_length=2.9&cal_k=4"
+    "&tree_p=0.5,0.3,0.1&tree_budget=24&src_edit=ngram:0.9:0.0123,eagle:0.7:0.2"
+)
+
+
+def test_first_paint_of_a_shared_url_matches_the_api(client: TestClient) -> None:
+    context = first_paint(STATE)
+    controls = context["controls"]
+    assert (controls["c"], controls["regime"], controls["beta"], controls["k_max"]) == ("0.2", "linear", "0.25", "12")
+    assert (controls["mode"], controls["length"], controls["k"]) == ("length", "2.9", "4")
+    assert (controls["tree_acceptance"], controls["tree_budget"]) == ("0.5,0.3,0.1", "24")
+    # The links are the requests decision.js makes for this state; the page shows what they return.
+    view = context["calibration"]
+    assert view.json_href == "/api/v1/calibrate/length?c=0.2&regime=linear&k_max=12&beta=0.25&length=2.9&k=4"
+    expected = client.get(view.json_href).json()
+    assert expected["regime"]["beta"] == 0.25
+    assert view.p == f"{expected['acceptance']:.3f}"
+    assert view.best_k == (str(expected["best_k"]) if expected["best_k"] else "off")
+    assert view.best_speedup == f"{expected['best_speedup']:.2f}×"
+    assert view.observed == f"{expected['mean_acceptance_length']:.2f} / {expected['draft_acceptance_rate']:.2f}"
+    assert [speedup for *_, speedup in view.predictions] == [
+        f"{row['speedup']:.2f}×" for row in expected["predictions"]
+    ]
+    assert view.positions == ()
+    sources = context["sources"]
+    assert sources.json_href == (
+        "/api/v1/draft-sources?regime=linear&k_max=12&beta=0.25&overrides=ngram%3A0.9%3A0.0123%2Ceagle%3A0.7%3A0.2"
+    )
+    expected_sources = client.get(sources.json_href).json()["sources"]
+    for row, source in zip(sources.rows, expected_sources, strict=True):
+        assert (row.id, row.edited, row.best_k) == (source["id"], source["edited"], str(source["best_k"]))
+        assert row.best_speedup == f"{source['best_speedup']:.2f}×"
+        assert row.per_cost == f"{source['accepted_per_draft_cost']:.2f}"
+        assert "arXiv:" in row.citation
+    assert {row.id for row in sources.rows if row.edited} == {"ngram", "eagle"}
+    trees_view = context["trees"]
+    assert trees_view.json_href == (
+        "/api/v1/trees?c=0.2&regime=linear&beta=0.25&acceptance=0.5%2C0.3%2C0.1&budget=24&widths=2%2C4"
+    )
+    expected_trees = client.get(trees_view.json_href).json()
+    assert trees_view.summary.startswith(
+        f"Best: {expected_trees['best_family']} with {expected_trees['best_budget']} drafted tokens per step, "
+        f"{expected_trees['best_speedup']:.2f}×"
+    )
+    html = section_html(client, STATE)
+    assert '<option value="linear" selected>' in html
+    assert 'id="cal-mode-length" checked' in html
+    assert f'<span class="readout-value" id="cal-p">{view.p}</span>' in html
+    assert html.count("<tr data-id=") == len(draft_sources.SOURCE_IDS)
+    assert 'id="src-ngram-p" aria-label="Acceptance p of' in html and 'value="0.9"' in html
+    assert '<div class="field" data-mode="metrics" hidden>' in html.replace(" metrics-field", "")
+
+
+def test_first_paint_in_roofline_rate_mode(client: TestClient) -> None:
+    context = first_paint("dec_regime=roofline&dec_batch=32&dec_c=0.9&cal_mode=rate&cal_rate=0.6&cal_k=3")
+    view = context["calibration"]
+    assert view.json_href == "/api/v1/calibrate/rate?c=0.9&regime=roofline&k_max=16&batch=32&rate=0.6&k=3"
+    expected = client.get(view.json_href).json()
+    assert view.p == f"{expected['acceptance']:.3f}" and view.best_speedup == f"{expected['best_speedup']:.2f}×"
+    assert context["example_metrics"] is None  # the box stays empty until the metrics mode is chosen
+    assert context["trees"].json_href.startswith("/api/v1/trees?c=0.9&regime=roofline&batch=32&")
+
+
+def test_first_paint_shows_the_api_message_for_inconsistent_state(client: TestClient) -> None:
+    context = first_paint("cal_mode=length&cal_length=9&cal_k=3&tree_p=0.2,0.5&src_edit=nope:0.5:0.1")
+    api = client.get(LENGTH, params={"length": 9, "k": 3}).json()["detail"][0]["msg"]
+    assert context["calibration"] is None and context["calibration_error"] == api
+    api = client.get(TREES, params={"acceptance": "0.2,0.5"}).json()["detail"][0]["msg"]
+    assert context["trees"] is None and context["trees_error"] == api
+    api = client.get(SOURCES, params={"overrides": "nope:0.5:0.1"}).json()["detail"][0]["msg"]
+    assert context["sources"] is None and context["sources_error"] == api
+    html = section_html(client, "cal_mode=length&cal_length=9&cal_k=3")
+    assert '<p id="calibration-error" class="error" role="alert">length: must be from 1 to k + 1 = 4' in html
+    assert '<span class="readout-value" id="cal-p">–</span>' in html
+
+
+def test_large_trees_are_left_to_the_script(client: TestClient) -> None:
+    context = first_paint("tree_budget=256")
+    assert context["trees"] is None and context["trees_pending"] is True and context["trees_error"] is None
+    assert "Computing the best tree for this budget…" in section_html(client, "tree_budget=256")
+
+
+HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {key: HOSTILE for key in ("dec_c", "dec_regime", "dec_beta", "dec_batch", "dec_kmax", "cal_mode")},
+        {key: HOSTILE for key in ("cal_rate", "cal_length", "cal_k", "tree_p", "tree_budget", "src_edit")},
+        {"dec_c": "nan", "dec_beta": "inf", "dec_batch": "-1", "dec_kmax": "1e999", "cal_k": "0", "cal_rate": "2"},
+        {"dec_c": "1_0", "cal_length": "Infinity", "tree_budget": "0x1000", "tree_p": "", "cal_mode": "METRICS"},
+        {"dec_regime": "roofline ", "dec_kmax": "\x00", "tree_p": "9" * 1500, "src_edit": ":::,::" * 100},
+    ],
+)
+def test_malformed_state_falls_back_and_never_echoes(client: TestClient, query: dict[str, str]) -> None:
+    context = page_context(query)
+    defaults = first_paint()["controls"]
+    for key, value in context["controls"].items():
+        assert value == defaults[key] or key == "tree_acceptance"
+    html = section_html(client, urlencode(query))
+    assert "<script>alert" not in html and "<img src=x" not in html
+
+
+def test_hostile_source_ids_are_escaped(client: TestClient) -> None:
+    query = urlencode({"src_edit": f"{HOSTILE}:0.5:0.1"})
+    assert "unknown draft source" in first_paint(query)["sources_error"]
+    html = section_html(client, query)
+    assert "unknown draft source &#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>alert" not in html
+
+
+def test_first_value_of_a_repeated_key_wins_as_in_the_browser() -> None:
+    assert first_paint("dec_c=0.3&dec_c=0.4")["controls"]["c"] == "0.3"
+    assert page_context({"dec_c": "0.4"})["controls"]["c"] == "0.4"  # any Mapping will do
+
+
+def test_edge_values_read_as_the_script_reads_them() -> None:
+    controls = first_paint("dec_kmax=2.5&cal_k=63.5&dec_batch=0x10&dec_c=1e-7&tree_p=0.5,%200.3")["controls"]
+    assert (controls["k_max"], controls["k"], controls["batch"]) == ("3", "64", "16")  # Math.round, Number()
+    assert (controls["c"], controls["tree_acceptance"]) == ("1e-7", "0.5, 0.3")
+
+
+def test_the_heaviest_rendered_state_is_still_rendered() -> None:
+    heavy = "dec_regime=roofline&dec_batch=512&dec_kmax=64&tree_p=0.3,0.2,0.1,0.1&tree_budget=128"
+    clear_first_paint_caches()
+    context = first_paint(heavy)
+    assert context["trees"] is not None and context["sources"] is not None

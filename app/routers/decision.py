@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -19,13 +20,24 @@ from app.decision_report import (
     DEFAULT_TREE_ACCEPTANCE,
     DEFAULT_TREE_BUDGET,
     DEFAULT_TREE_WIDTHS,
+    EXAMPLE_DRAFTS,
+    EXAMPLE_K,
+    EXAMPLE_P,
+    EXAMPLE_SEED,
+    JS_SPACE,
+    PAGE_TREE_WIDTHS,
     CostRegime,
+    PageState,
     calibration_out,
+    calibration_view,
     cost_regime,
+    read_page_state,
     sources_out,
+    sources_view,
     trees_out,
+    trees_view,
 )
-from app.errors import parameter_error
+from app.errors import ParameterError, parameter_error
 from app.params import K_MAX_LIMIT, MAX_SEED, C, KMax
 from app.regimes import RegimeName
 from app.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
@@ -153,6 +165,11 @@ def get_calibration_from_rate(
     batch: Batch = 1,
 ) -> CalibrationOut:
     """Infer p from a draft acceptance rate measured at draft length k; predict speedup for every k."""
+    return rate_calibration(rate, k, c, k_max, regime, beta, batch)
+
+
+def rate_calibration(rate: float, k: int, c: float, k_max: int, regime: str, beta: float, batch: int) -> CalibrationOut:
+    """GET /calibrate/rate once its parameters are in range; also the page's first paint."""
     chosen = _regime(regime, c, beta, batch)
     result = calibration.calibrate_from_rate(rate, k, chosen.c, k_max, chosen.verify)
     return calibration_out(result, chosen)
@@ -169,6 +186,13 @@ def get_calibration_from_length(
     batch: Batch = 1,
 ) -> CalibrationOut:
     """Infer p from a mean acceptance length (tokens per verification) at draft length k."""
+    return length_calibration(length, k, c, k_max, regime, beta, batch)
+
+
+def length_calibration(
+    length: float, k: int, c: float, k_max: int, regime: str, beta: float, batch: int
+) -> CalibrationOut:
+    """GET /calibrate/length once its parameters are in range; also the page's first paint."""
     if length > k + 1:
         raise parameter_error("length", f"must be from 1 to k + 1 = {k + 1} at k = {k}; got {length}", length)
     chosen = _regime(regime, c, beta, batch)
@@ -350,9 +374,16 @@ def _calibrate_texts(
         except CalibrationError as error:
             return _unprocessable("baseline", error.message, error.kind.value)
     try:
-        result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, k)
+        return counters_calibration(counters, chosen, k_max, k)
     except CalibrationError as error:
         return _unprocessable("metrics", error.message, error.kind.value)
+
+
+def counters_calibration(
+    counters: calibration.SpecDecodeCounters, chosen: CostRegime, k_max: int, k: int | None
+) -> CalibrationOut:
+    """Counters parsed from a scrape to p and predictions; raises CalibrationError."""
+    result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, k)
     return calibration_out(result, chosen)
 
 
@@ -404,6 +435,11 @@ def get_draft_sources(
     ] = "",
 ) -> DraftSourcesOut:
     """Draft model, n-gram lookup, Medusa and EAGLE side by side: accepted length per unit of draft cost, best k."""
+    return draft_sources_report(k_max, regime, beta, batch, overrides)
+
+
+def draft_sources_report(k_max: int, regime: str, beta: float, batch: int, overrides: str) -> DraftSourcesOut:
+    """GET /draft-sources once its parameters are in range; also the page's first paint."""
     try:
         edits = draft_sources.parse_overrides(_text_parameter("overrides", overrides))
         draft_sources.with_overrides(edits)
@@ -445,6 +481,11 @@ def get_trees(
     ] = ",".join(str(width) for width in DEFAULT_TREE_WIDTHS),
 ) -> TreesOut:
     """Chain, fixed-width and optimal trees for a verification budget; bounds; speedup with the tree in the cost."""
+    return trees_report(acceptance, budget, c, regime, beta, batch, widths)
+
+
+def trees_report(acceptance: str, budget: int, c: float, regime: str, beta: float, batch: int, widths: str) -> TreesOut:
+    """GET /trees once its parameters are in range; also the page's first paint."""
     values = _numbers("acceptance", _text_parameter("acceptance", acceptance), MAX_TREE_WIDTH)
     if not values:
         raise parameter_error("acceptance", "needs at least one probability, e.g. 0.6,0.2,0.1", acceptance)
@@ -463,6 +504,117 @@ def get_trees(
     return trees_out(probabilities, budget, chosen, chosen_widths)
 
 
+# ---------------------------------------------------------------------------
+# First paint of the page section
+
+# Trees of more than this much work (budget x (ranked candidates + 4), about 10 ms here) wait for the script.
+MAX_FIRST_PAINT_TREE_WORK = 128 * 8
+
+
+def _first_value(query: Mapping[str, str], name: str) -> str | None:
+    """The first value of a key, as URLSearchParams.get returns it (a Mapping alone keeps one)."""
+    getlist = getattr(query, "getlist", None)
+    if callable(getlist):
+        values = getlist(name)
+        return str(values[0]) if values else None
+    value = query.get(name)
+    return None if value is None else str(value)
+
+
+@functools.lru_cache(maxsize=1)
+def example_scrape() -> tuple[str, calibration.SpecDecodeCounters]:
+    """The scrape decision.js loads into the metrics box (GET /calibrate/example-metrics), and its counters."""
+    text = calibration.example_exposition(EXAMPLE_P, EXAMPLE_K, drafts=EXAMPLE_DRAFTS, seed=EXAMPLE_SEED)
+    return text, calibration.parse_exposition(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _page_calibration(
+    mode: str, measured: float, k: int, c: float, k_max: int, regime: str, beta: float, batch: int
+) -> CalibrationOut:
+    """The calibration decision.js asks for first: by rate, by length, or of the example scrape."""
+    if mode == "rate":
+        return rate_calibration(measured, k, c, k_max, regime, beta, batch)
+    if mode == "length":
+        return length_calibration(measured, k, c, k_max, regime, beta, batch)
+    return counters_calibration(example_scrape()[1], _regime(regime, c, beta, batch), k_max, None)
+
+
+@functools.lru_cache(maxsize=64)
+def _page_sources(k_max: int, regime: str, beta: float, batch: int, overrides: str) -> DraftSourcesOut:
+    return draft_sources_report(k_max, regime, beta, batch, overrides)
+
+
+@functools.lru_cache(maxsize=64)
+def _page_trees(acceptance: str, budget: int, c: float, regime: str, beta: float, batch: int) -> TreesOut:
+    return trees_report(acceptance, budget, c, regime, beta, batch, PAGE_TREE_WIDTHS)
+
+
+def clear_first_paint_caches() -> None:
+    for cached in (example_scrape, _page_calibration, _page_sources, _page_trees):
+        cached.cache_clear()
+
+
+def _tree_work(state: PageState) -> int:
+    candidates = sum(1 for item in state.tree_acceptance.split(",") if item.strip(JS_SPACE))
+    return state.tree_budget * (min(candidates, MAX_TREE_WIDTH) + 4)
+
+
+def _message(error: ParameterError) -> str:
+    """The message the API's 422 carries, as the script shows it."""
+    return f"{error.name}: {error.message}"
+
+
 def page_context(query: Mapping[str, str]) -> dict[str, Any]:
-    """First-paint numbers of this family's page section, from the page's URL state; never raises."""
-    return {}
+    """First-paint numbers of this family's page section, from the page's URL state; never raises.
+
+    Each part holds what decision.js would show for the same URL: a view, or the API's error message, or
+    None (the part stays with its placeholder; the trees also when too large to compute on every page load).
+    """
+    try:
+        state = read_page_state(lambda name: _first_value(query, name))
+    except Exception:  # a malformed URL must never break the page
+        return {}
+    context: dict[str, Any] = {
+        "controls": state.controls(),
+        "example_metrics": None,
+        "calibration": None,
+        "calibration_error": None,
+        "sources": None,
+        "sources_error": None,
+        "trees": None,
+        "trees_error": None,
+        "trees_pending": False,
+    }
+    try:
+        if state.mode == "metrics":
+            context["example_metrics"] = example_scrape()[0]
+        measured = {"rate": state.rate, "length": state.length}.get(state.mode, 0.0)
+        result = _page_calibration(
+            state.mode, measured, state.k, state.c, state.k_max, state.regime, state.beta_sent, state.batch_sent
+        )
+        context["calibration"] = calibration_view(result, state)
+    except ParameterError as error:
+        context["calibration_error"] = _message(error)
+    except Exception:  # the script will try again and show what the API says
+        context["calibration"] = None
+    try:
+        sources = _page_sources(state.k_max, state.regime, state.beta_sent, state.batch_sent, state.overrides)
+        context["sources"] = sources_view(sources, state)
+    except ParameterError as error:
+        context["sources_error"] = _message(error)
+    except Exception:
+        context["sources"] = None
+    try:
+        if _tree_work(state) > MAX_FIRST_PAINT_TREE_WORK:
+            context["trees_pending"] = True
+        else:
+            trees_result = _page_trees(
+                state.tree_acceptance, state.tree_budget, state.c, state.regime, state.beta_sent, state.batch_sent
+            )
+            context["trees"] = trees_view(trees_result, state)
+    except ParameterError as error:
+        context["trees_error"] = _message(error)
+    except Exception:
+        context["trees"] = None
+    return context

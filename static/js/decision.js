@@ -293,7 +293,6 @@ function numberInput(source, field, label) {
   Object.assign(input, { type: "number", min: "0", max: field === "acceptance" ? "1" : "10", step: "0.001" });
   input.id = `src-${source.id}-${field === "acceptance" ? "p" : "c"}`;
   input.setAttribute("aria-label", `${label} of ${source.name}`);
-  input.addEventListener("input", onSourceEdit);
   return input;
 }
 
@@ -366,8 +365,11 @@ function drawSourcesChart(sources) {
 
 const reloadSources = debounce(loadSources);
 
+// Delegated from the table: its rows may come from the server's first paint.
 function onSourceEdit(event) {
-  const id = event.target.closest("tr").dataset.id;
+  const row = event.target.closest("tr[data-id]");
+  if (!row || !(event.target instanceof HTMLInputElement)) return;
+  const id = row.dataset.id;
   const p = Number(byId(`src-${id}-p`).value);
   const c = Number(byId(`src-${id}-c`).value);
   if (byId(`src-${id}-p`).value === "" || byId(`src-${id}-c`).value === "") return;
@@ -481,6 +483,7 @@ async function start() {
   byId("trees-form").addEventListener("input", reloadTrees);
   byId("trees-form").addEventListener("submit", (event) => { event.preventDefault(); loadTrees(); });
   byId("sources-reset").addEventListener("click", () => { sourceEdits = {}; loadSources(); });
+  byId("sources-table").addEventListener("input", onSourceEdit);
   refreshAll();
 }
 
