@@ -7,11 +7,11 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from decimal import ROUND_HALF_UP, Decimal, localcontext
 from urllib.parse import quote_plus
 
 from app import calibration, draft_sources, trees
 from app.closed_form import VerifyCost
+from app.page_format import JS_SPACE, js_exponential, js_fixed, js_number, js_string
 from app.params import K_MAX_LIMIT
 from app.regimes import Regime, RegimeName, default_setup, make_regime
 from app.schemas.decision import (
@@ -322,90 +322,12 @@ EXAMPLE_DRAFTS = 20_000
 EXAMPLE_SEED = 7
 
 # \s and String.prototype.trim in JavaScript: white space and line terminators.
-JS_SPACE = "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
-_JS_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
-_JS_RADIX = {
-    prefix: (base, re.compile(digits))
-    for prefixes, base, digits in (("0x0X", 16, "[0-9a-fA-F]+"), ("0o0O", 8, "[0-7]+"), ("0b0B", 2, "[01]+"))
-    for prefix in (prefixes[:2], prefixes[2:])
-}
 _TREE_ACCEPTANCE_TEXT = re.compile(f"[0-9.,{JS_SPACE}]+")
-
-
-def js_to_number(text: str) -> float:
-    """Number(text) in JavaScript: NaN for anything that is not a whole numeric literal."""
-    text = text.strip(JS_SPACE)
-    if not text:
-        return 0.0
-    if _JS_DECIMAL.fullmatch(text):
-        return float(text.replace("Infinity", "inf"))
-    radix = _JS_RADIX.get(text[:2])
-    if radix is not None and radix[1].fullmatch(text[2:]):
-        try:
-            return float(int(text[2:], radix[0]))
-        except OverflowError:
-            return math.inf
-    return math.nan
-
-
-def js_string(value: float) -> str:
-    """String(value) for a JavaScript number: shortest round-trip digits, exponent only past 1e21 or below 1e-6."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    digits_tuple, exponent = Decimal(repr(abs(float(value)))).normalize().as_tuple()[1:]
-    digits = "".join(map(str, digits_tuple))
-    assert isinstance(exponent, int)
-    point = exponent + len(digits)  # value = 0.digits x 10^point
-    if len(digits) <= point <= 21:
-        text = digits + "0" * (point - len(digits))
-    elif 0 < point <= 21:
-        text = f"{digits[:point]}.{digits[point:]}"
-    elif -6 < point <= 0:
-        text = "0." + "0" * -point + digits
-    else:
-        power = point - 1
-        mantissa = digits if len(digits) == 1 else f"{digits[0]}.{digits[1:]}"
-        text = f"{mantissa}e{'+' if power >= 0 else '-'}{abs(power)}"
-    return sign + text
-
-
-def js_to_fixed(value: float, digits: int) -> str:
-    """value.toFixed(digits): the exact binary value rounded half away from zero."""
-    if not math.isfinite(value) or abs(value) >= 1e21:
-        return js_string(value)
-    if value == 0:
-        value = 0.0  # (-0).toFixed() has no sign
-    with localcontext() as context:
-        context.prec = 400
-        return f"{Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):f}"
-
-
-def js_to_exponential(value: float, digits: int) -> str:
-    """value.toExponential(digits), e.g. 1.2e-5."""
-    if not math.isfinite(value):
-        return js_string(value)
-    if value == 0:
-        return f"{0:.{digits}f}e+0"
-    with localcontext() as context:
-        context.prec = 400
-        exact = Decimal(value)
-        power = exact.adjusted()
-        quantum = Decimal(1).scaleb(-digits)
-        mantissa = exact.scaleb(-power).quantize(quantum, rounding=ROUND_HALF_UP)
-        if abs(mantissa) >= 10:
-            power += 1
-            mantissa = exact.scaleb(-power).quantize(quantum, rounding=ROUND_HALF_UP)
-    return f"{mantissa:f}e{'+' if power >= 0 else '-'}{abs(power)}"
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
     """fmt of decision.js: an en dash for a missing value."""
-    return "–" if value is None else js_to_fixed(value, digits)
+    return "–" if value is None else js_fixed(value, digits)
 
 
 def api_url(path: str, params: Sequence[tuple[str, str | None]]) -> str:
@@ -432,7 +354,7 @@ class NumberKey:
         if raw is None or not raw.strip(JS_SPACE):
             value = self.default
         else:
-            number = js_to_number(raw)
+            number = js_number(raw)
             value = number if math.isfinite(number) and self.low <= number <= self.high else self.default
         if self.whole:
             floor = math.floor(value)
@@ -521,7 +443,7 @@ def _source_edits(text: str | None) -> tuple[tuple[str, float, float], ...]:
         pieces = item.split(":")
         if len(pieces) < 3 or not pieces[0]:
             continue
-        p, c = js_to_number(pieces[1]), js_to_number(pieces[2])
+        p, c = js_number(pieces[1]), js_number(pieces[2])
         if math.isfinite(p) and math.isfinite(c):
             edits[pieces[0].strip(JS_SPACE)] = (p, c)
     # Object.entries lists integer-like keys first, in increasing order.
@@ -580,7 +502,7 @@ def _verdict(result: CalibrationOut) -> tuple[str, str]:
     if departure.consistent_with_iid is None:
         return f"One position only: nothing to test ({gap}).", ""
     p_value = departure.p_value
-    shown = js_to_exponential(p_value, 1) if p_value is not None and p_value < 1e-4 else fmt(p_value, 3)
+    shown = js_exponential(p_value, 1) if p_value is not None and p_value < 1e-4 else fmt(p_value, 3)
     test = f"χ² = {fmt(departure.chi_square, 1)} on {departure.degrees_of_freedom} df, p-value {shown}"
     if departure.consistent_with_iid:
         return f"Acceptance looks i.i.d. ({test}; {gap}).", "consistent"
@@ -655,8 +577,8 @@ def sources_view(result: DraftSourcesOut, state: PageState) -> SourcesView:
                 tau=fmt(source.mean_accepted_tokens),
                 speedup=f"{fmt(source.measured_speedup)}×",
                 depth=f"{depth} (tree of {source.tree_nodes})" if source.tree_nodes else depth,
-                p=js_string(float(js_to_fixed(source.acceptance, 4))),
-                c=js_string(float(js_to_fixed(source.draft_cost, 4))),
+                p=js_string(float(js_fixed(source.acceptance, 4))),
+                c=js_string(float(js_fixed(source.draft_cost, 4))),
                 per_cost="free" if source.accepted_per_draft_cost is None else fmt(source.accepted_per_draft_cost),
                 best_k=str(source.best_k) if source.best_k else "off",
                 best_speedup=f"{fmt(source.best_speedup)}×",

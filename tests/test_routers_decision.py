@@ -21,10 +21,10 @@ from app.decision_report import (
     NUMBER_KEYS,
     PAGE_TREE_WIDTHS,
     fmt,
+    js_exponential,
+    js_fixed,
+    js_number,
     js_string,
-    js_to_exponential,
-    js_to_fixed,
-    js_to_number,
 )
 from app.regimes import default_setup, linear_verification, roofline_draft_cost, roofline_verification
 from app.routers.decision import MAX_BODY_BYTES, clear_first_paint_caches, page_context
@@ -431,9 +431,9 @@ def test_js_number_text_matches_javascript() -> None:
         "0.0000025",
     ]
     # Exact binary ties round away from zero (Python's % rounds them to even).
-    assert [js_to_fixed(x, 2) for x in (1.625, 0.125, 2.675, 1.0, -0.0)] == ["1.63", "0.13", "2.67", "1.00", "0.00"]
-    assert js_to_fixed(3.14159, 0) == "3"
-    assert [js_to_exponential(x, 1) for x in (1.234e-5, 9.96e-7, 5e-10)] == ["1.2e-5", "1.0e-6", "5.0e-10"]
+    assert [js_fixed(x, 2) for x in (1.625, 0.125, 2.675, 1.0, -0.0)] == ["1.63", "0.13", "2.67", "1.00", "0.00"]
+    assert js_fixed(3.14159, 0) == "3"
+    assert [js_exponential(x, 1) for x in (1.234e-5, 9.96e-7, 5e-10)] == ["1.2e-5", "1.0e-6", "5.0e-10"]
     assert fmt(None) == "–"
 
 
@@ -441,13 +441,13 @@ def test_js_number_text_matches_javascript() -> None:
     ("text", "value"),
     [("0.5", 0.5), (" 5 ", 5.0), ("1e1", 10.0), (".5", 0.5), ("5.", 5.0), ("0x10", 16.0), ("+2", 2.0), ("", 0.0)],
 )
-def test_js_to_number_reads_what_number_reads(text: str, value: float) -> None:
-    assert js_to_number(text) == value
+def test_js_number_reads_what_number_reads(text: str, value: float) -> None:
+    assert js_number(text) == value
 
 
 @pytest.mark.parametrize("text", ["1_0", "abc", "inf", "nan", "-0x10", "0x", "1e", "Infinity", "1e400", "5 5"])
-def test_js_to_number_rejects_what_number_rejects(text: str) -> None:
-    assert not math.isfinite(js_to_number(text))
+def test_js_number_rejects_what_number_rejects(text: str) -> None:
+    assert not math.isfinite(js_number(text))
 
 
 def test_page_state_keys_match_the_script() -> None:

@@ -24,7 +24,6 @@ from app.decision_report import (
     EXAMPLE_K,
     EXAMPLE_P,
     EXAMPLE_SEED,
-    JS_SPACE,
     PAGE_TREE_WIDTHS,
     CostRegime,
     PageState,
@@ -38,6 +37,7 @@ from app.decision_report import (
     trees_view,
 )
 from app.errors import ParameterError, parameter_error
+from app.page_format import JS_SPACE
 from app.params import K_MAX_LIMIT, MAX_SEED, C, KMax
 from app.regimes import RegimeName
 from app.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from app import regimes_report
 from app.errors import parameter_error
-from app.page_format import js_string
+from app.page_format import js_number, js_round, js_string
 from app.params import C, K, KMax, P
 from app.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
 from app.regimes import RegimeName, make_regime
@@ -343,7 +343,6 @@ PAGE_FIELDS: dict[str, tuple[str, str]] = {
 
 # What an <input type="number"> keeps (an HTML valid floating-point number), and what JavaScript's Number() parses.
 HTML_NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-JS_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 JS_RADIX = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")
 
 Checker = tuple["TypeAdapter[Any]", Any]
@@ -410,22 +409,12 @@ class PageState:
 
     @property
     def batch(self) -> int:
-        return min(MAX_BATCH, max(1, _js_round(2 ** (self.batch_position / 10))))
-
-
-def _js_round(value: float) -> int:
-    """Math.round: halves go up."""
-    return math.floor(value + 0.5)
+        return min(MAX_BATCH, max(1, js_round(2 ** (self.batch_position / 10))))
 
 
 def _js_number(raw: str) -> float | None:
     """JavaScript's Number(raw) when finite, else None."""
-    text = raw.strip()
-    if JS_RADIX.fullmatch(text):
-        return float(int(text, 0))
-    if not JS_DECIMAL.fullmatch(text):
-        return None
-    value = float(text)
+    value = js_number(raw)
     return value if math.isfinite(value) else None
 
 
@@ -489,7 +478,7 @@ def parse_page_state(query: Mapping[str, str]) -> PageState:
         opened=frozenset(opened),
         p=_slider_p(_url_value(query, "p")),
         k=DEFAULT_K if k is None else k,
-        batch_position=_js_round(10 * math.log2(batch)) if batch is not None else 0,
+        batch_position=js_round(10 * math.log2(batch)) if batch is not None else 0,
     )
 
 

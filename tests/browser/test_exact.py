@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import itertools
+import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Page, expect
+from fastapi.testclient import TestClient
+from playwright.sync_api import Browser, Page, expect
 
 from app import bursty, closed_form, sampling
 from tests.conftest import PageWatch
@@ -156,4 +158,120 @@ def test_phone_width_keeps_the_section_usable(page: Page, live_server: str, watc
     page.focus("#rho")
     page.keyboard.press("ArrowRight")
     expect(page.locator("#rho-value")).to_have_text("0.51")
+    assert_clean(watch)
+
+
+# --- first paint without JavaScript -----------------------------------------------------------------
+
+FIRST_PAINT = """() => {
+  const byId = (id) => document.getElementById(id);
+  const out = { trials: byId('exact-trials').value, rhoMin: byId('rho').min };
+  for (const id of ['exact-vocab', 'exact-target-temp', 'exact-draft-temp', 'exact-distance', 'chain-k', 'ngram-k',
+    'ngram-temperature', 'ngram-draft', 'ngram-target', 'rho', 'rho-p', 'rho-k']) {
+    out[id] = [byId(id).value, byId(`${id}-value`).textContent];
+  }
+  for (const id of ['exact-seed', 'ngram-seed']) out[id] = byId(id).value;
+  for (const id of ['exact-acceptance', 'exact-overlap', 'chain-summary', 'rho-exact', 'rho-iid', 'rho-error']) {
+    out[id] = byId(id).textContent;
+  }
+  out.rules = Array.from(document.querySelectorAll('#exact-rules tr'), (row) =>
+    Array.from(row.cells, (cell) => `${cell.className}:${cell.textContent}`));
+  out.cycles = Array.from(document.querySelectorAll('#chain-cycles li'), (item) =>
+    Array.from(item.children, (child) => `${child.className}:${child.title}:${child.textContent}`));
+  return out;
+}"""
+
+
+def shown_without_javascript(browser: Browser, url: str) -> dict[str, object]:
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(url)
+        shown: dict[str, object] = page.evaluate(FIRST_PAINT)  # through the debugging protocol, not page script
+        assert page.locator("#exact-histogram").inner_html() == "", "charts are drawn by the script"
+        return shown
+    finally:
+        context.close()
+
+
+def p_value_text(value: float) -> str:
+    return f"{value:.1e}".replace("e-0", "e-").replace("e+00", "e+0") if value < 1e-4 else f"{value:.3f}"
+
+
+def test_without_javascript_the_section_shows_the_api_numbers(
+    browser: Browser, live_server: str, client: TestClient
+) -> None:
+    query = "?xvocab=20&xtt=1.5&xdist=0.5&xtrials=10000&xseed=7&chk=6&rhop=0.9&rho=0.3&rhok=3"
+    shown = shown_without_javascript(browser, live_server + "/" + query)
+    family = {"vocab": 20, "target_temperature": 1.5, "draft_temperature": 1.0, "draft_distance": 0.5, "seed": 7}
+    exact = client.get("/api/v1/exact-rule", params={**family, "trials": 10_000, "histogram_tokens": 30}).json()
+    chain = client.get("/api/v1/chain", params={**family, "k": 6, "tokens": 40}).json()
+    markov = client.get("/api/v1/bursty", params={"p": 0.9, "k": 3, "rho": 0.3}).json()
+
+    assert shown["exact-vocab"] == ["3", "20"] and shown["exact-target-temp"] == ["1.5", "1.50"]
+    assert shown["trials"] == "10000" and shown["exact-seed"] == "7" and shown["chain-k"] == ["6", "6"]
+    assert shown["rho"] == ["0.3", "0.30"] and shown["rho-p"] == ["0.9", "0.90"] and shown["rhoMin"] == "-0.11"
+    first = exact["rules"][0]
+    assert shown["exact-overlap"] == f"{exact['overlap']:.3f}"
+    assert shown["exact-acceptance"] == f"{first['acceptance']:.3f} ± {first['acceptance_standard_error']:.3f}"
+    names = {"exact": "Exact rule", "argmax": "Accept on argmax", "resample_target": "Resample from p"}
+    assert shown["rules"] == [
+        [
+            f":{names[rule['rule']]}",
+            f":{rule['acceptance']:.3f} ({rule['acceptance_expected']:.3f})",
+            f":{rule['bias']:.3f}",
+            f":{p_value_text(rule['p_value'])}",
+            "verdict verdict-pass:passes" if rule["passes"] else "verdict verdict-fail:fails",
+        ]
+        for rule in exact["rules"]
+    ]
+    rows = shown["rules"]
+    assert isinstance(rows, list) and [row[-1] for row in rows] == [
+        "verdict verdict-pass:passes",
+        "verdict verdict-fail:fails",
+        "verdict verdict-fail:fails",
+    ]
+    assert str(shown["chain-summary"]).startswith(
+        f"{chain['generated']} tokens in {len(chain['cycles'])} cycles "
+        f"({chain['mean_tokens_per_cycle']:.2f} per cycle), "
+        f"{chain['rollbacks']} rollbacks; acceptance {chain['acceptance']:.3f}"
+    )
+    cycles = shown["cycles"]
+    assert isinstance(cycles, list) and len(cycles) == min(12, len(chain["cycles"]))
+    for items, cycle in zip(cycles, chain["cycles"], strict=False):
+        assert [item.rsplit(":", 1)[1] for item in items[1:]] == [str(t) for t in [*cycle["drafted"], cycle["emitted"]]]
+    assert shown["rho-exact"] == f"{markov['expected_tokens']:.2f}"
+    assert shown["rho-iid"] == f"{markov['iid_expected_tokens']:.2f}"
+    assert shown["rho-error"] == f"+{markov['iid_error'] * 100:.1f}%"
+
+
+def test_without_javascript_slow_panels_say_they_are_computing(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(live_server + "/?xtrials=500000")
+        expect(page.locator("#exact-rules tr.pending")).to_contain_text("Computing… 500,000 trials")
+        expect(page.locator("#exact-rules tr.pending a")).to_have_attribute("href", re.compile(r"trials=500000"))
+        expect(page.locator("#ngram-text .pending")).to_contain_text("Computing…")
+        expect(page.locator("#ngram-acceptance")).to_have_text("…")
+        expect(page.locator("#rho-simulated")).to_have_text("…")
+        expect(page.locator("#rho-exact")).to_have_text(f"{bursty.expected_tokens(0.75, 6, 0.5):.2f}")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "?xvocab=0x14&xtt=%201.225&xdt=<b>&xtrials=1e4&xseed=17.9&chk=6.5&rhop=0.07&rho=-0.2&rhok=2.5"
+        "&ngk=0.5&ngtemp=1.975&ngdraft=6&ngtarget=6&ngseed=1e3",
+    ],
+)
+def test_first_paint_is_what_the_script_then_shows(
+    browser: Browser, page: Page, live_server: str, watch: PageWatch, query: str
+) -> None:
+    first = shown_without_javascript(browser, live_server + "/" + query)
+    open_section(page, live_server + "/" + query)
+    assert page.evaluate(FIRST_PAINT) == first
     assert_clean(watch)
