@@ -192,16 +192,20 @@ def calibrate_from_rate(
     """p from the draft acceptance rate (accepted / drafted) measured at draft length k."""
     _check_common(k, c, k_max)
     p = closed_form.acceptance_from_draft_rate(rate, k)
-    return _calibration_from_summary(
+    length = closed_form.mean_acceptance_length(p, k)
+    return _calibration(
         "draft_rate",
         "inverse of the draft acceptance rate (p - p^(k+1)) / ((1 - p) k)",
         p,
         rate,
-        closed_form.mean_acceptance_length(p, k),
+        length,
         k,
         c,
         k_max,
         verify,
+        p_from_length=p,
+        p_from_rate=p,
+        notes=[_rate_is_not_p(rate, p)],
     )
 
 
@@ -211,20 +215,24 @@ def calibrate_from_length(
     """p from the mean acceptance length (tokens per verification, bonus token included) at draft length k."""
     _check_common(k, c, k_max)
     p = closed_form.acceptance_from_mean_length(length, k)
-    return _calibration_from_summary(
+    rate = closed_form.draft_acceptance_rate(p, k)
+    return _calibration(
         "mean_length",
         "inverse of the mean acceptance length (1 - p^(k+1)) / (1 - p)",
         p,
-        closed_form.draft_acceptance_rate(p, k),
+        rate,
         length,
         k,
         c,
         k_max,
         verify,
+        p_from_length=p,
+        p_from_rate=p,
+        notes=[_rate_is_not_p(rate, p)],
     )
 
 
-def _calibration_from_summary(
+def _calibration(
     source: str,
     estimator: str,
     p: float,
@@ -234,8 +242,15 @@ def _calibration_from_summary(
     c: float,
     k_max: int,
     verify: VerifyCost,
+    *,
+    p_from_length: float,
+    p_from_rate: float,
+    notes: list[str],
+    positions: list[PositionAcceptance] | None = None,
+    departure: IidDeparture | None = None,
+    counters: SpecDecodeCounters | None = None,
 ) -> Calibration:
-    """A calibration from one summary figure, where both conversions give the same p."""
+    """A calibration at the inferred p: predictions for every k and the speedup at the measured k."""
     predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
     return Calibration(
         source=source,
@@ -249,9 +264,12 @@ def _calibration_from_summary(
         best_k=chosen,
         best_speedup=chosen_speedup,
         speedup_at_k=length / closed_form.cost_per_cycle(k, c, verify),
-        acceptance_from_mean_length=p,
-        acceptance_from_draft_rate=p,
-        notes=[_rate_is_not_p(rate, p)],
+        acceptance_from_mean_length=p_from_length,
+        acceptance_from_draft_rate=p_from_rate,
+        positions=positions or [],
+        departure=departure,
+        counters=counters,
+        notes=notes,
     )
 
 
@@ -653,26 +671,23 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
         p = p_from_length
         estimator = "inverse of the mean acceptance length 1 + accepted / drafts (no per-position counters)"
         notes.append("no per-position counters: the departure from i.i.d. cannot be measured")
-    predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
     notes.append(_rate_is_not_p(rate, p))
-    return Calibration(
-        source="exposition",
-        k=k,
-        acceptance=p,
-        draft_acceptance_rate=rate,
-        mean_acceptance_length=length,
-        estimator=estimator,
-        c=c,
-        predictions=predictions,
-        best_k=chosen,
-        best_speedup=chosen_speedup,
-        speedup_at_k=length / closed_form.cost_per_cycle(k, c, verify),
-        acceptance_from_mean_length=p_from_length,
-        acceptance_from_draft_rate=p_from_rate,
+    return _calibration(
+        "exposition",
+        estimator,
+        p,
+        rate,
+        length,
+        k,
+        c,
+        k_max,
+        verify,
+        p_from_length=p_from_length,
+        p_from_rate=p_from_rate,
+        notes=notes,
         positions=positions,
         departure=departure,
         counters=counters,
-        notes=notes,
     )
 
 
@@ -710,27 +725,24 @@ def _calibrate_v0(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
     length = min(max(emitted / cycles, 1.0), float(k + 1))
     p = closed_form.acceptance_from_mean_length(length, k)
     p_direct = min(accepted / draft_tokens, 1.0)
-    predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
     notes.append(
         f"accepted / drafted = {p_direct:.4f} estimates p directly here; p from tokens per cycle is {p:.4f}; "
         "a gap between the two is a departure from i.i.d. acceptance"
     )
-    return Calibration(
-        source="exposition",
-        k=k,
-        acceptance=p,
-        draft_acceptance_rate=closed_form.draft_acceptance_rate(p, k),
-        mean_acceptance_length=length,
-        estimator="inverse of the mean acceptance length emitted / (draft tokens / k)",
-        c=c,
-        predictions=predictions,
-        best_k=chosen,
-        best_speedup=chosen_speedup,
-        speedup_at_k=length / closed_form.cost_per_cycle(k, c, verify),
-        acceptance_from_mean_length=p,
-        acceptance_from_draft_rate=p_direct,
-        counters=counters,
+    return _calibration(
+        "exposition",
+        "inverse of the mean acceptance length emitted / (draft tokens / k)",
+        p,
+        closed_form.draft_acceptance_rate(p, k),
+        length,
+        k,
+        c,
+        k_max,
+        verify,
+        p_from_length=p,
+        p_from_rate=p_direct,
         notes=notes,
+        counters=counters,
     )
 
 
