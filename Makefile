@@ -24,7 +24,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 run: install
-	$(BIN)/uvicorn app.main:app --host $(HOST) --port $(PORT) --workers $(WORKERS)
+	$(BIN)/uvicorn app.web.main:app --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
 # Debian's chromium for the browser tests; Playwright cannot download a browser here.
 chromium:
@@ -37,6 +37,7 @@ lint: install-test
 	$(BIN)/ruff check app tests benchmarks scripts
 	$(BIN)/ruff format --check app tests benchmarks scripts
 	$(BIN)/hadolint Dockerfile
+	$(BIN)/lint-imports
 
 typecheck: install-test
 	$(BIN)/mypy

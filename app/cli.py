@@ -21,7 +21,7 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 def run_serve(arguments: argparse.Namespace) -> int:
     import uvicorn
 
-    uvicorn.run("app.main:app", host=arguments.host, port=arguments.port, workers=arguments.workers)
+    uvicorn.run("app.web.main:app", host=arguments.host, port=arguments.port, workers=arguments.workers)
     return 0
 
 
@@ -43,7 +43,7 @@ def _bounded(kind: type[float] | type[int], low: float, high: float) -> Callable
 
 
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.presets import ACCELERATORS, MODELS, WEIGHT_FORMATS
+    from app.model.presets import ACCELERATORS, MODELS, WEIGHT_FORMATS
 
     group = parser.add_argument_group("roofline: presets, formats and serving conditions")
     group.add_argument("--hw", choices=list(ACCELERATORS), default="h100-sxm", help="accelerator preset")
@@ -70,7 +70,7 @@ def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup_request(arguments: argparse.Namespace) -> object:
-    from app.regimes_report import SetupError, SetupRequest
+    from app.web.services.regimes import SetupError, SetupRequest
 
     overrides: dict[str, float | int | None] = {}
     for item in arguments.overrides:
@@ -128,8 +128,8 @@ def add_table_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def run_table(arguments: argparse.Namespace) -> int:
-    from app.regimes import RegimeName
-    from app.regimes_report import (
+    from app.model.regimes import RegimeName
+    from app.web.services.regimes import (
         MAX_TABLE_ROWS,
         RegimeRequest,
         SetupError,
@@ -176,7 +176,7 @@ def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 
 def run_schedule(arguments: argparse.Namespace) -> int:
-    from app.regimes_report import (
+    from app.web.services.regimes import (
         SetupError,
         SetupRequest,
         build_setup,
@@ -247,8 +247,8 @@ def _read_text(path: str) -> str:
 
 
 def run_calibrate(arguments: argparse.Namespace) -> int:
-    from app import calibration
-    from app.decision_report import calibration_out, cost_regime, render_calibration_text
+    from app.model import calibration
+    from app.web.services.decision import calibration_out, cost_regime, render_calibration_text
 
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     try:
@@ -300,8 +300,8 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def run_sources(arguments: argparse.Namespace) -> int:
-    from app import draft_sources
-    from app.decision_report import cost_regime, render_sources_text, sources_out
+    from app.model import draft_sources
+    from app.web.services.decision import cost_regime, render_sources_text, sources_out
 
     try:
         overrides = draft_sources.parse_overrides(",".join(arguments.override))
@@ -333,8 +333,8 @@ def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def run_trees(arguments: argparse.Namespace) -> int:
-    from app import trees
-    from app.decision_report import cost_regime, render_trees_text, trees_out
+    from app.model import trees
+    from app.web.services.decision import cost_regime, render_trees_text, trees_out
 
     try:
         acceptance = trees.positional_acceptance(

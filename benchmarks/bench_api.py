@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from app.main import app as project_app
+from app.web.main import app as project_app
 from tests.support import ROOT, free_port, start_server, stop_server
 
 API_PATH = "/api/v1/speedup"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from app import calibration, trees
+from app.model import calibration, trees
 from benchmarks.timing import best_time
 
 REPEATS = 5

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from app.assets import asset_url
+from app.web.core.assets import asset_url
 from tests.support import free_port, start_server, stop_server
 
 CLIENTS = 64

@@ -21,7 +21,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from app.main import app
+from app.web.main import app
 
 BUDGET_SECONDS = 2.0
 REPEATS = 3

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import settings
 
-from app.main import app
+from app.web.main import app
 from tests.support import CHROMIUM_FLAGS, chromium_path, free_port, start_server, stop_server
 
 # No per-example deadline: a shared 2-core machine is not a benchmark. Under CI the examples are

@@ -38,9 +38,9 @@ def free_port() -> int:
 
 
 def start_server(port: int, extra_env: dict[str, str] | None = None, workers: int = 1) -> subprocess.Popen[bytes]:
-    """uvicorn serving app.main:app on 127.0.0.1:port, waited for until /healthz answers."""
+    """uvicorn serving app.web.main:app on 127.0.0.1:port, waited for until /healthz answers."""
     env = {**os.environ, **(extra_env or {})}
-    command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
+    command = [sys.executable, "-m", "uvicorn", "app.web.main:app", "--host", "127.0.0.1", "--port", str(port)]
     if workers > 1:
         command += ["--workers", str(workers)]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -12,8 +12,8 @@ import plotly
 import pytest
 from fastapi.testclient import TestClient
 
-from app import assets
-from app.assets import PLOTLY_PATH, asset_table, asset_url, asset_version
+from app.web.core import assets
+from app.web.core.assets import PLOTLY_PATH, asset_table, asset_url, asset_version
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 

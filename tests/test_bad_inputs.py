@@ -18,8 +18,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import app
-from app.settings import get_settings
+from app.web.core.config import get_settings
+from app.web.main import app
 
 OPENAPI = app.openapi()
 MAX_QUERY_LENGTH = get_settings().max_query_length

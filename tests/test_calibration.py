@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import calibration, closed_form
-from app.calibration import CalibrationError, ErrorKind
-from app.regimes import linear_verification
+from app.model import calibration, closed_form
+from app.model.calibration import CalibrationError, ErrorKind
+from app.model.regimes import linear_verification
 
 PROBABILITY = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 DRAFT_LENGTH = st.integers(min_value=1, max_value=24)

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from app import closed_form as cf
 from app.cli import main
+from app.model import closed_form as cf
 from tests.support import ROOT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app import closed_form as cf
+from app.model import closed_form as cf
 
 probabilities = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 draft_lengths = st.integers(min_value=0, max_value=64)

@@ -18,9 +18,9 @@ from schemathesis.config._checks import NEGATIVE_DATA_REJECTION_EXPECTED_STATUSE
 from schemathesis.core.result import Ok
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from app.main import app
-from app.security import document_query_limits
-from app.settings import get_settings
+from app.web.core.config import get_settings
+from app.web.core.security import document_query_limits
+from app.web.main import app
 
 MAX_EXAMPLES = 30
 

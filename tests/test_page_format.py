@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.page_format import js_fixed, js_string
+from app.web.pages.page_format import js_fixed, js_string
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.page_state import parse_state
+from app.web.pages.page_state import parse_state
 
 
 def test_defaults() -> None:

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from app.presets import (
+from app.model.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
     MODEL_FIELDS,
@@ -15,7 +15,7 @@ from app.presets import (
     preset_fields,
     with_overrides,
 )
-from app.regimes import RooflineSetup, devices_to_fit, draft_step, target_step
+from app.model.regimes import RooflineSetup, devices_to_fit, draft_step, target_step
 
 REQUIRED_ACCELERATORS = {"a100-80gb-sxm", "h100-sxm", "h200", "b200", "mi300x"}
 REQUIRED_MODELS = {"dense-8b", "dense-70b", "dense-405b", "mixtral-8x7b", "deepseek-v3"}

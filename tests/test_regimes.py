@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import closed_form
-from app.presets import ACCELERATORS, MODELS
-from app.regimes import (
+from app.model import closed_form
+from app.model.presets import ACCELERATORS, MODELS
+from app.model.regimes import (
     MAX_SIMULATED_ROUTINGS,
     RegimeName,
     RooflineSetup,

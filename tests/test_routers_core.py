@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app import closed_form as cf
+from app.model import closed_form as cf
 
 
 def test_expected_tokens(client: TestClient) -> None:

@@ -11,8 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
-from app import calibration, closed_form, draft_sources, trees
-from app.decision_report import (
+from app.model import calibration, closed_form, draft_sources, trees
+from app.model.regimes import default_setup, linear_verification, roofline_draft_cost, roofline_verification
+from app.web.api.routes.decision import MAX_BODY_BYTES, clear_first_paint_caches, page_context
+from app.web.services.decision import (
     DEFAULT_TREE_ACCEPTANCE_TEXT,
     EXAMPLE_DRAFTS,
     EXAMPLE_K,
@@ -26,8 +28,6 @@ from app.decision_report import (
     js_number,
     js_string,
 )
-from app.regimes import default_setup, linear_verification, roofline_draft_cost, roofline_verification
-from app.routers.decision import MAX_BODY_BYTES, clear_first_paint_caches, page_context
 from tests.support import ROOT
 
 RATE = "/api/v1/calibrate/rate"

@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.datastructures import QueryParams
 
-from app import closed_form as cf
-from app.page_format import js_fixed, js_string
-from app.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS
-from app.regimes import default_setup, roofline_draft_cost, roofline_speedup, roofline_verification
-from app.routers.regimes import PAGE_SWEEP_K_MAX, PAGE_TABLE_K_MAX, page_context, parse_page_state
+from app.model import closed_form as cf
+from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS
+from app.model.regimes import default_setup, roofline_draft_cost, roofline_speedup, roofline_verification
+from app.web.api.routes.regimes import PAGE_SWEEP_K_MAX, PAGE_TABLE_K_MAX, page_context, parse_page_state
+from app.web.pages.page_format import js_fixed, js_string
 
 REGIMES = "/api/v1/regimes"
 
@@ -559,7 +559,7 @@ def test_values_the_api_refuses_fall_back_one_by_one() -> None:
 
 
 def test_page_context_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.routers import regimes as module
+    from app.web.api.routes import regimes as module
 
     real = module._page_context
     calls: list[object] = []
@@ -577,7 +577,7 @@ def test_page_context_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_page_renders_placeholders_without_a_first_paint(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.routers import pages
+    from app.web.pages import routes as pages
 
     monkeypatch.setitem(pages.SECTION_CONTEXTS, "regimes", lambda query: {})
     body = client.get("/").text

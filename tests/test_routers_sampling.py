@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app import bursty, closed_form, sampling
-from app.page_format import js_number, js_string
-from app.routers import sampling as router
+from app.model import bursty, closed_form, sampling
+from app.web.api.routes import sampling as router
+from app.web.pages.page_format import js_number, js_string
 
 
 def get(client: TestClient, path: str, **params: Any) -> dict[str, Any]:

@@ -10,10 +10,10 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
-from app.assets import asset_url
-from app.main import create_app
-from app.security import content_security_policy
-from app.settings import Settings
+from app.web.core.assets import asset_url
+from app.web.core.config import Settings
+from app.web.core.security import content_security_policy
+from app.web.main import create_app
 
 LAB = "https://lab.example.org"
 EVIL = "https://evil.example"
@@ -214,8 +214,8 @@ def test_pages_have_no_inline_script_handler_or_external_resource(default_client
 
 
 def test_query_limits_are_documented_for_every_operation() -> None:
-    from app.main import app
-    from app.security import document_query_limits
+    from app.web.core.security import document_query_limits
+    from app.web.main import app
 
     original = app.openapi()
     before = copy.deepcopy(original)

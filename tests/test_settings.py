@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.settings import Settings
+from app.web.core.config import Settings
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import closed_form, trees
-from app.regimes import linear_verification
+from app.model import closed_form, trees
+from app.model.regimes import linear_verification
 
 
 @st.composite

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, Page, expect
 
-from app import calibration, closed_form, draft_sources
+from app.model import calibration, closed_form, draft_sources
 from tests.conftest import PageWatch
 from tests.support import wait_until
 

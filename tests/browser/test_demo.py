@@ -5,7 +5,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from app import closed_form as cf
+from app.model import closed_form as cf
 from tests.conftest import PageWatch
 from tests.support import wait_until
 

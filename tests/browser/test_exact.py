@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, Page, expect
 
-from app import bursty, closed_form, sampling
+from app.model import bursty, closed_form, sampling
 from tests.conftest import PageWatch
 from tests.support import wait_until
 

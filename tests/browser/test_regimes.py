@@ -12,10 +12,10 @@ import pytest
 from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, Page, expect
 
-from app import closed_form as cf
-from app.page_format import js_fixed
-from app.presets import ACCELERATORS, MODELS
-from app.regimes import default_setup, devices_to_fit, sweep_batches
+from app.model import closed_form as cf
+from app.model.presets import ACCELERATORS, MODELS
+from app.model.regimes import default_setup, devices_to_fit, sweep_batches
+from app.web.pages.page_format import js_fixed
 from tests.conftest import PageWatch
 from tests.support import wait_until
 

@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.settings import Settings
+from app.web.core.config import Settings
 
 
 def content_security_policy(frame_ancestors: list[str]) -> str:

@@ -19,8 +19,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from app import closed_form
-from app.closed_form import VerifyCost, free_verification
+from app.model import closed_form
+from app.model.closed_form import VerifyCost, free_verification
 
 SPEC_BENCH = "Spec-Bench leaderboard, RTX 3090 table (Xia et al., Findings of ACL 2024, arXiv:2401.07851)"
 SPEC_BENCH_SETTING = "Vicuna-7B-v1.3, greedy decoding, FP16, batch size 1, one RTX 3090"

@@ -7,11 +7,12 @@ from fastapi.exceptions import RequestValidationError
 from starlette.middleware.cors import CORSMiddleware
 
 from app import __version__
-from app.compression import NegotiatedGZipMiddleware
-from app.errors import ParameterError, handle_parameter_error, handle_validation_error
-from app.routers import core, decision, pages, regimes, sampling
-from app.security import SecurityHeadersMiddleware, document_query_limits
-from app.settings import Settings, get_settings
+from app.web.api.routes import core, decision, regimes, sampling
+from app.web.core.compression import NegotiatedGZipMiddleware
+from app.web.core.config import Settings, get_settings
+from app.web.core.errors import ParameterError, handle_parameter_error, handle_validation_error
+from app.web.core.security import SecurityHeadersMiddleware, document_query_limits
+from app.web.pages import routes as pages
 
 DESCRIPTION = """
 The arithmetic of speculative decoding: a small draft model guesses k tokens,

@@ -11,15 +11,15 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from app import __version__
-from app.assets import asset_table, asset_url, asset_version
-from app.compression import accepts_gzip
-from app.page_format import js_fixed
-from app.page_state import DEMO_CONTROLS, parse_state
-from app.routers import decision, regimes, sampling
-from app.routers.core import build_curve
-from app.schemas.core import Health
+from app.web.api.routes import decision, regimes, sampling
+from app.web.api.routes.core import build_curve
+from app.web.core.assets import asset_table, asset_url, asset_version
+from app.web.core.compression import accepts_gzip
+from app.web.pages.page_format import js_fixed
+from app.web.pages.page_state import DEMO_CONTROLS, parse_state
+from app.web.schemas.core import Health
 
-TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parent.parent.parent / "templates")
+TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parents[3] / "templates")
 TEMPLATES.env.globals["asset"] = asset_url
 TEMPLATES.env.filters["fixed"] = js_fixed
 

@@ -12,9 +12,14 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from app import calibration, draft_sources, trees
-from app.calibration import CalibrationError, ErrorKind
-from app.decision_report import (
+from app.model import calibration, draft_sources, trees
+from app.model.calibration import CalibrationError, ErrorKind
+from app.model.regimes import RegimeName
+from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, KMax
+from app.web.core.errors import ParameterError, parameter_error
+from app.web.pages.page_format import JS_SPACE
+from app.web.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
+from app.web.services.decision import (
     DEFAULT_C,
     DEFAULT_K_MAX,
     DEFAULT_TREE_ACCEPTANCE,
@@ -36,11 +41,6 @@ from app.decision_report import (
     trees_out,
     trees_view,
 )
-from app.errors import ParameterError, parameter_error
-from app.page_format import JS_SPACE
-from app.params import K_MAX_LIMIT, MAX_SEED, C, KMax
-from app.regimes import RegimeName
-from app.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 
 router = APIRouter(prefix="/api/v1", tags=["decision"])
 

@@ -9,12 +9,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import quote_plus
 
-from app import calibration, draft_sources, trees
-from app.closed_form import VerifyCost
-from app.page_format import JS_SPACE, js_exponential, js_fixed, js_number, js_string
-from app.params import K_MAX_LIMIT
-from app.regimes import Regime, RegimeName, default_setup, make_regime
-from app.schemas.decision import (
+from app.model import calibration, draft_sources, trees
+from app.model.closed_form import VerifyCost
+from app.model.regimes import Regime, RegimeName, default_setup, make_regime
+from app.web.api.params import K_MAX_LIMIT
+from app.web.pages.page_format import JS_SPACE, js_exponential, js_fixed, js_number, js_string
+from app.web.schemas.decision import (
     CalibrationOut,
     CountersOut,
     DepartureOut,

@@ -16,13 +16,14 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 
-from app import regimes_report
-from app.errors import parameter_error
-from app.page_format import js_number, js_round, js_string
-from app.params import C, K, KMax, P
-from app.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
-from app.regimes import RegimeName, make_regime
-from app.regimes_report import (
+from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
+from app.model.regimes import RegimeName, make_regime
+from app.web.api.params import C, K, KMax, P
+from app.web.core.errors import parameter_error
+from app.web.pages.page_format import js_number, js_round, js_string
+from app.web.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
+from app.web.services import regimes as regimes_report
+from app.web.services.regimes import (
     DEFAULT_DRAFT,
     DEFAULT_HW,
     DEFAULT_MODEL,
@@ -47,7 +48,6 @@ from app.regimes_report import (
     two_regime_table,
     verification_out,
 )
-from app.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
 
 router = APIRouter(prefix="/api/v1", tags=["regimes"])
 logger = logging.getLogger(__name__)

@@ -14,11 +14,11 @@ from urllib.parse import urlencode
 import numpy as np
 from fastapi import APIRouter, Query, Request
 
-from app import bursty, closed_form, ngram, sampling
-from app.errors import parameter_error
-from app.page_format import JS_SPACE, js_exponential, js_fixed, js_number, js_round, js_string
-from app.params import MAX_SEED, K, P, Rho, Seed, check_rho
-from app.schemas.sampling import (
+from app.model import bursty, closed_form, ngram, sampling
+from app.web.api.params import MAX_SEED, K, P, Rho, Seed, check_rho
+from app.web.core.errors import parameter_error
+from app.web.pages.page_format import JS_SPACE, js_exponential, js_fixed, js_number, js_round, js_string
+from app.web.schemas.sampling import (
     Bursty,
     BurstyPoint,
     ChainCycleOut,

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app import closed_form, monte_carlo
-from app.params import MAX_CYCLES, MAX_TOKENS, C, K, KMax, P, Rho, Seed, check_rho
-from app.schemas.core import (
+from app.model import closed_form, monte_carlo
+from app.web.api.params import MAX_CYCLES, MAX_TOKENS, C, K, KMax, P, Rho, Seed, check_rho
+from app.web.schemas.core import (
     BreakEven,
     Cost,
     Curve,

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import Query
 
-from app import bursty
-from app.errors import parameter_error
+from app.model import bursty
+from app.web.core.errors import parameter_error
 
 K_MAX_LIMIT = 64
 MAX_CYCLES = 2_000_000

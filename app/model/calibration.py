@@ -39,8 +39,8 @@ import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 from scipy import stats
 
-from app import closed_form
-from app.closed_form import VerifyCost, free_verification
+from app.model import closed_form
+from app.model.closed_form import VerifyCost, free_verification
 
 MAX_EXPOSITION_BYTES = 1_000_000
 MAX_POSITIONS = 64

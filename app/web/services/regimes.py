@@ -14,9 +14,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from app import closed_form
-from app.page_format import js_fixed
-from app.presets import (
+from app.model import closed_form
+from app.model.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
     MODEL_FIELDS,
@@ -26,7 +25,7 @@ from app.presets import (
     ModelSpec,
     with_overrides,
 )
-from app.regimes import (
+from app.model.regimes import (
     BatchSweep,
     Regime,
     RegimeName,
@@ -44,7 +43,8 @@ from app.regimes import (
     sweep_batches,
     target_step,
 )
-from app.schemas.regimes import (
+from app.web.pages.page_format import js_fixed
+from app.web.schemas.regimes import (
     AcceleratorOut,
     BatchPoint,
     BatchSweepOut,

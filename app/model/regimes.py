@@ -30,9 +30,9 @@ from enum import StrEnum
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from app import closed_form
-from app.closed_form import VerifyCost
-from app.presets import ACCELERATORS, MODELS, Accelerator, ModelSpec
+from app.model import closed_form
+from app.model.closed_form import VerifyCost
+from app.model.presets import ACCELERATORS, MODELS, Accelerator, ModelSpec
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

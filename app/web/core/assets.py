@@ -20,7 +20,7 @@ from pathlib import Path
 
 import plotly
 
-STATIC_ROOT = Path(__file__).resolve().parent.parent / "static"
+STATIC_ROOT = Path(__file__).resolve().parents[3] / "static"
 PLOTLY_PATH = "vendor/plotly.min.js"
 COMPRESSIBLE = {"application/javascript", "text/css", "text/javascript", "image/svg+xml", "text/plain"}
 

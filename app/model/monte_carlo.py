@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app import bursty
-from app.closed_form import accepted_distribution, cost_per_cycle, expected_tokens
+from app.model import bursty
+from app.model.closed_form import accepted_distribution, cost_per_cycle, expected_tokens
 
 Z_95 = 1.959963984540054
 

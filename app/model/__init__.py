@@ -1,0 +1,1 @@
+"""The arithmetic of speculative decoding: pure numpy and scipy, no web framework."""

@@ -1,1 +1,0 @@
-"""HTTP routers, one module per API family; each maps requests onto the model layer."""

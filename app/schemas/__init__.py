@@ -1,1 +1,0 @@
-"""Pydantic response models, one module per API family."""

@@ -1,0 +1,1 @@
+"""One router per family of endpoints; routers do not import each other."""

@@ -1,0 +1,1 @@
+"""Settings, security headers, compression, static assets and error responses."""

@@ -1,0 +1,1 @@
+"""The HTML pages: one per question, each built from one view."""

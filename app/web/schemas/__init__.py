@@ -1,0 +1,1 @@
+"""Pydantic response models of the API."""

@@ -1,0 +1,1 @@
+"""From requests to response models, shared by the API and the command line."""
