@@ -7,12 +7,10 @@ from typing import Annotated
 from fastapi import Query
 
 from app.model import bursty
+from app.model.limits import K_MAX_LIMIT, MAX_CYCLES, MAX_SEED, MAX_TOKENS
 from app.web.core.errors import parameter_error
 
-K_MAX_LIMIT = 64
-MAX_CYCLES = 2_000_000
-MAX_TOKENS = 5_000
-MAX_SEED = 2**32 - 1
+__all__ = ["K_MAX_LIMIT", "MAX_CYCLES", "MAX_SEED", "MAX_TOKENS"]
 
 
 def probability(description: str) -> object:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.model import closed_form, monte_carlo
+from app.model.limits import DEFAULT_C, DEFAULT_K, DEFAULT_P
 from app.web.api.params import MAX_CYCLES, MAX_TOKENS, C, K, KMax, P, Rho, Seed, check_rho
 from app.web.schemas.core import (
     BreakEven,
@@ -25,9 +26,6 @@ from app.web.schemas.core import (
 
 router = APIRouter(prefix="/api/v1", tags=["closed form"])
 
-DEFAULT_P = 0.75
-DEFAULT_K = 6
-DEFAULT_C = 0.15
 DEFAULT_K_MAX = 12
 
 Band = Annotated[

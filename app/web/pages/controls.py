@@ -1,0 +1,162 @@
+"""A page's controls: labels, defaults and bounds written once, read from a URL two ways.
+
+The HTML page reads its address leniently: a value out of range is clamped and a malformed one
+falls back to the default, each with a note that says so on the page.  The page's JSON twin reads
+the same controls strictly: anything the page would have to correct is a 422 that names the
+control by its on-screen label and states its bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+Kind = Literal["range", "number", "select", "text"]
+Value = float | int | str
+
+
+class ControlError(ValueError):
+    """A control's value that the strict reading refuses; the message names the on-screen label."""
+
+    def __init__(self, control: Control, message: str) -> None:
+        super().__init__(message)
+        self.control = control
+        self.message = message
+
+
+def _shown(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Control:
+    """One input of a page: the URL key, the on-screen label, its default and its bounds."""
+
+    name: str
+    label: str
+    kind: Kind
+    default: Value
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    integer: bool = False
+    options: tuple[tuple[str, str], ...] = ()
+    max_length: int = 0
+    help: str = ""
+    digits: int = 2  # decimals a range control's value is shown with
+    legacy: tuple[str, ...] = ()  # keys older URLs used for the same value
+
+    @property
+    def bounds(self) -> str:
+        if self.kind == "select":
+            return "one of " + ", ".join(value for value, _ in self.options)
+        if self.kind == "text":
+            return f"text of at most {self.max_length} characters"
+        kind = "an integer" if self.integer else "a number"
+        return f"{kind} from {_shown(self.low or 0.0)} to {_shown(self.high or 0.0)}"
+
+    def shown(self, value: Value) -> str:
+        """The value as the control's readout shows it."""
+        if self.kind in ("select", "text"):
+            return str(value)
+        if self.integer:
+            return str(int(value))
+        return f"{float(value):.{self.digits}f}" if self.kind == "range" else _shown(float(value))
+
+    def read(self, raw: str | None, strict: bool) -> tuple[Value, str | None]:
+        """(value, note): the value for this raw URL text and, when it had to be corrected, why."""
+        if raw is None or not raw.strip():
+            return self.default, None
+        if self.kind == "select":
+            if raw in {value for value, _ in self.options}:
+                return raw, None
+            return self._refuse(raw, strict, f"{self.label} must be {self.bounds}; got {raw!r}")
+        if self.kind == "text":
+            if len(raw) <= self.max_length:
+                return raw, None
+            return self._refuse(raw[:40], strict, f"{self.label} must be {self.bounds}; got {len(raw)} characters")
+        try:
+            number = float(raw)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            return self._refuse(raw, strict, f"{self.label} must be {self.bounds}; got {raw!r}")
+        assert self.low is not None and self.high is not None
+        if self.integer and not number.is_integer() and strict:
+            raise ControlError(self, f"{self.label} must be {self.bounds}; got {raw}")
+        clamped = min(max(number, self.low), self.high)
+        if clamped != number:
+            if strict:
+                raise ControlError(self, f"{self.label} must be {self.bounds}; got {raw}")
+            value = self._snap(clamped)
+            return value, f"{self.label} {raw} from the address is out of range; showing {self.shown(value)}."
+        return self._snap(number), None
+
+    def _snap(self, number: float) -> Value:
+        if self.integer:
+            return round(number)
+        if self.kind == "range" and self.step:
+            return round(round(number / self.step) * self.step, 10)
+        return number
+
+    def _refuse(self, raw: str, strict: bool, message: str) -> tuple[Value, str | None]:
+        if strict:
+            raise ControlError(self, message)
+        return self.default, f"{self.label} {raw!r} from the address is not valid; showing {self.shown(self.default)}."
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Controls read from a URL: the values, the notes of what was corrected, and what differs from the defaults."""
+
+    values: dict[str, Value]
+    notes: list[str] = field(default_factory=list)
+
+    def __getitem__(self, name: str) -> Value:
+        return self.values[name]
+
+    def number(self, name: str) -> float:
+        value = self.values[name]
+        assert not isinstance(value, str)
+        return float(value)
+
+    def integer(self, name: str) -> int:
+        return int(self.number(name))
+
+    def text(self, name: str) -> str:
+        return str(self.values[name])
+
+
+def read_controls(controls: Sequence[Control], query: Mapping[str, str], strict: bool) -> Reading:
+    """Every control's value from the query; strict raises ControlError, lenient corrects and notes."""
+    values: dict[str, Value] = {}
+    notes: list[str] = []
+    for control in controls:
+        raw = query.get(control.name)
+        for old in control.legacy:
+            if raw is None:
+                raw = query.get(old)
+        value, note = control.read(raw, strict)
+        values[control.name] = value
+        if note:
+            notes.append(note)
+    return Reading(values, notes)
+
+
+def changed_from_defaults(controls: Sequence[Control], reading: Reading) -> dict[str, str]:
+    """The query a URL needs for this reading: only values that differ from their defaults."""
+    query = {}
+    for control in controls:
+        value = reading.values[control.name]
+        if value != control.default:
+            query[control.name] = url_text(value)
+    return query
+
+
+def url_text(value: Value) -> str:
+    """A value as the address carries it: integers without a point, floats in their shortest form."""
+    if isinstance(value, str):
+        return value
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
