@@ -28,7 +28,12 @@ class Page:
     template: str
     controls: Sequence[Control]
     build: Callable[[Reading], View]
-    legacy_prefixes: tuple[str, ...] = ()  # URL keys of the one-page version that belong here
+    legacy_keys: tuple[str, ...] = ()  # URL keys (or prefixes ending in _) of the one-page version that belong here
+    # A section of the one-page version not yet rebuilt on a view: its first paint from the URL.
+    legacy_context: Callable[[Mapping[str, str]], dict[str, Any]] | None = None
+
+    def owns(self, key: str) -> bool:
+        return any(key == old or (old.endswith("_") and key.startswith(old)) for old in self.legacy_keys)
 
     def view(self, query: Mapping[str, str], strict: bool) -> View:
         """The page's view for a query; strict reading raises ControlError naming the control's label."""

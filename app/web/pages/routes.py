@@ -1,72 +1,97 @@
-"""The page, its embeddable variant, static assets and the health probe."""
+"""The pages, their JSON twins, the embeddable demo, static assets and the health probe."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 
 from app import __version__
-from app.web.api.routes import decision, regimes, sampling
-from app.web.api.routes.core import build_curve
 from app.web.core.assets import asset_table, asset_url, asset_version
 from app.web.core.compression import accepts_gzip
-from app.web.pages.page_format import js_fixed
-from app.web.pages.page_state import DEMO_CONTROLS, parse_state
+from app.web.pages.controls import ControlError
+from app.web.pages.page import Page
+from app.web.pages.registry import DEMO, PAGES, page_for_legacy_keys
+from app.web.pages.text import fixed
 from app.web.schemas.core import Health
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parents[3] / "templates")
 TEMPLATES.env.globals["asset"] = asset_url
-TEMPLATES.env.filters["fixed"] = js_fixed
+TEMPLATES.env.filters["fixed"] = fixed
 
 router = APIRouter()
 
 IMMUTABLE = "public, max-age=31536000, immutable"
+# What /embed may show; `parts=` picks a subset, in this order.
+EMBED_PARTS = ("controls", "readouts", "curve", "run", "histogram")
+DEFAULT_EMBED_PARTS = ("controls", "readouts", "curve", "run")
 
 
-SectionContext = Callable[[Mapping[str, str]], dict[str, Any]]
-
-# First-paint data of the sections below the demo, each built by its family's router from the URL state
-# (never raising on a malformed URL: bad values fall back to defaults).
-SECTION_CONTEXTS: dict[str, SectionContext] = {
-    "regimes": regimes.page_context,
-    "exact": sampling.page_context,
-    "decision": decision.page_context,
-}
+def embed_parts(raw: str | None) -> tuple[str, ...]:
+    """The parts an embed shows: the known names in `parts=`, or the default set when none is known."""
+    wanted = {part.strip() for part in (raw or "").split(",")}
+    chosen = tuple(part for part in EMBED_PARTS if part in wanted)
+    return chosen or DEFAULT_EMBED_PARTS
 
 
-def render_page(request: Request, embed: bool) -> HTMLResponse:
-    state = parse_state(request.query_params)
-    state["embed"] = state["embed"] or embed
-    curve = build_curve(float(state["p"]), int(state["k"]), float(state["c"]), k_max=12, band=0.10)
-    sections = {} if state["embed"] else {name: build(request.query_params) for name, build in SECTION_CONTEXTS.items()}
-    return TEMPLATES.TemplateResponse(
-        request,
-        "index.html",
-        {
-            "state": state,
-            "controls": DEMO_CONTROLS,
-            "curve": curve,
-            "curve_json": curve.model_dump(),
-            "sections": sections,
-        },
+def render_page(request: Request, page: Page, embed: bool = False) -> HTMLResponse:
+    query = request.query_params
+    embed = embed or query.get("embed") in ("1", "true", "yes")
+    context: dict[str, Any] = {
+        "page": page,
+        "pages": PAGES,
+        "embed": embed,
+        "parts": embed_parts(query.get("parts")) if embed else EMBED_PARTS,
+    }
+    if page.legacy_context is not None:
+        context["view"] = {"page": page.name, "links": {"json": f"/api/v1/views/{page.name}"}, "notes": []}
+        section = {"batch": "regimes", "exact": "exact", "decide": "decision"}[page.name]
+        context["section"] = section
+        context["sections"] = {section: page.legacy_context(query)}
+    else:
+        context["view"] = page.view(query, strict=False)
+    return TEMPLATES.TemplateResponse(request, page.template, context)
+
+
+def _page_handler(page: Page) -> Any:
+    def get_page(request: Request) -> Response:
+        if page is DEMO:
+            elsewhere = page_for_legacy_keys(request.query_params.keys())
+            if elsewhere is not None:
+                return RedirectResponse(f"{elsewhere.path}?{request.url.query}", status_code=302)
+        return render_page(request, page)
+
+    get_page.__name__ = f"get_{page.name}_page"
+    get_page.__doc__ = page.question
+    return get_page
+
+
+for _page in PAGES:
+    router.add_api_route(
+        _page.path, _page_handler(_page), methods=["GET"], response_class=HTMLResponse, include_in_schema=False
     )
-
-
-@router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def get_page(request: Request) -> HTMLResponse:
-    """The interactive demo; state from ?k=&p=&c=, chrome dropped with ?embed=1."""
-    return render_page(request, embed=False)
 
 
 @router.get("/embed", response_class=HTMLResponse, include_in_schema=False)
 def get_embed_page(request: Request) -> HTMLResponse:
-    """The demo without page chrome, for iframes."""
-    return render_page(request, embed=True)
+    """The demo without page chrome, for iframes; `parts=readouts,curve` (or `run`, ...) for a compact one."""
+    return render_page(request, DEMO, embed=True)
+
+
+@router.get("/api/v1/views/{name}", include_in_schema=False)
+def get_view(name: str, request: Request) -> JSONResponse:
+    """A page's view: the same object its first paint was rendered from; a 422 names a control by its label."""
+    page = next((page for page in PAGES if page.name == name and page.legacy_context is None), None)
+    if page is None:
+        return JSONResponse({"detail": [{"loc": ["path", "name"], "msg": f"no view named {name!r}"}]}, 404)
+    try:
+        return JSONResponse(page.view(request.query_params, strict=True))
+    except ControlError as error:
+        detail = {"loc": ["query", error.control.name], "msg": error.message, "label": error.control.label}
+        return JSONResponse({"detail": [detail]}, status_code=422)
 
 
 @router.get("/docs", response_class=HTMLResponse, include_in_schema=False)

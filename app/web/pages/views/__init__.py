@@ -1,0 +1,1 @@
+"""One module per page: its controls and the builder of its view."""

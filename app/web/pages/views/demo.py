@@ -1,0 +1,276 @@
+"""The seed demo: three sliders, four readouts, the speedup curve, one animated run and many cycles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.model import closed_form, monte_carlo
+from app.model.limits import (
+    DEFAULT_C,
+    DEFAULT_K,
+    DEFAULT_P,
+    DEMO_BAND,
+    DEMO_CHART_K_MIN,
+    DEMO_K_SLIDER_MAX,
+    DEMO_RUN_TOKENS,
+    DEMO_SIMULATED_CYCLES,
+    K_MAX_LIMIT,
+    MAX_SEED,
+)
+from app.web.pages.controls import Control, Reading
+from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.page import Page, View
+from app.web.pages.text import fixed, times
+
+CONTROLS = (
+    Control(
+        "k",
+        "Draft length k",
+        "range",
+        DEFAULT_K,
+        0,
+        DEMO_K_SLIDER_MAX,
+        1,
+        integer=True,
+        help="tokens the draft model guesses before the target checks them",
+    ),
+    Control(
+        "p", "Acceptance p", "range", DEFAULT_P, 0.0, 1.0, 0.01, help="chance the target accepts each drafted token"
+    ),
+    Control("c", "Draft cost c", "range", DEFAULT_C, 0.0, 1.0, 0.01, help="one draft step, in target forward passes"),
+    Control("seed", "Run seed", "number", 0, 0, MAX_SEED, 1, integer=True),
+)
+
+
+STAR_EDGE = {"color": COLORS["ink"], "width": 1}
+
+
+def _none_or_fixed(value: float | None, none: str = "none") -> str:
+    return none if value is None else fixed(value, 2)
+
+
+def chart_k_max(k: int, best: int) -> int:
+    """The curve's x axis: at least DEMO_CHART_K_MIN, and wide enough to show both the current and the best k."""
+    return max(DEMO_CHART_K_MIN, k, best)
+
+
+def curve_figure(p: float, k: int, c: float, best: int, best_speedup: float) -> dict[str, Any]:
+    """Speedup against k with the p +/- band, the break-even line and the current and best k marked.
+
+    Each trace carries ``meta`` naming its role, so that the page's script can move the same traces
+    while a slider is dragged, from the closed form's ES module, before the new view arrives.
+    """
+    k_max = chart_k_max(k, best)
+    ks = list(range(k_max + 1))
+    p_low, p_high = max(p - DEMO_BAND, 0.0), min(p + DEMO_BAND, 1.0)
+    band = fixed(DEMO_BAND, 2)
+    speedups = closed_form.speedup_curve(p, c, k_max)
+    data = [
+        line(
+            f"p + {band}",
+            ks,
+            closed_form.speedup_curve(p_high, c, k_max),
+            line={"width": 0},
+            hoverinfo="skip",
+            showlegend=False,
+            meta="band_high",
+        ),
+        line(
+            f"band p ± {band}",
+            ks,
+            closed_form.speedup_curve(p_low, c, k_max),
+            line={"width": 0},
+            fill="tonexty",
+            fillcolor=COLORS["band"],
+            hoverinfo="skip",
+            meta="band_low",
+        ),
+        line(
+            "speedup",
+            ks,
+            speedups,
+            mode="lines+markers",
+            line={"color": COLORS["accent"], "width": 3},
+            hovertemplate="k = %{x}<br>speedup %{y:.2f}×<extra></extra>",
+            meta="speedup",
+        ),
+        line(
+            "break-even (S = 1)",
+            [0, k_max],
+            [1, 1],
+            line={"color": COLORS["break_even"], "dash": "dash", "width": 2},
+            hoverinfo="skip",
+            meta="break_even",
+        ),
+        line(
+            f"current k = {k}",
+            [k],
+            [speedups[k]],
+            mode="markers",
+            marker={"size": 14, "color": "rgba(0,0,0,0)", "line": {"color": COLORS["ink"], "width": 2.5}},
+            hovertemplate="current k = %{x}<br>%{y:.2f}×<extra></extra>",
+            meta="current",
+        ),
+        line(
+            f"best k = {best}" if best else "best: do not speculate",
+            [best],
+            [best_speedup],
+            mode="markers",
+            marker={
+                "size": 16,
+                "symbol": "star",
+                "color": COLORS["best"],
+                "line": {"color": COLORS["ink"], "width": 1},
+            },
+            hovertemplate="best k = %{x}<br>%{y:.2f}×<extra></extra>",
+            meta="best",
+        ),
+    ]
+    return figure(
+        data,
+        "draft length k",
+        "speedup ×",
+        x={"dtick": 1, "range": [-0.3, k_max + 0.3]},
+        y={"rangemode": "tozero"},
+    )
+
+
+def run_figure(trace: monte_carlo.Trace) -> dict[str, Any]:
+    """Tokens against target passes for the whole run; the page's script reveals it cycle by cycle."""
+    passes = [0.0, *(cycle.total_passes for cycle in trace.cycles)]
+    tokens = [0, *(cycle.total_tokens for cycle in trace.cycles)]
+    return figure(
+        [
+            line(
+                "speculative",
+                passes,
+                tokens,
+                mode="lines+markers",
+                line={"shape": "hv", "color": COLORS["good"], "width": 2.5},
+                hovertemplate="%{x:.2f} passes: %{y} tokens<extra></extra>",
+                meta="run",
+            ),
+            line(
+                "plain decoding",
+                [0, trace.passes],
+                [0, trace.passes],
+                line={"color": COLORS["muted"], "dash": "dot"},
+                hoverinfo="skip",
+            ),
+        ],
+        "target passes (time)",
+        "tokens",
+        x={"range": [0, max(trace.passes, 1.0) * 1.02]},
+        y={"range": [0, trace.tokens * 1.05]},
+    )
+
+
+def histogram_figure(aggregate: monte_carlo.Aggregate) -> dict[str, Any]:
+    ks = list(range(len(aggregate.histogram)))
+    return figure(
+        [
+            {
+                "type": "bar",
+                "name": "simulated",
+                "x": ks,
+                "y": aggregate.histogram,
+                "marker": {"color": COLORS["good"]},
+                "opacity": 0.8,
+            },
+            line(
+                "closed form",
+                ks,
+                aggregate.histogram_expected,
+                mode="markers",
+                marker={"color": COLORS["ink"], "size": 9, "symbol": "diamond"},
+            ),
+        ],
+        "accepted drafts per cycle",
+        "cycles",
+        x={"dtick": 1},
+        bargap=0.15,
+    )
+
+
+def _events(trace: monte_carlo.Trace) -> list[list[str]]:
+    """Per cycle, what each token of the strip is: accepted or rejected drafts, then the target's token."""
+    return [
+        ["accepted"] * cycle.accepted + ["rejected"] * (cycle.drafted - cycle.accepted) + [cycle.target_token]
+        for cycle in trace.cycles
+    ]
+
+
+def run_summary(tokens: int, passes: float, shown: int, cycles: int) -> str:
+    return f"{tokens} tokens in {fixed(passes, 2)} passes: {times(tokens / passes)} (cycle {shown} of {cycles})"
+
+
+def readouts(p: float, k: int, c: float) -> dict[str, str]:
+    """The readouts the closed form gives at once (static/js/closed_form.js gives the same while dragging)."""
+    best, best_value = closed_form.best_k(p, c, K_MAX_LIMIT)
+    rate = closed_form.draft_acceptance_rate(p, k) if k > 0 else None
+    return {
+        "tokens": fixed(closed_form.expected_tokens(p, k), 2),
+        "cost": fixed(closed_form.cost_per_cycle(k, c), 2),
+        "speedup": times(closed_form.speedup(p, k, c)),
+        "best_k": (f"≥ {best}" if best == K_MAX_LIMIT else str(best)) if best else "off",
+        "best_speedup": times(best_value),
+        "break_even": _none_or_fixed(closed_form.break_even_acceptance(k, c)),
+        "acceptance_rate": _none_or_fixed(rate, "n/a"),
+        "p": fixed(p, 2),
+        "best_limit": (
+            f"Best k is searched over 1 to {K_MAX_LIMIT}; at this p and c it still gains at {K_MAX_LIMIT}."
+            if best == K_MAX_LIMIT
+            else f"Best k is searched over 1 to {K_MAX_LIMIT}, whatever the chart shows."
+        ),
+    }
+
+
+def build(reading: Reading) -> View:
+    p, k, c, seed = reading.number("p"), reading.integer("k"), reading.number("c"), reading.integer("seed")
+    best, best_value = closed_form.best_k(p, c, K_MAX_LIMIT)
+    trace = monte_carlo.run_trace(p, k, c, DEMO_RUN_TOKENS, seed)
+    aggregate = monte_carlo.simulate(p, k, c, DEMO_SIMULATED_CYCLES, seed)
+    low, high = aggregate.interval_low, aggregate.interval_high
+    query = f"k={k}&p={p!r}&c={c!r}"
+    return {
+        "readouts": {
+            **readouts(p, k, c),
+            "operations": f"×{fixed(closed_form.operations_increase(p, k), 2)}",
+            "simulation": (
+                f"{fixed(aggregate.mean_tokens_per_cycle, 2)} tokens per cycle "
+                f"(95% interval {fixed(low, 3)} to {fixed(high, 3)}); "
+                f"closed form {fixed(aggregate.expected_tokens, 2)}; "
+                f"speedup {times(aggregate.empirical_speedup)}"
+            ),
+        },
+        "figures": {
+            "curve": curve_figure(p, k, c, best, best_value),
+            "run": run_figure(trace),
+            "histogram": histogram_figure(aggregate),
+        },
+        "run": {
+            "events": _events(trace),
+            "summaries": [
+                run_summary(cycle.total_tokens, cycle.total_passes, shown, len(trace.cycles))
+                for shown, cycle in enumerate(trace.cycles, start=1)
+            ],
+        },
+        "chart": {"k_min": DEMO_CHART_K_MIN, "band": DEMO_BAND, "k_search_max": K_MAX_LIMIT},
+        "links": {
+            "curve": f"/api/v1/curve?{query}",
+            "simulate": f"/api/v1/simulate?{query}&cycles={DEMO_SIMULATED_CYCLES}&seed={seed}",
+            "run": f"/api/v1/run?{query}&tokens={DEMO_RUN_TOKENS}&seed={seed}",
+        },
+    }
+
+
+PAGE = Page(
+    name="demo",
+    path="/",
+    nav="Demo",
+    title="Draft, verify, keep the prefix",
+    question="How much faster does speculative decoding make one sequence, for a draft length, acceptance and cost?",
+    template="pages/demo.html",
+    controls=CONTROLS,
+    build=build,
+)

@@ -1,0 +1,222 @@
+// The one generic driver of every page: its controls change, the page's view is fetched, the page is patched.
+//
+// The server renders each page from one view (app/web/pages/views/) and serves the same view as JSON at
+// /api/v1/views/<name>. This module keeps the controls' state in the address (defaults left out), fetches the
+// view when a control changes, dims results that no longer match the controls until the new view arrives,
+// shows a 422's message (it names the control by its label), and patches the page from the view:
+//
+//   data-text="a.b"    textContent from view.a.b        data-href="links.x"   href from view.links.x
+//   data-show="a.b"    hidden unless view.a.b is truthy  data-list="a.b"       <li> per string of view.a.b
+//   data-table="a.b"   rows of view.a.b ({columns, rows: [{class, cells: [{text, class, style, header}]}]})
+//   data-figure="x"    Plotly.react with view.figures.x  data-value="a.b"      a control's value from view.a.b
+//   data-results       dimmed (class "stale", aria-busy) while the view is out of date
+//   data-error         the message of a refused request, hidden otherwise
+//
+// Page scripts add what only a browser can do (animating a run, copying a config) through onView().
+
+const form = document.querySelector("form[data-view]");
+const listeners = [];
+let current = JSON.parse(document.getElementById("view-data").textContent);
+let inflight = null;
+let requested = null;
+let timer = null;
+
+const plotConfig = () => ({
+  displaylogo: false,
+  responsive: true,
+  // The mode bar covers legends on a phone; on larger screens it shows on hover only.
+  displayModeBar: window.matchMedia("(max-width: 720px)").matches ? false : "hover",
+  modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
+});
+
+function lookup(view, path) {
+  return path.split(".").reduce((value, key) => (value === null || value === undefined ? undefined : value[key]), view);
+}
+
+function cell(tag, spec) {
+  const element = document.createElement(spec.header ? "th" : tag);
+  if (spec.header) element.scope = "row";
+  element.textContent = spec.text;
+  if (spec.class) element.className = spec.class;
+  if (spec.style) element.setAttribute("style", spec.style);
+  return element;
+}
+
+function renderTable(table, spec) {
+  if (!spec) return;
+  if (spec.columns) {
+    const head = document.createElement("tr");
+    for (const column of spec.columns) {
+      const th = document.createElement("th");
+      th.scope = "col";
+      th.textContent = column;
+      head.append(th);
+    }
+    (table.tHead || table.createTHead()).replaceChildren(head);
+  }
+  const body = table.tBodies[0] || table.createTBody();
+  body.replaceChildren(...spec.rows.map((row) => {
+    const tr = document.createElement("tr");
+    if (row.class) tr.className = row.class;
+    tr.append(...row.cells.map((item) => cell("td", item)));
+    return tr;
+  }));
+  if (spec.caption !== undefined && table.caption) table.caption.textContent = spec.caption;
+}
+
+export function drawFigure(element, figure) {
+  if (!figure || !window.Plotly) return Promise.resolve();
+  return window.Plotly.react(element, figure.data, figure.layout, plotConfig()).then(() => {
+    element.dataset.ready = "1";
+  });
+}
+
+function patch(view) {
+  for (const element of document.querySelectorAll("[data-text]")) {
+    const value = lookup(view, element.dataset.text);
+    if (value !== undefined && value !== null) element.textContent = String(value);
+  }
+  for (const element of document.querySelectorAll("[data-href]")) {
+    const value = lookup(view, element.dataset.href);
+    if (value) element.href = value;
+  }
+  for (const element of document.querySelectorAll("[data-show]")) {
+    element.hidden = !lookup(view, element.dataset.show);
+  }
+  for (const element of document.querySelectorAll("[data-list]")) {
+    const items = lookup(view, element.dataset.list) || [];
+    element.replaceChildren(...items.map((text) => Object.assign(document.createElement("li"), { textContent: text })));
+    element.hidden = items.length === 0;
+  }
+  for (const element of document.querySelectorAll("[data-table]")) renderTable(element, lookup(view, element.dataset.table));
+  for (const element of document.querySelectorAll("[data-value]")) {
+    const value = lookup(view, element.dataset.value);
+    if (value !== undefined && document.activeElement !== element) element.value = String(value);
+  }
+  return Promise.all([...document.querySelectorAll("[data-figure]")].map(
+    (element) => drawFigure(element, lookup(view, `figures.${element.dataset.figure}`)),
+  ));
+}
+
+// The controls' state as the address carries it: every named control whose value differs from its default.
+export function state() {
+  const params = new URLSearchParams();
+  if (!form) return params;
+  for (const element of form.elements) {
+    if (!element.name || element.disabled || element.dataset.default === undefined) continue;
+    if ((element.type === "radio" || element.type === "checkbox") && !element.checked) continue;
+    if (element.value !== element.dataset.default) params.set(element.name, element.value);
+  }
+  return params;
+}
+
+function writeAddress(params) {
+  const kept = new URLSearchParams(window.location.search);
+  for (const key of [...kept.keys()]) {
+    if (form && form.elements.namedItem(key)) kept.delete(key);
+  }
+  for (const [key, value] of params) kept.set(key, value);
+  const query = kept.toString();
+  window.history.replaceState(null, "", `${window.location.pathname}${query ? `?${query}` : ""}${window.location.hash}`);
+}
+
+function setStale(stale) {
+  for (const element of document.querySelectorAll("[data-results]")) {
+    element.classList.toggle("stale", stale);
+    element.setAttribute("aria-busy", stale ? "true" : "false");
+  }
+}
+
+function showError(message) {
+  for (const element of document.querySelectorAll("[data-error]")) {
+    element.textContent = message || "";
+    element.hidden = !message;
+  }
+}
+
+async function fetchView() {
+  const params = state();
+  const url = `/api/v1/views/${form.dataset.view}${params.toString() ? `?${params}` : ""}`;
+  if (url === requested) return;
+  inflight?.abort();
+  requested = url;
+  const controller = new AbortController();
+  inflight = controller;
+  try {
+    const response = await fetch(url, { signal: controller.signal, headers: { accept: "application/json" } });
+    const body = await response.json();
+    if (controller.signal.aborted) return;
+    if (!response.ok) {
+      const detail = Array.isArray(body.detail) ? body.detail.map((item) => item.msg).join("; ") : String(body.detail);
+      showError(detail || `request failed with status ${response.status}`);
+      requested = null;
+      return;
+    }
+    showError("");
+    current = body;
+    await patch(body);
+    setStale(false);
+    listeners.forEach((listener) => listener(body, { initial: false }));
+  } catch (error) {
+    if (error.name === "AbortError") return;
+    showError(`Could not reach the server: ${error.message}`);
+    requested = null;
+  } finally {
+    if (inflight === controller) inflight = null;
+  }
+}
+
+// Called when a control changed: the address follows at once, the view after a short pause.
+export function refresh(delay = Number(form?.dataset.debounce || 80)) {
+  if (!form) return;
+  writeAddress(state());
+  setStale(true);
+  window.clearTimeout(timer);
+  timer = window.setTimeout(fetchView, delay);
+}
+
+export function onView(listener) {
+  listeners.push(listener);
+  if (document.readyState !== "loading") listener(current, { initial: true });
+}
+
+export function view() {
+  return current;
+}
+
+function liveOutputs(element) {
+  for (const output of document.querySelectorAll(`output[data-control="${element.name}"]`)) {
+    const digits = Number(output.dataset.digits || 0);
+    output.textContent = Number(element.value).toFixed(digits);
+  }
+}
+
+if (form) {
+  form.addEventListener("submit", (event) => event.preventDefault());
+  form.addEventListener("input", (event) => {
+    if (event.target.name) {
+      liveOutputs(event.target);
+      refresh();
+    }
+  });
+  form.addEventListener("change", (event) => {
+    if (event.target.name && event.target.tagName === "SELECT") refresh();
+  });
+}
+
+if (document.body.classList.contains("embed")) {
+  for (const link of document.querySelectorAll("a[href]")) {
+    link.target = "_blank";
+    link.rel = "noopener";
+  }
+}
+
+function start() {
+  patch(current).then(() => {
+    document.body.dataset.ready = "1";
+  });
+  listeners.forEach((listener) => listener(current, { initial: true }));
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+else start();
