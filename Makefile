@@ -7,7 +7,7 @@ WORKERS ?= 1
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint typecheck pytest bench screenshot chromium install install-test clean
+.PHONY: run test lint typecheck pytest bench screenshot chromium node install install-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,11 +33,22 @@ chromium:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 	@chromium --version
 
-lint: install-test
+# Node for ESLint on the pages' ES modules; the image ships it, Debian's packages otherwise.
+node:
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "installing Debian's nodejs and npm for ESLint"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm >/dev/null; }
+
+node_modules/.installed: package.json package-lock.json | node
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+lint: install-test node_modules/.installed
 	$(BIN)/ruff check app tests benchmarks scripts
 	$(BIN)/ruff format --check app tests benchmarks scripts
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/lint-imports
+	node_modules/.bin/eslint static/js
 
 typecheck: install-test
 	$(BIN)/mypy
@@ -54,4 +65,4 @@ screenshot: install-test chromium
 	$(BIN)/python scripts/screenshot.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -577,10 +577,10 @@ def test_page_context_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_page_renders_placeholders_without_a_first_paint(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.web.pages import routes as pages
+    from app.web.api.routes import regimes as module
 
-    monkeypatch.setitem(pages.SECTION_CONTEXTS, "regimes", lambda query: {})
-    body = client.get("/").text
+    monkeypatch.setattr(module, "_page_context", lambda state: 1 / 0)
+    body = client.get("/batch").text
     assert 'id="rg-speedup">–<' in body and '<select id="rg-hw" name="hw"></select>' in body
     assert "needs JavaScript" in body
 

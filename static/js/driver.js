@@ -212,6 +212,8 @@ if (document.body.classList.contains("embed")) {
 }
 
 function start() {
+  // A value the server had to correct (its note says so) is written back to the address as shown.
+  if (form && current.notes && current.notes.length) writeAddress(state());
   patch(current).then(() => {
     document.body.dataset.ready = "1";
   });

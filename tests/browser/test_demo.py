@@ -49,7 +49,7 @@ def test_numbers_are_there_before_any_script_runs(browser: Browser, live_server:
     assert page.text_content("#tokens") == f"{cf.expected_tokens(0.8, 4):.2f}"
     assert page.text_content("#cost") == f"{cf.cost_per_cycle(4, 0.1):.2f}"
     assert page.text_content("#speedup") == f"{cf.speedup(0.8, 4, 0.1):.2f}×"
-    assert page.text_content("#best-k") == str(cf.best_k(0.8, 0.1, 12)[0])
+    assert page.text_content("#best-k") == str(cf.best_k(0.8, 0.1, 64)[0])
     context.close()
 
 
@@ -70,7 +70,7 @@ def test_moving_a_slider_updates_readouts_chart_and_url(page: Page, live_server:
     page.fill("#p", "0.5")  # range inputs accept fill(), which fires input
     expect(page.locator("#p-value")).to_have_text("0.50")
     expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.5, 4, 0.15):.2f}×")
-    expect(page.locator("#best-k")).to_have_text(str(cf.best_k(0.5, 0.15, 12)[0]))
+    expect(page.locator("#best-k")).to_have_text(str(cf.best_k(0.5, 0.15, 64)[0]))
     assert parse_qs(urlsplit(page.url).query)["p"] == ["0.5"]
     band_top: list[float] = page.evaluate("document.getElementById('curve').data[0].y")
     assert band_top[4] == pytest.approx(cf.speedup(0.6, 4, 0.15))
@@ -99,16 +99,18 @@ def test_band_break_even_current_and_best_traces(page: Page, live_server: str, w
 
 def test_the_run_animates_token_by_token_and_replays(page: Page, live_server: str, watch: PageWatch) -> None:
     open_demo(page, live_server + "/")
-    page.wait_for_selector("#run-tokens .token")
-    early = page.locator("#run-tokens .token").count()
+    page.wait_for_selector("#run-tokens .token:not(.pending)")
+    early = page.locator("#run-tokens .token:not(.pending)").count()
     page.wait_for_timeout(600)
-    later = page.locator("#run-tokens .token").count()
+    later = page.locator("#run-tokens .token:not(.pending)").count()
     assert 0 < early < later
+    # Every token is laid out from the start and only revealed in turn.
+    assert page.locator("#run-tokens .token").count() >= later
     kinds = set(page.eval_on_selector_all("#run-tokens .token", "els => els.map(e => e.classList[1])"))
     assert "accepted" in kinds
     page.click("#replay")
     page.wait_for_timeout(100)
-    assert page.locator("#run-tokens .token").count() < later
+    assert page.locator("#run-tokens .token:not(.pending)").count() < later
     wait_until(page, "document.getElementById('run-summary').textContent.includes('tokens in')")
     assert page.evaluate("document.getElementById('run').data[0].name") == "speculative"
     assert_clean(watch)
@@ -176,3 +178,79 @@ def test_new_run_changes_the_seed_in_the_url(page: Page, live_server: str) -> No
     open_demo(page, live_server + "/?seed=5")
     page.click("#new-run")
     wait_until(page, "new URLSearchParams(location.search).get('seed') === '6'")
+
+
+def view_requests(page: Page) -> list[str]:
+    requests: list[str] = []
+    page.on("request", lambda request: "/api/v1/views/" in request.url and requests.append(request.url))
+    return requests
+
+
+def test_a_fresh_load_writes_no_defaults_into_the_url(page: Page, live_server: str) -> None:
+    open_demo(page, live_server + "/")
+    assert urlsplit(page.url).query == ""
+    page.focus("#k")
+    page.keyboard.press("ArrowLeft")
+    wait_until(page, "location.search === '?k=5'")
+    page.keyboard.press("ArrowRight")
+    wait_until(page, "location.search === ''")
+
+
+def test_a_clamped_value_is_shown_clamped_with_a_note(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_demo(page, live_server + "/?k=20&p=0.8")
+    assert page.input_value("#k") == "16"
+    expect(page.locator("#k-value")).to_have_text("16")
+    expect(page.locator(".notes")).to_contain_text("Draft length k 20 from the address is out of range; showing 16.")
+    wait_until(page, "location.search === '?k=16&p=0.8'")
+    expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.8, 16, 0.15):.2f}×")
+    assert_clean(watch)
+
+
+def test_no_request_is_sent_twice_and_stale_results_are_dimmed(page: Page, live_server: str, watch: PageWatch) -> None:
+    requests = view_requests(page)
+    open_demo(page, live_server + "/")
+    page.focus("#k")
+    for key in ("ArrowLeft", "ArrowLeft", "ArrowRight", "ArrowRight", "ArrowRight"):
+        page.keyboard.press(key)
+    assert page.evaluate("document.getElementById('histogram').classList.contains('stale')")
+    wait_until(page, "document.getElementById('histogram').dataset.k === '7'")
+    assert not page.evaluate("document.getElementById('histogram').classList.contains('stale')")
+    assert len(requests) == len(set(requests)), requests
+    assert requests and requests[-1].endswith("/api/v1/views/demo?k=7")
+    assert_clean(watch)
+
+
+def test_readouts_follow_a_drag_before_any_view_arrives(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_demo(page, live_server + "/")
+    page.route("**/api/v1/views/**", lambda route: None)  # hold every view: only the closed form can answer
+    page.fill("#p", "0.9")
+    expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.9, 6, 0.15):.2f}×")
+    expect(page.locator("#best-k")).to_have_text(str(cf.best_k(0.9, 0.15, 64)[0]))
+    expect(page.locator("#tokens")).to_have_text(f"{cf.expected_tokens(0.9, 6):.2f}")
+    assert page.evaluate("document.getElementById('histogram').classList.contains('stale')")
+    assert "current k = 6" in trace_names(page)
+
+
+def test_the_local_readouts_are_the_views(page: Page, live_server: str, watch: PageWatch) -> None:
+    """What the closed form's module writes during a drag is what the server's view then writes."""
+    open_demo(page, live_server + "/")
+    for k, p, c in ((3, 0.42, 0.07), (16, 0.99, 0.0), (0, 0.5, 0.5), (9, 1.0, 0.31), (1, 0.0, 1.0)):
+        page.fill("#k", str(k))
+        page.fill("#p", str(p))
+        page.fill("#c", str(c))
+        local = {key: text for key, text in page.evaluate(READOUTS).items() if key not in SERVER_ONLY}
+        wait_until(
+            page,
+            f"document.getElementById('histogram').dataset.k === '{k}'"
+            " && !document.getElementById('histogram').classList.contains('stale')",
+        )
+        assert {key: page.evaluate(READOUTS)[key] for key in local} == local
+        assert len(local) == 8
+    assert_clean(watch)
+
+
+SERVER_ONLY = {"readouts.simulation", "readouts.operations", "readouts.best_limit"}
+READOUTS = (
+    "Object.fromEntries([...document.querySelectorAll('[data-text^=\"readouts.\"]')]"
+    ".map((e) => [e.dataset.text, e.textContent]))"
+)

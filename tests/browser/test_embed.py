@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Frame, Page
 
-from tests.support import free_port, start_server, stop_server, wait_until
+from tests.support import ROOT, free_port, start_server, stop_server, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -53,6 +53,7 @@ class HostSite:
     demo_base: str
     host: str = "localhost"
     port: int = field(default_factory=free_port)
+    query: str = EMBED_QUERY
 
     @property
     def origin(self) -> str:
@@ -61,7 +62,7 @@ class HostSite:
     def page_html(self) -> bytes:
         demo_origin = "{0.scheme}://{0.netloc}".format(urlsplit(self.demo_base))
         text = (
-            HOST_PAGE.replace("__SRC__", self.demo_base + EMBED_QUERY)
+            HOST_PAGE.replace("__SRC__", self.demo_base + self.query)
             .replace("__HEIGHT__", str(INITIAL_IFRAME_HEIGHT))
             .replace("__ORIGIN__", json.dumps(demo_origin))
         )
@@ -72,9 +73,9 @@ class HostSite:
 def serve_host() -> Iterator[Any]:
     servers: list[ThreadingHTTPServer] = []
 
-    def serve(demo_base: str, port: int | None = None) -> HostSite:
-        site = HostSite(demo_base) if port is None else HostSite(demo_base, port=port)
-        body = site.page_html()
+    def serve(demo_base: str, port: int | None = None, query: str = EMBED_QUERY, html: bytes | None = None) -> HostSite:
+        site = HostSite(demo_base, query=query) if port is None else HostSite(demo_base, port=port, query=query)
+        body = html if html is not None else site.page_html()
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -231,3 +232,88 @@ def test_frame_ancestors_setting_admits_the_named_origin(
     wait_until(frame, CHART_DRAWN)
     wait_until(seen.page, "window.messages.some((m) => m.data && m.data.type === 'specdec-lab:height')")
     assert seen.console_errors == []
+
+
+def heights_posted(page: Page) -> list[int]:
+    heights: list[int] = page.evaluate(
+        "window.messages.filter((m) => m.data && m.data.type === 'specdec-lab:height').map((m) => m.data.height)"
+    )
+    return heights
+
+
+def test_height_does_not_change_while_the_run_animates(live_server: str, serve_host: Any, visit: Any) -> None:
+    site = serve_host(live_server)
+    seen = visit(site)
+    frame = demo_frame(seen.page, live_server)
+    wait_until(frame, CHART_DRAWN)
+    wait_until(frame, "document.querySelector('#run-tokens .token.pending') !== null")  # the run is animating
+    wait_until(seen.page, "window.messages.some((m) => m.data && m.data.type === 'specdec-lab:height')")
+    settled = heights_posted(seen.page)[-1]
+    animating = []
+    for _ in range(20):
+        seen.page.wait_for_timeout(100)
+        animating.append(frame.evaluate("document.querySelectorAll('#run-tokens .token:not(.pending)').length"))
+    assert animating[0] < animating[-1], "the run was revealed token by token during the check"
+    assert set(heights_posted(seen.page)[-1:]) == {settled}
+    assert frame.evaluate("Math.ceil(document.documentElement.getBoundingClientRect().height)") == settled
+
+
+def test_parts_pick_a_compact_embed(live_server: str, serve_host: Any, visit: Any) -> None:
+    site = serve_host(live_server, query="/embed?k=4&p=0.8&c=0.1&parts=readouts,curve")
+    seen = visit(site)
+    frame = demo_frame(seen.page, live_server)
+    wait_until(frame, CHART_DRAWN)
+    assert frame.text_content("#tokens") == "3.36"
+    assert frame.evaluate("document.getElementById('run') === null && document.getElementById('k') === null")
+    wait_until(seen.page, "window.messages.some((m) => m.data && m.data.type === 'specdec-lab:height')")
+    compact = heights_posted(seen.page)[-1]
+
+    only_run = serve_host(live_server, query="/embed?k=4&p=0.8&c=0.1&parts=run")
+    run_visit = visit(only_run)
+    run_frame = demo_frame(run_visit.page, live_server)
+    wait_until(run_frame, "document.querySelector('#run-tokens .token') !== null")
+    assert run_frame.evaluate("document.getElementById('curve') === null && document.getElementById('tokens') === null")
+
+    full = serve_host(live_server)
+    full_visit = visit(full)
+    wait_until(demo_frame(full_visit.page, live_server), CHART_DRAWN)
+    wait_until(full_visit.page, "window.messages.some((m) => m.data && m.data.type === 'specdec-lab:height')")
+    assert compact < heights_posted(full_visit.page)[-1] - 200
+    assert seen.console_errors == [] and run_visit.console_errors == []
+
+
+def test_links_in_an_embed_open_in_a_new_tab(live_server: str, serve_host: Any, visit: Any) -> None:
+    site = serve_host(live_server)
+    seen = visit(site)
+    frame = demo_frame(seen.page, live_server)
+    wait_until(frame, CHART_DRAWN)
+    links = frame.eval_on_selector_all("a[href]", "els => els.map((a) => [a.target, a.rel, a.textContent.trim()])")
+    assert links, "an embed has at least its way out"
+    assert all(target == "_blank" and "noopener" in rel for target, rel, _ in links)
+    opener = frame.get_attribute("text=Open in specdec-lab", "href") or ""
+    assert urlsplit(opener).path == "/"
+    assert dict(item.split("=") for item in urlsplit(opener).query.split("&")) == {"k": "4", "p": "0.8", "c": "0.1"}
+
+
+def test_the_readme_host_snippet_sizes_the_frame(live_server: str, serve_host: Any, visit: Any) -> None:
+    readme = (ROOT / "README.md").read_text()
+    snippet = readme.split("<!-- host-snippet -->")[1].split("```html")[1].split("```")[0]
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(live_server))
+    html = snippet.replace("https://specdec-lab.example.org", origin)
+    head = '<head><meta charset="utf-8"><title>host</title></head>'
+    document = f'<!doctype html><html lang="en">{head}<body>{html}</body></html>'
+    site = serve_host(live_server, html=document.encode())
+    seen = visit(site)
+    wait_until(seen.page, "document.querySelector('iframe') !== null")
+    frame = next(frame for _ in range(200) if (frame := _embed_frame(seen.page, live_server)) is not None)
+    wait_until(frame, CHART_DRAWN)
+    wait_until(seen.page, "document.querySelector('iframe').getBoundingClientRect().height > 400")
+    content = frame.evaluate("Math.ceil(document.documentElement.getBoundingClientRect().height)")
+    assert seen.page.evaluate("document.querySelector('iframe').getBoundingClientRect().height") == pytest.approx(
+        content, abs=1
+    )
+
+
+def _embed_frame(page: Page, demo_base: str) -> Frame | None:
+    page.wait_for_timeout(50)
+    return next((frame for frame in page.frames if frame.url.startswith(demo_base + "/embed")), None)

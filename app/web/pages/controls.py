@@ -104,7 +104,7 @@ class Control:
     def _refuse(self, raw: str, strict: bool, message: str) -> tuple[Value, str | None]:
         if strict:
             raise ControlError(self, message)
-        return self.default, f"{self.label} {raw!r} from the address is not valid; showing {self.shown(self.default)}."
+        return self.default, f"{self.label} from the address is not {self.bounds}; showing {self.shown(self.default)}."
 
 
 @dataclass(frozen=True)

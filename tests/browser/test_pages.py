@@ -1,0 +1,89 @@
+"""Every page: the nav that stays in view, the question and JSON twin, heights, and a phone's width."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from app.web.pages.registry import PAGES
+from tests.conftest import PageWatch
+from tests.support import wait_until
+
+pytestmark = pytest.mark.browser
+
+PATHS = [page.path for page in PAGES]
+HEIGHT_BOUNDS = {"/": 3000}
+HEIGHT_BOUND = 6000
+READY = "document.body.dataset.ready === '1'"
+
+# Elements that reach past the right edge without a scrolling (or clipping) ancestor to hold them.
+OVERFLOWING = """() => [...document.querySelectorAll('body *')].filter((element) => {
+  const box = element.getBoundingClientRect();
+  if (box.width === 0 || box.right <= window.innerWidth + 1) return false;
+  for (let parent = element.parentElement; parent; parent = parent.parentElement) {
+    if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(parent).overflowX)) return false;
+  }
+  return true;
+}).map((element) => `${element.tagName.toLowerCase()}#${element.id}.${element.className}`)"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_nav_links_every_page_and_stays_in_view(page: Page, live_server: str, watch: PageWatch, path: str) -> None:
+    page.goto(live_server + path)
+    wait_until(page, READY)
+    links = page.eval_on_selector_all(".site-nav a", "els => els.map((a) => a.getAttribute('href'))")
+    assert links[: len(PATHS)] == PATHS and "/docs" in links
+    assert page.get_attribute(".site-nav a[aria-current='page']", "href") == path
+    page.mouse.wheel(0, 2500)
+    page.wait_for_timeout(200)
+    assert page.evaluate("window.scrollY") > 0
+    assert page.evaluate("document.querySelector('.site-header').getBoundingClientRect().top") == 0
+    assert watch.console_errors == [] and watch.foreign_requests == []
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_each_page_opens_with_its_question_and_its_json_twin(page: Page, live_server: str, path: str) -> None:
+    page.goto(live_server + path)
+    wait_until(page, READY)
+    spec = next(item for item in PAGES if item.path == path)
+    assert page.text_content("h1") == spec.title
+    assert spec.question in (page.text_content(".question") or "")
+    twin = page.get_attribute(".json-twin", "href") or ""
+    assert twin.startswith(f"/api/v1/views/{spec.name}")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_height_at_1366x900(page: Page, live_server: str, path: str) -> None:
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(live_server + path)
+    wait_until(page, READY)
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("document.documentElement.scrollHeight") <= HEIGHT_BOUNDS.get(path, HEIGHT_BOUND)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_nothing_is_wider_than_a_phone_but_scroll_containers(browser: Browser, live_server: str, path: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(live_server + path)
+    wait_until(page, READY)
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate(OVERFLOWING) == []
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 1
+    # Plotly's mode bar would cover the legends: hidden on a phone.
+    assert page.evaluate("[...document.querySelectorAll('.modebar')].every((bar) => bar.offsetParent === null)")
+    context.close()
+
+
+def test_scroll_containers_say_they_scroll(browser: Browser, live_server: str) -> None:
+    """A table wider than a phone sits in a focusable, labelled region that scrolls sideways."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    for path in PATHS:
+        page.goto(live_server + path)
+        wait_until(page, READY)
+        for region in page.query_selector_all(".table-scroll"):
+            assert region.get_attribute("tabindex") == "0"
+            assert region.get_attribute("aria-label")
+            assert region.evaluate("(element) => getComputedStyle(element).overflowX") == "auto"
+    context.close()

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.model import closed_form
+from app.web.pages.views.demo import readouts
+
+
+@pytest.mark.parametrize(
+    ("query", "page"),
+    [
+        ("rg_hw=a100-sxm&rg_p=0.7", "/batch"),
+        ("xtrials=500000", "/exact"),
+        ("ngk=3&k=4", "/exact"),
+        ("cal_mode=rate&cal_rate=0.6", "/decide"),
+        ("tree_budget=32", "/decide"),
+    ],
+)
+def test_an_address_of_the_one_page_version_opens_its_section_s_page(client: TestClient, query: str, page: str) -> None:
+    response = client.get(f"/?{query}", follow_redirects=False)
+    assert response.status_code == 302
+    assert response.headers["location"] == f"{page}?{query}"
+
+
+@pytest.mark.parametrize("query", ["", "k=4&p=0.8", "embed=1", "unknown=1"])
+def test_the_demo_s_own_addresses_stay(client: TestClient, query: str) -> None:
+    assert client.get(f"/?{query}", follow_redirects=False).status_code == 200
+
+
+def test_the_json_twin_is_the_view_the_page_was_painted_from(client: TestClient) -> None:
+    view = client.get("/api/v1/views/demo", params={"k": 4, "p": 0.8, "c": 0.1}).json()
+    assert view["page"] == "demo"
+    assert view["readouts"] == {**view["readouts"], **readouts(0.8, 4, 0.1)}
+    assert view["readouts"]["speedup"] == f"{closed_form.speedup(0.8, 4, 0.1):.2f}×"
+    html = client.get("/", params={"k": 4, "p": 0.8, "c": 0.1}).text
+    for key in ("tokens", "cost", "speedup", "best_k"):
+        assert f'data-text="readouts.{key}"' in html
+        assert f">{view['readouts'][key]}</span>" in html
+    assert view["links"] == {**view["links"], "self": "/?k=4&p=0.8&c=0.1", "json": "/api/v1/views/demo?k=4&p=0.8&c=0.1"}
+
+
+def test_the_json_twin_refuses_what_the_page_would_correct(client: TestClient) -> None:
+    response = client.get("/api/v1/views/demo", params={"k": 20})
+    assert response.status_code == 422
+    detail = response.json()["detail"][0]
+    assert detail["label"] == "Draft length k"
+    assert detail["msg"] == "Draft length k must be an integer from 0 to 16; got 20"
+    assert client.get("/api/v1/views/nothing").status_code == 404
+
+
+@pytest.mark.parametrize("parts", ["readouts,curve", "run", "nonsense"])
+def test_embed_parts(client: TestClient, parts: str) -> None:
+    html = client.get("/embed", params={"parts": parts}).text
+    chosen = {"readouts,curve": {"readouts", "curve"}, "run": {"run"}}.get(
+        parts, {"controls", "readouts", "curve", "run"}
+    )
+    assert ('id="tokens"' in html) is ("readouts" in chosen)
+    assert ('id="curve"' in html) is ("curve" in chosen)
+    assert ('id="run-tokens"' in html) is ("run" in chosen)
+    assert ('id="k"' in html) is ("controls" in chosen)
+    assert "Open in specdec-lab" in html and "site-header" not in html
