@@ -21,7 +21,9 @@ MAX_TABS = 80
 
 def open_settled(page: Page, url: str) -> None:
     page.goto(url)
-    wait_until(page, CURVE_READY)
+    wait_until(page, "document.body.dataset.ready === '1'")
+    if page.query_selector("#curve"):
+        wait_until(page, CURVE_READY)
     page.wait_for_load_state("networkidle")
     page.wait_for_timeout(300)
 
@@ -44,7 +46,9 @@ def blocking_violations(page: Page) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", ["/", "/embed?k=4&p=0.8&c=0.1", "/?k=0&p=0.05&c=0.9"])
+@pytest.mark.parametrize(
+    "path", ["/", "/embed?k=4&p=0.8&c=0.1", "/embed?parts=run", "/?k=0&p=0.05&c=0.9", "/batch", "/exact", "/decide"]
+)
 @pytest.mark.parametrize("viewport", [(1200, 900), (390, 844)], ids=["desktop", "phone"])
 def test_axe_finds_no_serious_or_critical_violation(
     page: Page, live_server: str, watch: PageWatch, path: str, viewport: tuple[int, int]

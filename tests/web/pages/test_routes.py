@@ -60,3 +60,27 @@ def test_embed_parts(client: TestClient, parts: str) -> None:
     assert ('id="run-tokens"' in html) is ("run" in chosen)
     assert ('id="k"' in html) is ("controls" in chosen)
     assert "Open in specdec-lab" in html and "site-header" not in html
+
+
+def test_best_k_does_not_depend_on_the_chart_s_range(client: TestClient) -> None:
+    narrow = client.get("/api/v1/views/demo", params={"k": 4, "p": 0.99, "c": 0.15}).json()
+    wide = client.get("/api/v1/views/demo", params={"k": 16, "p": 0.99, "c": 0.15}).json()
+    best, _ = closed_form.best_k(0.99, 0.15, 64)
+    assert best > 16
+    assert narrow["readouts"]["best_k"] == wide["readouts"]["best_k"] == str(best)
+    curve = narrow["figures"]["curve"]
+    assert max(curve["data"][2]["x"]) >= best, "the chart widens to show the best k"
+    assert "searched over 1 to 64" in narrow["readouts"]["best_limit"]
+
+
+def test_the_search_limit_is_said_when_it_is_reached(client: TestClient) -> None:
+    view = client.get("/api/v1/views/demo", params={"p": 1, "c": 0}).json()
+    assert view["readouts"]["best_k"] == "≥ 64"
+    assert "still gains at 64" in view["readouts"]["best_limit"]
+
+
+def test_one_number_for_the_largest_useful_draft_cost_and_the_engine_s_rate(client: TestClient) -> None:
+    html = client.get("/", params={"k": 5, "p": 0.7}).text
+    assert 'id="max-cost"' not in html
+    assert "largest draft cost that breaks even" in html
+    assert closed_form.max_draft_cost(0.7, 5) == pytest.approx(closed_form.draft_acceptance_rate(0.7, 5))
