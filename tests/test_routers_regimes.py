@@ -98,7 +98,9 @@ def test_speedup_vs_batch(client: TestClient) -> None:
 
 def test_crossover_falls_with_k_through_the_api(client: TestClient) -> None:
     crossovers = [
-        client.get(f"{REGIMES}/speedup-vs-batch", params={"k": k, "model": "dense-70b"}).json()["crossover_batch"]
+        client.get(f"{REGIMES}/speedup-vs-batch", params={"k": k, "model": "dense-70b", "devices": 8}).json()[
+            "crossover_batch"
+        ]
         for k in (1, 2, 4, 8)
     ]
     assert crossovers == sorted(crossovers, reverse=True) and crossovers[0] > crossovers[-1]

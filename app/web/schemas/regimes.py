@@ -123,6 +123,11 @@ class BatchSweepOut(BaseModel):
     first_loss_batch: int | None = Field(description="First batch size where speedup <= 1 (MoE may recover after).")
     best_crossover_batch: int | None = Field(description="Batch size from which no k in 1..k_max pays.")
     max_batch_that_fits: int = Field(description="Largest batch whose weights and KV caches fit in memory; 0 if none.")
+    headline: str = Field(
+        default="",
+        description="One sentence on this k: where it loses (already at batch 1 for MoE targets), where it stops "
+        "paying, and the largest batch that fits. The marks above count only batches that fit.",
+    )
     current: BatchPoint
     batches: list[int] = Field(description="Log-spaced batch sizes 1..batch_max (and the crossover neighbours).")
     speedup: list[float]
@@ -147,11 +152,18 @@ class ScheduleOut(BaseModel):
     p: float
     k_max: int
     batch_max: int
-    steps: list[ScheduleStepOut]
+    max_batch_that_fits: int = Field(default=0, description="Largest batch whose weights and KV caches fit; 0 if none.")
+    batch_limit: int = Field(default=0, description="min(batch_max, max_batch_that_fits): the last batch decided.")
+    steps: list[ScheduleStepOut] = Field(description="Batch 1..batch_limit only: no k at a batch that does not fit.")
     thresholds: dict[str, int] = Field(
         description='Smallest batch size of each step -> k, e.g. {"1": 5, "40": 3, "300": 0}.'
     )
-    off_from_batch: int | None = Field(description="Batch size from which speculation stays off; null if never.")
+    off_from_batch: int | None = Field(
+        description="Batch size from which speculation stays off, within the batches that fit; null if it pays to "
+        "batch_limit."
+    )
+    loses_at_batch_one: bool = Field(default=False, description="No k beats plain decoding even at batch 1.")
+    headline: str = Field(default="", description="The decision in one sentence, memory included.")
     setup: SetupOut
 
 

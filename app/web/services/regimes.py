@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from app.model import closed_form
+from app.model.capacity import decide, fitting_marks
 from app.model.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
@@ -32,14 +33,12 @@ from app.model.regimes import (
     RooflineSetup,
     TableComparison,
     acceptance_grid,
-    best_k_by_batch,
     compare_regimes,
     default_setup,
     devices_to_fit,
     make_regime,
     memory_capacity_gb,
     operations_ratio,
-    schedule_from,
     sweep_batches,
     target_step,
 )
@@ -344,11 +343,11 @@ def sweep_out(
     sweep = sweep_batches(p, k, built.setup, batch_max, k_max)
     capacity = memory_capacity_gb(built.setup)
     fits = sweep.memory_needed_gb <= capacity
-    fitting = np.flatnonzero(fits)
-    max_fit = int(sweep.batches[fitting[-1]]) if fitting.size else 0
-    marks = [sweep.crossover_batch, sweep.first_loss_batch, sweep.best_crossover_batch, max_fit, batch]
+    marks = fitting_marks(built.setup, k, sweep.batches, sweep.speedup, sweep.best_speedup, sweep.best_k, batch_max)
+    max_fit = marks.max_batch_that_fits
+    wanted_marks = [marks.crossover_batch, marks.first_loss_batch, marks.best_crossover_batch, max_fit, batch]
     wanted = set(np.unique(np.rint(np.geomspace(1, batch_max, min(points, batch_max))).astype(int)).tolist())
-    for mark in marks:
+    for mark in wanted_marks:
         if mark:
             wanted.update((mark - 1, mark, mark + 1))
     indices = np.array(sorted(b - 1 for b in wanted if 1 <= b <= batch_max))
@@ -359,10 +358,11 @@ def sweep_out(
         batch_max=batch_max,
         batch=batch,
         expected_tokens=closed_form.expected_tokens(p, k),
-        crossover_batch=sweep.crossover_batch,
-        first_loss_batch=sweep.first_loss_batch,
-        best_crossover_batch=sweep.best_crossover_batch,
+        crossover_batch=marks.crossover_batch,
+        first_loss_batch=marks.first_loss_batch,
+        best_crossover_batch=marks.best_crossover_batch,
         max_batch_that_fits=max_fit,
+        headline=marks.headline,
         current=_batch_point(sweep, batch - 1, capacity),
         batches=sweep.batches[indices].tolist(),
         speedup=sweep.speedup[indices].tolist(),
@@ -380,15 +380,19 @@ def sweep_out(
 # Schedule
 
 
+def devices_note(built: BuiltSetup) -> str:
+    return " (chosen: the fewest that hold both models)" if built.description.devices_auto else ""
+
+
 def schedule_out(p: float, k_max: int, batch_max: int, built: BuiltSetup) -> ScheduleOut:
-    batches = np.arange(1, batch_max + 1, dtype=np.int64)
-    best_k, best_speedup = best_k_by_batch(p, built.setup, batches, k_max)
-    steps = schedule_from(batches, best_k, best_speedup)
-    off_from = steps[-1].batch_from if steps[-1].k == 0 else None
+    """Best k per batch over 1..min(batch_max, largest batch that fits); nothing past memory."""
+    decision = decide(p, built.setup, k_max, batch_max, devices_note(built))
     return ScheduleOut(
         p=p,
         k_max=k_max,
         batch_max=batch_max,
+        max_batch_that_fits=decision.max_batch_that_fits,
+        batch_limit=decision.batch_limit,
         steps=[
             ScheduleStepOut(
                 batch_from=step.batch_from,
@@ -397,10 +401,12 @@ def schedule_out(p: float, k_max: int, batch_max: int, built: BuiltSetup) -> Sch
                 speedup_at_from=step.speedup_at_from,
                 speedup_at_to=step.speedup_at_to,
             )
-            for step in steps
+            for step in decision.steps
         ],
-        thresholds={str(step.batch_from): step.k for step in steps},
-        off_from_batch=off_from,
+        thresholds={str(step.batch_from): step.k for step in decision.steps},
+        off_from_batch=decision.off_from_batch,
+        loses_at_batch_one=decision.loses_at_batch_one,
+        headline=decision.headline,
         setup=built.description,
     )
 
@@ -571,8 +577,9 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
         lines.append(f"{batches:>13}  {_paint(f'{k_text:>3}', style, color)}  {speedups:>15}")
     if schedule.off_from_batch is not None:
         lines.append(f"speculation off from batch {schedule.off_from_batch}")
-    else:
-        lines.append(f"speculation still pays at batch {schedule.batch_max}")
+    elif schedule.batch_limit:
+        lines.append(f"speculation still pays at batch {schedule.batch_limit}")
+    lines.append(schedule.headline)
     return "\n".join(lines) + "\n"
 
 
