@@ -7,7 +7,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.middleware.cors import CORSMiddleware
 
 from app import __version__
-from app.web.api.routes import core, decision, regimes, sampling
+from app.web.api.routes import core, decision, engines, regimes, sampling
 from app.web.core.compression import NegotiatedGZipMiddleware
 from app.web.core.config import Settings, get_settings
 from app.web.core.errors import ParameterError, handle_parameter_error, handle_validation_error
@@ -25,8 +25,9 @@ gets a 422 naming the parameter and its bounds.
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     app = FastAPI(title="specdec-lab", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
-    for module in (core, regimes, sampling, decision, pages):
+    for module in (core, regimes, sampling, decision, engines, pages):
         app.include_router(module.router)
+    app.state.settings = settings
     app.openapi_schema = document_query_limits(app.openapi(), settings.max_query_length)
     app.add_exception_handler(RequestValidationError, handle_validation_error)
     app.add_exception_handler(ParameterError, handle_parameter_error)

@@ -43,6 +43,13 @@ class Settings(BaseSettings):
             "Origins allowed to call the GET API from a browser (CORS). JSON list or comma-separated; [] disables CORS."
         ),
     )
+    allow_fetch: bool = Field(
+        default=False,
+        description=(
+            "Let POST /api/v1/calibrate fetch a url= given by the caller (http(s) only, 5 s, 1 MB). Off by default so "
+            "that a public deployment cannot be used to probe a private network."
+        ),
+    )
     max_query_length: int = Field(
         default=4096, ge=64, le=65536, description="Longest query string accepted, in characters; longer gets 414."
     )

@@ -12,22 +12,26 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 
-from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
+from app.model.presets import ACCELERATORS, MODELS, WEIGHT_FORMATS
 from app.model.regimes import RegimeName, make_regime
 from app.web.api.params import C, K, KMax, P
+from app.web.api.setup_params import (
+    Batch,
+    BatchMax,
+    Setup,
+    _choice_query,
+    preset_overrides,
+    roofline_setup,
+)
 from app.web.core.errors import parameter_error
 from app.web.pages.page_format import js_number, js_round, js_string
 from app.web.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
 from app.web.services import regimes as regimes_report
 from app.web.services.regimes import (
-    DEFAULT_DRAFT,
-    DEFAULT_HW,
-    DEFAULT_MODEL,
-    DEFAULTS,
     KV_CACHE_FORMATS,
     OVERRIDE_PREFIXES,
     BuiltSetup,
@@ -57,8 +61,6 @@ MAX_BATCH = regimes_report.MAX_BATCH
 MAX_TABLE_ROWS = regimes_report.MAX_TABLE_ROWS
 MAX_TABLE_K = regimes_report.MAX_TABLE_K
 MAX_DEVICES = regimes_report.MAX_DEVICES
-MAX_CONTEXT = 1_048_576
-MAX_OVERHEAD_US = 100_000.0
 MAX_POINTS = 1024
 
 DEFAULT_P = 0.8
@@ -71,118 +73,7 @@ DEFAULT_TABLE_P_MAX = 0.95
 DEFAULT_TABLE_P_STEP = 0.05
 
 
-def _choice_query(allowed: list[str], description: str) -> Any:
-    """A string parameter listed as an enum in the schema and checked by the handler (422 names it)."""
-    return Query(description=f"{description} One of: {', '.join(allowed)}.", json_schema_extra={"enum": allowed})
-
-
-# Bounds of every editable preset field: (type, lower bound, inclusive?, upper bound, description).
-FIELD_BOUNDS: dict[str, tuple[type, float, bool, float, str]] = {
-    "bandwidth_tb_s": (float, 0.001, True, 1000.0, "peak memory bandwidth per device, TB/s"),
-    "bf16_tflops": (float, 0.001, True, 1_000_000.0, "peak dense BF16 TFLOPS per device"),
-    "memory_gb": (float, 0.001, True, 1_000_000.0, "memory per device, GB"),
-    "total_params_b": (float, 0.000001, True, 100_000.0, "total parameters, billions"),
-    "active_params_b": (float, 0.000001, True, 100_000.0, "parameters used per token, billions"),
-    "layers": (int, 1, True, 10_000, "transformer layers"),
-    "query_heads": (int, 1, True, 4096, "attention query heads"),
-    "kv_heads": (int, 1, True, 4096, "cached key/value heads"),
-    "head_dim": (int, 1, True, 16_384, "width of a cached head"),
-    "kv_tensors": (int, 1, True, 2, "2 = keys and values, 1 = shared latent"),
-    "experts": (int, 1, True, 4096, "routed experts per layer (1 = dense)"),
-    "experts_per_token": (int, 1, True, 4096, "experts each token uses"),
-}
-PRESET_OWNERS = {"hw": "accelerator", "model": "target model", "draft": "draft model"}
-
-
-def _override_parameters() -> list[inspect.Parameter]:
-    parameters = []
-    for prefix, fields in (("hw", ACCELERATOR_FIELDS), ("model", MODEL_FIELDS), ("draft", MODEL_FIELDS)):
-        for field in fields:
-            kind, low, inclusive, high, text = FIELD_BOUNDS[field]
-            span = f"{low:g} to {high:g}" if inclusive else f"above {low:g}, at most {high:g}"
-            query = Query(
-                ge=low if inclusive else None,
-                gt=None if inclusive else low,
-                le=high,
-                allow_inf_nan=False if kind is float else None,
-                description=f"Override the {PRESET_OWNERS[prefix]} preset's {text} ({span}).",
-            )
-            annotation = Annotated[kind | None, query]  # type: ignore[valid-type]
-            parameters.append(
-                inspect.Parameter(
-                    f"{prefix}_{field}", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
-                )
-            )
-    return parameters
-
-
-def preset_overrides(**values: float | int | None) -> dict[str, float | int | None]:
-    return {name: value for name, value in values.items() if value is not None}
-
-
-preset_overrides.__signature__ = inspect.Signature(_override_parameters())  # type: ignore[attr-defined]
-
-
-def roofline_setup(
-    overrides: Annotated[dict[str, float | int | None], Depends(preset_overrides)],
-    hw: Annotated[str, _choice_query(list(ACCELERATORS), "Accelerator preset.")] = DEFAULT_HW,
-    model: Annotated[str, _choice_query(list(MODELS), "Target model preset.")] = DEFAULT_MODEL,
-    draft: Annotated[str, _choice_query(list(MODELS), "Draft model preset.")] = DEFAULT_DRAFT,
-    weights: Annotated[
-        str, _choice_query(list(WEIGHT_FORMATS), "Weight format of the target (and of the draft by default).")
-    ] = "bf16",
-    draft_weights: Annotated[
-        str | None, _choice_query(list(WEIGHT_FORMATS), "Weight format of the draft; defaults to weights.")
-    ] = None,
-    kv_cache: Annotated[str, _choice_query(list(KV_CACHE_FORMATS), "KV-cache format.")] = "bf16",
-    devices: Annotated[
-        int,
-        Query(
-            ge=0, le=MAX_DEVICES, description=f"Devices in tensor parallel, 0 (auto: fewest that fit) to {MAX_DEVICES}."
-        ),
-    ] = 0,
-    context: Annotated[
-        int, Query(ge=0, le=MAX_CONTEXT, description=f"Tokens of context per sequence, 0 to {MAX_CONTEXT:,}.")
-    ] = DEFAULTS.context_tokens,
-    bandwidth_efficiency: Annotated[
-        float, Query(ge=0.01, le=1.0, allow_inf_nan=False, description="Achieved share of peak bandwidth, 0.01 to 1.")
-    ] = DEFAULTS.bandwidth_efficiency,
-    compute_efficiency: Annotated[
-        float, Query(ge=0.01, le=1.0, allow_inf_nan=False, description="Achieved share of peak FLOPS, 0.01 to 1.")
-    ] = DEFAULTS.compute_efficiency,
-    overhead_us: Annotated[
-        float,
-        Query(
-            ge=0.0,
-            le=MAX_OVERHEAD_US,
-            allow_inf_nan=False,
-            description=f"Fixed time per forward pass, microseconds, 0 to {MAX_OVERHEAD_US:,.0f}.",
-        ),
-    ] = DEFAULTS.step_overhead_us,
-) -> BuiltSetup:
-    request = SetupRequest(
-        hw=hw,
-        model=model,
-        draft=draft,
-        weights=weights,
-        draft_weights=draft_weights,
-        kv_cache=kv_cache,
-        devices=devices,
-        context=context,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        overhead_us=overhead_us,
-        overrides=overrides,
-    )
-    try:
-        return build_setup(request)
-    except SetupError as error:
-        raise parameter_error(error.name, error.message) from error
-
-
-Setup = Annotated[BuiltSetup, Depends(roofline_setup)]
-Batch = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Batch size (sequences per step), 1 to {MAX_BATCH}.")]
-BatchMax = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch size swept, 1 to {MAX_BATCH}.")]
+# The setup parameters (and their bounds) live in app/web/api/setup_params.py, shared with other routers.
 Points = Annotated[
     int, Query(ge=2, le=MAX_POINTS, description=f"Log-spaced batch sizes returned for plotting, 2 to {MAX_POINTS}.")
 ]

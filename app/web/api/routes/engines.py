@@ -1,0 +1,310 @@
+"""The engine loop: any engine's report in, p with its interval out; the decision as each engine's config."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.model import closed_form, engine_config, trees
+from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
+from app.model.regimes import RegimeName
+from app.web.api.params import K_MAX_LIMIT, C, KMax
+from app.web.api.setup_params import MAX_BATCH, Setup
+from app.web.core.config import Settings, get_settings
+from app.web.core.errors import parameter_error
+from app.web.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
+from app.web.services import step_fit as step_fit_service
+from app.web.services.decision import CostRegime, cost_regime
+from app.web.services.engines import calibrate_report, engine_config_out
+from app.web.services.fetch import FetchError, fetch_text
+
+router = APIRouter(prefix="/api/v1", tags=["engines"])
+
+ENGINES = ["vllm", "sglang", "trtllm", "llamacpp"]
+REGIME_NAMES = [name.value for name in RegimeName]
+MAX_LABEL = 100
+MAX_URL = 2_000
+MAX_CYCLES = 1e15
+MAX_TEXT = 1_000
+
+OptionalK = Annotated[
+    int | None,
+    Query(
+        ge=1,
+        le=K_MAX_LIMIT,
+        description=f"Draft length of the measurement, 1 to {K_MAX_LIMIT}; read from the data if omitted.",
+    ),
+]
+Label = Annotated[
+    str,
+    Query(
+        max_length=MAX_LABEL,
+        description="Label whose values split a Prometheus scrape into classes (model_name, engine, ...).",
+    ),
+]
+Cycles = Annotated[
+    float | None,
+    Query(
+        gt=0,
+        le=MAX_CYCLES,
+        allow_inf_nan=False,
+        description="Verifications behind a reported mean (SGLang): gives the interval of p.",
+    ),
+]
+RegimeQuery = Annotated[
+    str,
+    Query(
+        description=f"Verification cost regime. One of: {', '.join(REGIME_NAMES)}.",
+        json_schema_extra={"enum": REGIME_NAMES},
+    ),
+]
+Beta = Annotated[float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Linear regime: v(k) = 1 + beta k.")]
+Batch = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Batch size, 1 to {MAX_BATCH}.")]
+
+
+def _unprocessable(field: str, message: str, kind: str) -> JSONResponse:
+    return JSONResponse(
+        status_code=422,
+        content={
+            "detail": [{"loc": ["body", field], "msg": f"{field}: {message}", "type": "value_error", "kind": kind}]
+        },
+    )
+
+
+def _settings(request: Request) -> Settings:
+    settings = getattr(request.app.state, "settings", None)
+    return settings if isinstance(settings, Settings) else get_settings()
+
+
+def _regime(regime: str, c: float, beta: float, batch: int) -> CostRegime:
+    if regime not in REGIME_NAMES:
+        raise parameter_error("regime", f"must be one of {', '.join(REGIME_NAMES)}; got {regime!r}", regime)
+    return cost_regime(regime, c, beta=beta, batch=batch)
+
+
+async def _body_text(request: Request, limit: int) -> str | JSONResponse:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return _unprocessable("body", f"must be at most {limit:,} bytes", "too_large")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return _unprocessable("body", f"must be at most {limit:,} bytes", "too_large")
+        chunks.append(chunk)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        return _unprocessable("body", "must be UTF-8 text", "encoding")
+
+
+CALIBRATE_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": False,
+        "description": (
+            "The report as the engine wrote it, at most 1,000,000 bytes: vLLM or SGLang /metrics text, SGLang "
+            "/server_info JSON, TensorRT-LLM iteration stats JSON (a list, or JSON Lines), or llama.cpp's printed "
+            "summary. The format is detected. Empty when url= is given."
+        ),
+        "content": {
+            "text/plain": {"schema": {"type": "string", "maxLength": MAX_EXPOSITION_BYTES}},
+            "application/json": {"schema": {}},
+        },
+    }
+}
+
+
+@router.post(
+    "/calibrate",
+    response_model=EngineCalibrationOut,
+    openapi_extra=CALIBRATE_BODY,
+    responses={422: {"description": "Unknown format, no spec-decode series, counters that go down or disagree."}},
+)
+async def calibrate_any(
+    request: Request,
+    k: OptionalK = None,
+    label: Label = "model_name",
+    cycles: Cycles = None,
+    url: Annotated[
+        str | None,
+        Query(max_length=MAX_URL, description="Fetch the report from this http(s) URL (only if the server allows)."),
+    ] = None,
+    c: C = 0.15,
+    k_max: KMax = 16,
+    regime: RegimeQuery = RegimeName.MEMORY_BOUND.value,
+    beta: Beta = 0.5,
+    batch: Batch = 1,
+) -> EngineCalibrationOut | JSONResponse:
+    """Detect the engine's format; infer p with its interval, k, the per-position fit and the i.i.d. test per class."""
+    chosen = _regime(regime, c, beta, batch)
+    body = await _body_text(request, MAX_EXPOSITION_BYTES)
+    if isinstance(body, JSONResponse):
+        return body
+    if url is not None:
+        if not _settings(request).allow_fetch:
+            raise parameter_error(
+                "url", "this server does not fetch URLs (SPECDEC_ALLOW_FETCH is off): paste the report as the body"
+            )
+        if body.strip():
+            raise parameter_error("url", "give either a body or url=, not both")
+        try:
+            body = await run_in_threadpool(fetch_text, url)
+        except FetchError as error:
+            raise parameter_error("url", str(error)) from None
+    return await run_in_threadpool(_calibrate, body, chosen, k_max, k, label, cycles)
+
+
+def _calibrate(
+    text: str, chosen: CostRegime, k_max: int, k: int | None, label: str, cycles: float | None
+) -> EngineCalibrationOut | JSONResponse:
+    try:
+        return calibrate_report(text, chosen, k_max, k=k, label=label, cycles=cycles)
+    except CalibrationError as error:
+        return _unprocessable("body", error.message, error.kind.value)
+
+
+def _acceptance(p: float | None, rate: float | None, length: float | None, k: int | None) -> float:
+    given = [name for name, value in (("p", p), ("rate", rate), ("mean_length", length)) if value is not None]
+    if len(given) != 1:
+        raise parameter_error("p", "give exactly one of p, rate (with k) or mean_length (with k)")
+    if p is not None:
+        return p
+    if k is None:
+        raise parameter_error("k", f"is required with {given[0]}: the draft length the measurement was taken at")
+    if rate is not None:
+        return closed_form.acceptance_from_draft_rate(rate, k)
+    assert length is not None
+    if length > k + 1:
+        raise parameter_error("mean_length", f"must be at most k + 1 = {k + 1}; got {length:g}")
+    return closed_form.acceptance_from_mean_length(length, k)
+
+
+def _tree_acceptance(text: str) -> tuple[float, ...]:
+    try:
+        return trees.positional_acceptance([float(item) for item in text.split(",") if item.strip()])
+    except ValueError as error:
+        raise parameter_error("tree_acceptance", str(error)) from None
+
+
+@router.get("/engine-config", response_model=EngineConfigOut)
+def get_engine_config(
+    built: Setup,
+    engine: Annotated[str, Query(description=f"One of: {', '.join(ENGINES)}.", json_schema_extra={"enum": ENGINES})],
+    p: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Acceptance p, 0 to 1.")] = None,
+    rate: Annotated[
+        float | None,
+        Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Or: draft acceptance rate measured at k."),
+    ] = None,
+    mean_length: Annotated[
+        float | None,
+        Query(ge=1.0, le=K_MAX_LIMIT + 1, allow_inf_nan=False, description="Or: mean acceptance length at k."),
+    ] = None,
+    k: OptionalK = None,
+    k_max: KMax = 8,
+    batch_max: Annotated[
+        int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch decided, 1 to {MAX_BATCH}.")
+    ] = MAX_BATCH,
+    batch: Annotated[
+        int, Query(ge=1, le=MAX_BATCH, description="Operating batch for engines that take one k (SGLang, llama.cpp).")
+    ] = 1,
+    tree_acceptance: Annotated[
+        str,
+        Query(max_length=MAX_TEXT, description="Positional acceptance P1 >= P2 >= ... for a tree, comma-separated."),
+    ] = "",
+    tree_budget: Annotated[
+        int, Query(ge=0, le=trees.MAX_TREE_BUDGET, description="Tree nodes (0: a chain, from the schedule).")
+    ] = 0,
+    method: Annotated[
+        str | None, Query(max_length=MAX_LABEL, description="vLLM method (draft_model, eagle, ...).")
+    ] = None,
+    draft_path: Annotated[
+        str | None, Query(max_length=MAX_TEXT, description="The draft model's path or hub name, written as is.")
+    ] = None,
+    sglang_algorithm: Annotated[
+        str,
+        Query(
+            description=f"SGLang --speculative-algorithm. One of: {', '.join(engine_config.SGLANG_ALGORITHMS)}.",
+            json_schema_extra={"enum": list(engine_config.SGLANG_ALGORITHMS)},
+        ),
+    ] = "EAGLE",
+    trtllm_decoding_type: Annotated[
+        str,
+        Query(
+            description="TensorRT-LLM decoding_type. One of: " + ", ".join(engine_config.TRTLLM_DECODING_TYPES) + ".",
+            json_schema_extra={"enum": list(engine_config.TRTLLM_DECODING_TYPES)},
+        ),
+    ] = "Draft_Target",
+) -> EngineConfigOut:
+    """The best k per batch on this setup, only at batches that fit, written in the engine's own config keys."""
+    if engine not in ENGINES:
+        raise parameter_error("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}", engine)
+    if sglang_algorithm not in engine_config.SGLANG_ALGORITHMS:
+        raise parameter_error(
+            "sglang_algorithm", f"must be one of {', '.join(engine_config.SGLANG_ALGORITHMS)}", sglang_algorithm
+        )
+    if trtllm_decoding_type not in engine_config.TRTLLM_DECODING_TYPES:
+        raise parameter_error(
+            "trtllm_decoding_type",
+            f"must be one of {', '.join(engine_config.TRTLLM_DECODING_TYPES)}",
+            trtllm_decoding_type,
+        )
+    acceptance = _acceptance(p, rate, mean_length, k)
+    tree = _tree_acceptance(tree_acceptance) if tree_budget > 0 else None
+    if tree_budget > 0 and not tree_acceptance.strip():
+        raise parameter_error("tree_acceptance", "is required with tree_budget > 0")
+    try:
+        return engine_config_out(
+            engine,
+            acceptance,
+            k_max,
+            batch_max,
+            built,
+            batch=batch,
+            tree_acceptance=tree,
+            tree_budget=tree_budget,
+            method=method,
+            draft_path=draft_path,
+            sglang_algorithm=sglang_algorithm,
+            trtllm_decoding_type=trtllm_decoding_type,
+        )
+    except ValueError as error:
+        raise parameter_error("tree_budget", str(error)) from None
+
+
+@router.post(
+    "/step-fit",
+    response_model=StepFitOut,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": (
+                "Measured step times: CSV with columns batch, tokens (per sequence), ms; or the JSON vLLM's dynamic "
+                "speculation config generator writes (batch_stats); or SGLang bench_speculative JSON Lines."
+            ),
+            "content": {"text/plain": {"schema": {"type": "string", "maxLength": step_fit_service.MAX_BYTES}}},
+        }
+    },
+)
+async def post_step_fit(
+    request: Request,
+    built: Setup,
+    p: Annotated[
+        float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Acceptance p: also return the schedule.")
+    ] = None,
+    k_max: KMax = 8,
+    batch_max: Annotated[
+        int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch decided, 1 to {MAX_BATCH}.")
+    ] = MAX_BATCH,
+) -> StepFitOut | JSONResponse:
+    """Fit bandwidth and compute efficiency and the per-step overhead to measured step times; report the error."""
+    body = await _body_text(request, step_fit_service.MAX_BYTES)
+    if isinstance(body, JSONResponse):
+        return body
+    try:
+        return await run_in_threadpool(step_fit_service.step_fit_out, body, built, p, k_max, batch_max)
+    except step_fit_service.StepFitError as error:
+        return _unprocessable("body", str(error), "step_times")

@@ -1,0 +1,87 @@
+"""Responses of the engine endpoints: calibration from any engine's report, configs, step-time fits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from app.web.schemas.decision import CalibrationOut
+from app.web.schemas.regimes import ScheduleOut
+
+
+class ClassCalibrationOut(BaseModel):
+    label: str | None = Field(description="Value of the class label (e.g. model_name); null for the whole report.")
+    p: float = Field(description="Per-token acceptance p (Leviathan's alpha).")
+    p_low: float | None = Field(description="Lower end of the interval of p; null when the report holds no counts.")
+    p_high: float | None
+    interval_level: float
+    interval_method: str
+    k: int = Field(description="Draft length of the measurement.")
+    k_source: str = Field(description="Where k came from: given, per-position counters, the counts, server args...")
+    cycles: float | None = Field(description="Verifications (drafts) counted; null when only a mean was reported.")
+    batch: float | None = Field(description="Sequences running, where the report says (vllm:num_requests_running).")
+    calibration: CalibrationOut = Field(description="p, per-position fit, test of independence and best k.")
+    notes: list[str]
+
+
+class EngineCalibrationOut(BaseModel):
+    engine: str = Field(description="vllm, sglang, trtllm or llamacpp.")
+    format: str = Field(description="The detected format.")
+    format_description: str
+    label_name: str = Field(description="The label that splits a Prometheus scrape into classes.")
+    label: str | None
+    p: float
+    p_low: float | None
+    p_high: float | None
+    interval_level: float
+    interval_method: str
+    k: int
+    k_source: str
+    cycles: float | None
+    batch: float | None
+    calibration: CalibrationOut
+    classes: list[ClassCalibrationOut] = Field(
+        description="One entry per value of the class label; the fields above are the single class, or all classes "
+        "summed when they share k."
+    )
+    notes: list[str]
+
+
+class EngineConfigOut(BaseModel):
+    engine: str
+    p: float
+    k_max: int
+    max_batch_that_fits: int
+    batch_limit: int
+    headline: str
+    speculate: bool = Field(description="False when no k pays at any batch that fits: leave speculation off.")
+    config: dict[str, Any] | None = Field(description="The engine's own keys (JSON); null when speculation is off.")
+    flags: list[str] = Field(description="Command-line flags, where the engine takes flags.")
+    text: str = Field(description="Ready to paste: the JSON, YAML or command line.")
+    tree: dict[str, Any] | None = Field(description="Optimal tree as path lists (vLLM / TensorRT-LLM), when asked.")
+    schedule: ScheduleOut
+    sources: list[str] = Field(description="Engine source files the keys and their types were checked against.")
+    notes: list[str]
+
+
+class StepPointOut(BaseModel):
+    batch: int
+    kind: str = Field(description="target (one forward pass over `tokens` per sequence) or cycle (drafts + verify).")
+    tokens: int = Field(description="Tokens per sequence verified (target) or draft length k (cycle).")
+    measured_ms: float
+    fitted_ms: float
+
+
+class StepFitOut(BaseModel):
+    format: str = Field(description="csv, vllm-dynamic-config or sglang-bench-speculative.")
+    rows: int
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    overhead_us: float
+    rms_relative_error: float = Field(description="Root mean square of (fitted - measured) / measured.")
+    max_relative_error: float
+    at_bounds: list[str] = Field(description="Fitted parameters that sit at a bound of their range.")
+    points: list[StepPointOut]
+    schedule: ScheduleOut | None = Field(description="The schedule from the fitted model, when p is given.")
+    notes: list[str]

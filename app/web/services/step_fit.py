@@ -1,0 +1,56 @@
+"""Measured step times to fitted efficiencies, the fit's error and the schedule of the fitted model."""
+
+from __future__ import annotations
+
+from app.model import step_fit
+from app.model.step_fit import StepFitError
+from app.web.schemas.engines import StepFitOut, StepPointOut
+from app.web.services.regimes import BuiltSetup, schedule_out
+
+MAX_BYTES = 1_000_000
+
+__all__ = ["MAX_BYTES", "StepFitError", "step_fit_out"]
+
+
+def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batch_max: int) -> StepFitOut:
+    format_name, rows = step_fit.read_step_times(text)
+    fit = step_fit.fit_step_times(built.setup, format_name, rows)
+    description = built.description.model_copy(
+        update={
+            "bandwidth_efficiency": fit.bandwidth_efficiency,
+            "compute_efficiency": fit.compute_efficiency,
+            "step_overhead_us": fit.overhead_us,
+            "effective_bandwidth_tb_s": fit.setup.bandwidth_bytes_s / 1e12,
+            "effective_tflops": fit.setup.compute_flops_s / 1e12,
+        }
+    )
+    fitted = BuiltSetup(fit.setup, description)
+    notes = [
+        "pass bandwidth_efficiency, compute_efficiency and overhead_us to any endpoint to use the fitted model",
+    ]
+    if format_name == "vllm-dynamic-config":
+        notes.append("each median inter-token latency is taken as the time of one step (k = 0) or one cycle (k > 0)")
+    if fit.at_bounds:
+        notes.append(f"{', '.join(fit.at_bounds)} at a bound of its range: the data do not pin it down")
+    return StepFitOut(
+        format=format_name,
+        rows=len(rows),
+        bandwidth_efficiency=fit.bandwidth_efficiency,
+        compute_efficiency=fit.compute_efficiency,
+        overhead_us=fit.overhead_us,
+        rms_relative_error=fit.rms_relative_error,
+        max_relative_error=fit.max_relative_error,
+        at_bounds=fit.at_bounds,
+        points=[
+            StepPointOut(
+                batch=row.batch,
+                kind=row.kind,
+                tokens=row.draft_steps if row.draft_steps else row.tokens,
+                measured_ms=row.ms,
+                fitted_ms=value,
+            )
+            for row, value in zip(rows, fit.fitted_ms, strict=True)
+        ],
+        schedule=schedule_out(p, k_max, batch_max, fitted) if p is not None else None,
+        notes=notes,
+    )
