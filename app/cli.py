@@ -229,6 +229,14 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
     measured.add_argument(
         "--metrics", metavar="FILE", help="Prometheus text from a vLLM server's /metrics ('-' = stdin)"
     )
+    measured.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE_OR_URL",
+        help="any engine's report (vLLM, SGLang, TensorRT-LLM, llama.cpp), detected by format; a URL is fetched",
+    )
+    parser.add_argument("--label", default="model_name", help="with --from: label that splits classes")
+    parser.add_argument("--cycles", type=_bounded(float, 1e-9, 1e15), help="with --from: verifications behind a mean")
     parser.add_argument("--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics)")
     parser.add_argument(
         "--k", type=_bounded(int, 1, 64), help="draft length of the measurement (num_speculative_tokens)"
@@ -250,6 +258,10 @@ def run_calibrate(arguments: argparse.Namespace) -> int:
     from app.model import calibration
     from app.web.services.decision import calibration_out, cost_regime, render_calibration_text
 
+    if arguments.source is not None:
+        from app.cli_engines import run_calibrate_from
+
+        return run_calibrate_from(arguments)
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     try:
         if arguments.metrics is not None:
@@ -364,6 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibrate_command(subparsers)
     add_sources_command(subparsers)
     add_trees_command(subparsers)
+    from app import cli_engines
+
+    cli_engines.add_commands(subparsers, _add_roofline_arguments, _setup_request)
     return parser
 
 

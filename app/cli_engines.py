@@ -1,0 +1,297 @@
+"""Engine commands of `specdec-lab`: calibrate --from, config, step-fit and watch."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MAX_SAMPLES = 100_000
+ENGINES = ["vllm", "sglang", "trtllm", "llamacpp"]
+
+
+def _bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[[str], float | int]:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g}; got {text}")
+        return value
+
+    return parse
+
+
+def read_source(source: str) -> str:
+    """A report from a file, '-' (stdin) or an http(s) URL fetched from this machine (timeout and size cap)."""
+    from app.web.services.fetch import MAX_FETCH_BYTES, fetch_text
+
+    if source.startswith(("http://", "https://")):
+        return fetch_text(source)
+    if source == "-":
+        return sys.stdin.read(MAX_FETCH_BYTES + 1)
+    path = Path(source)
+    if path.stat().st_size > MAX_FETCH_BYTES:
+        raise ValueError(f"{source} is larger than {MAX_FETCH_BYTES:,} bytes")
+    return path.read_text(encoding="utf-8")
+
+
+def run_calibrate_from(arguments: argparse.Namespace) -> int:
+    """`specdec-lab calibrate --from FILE_OR_URL`: any engine's report, detected by format."""
+    from app.model.calibration import CalibrationError
+    from app.web.services.decision import cost_regime
+    from app.web.services.engines import calibrate_report
+
+    regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
+    try:
+        text = read_source(arguments.source)
+        report = calibrate_report(
+            text, regime, arguments.k_max, k=arguments.k, label=arguments.label, cycles=arguments.cycles
+        )
+    except (OSError, ValueError) as error:  # FetchError and CalibrationError are ValueErrors
+        message = error.message if isinstance(error, CalibrationError) else str(error)
+        print(f"specdec-lab calibrate: error: {message}", file=sys.stderr)
+        return 2
+    if arguments.format == "json":
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return 0
+    lines = [f"{report.format_description} ({report.engine})"]
+    for item in report.classes if len(report.classes) > 1 else []:
+        lines.append(f"  {report.label_name}={item.label}: {_p_text(item.p, item.p_low, item.p_high)}, k = {item.k}")
+    lines.append(f"p = {_p_text(report.p, report.p_low, report.p_high)} at k = {report.k} ({report.k_source})")
+    departure = report.calibration.departure
+    if departure is not None and departure.p_value is not None:
+        verdict = "consistent with" if departure.consistent_with_iid else "departs from"
+        lines.append(f"per-position acceptance {verdict} i.i.d. (chi-square p-value {departure.p_value:.3g})")
+    best = report.calibration
+    lines.append(f"best k: {best.best_k} ({best.best_speedup:.2f}x) under {best.regime.label}")
+    lines += [f"note: {note}" for note in report.notes]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _p_text(p: float, low: float | None, high: float | None) -> str:
+    return (
+        f"{p:.4f} [{low:.4f}, {high:.4f}] (95%)" if low is not None and high is not None else f"{p:.4f} (no interval)"
+    )
+
+
+def add_commands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    add_roofline_arguments: Callable[[argparse.ArgumentParser], None],
+    setup_request: Callable[[argparse.Namespace], object],
+) -> None:
+    """Register config, step-fit and watch; they take the same setup arguments as `schedule`."""
+    config = subparsers.add_parser(
+        "config", help="the schedule on your setup as vLLM, SGLang, TensorRT-LLM or llama.cpp take it"
+    )
+    config.add_argument("--engine", choices=ENGINES, required=True)
+    config.add_argument("--p", type=_bounded(float, 0.0, 1.0), default=0.8, help="acceptance probability")
+    config.add_argument("--k-max", type=_bounded(int, 1, 64), default=8)
+    config.add_argument("--batch-max", type=_bounded(int, 1, 1024), default=1024)
+    config.add_argument("--batch", type=_bounded(int, 1, 1024), default=1, help="operating batch (SGLang, llama.cpp)")
+    config.add_argument("--tree-budget", type=_bounded(int, 0, 256), default=0, help="tree nodes (0 = a chain)")
+    config.add_argument("--tree-acceptance", default="0.6,0.2,0.1,0.05", help="positional acceptance for the tree")
+    config.add_argument("--draft-path", help="the draft model's path, written into the config")
+    config.add_argument("--method", help="vLLM method (draft_model, eagle, eagle3, ...)")
+    add_roofline_arguments(config)
+    config.set_defaults(handler=lambda arguments: run_config(arguments, setup_request))
+
+    fit = subparsers.add_parser("step-fit", help="fit efficiencies and overhead to measured step times")
+    fit.add_argument("source", metavar="FILE", help="CSV (batch,tokens,ms), vLLM dynamic config JSON or SGLang JSONL")
+    fit.add_argument("--p", type=_bounded(float, 0.0, 1.0), help="also print the schedule of the fitted model")
+    fit.add_argument("--k-max", type=_bounded(int, 1, 64), default=8)
+    fit.add_argument("--batch-max", type=_bounded(int, 1, 1024), default=1024)
+    add_roofline_arguments(fit)
+    fit.set_defaults(handler=lambda arguments: run_step_fit(arguments, setup_request))
+
+    watch = subparsers.add_parser("watch", help="poll a live vLLM /metrics and say when speculation stops paying")
+    watch.add_argument("url", help="http(s) URL of the server's /metrics")
+    watch.add_argument("--interval", type=_bounded(float, 0.05, 3600.0), default=10.0, help="seconds between scrapes")
+    watch.add_argument("--samples", type=_bounded(int, 1, MAX_SAMPLES), default=60, help="intervals to report")
+    watch.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a regression was seen")
+    watch.add_argument("--calibrated", help="LOW,HIGH: acceptance interval to hold (default: the first interval's)")
+    watch.add_argument("--label", default="model_name", help="label that picks a class")
+    watch.add_argument("--label-value", help="watch only this value of --label")
+    watch.add_argument("--serve-port", type=_bounded(int, 0, 65535), help="serve specdec_lab_* gauges on 127.0.0.1")
+    add_roofline_arguments(watch)
+    watch.set_defaults(handler=lambda arguments: run_watch(arguments, setup_request))
+
+
+def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object], name: str) -> Any:
+    from app.web.services.regimes import SetupError, SetupRequest, build_setup
+
+    try:
+        request = setup_request(arguments)
+        assert isinstance(request, SetupRequest)
+        return build_setup(request)
+    except SetupError as error:
+        print(f"specdec-lab {name}: error: {error}", file=sys.stderr)
+        return None
+
+
+def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+    from app.model import trees
+    from app.web.services.engines import engine_config_out
+
+    built = _built(arguments, setup_request, "config")
+    if built is None:
+        return 2
+    try:
+        acceptance = (
+            trees.positional_acceptance([float(v) for v in arguments.tree_acceptance.split(",") if v.strip()])
+            if arguments.tree_budget
+            else None
+        )
+        out = engine_config_out(
+            arguments.engine,
+            arguments.p,
+            arguments.k_max,
+            arguments.batch_max,
+            built,
+            batch=arguments.batch,
+            tree_acceptance=acceptance,
+            tree_budget=arguments.tree_budget,
+            method=arguments.method,
+            draft_path=arguments.draft_path,
+        )
+    except ValueError as error:
+        print(f"specdec-lab config: error: {error}", file=sys.stderr)
+        return 2
+    if arguments.format == "json":
+        sys.stdout.write(out.model_dump_json(indent=2) + "\n")
+        return 0
+    lines = [out.headline, ""]
+    lines.append(out.text.rstrip() if out.speculate else "(leave speculation off)")
+    lines += [f"note: {note}" for note in out.notes]
+    lines += [f"keys checked against {source}" for source in out.sources]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+    from app.web.services.step_fit import StepFitError, step_fit_out
+
+    built = _built(arguments, setup_request, "step-fit")
+    if built is None:
+        return 2
+    try:
+        text = read_source(arguments.source)
+        out = step_fit_out(text, built, arguments.p, arguments.k_max, arguments.batch_max)
+    except (OSError, StepFitError, ValueError) as error:
+        print(f"specdec-lab step-fit: error: {error}", file=sys.stderr)
+        return 2
+    if arguments.format == "json":
+        sys.stdout.write(out.model_dump_json(indent=2) + "\n")
+        return 0
+    lines = [
+        f"{out.rows} rows ({out.format}): bandwidth efficiency {out.bandwidth_efficiency:.3f}, "
+        f"compute efficiency {out.compute_efficiency:.3f}, overhead {out.overhead_us:.1f} us per pass",
+        f"fit error: rms {100 * out.rms_relative_error:.2f}%, max {100 * out.max_relative_error:.2f}%",
+    ]
+    if out.schedule is not None:
+        lines.append(out.schedule.headline)
+    lines += [f"note: {note}" for note in out.notes]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+class _Gauges:
+    """specdec_lab_* gauges on a private registry, served on 127.0.0.1."""
+
+    def __init__(self, port: int) -> None:
+        from prometheus_client import CollectorRegistry, Gauge, start_http_server
+
+        self.registry = CollectorRegistry()
+        self.speedup = Gauge(
+            "specdec_lab_expected_speedup", "Speedup the interval's acceptance implies", registry=self.registry
+        )
+        self.acceptance = Gauge("specdec_lab_acceptance", "Acceptance p of the last interval", registry=self.registry)
+        self.batch = Gauge("specdec_lab_batch", "vllm:num_requests_running at the last scrape", registry=self.registry)
+        self.pays = Gauge(
+            "specdec_lab_speculation_pays", "1 while the implied speedup exceeds 1", registry=self.registry
+        )
+        self.regression = Gauge("specdec_lab_regression", "1 after a regression was seen", registry=self.registry)
+        result = start_http_server(port, addr="127.0.0.1", registry=self.registry)
+        self.server = result[0] if isinstance(result, tuple) else None
+        self.port = self.server.server_address[1] if self.server is not None else port
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+    from app.model.calibration import CalibrationError
+    from app.model.watch import format_line, interval_report, read_scrape
+    from app.web.services.fetch import FetchError, check_url, fetch_text
+
+    built = _built(arguments, setup_request, "watch")
+    if built is None:
+        return 2
+    calibrated: tuple[float, float] | None = None
+    if arguments.calibrated:
+        try:
+            low, high = (float(part) for part in arguments.calibrated.split(","))
+            if not 0 <= low <= high <= 1:
+                raise ValueError
+        except ValueError:
+            print("specdec-lab watch: error: --calibrated must be LOW,HIGH with 0 <= LOW <= HIGH <= 1", file=sys.stderr)
+            return 2
+        calibrated = (low, high)
+    try:
+        check_url(arguments.url)
+    except FetchError as error:
+        print(f"specdec-lab watch: error: {error}", file=sys.stderr)
+        return 2
+    gauges = _Gauges(arguments.serve_port) if arguments.serve_port is not None else None
+    if gauges is not None:
+        print(f"serving specdec_lab_* gauges on http://127.0.0.1:{gauges.port}/metrics", flush=True)
+    regressions = 0
+    previous = None
+    index = 0
+    timeout = min(5.0, max(arguments.interval, 0.5))
+    try:
+        while index < arguments.samples:
+            try:
+                scrape = read_scrape(fetch_text(arguments.url, timeout=timeout), arguments.label, arguments.label_value)
+            except (FetchError, CalibrationError) as error:
+                message = error.message if isinstance(error, CalibrationError) else str(error)
+                index += 1
+                print(f"interval {index:>4}: scrape failed: {message}", flush=True)
+                time.sleep(arguments.interval)
+                continue
+            if previous is not None:
+                index += 1
+                report = interval_report(previous, scrape, built.setup, calibrated)
+                if calibrated is None and report.status == "ok" and report.p_low is not None:
+                    assert report.p_high is not None
+                    calibrated = (report.p_low, report.p_high)
+                    report_line = (
+                        format_line(index, report) + f"; calibrated interval [{report.p_low:.3f}, {report.p_high:.3f}]"
+                    )
+                else:
+                    report_line = format_line(index, report)
+                print(report_line, flush=True)
+                if report.regression:
+                    regressions += 1
+                if gauges is not None and report.speedup is not None:
+                    gauges.speedup.set(report.speedup)
+                    gauges.acceptance.set(report.p or 0.0)
+                    gauges.batch.set(report.batch or 0)
+                    gauges.pays.set(1.0 if report.speedup > 1 else 0.0)
+                    gauges.regression.set(1.0 if regressions else 0.0)
+            previous = scrape
+            if index < arguments.samples:
+                time.sleep(arguments.interval)
+    finally:
+        if gauges is not None:
+            gauges.close()
+    if regressions:
+        print(f"{regressions} of {index} intervals regressed", flush=True)
+    return 1 if regressions and arguments.fail_on_regression else 0

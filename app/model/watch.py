@@ -1,0 +1,146 @@
+"""Acceptance and implied speedup per interval, from the counter deltas of two vLLM /metrics scrapes.
+
+Counters only grow while a server runs; when any of them goes down (or the number of positions
+changes), the server was restarted: that interval is reported as a reset and the new scrape becomes
+the baseline.  An interval without drafts says so.  The batch is the gauge vllm:num_requests_running.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from app.model import engine_metrics
+from app.model.calibration import CalibrationError, ErrorKind
+from app.model.capacity import max_batch_that_fits
+from app.model.engine_metrics import Measurement
+from app.model.regimes import RooflineSetup, roofline_speedup
+
+
+@dataclass(frozen=True)
+class Scrape:
+    drafts: float
+    draft_tokens: float
+    accepted: float
+    per_position: tuple[float, ...]
+    running: float | None
+
+
+@dataclass(frozen=True)
+class IntervalReport:
+    status: str  # ok, idle, reset, stops-paying, acceptance-dropped, acceptance-rose
+    p: float | None = None
+    p_low: float | None = None
+    p_high: float | None = None
+    k: int | None = None
+    batch: int | None = None
+    speedup: float | None = None
+    drafts: float = 0.0
+    message: str = ""
+
+    @property
+    def regression(self) -> bool:
+        return self.status in ("stops-paying", "acceptance-dropped")
+
+
+def read_scrape(text: str, label: str = "model_name", value: str | None = None) -> Scrape:
+    """One scrape's spec-decode counters summed over engines (and classes, unless ``value`` picks one)."""
+    format_name, measurements = engine_metrics.read_measurements(text, label=label)
+    if format_name != "vllm-metrics":
+        raise engine_metrics.EngineFormatError(
+            ErrorKind.UNRELATED,
+            f"watch reads vLLM V1 counters (vllm:spec_decode_num_drafts_total); this is {format_name}",
+        )
+    if value is not None:
+        measurements = [m for m in measurements if m.label == value]
+        if not measurements:
+            raise engine_metrics.EngineFormatError(
+                ErrorKind.AMBIGUOUS_MODEL, f"no spec-decode counters with {label}={value!r}"
+            )
+    widths = {len(m.per_position) for m in measurements}
+    width = max(widths)
+    return Scrape(
+        drafts=sum(m.cycles or 0.0 for m in measurements),
+        draft_tokens=sum(m.draft_tokens or 0.0 for m in measurements),
+        accepted=sum(m.accepted or 0.0 for m in measurements),
+        per_position=tuple(
+            sum(m.per_position[i] if i < len(m.per_position) else 0.0 for m in measurements) for i in range(width)
+        ),
+        running=measurements[0].batch,
+    )
+
+
+def went_down(before: Scrape, after: Scrape) -> str | None:
+    """The first counter that decreased (a restart), or None."""
+    if len(before.per_position) != len(after.per_position):
+        return "the number of draft positions"
+    pairs = [
+        ("vllm:spec_decode_num_drafts_total", before.drafts, after.drafts),
+        ("vllm:spec_decode_num_draft_tokens_total", before.draft_tokens, after.draft_tokens),
+        ("vllm:spec_decode_num_accepted_tokens_total", before.accepted, after.accepted),
+        *(
+            (f"vllm:spec_decode_num_accepted_tokens_per_pos_total{{position={i}}}", a, b)
+            for i, (a, b) in enumerate(zip(before.per_position, after.per_position, strict=True))
+        ),
+    ]
+    return next((name for name, a, b in pairs if b < a), None)
+
+
+def interval_report(
+    before: Scrape,
+    after: Scrape,
+    setup: RooflineSetup,
+    calibrated: tuple[float, float] | None,
+    batch_limit: int = 1024,
+) -> IntervalReport:
+    """What one interval says: acceptance with its interval, batch, the implied speedup, and any regression."""
+    reason = went_down(before, after)
+    if reason is not None:
+        return IntervalReport("reset", message=f"counters reset ({reason} went down): server restarted? new baseline")
+    drafts = after.drafts - before.drafts
+    if drafts <= 0:
+        return IntervalReport("idle", message="no drafts this interval: nothing to measure")
+    measurement = Measurement(
+        engine="vllm",
+        format="vllm-metrics",
+        label=None,
+        cycles=drafts,
+        draft_tokens=after.draft_tokens - before.draft_tokens,
+        accepted=after.accepted - before.accepted,
+        per_position=tuple(b - a for a, b in zip(before.per_position, after.per_position, strict=True)),
+    )
+    try:
+        calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
+    except CalibrationError as error:
+        return IntervalReport(
+            "idle", drafts=drafts, message=f"counters this interval do not calibrate: {error.message}"
+        )
+    p, k = calibrated_now.result.acceptance, calibrated_now.result.k
+    low, high = calibrated_now.interval.low, calibrated_now.interval.high
+    running = after.running if after.running is not None else before.running
+    batch = max(1, round(running)) if running is not None else 1
+    fit = max_batch_that_fits(setup, batch_limit)
+    speedup = float(roofline_speedup(p, k, setup, batch))
+    base = IntervalReport("ok", p=p, p_low=low, p_high=high, k=k, batch=batch, speedup=speedup, drafts=drafts)
+    fit_note = f" (batch {batch} is more than the {fit} that fit this setup)" if batch > fit else ""
+    if speedup <= 1.0:
+        message = f"speculation stops paying: {speedup:.2f}x at batch {batch} with k = {k}{fit_note}"
+        return replace(base, status="stops-paying", message=message)
+    if calibrated is not None and high is not None and low is not None:
+        shown = f"[{calibrated[0]:.3f}, {calibrated[1]:.3f}]"
+        if high < calibrated[0]:
+            return replace(
+                base, status="acceptance-dropped", message=f"acceptance dropped below its calibrated {shown}"
+            )
+        if low > calibrated[1]:
+            return replace(base, status="acceptance-rose", message=f"acceptance rose above its calibrated {shown}")
+    return replace(base, message="ok" + fit_note)
+
+
+def format_line(index: int, report: IntervalReport) -> str:
+    if report.p is None:
+        return f"interval {index:>4}: {report.message}"
+    interval = f"[{report.p_low:.3f}, {report.p_high:.3f}]" if report.p_low is not None else "[?]"
+    return (
+        f"interval {index:>4}: p {report.p:.3f} {interval}  k {report.k}  batch {report.batch}  "
+        f"drafts {report.drafts:,.0f}  speedup {report.speedup:.2f}x  {report.message}"
+    )
