@@ -187,7 +187,7 @@ def detect_format(text: str) -> str:
         return "vllm-metrics-v0" if not re.search(r"(?m)^vllm[:_]spec_decode_num_drafts", text) else "vllm-metrics"
     if re.search(r"(?m)^sglang[:_]spec_accept_", text):
         return "sglang-metrics"
-    if re.search(r"(?m)^[A-Za-z_:][A-Za-z0-9_:]*(\{[^}]*\})?\s+\S+", text):
+    if re.search(r"(?m)^[A-Za-z_:][A-Za-z0-9_:]*(\{[^}]*\})?\s+([-+]?[0-9.]|[-+]?Inf|NaN)", text):
         names = sorted(set(re.findall(r"(?m)^([A-Za-z_:][A-Za-z0-9_:]*)", text)))[:5]
         raise _fail(
             ErrorKind.UNRELATED,
