@@ -7,6 +7,7 @@ the files); they are the test's independent account of what each engine accepts.
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 from typing import Any
 
@@ -69,7 +70,7 @@ def test_vllm_keys_types_and_a_schedule_that_covers_every_batch_that_fits(client
     ranges = config["num_speculative_tokens_per_batch_size"]
     assert all(isinstance(item, list) and len(item) == 3 and all(isinstance(v, int) for v in item) for item in ranges)
     assert ranges[0][0] == 1 and ranges[-1][1] == body["max_batch_that_fits"] == body["batch_limit"]
-    assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:], strict=False))  # contiguous, inclusive
+    assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges))  # contiguous, inclusive
     assert config["num_speculative_tokens"] == max(k for _s, _e, k in ranges) > 0
     assert "--max-num-seqs" in body["flags"] and body["flags"][body["flags"].index("--max-num-seqs") + 1] == str(
         body["max_batch_that_fits"]

@@ -122,17 +122,18 @@ def interval_report(
     speedup = float(roofline_speedup(p, k, setup, batch))
     base = IntervalReport("ok", p=p, p_low=low, p_high=high, k=k, batch=batch, speedup=speedup, drafts=drafts)
     fit_note = f" (batch {batch} is more than the {fit} that fit this setup)" if batch > fit else ""
-    if speedup <= 1.0:
-        message = f"speculation stops paying: {speedup:.2f}x at batch {batch} with k = {k}{fit_note}"
-        return replace(base, status="stops-paying", message=message)
+    drift = None
     if calibrated is not None and high is not None and low is not None:
         shown = f"[{calibrated[0]:.3f}, {calibrated[1]:.3f}]"
         if high < calibrated[0]:
-            return replace(
-                base, status="acceptance-dropped", message=f"acceptance dropped below its calibrated {shown}"
-            )
-        if low > calibrated[1]:
-            return replace(base, status="acceptance-rose", message=f"acceptance rose above its calibrated {shown}")
+            drift = ("acceptance-dropped", f"acceptance dropped below its calibrated {shown}")
+        elif low > calibrated[1]:
+            drift = ("acceptance-rose", f"acceptance rose above its calibrated {shown}")
+    if speedup <= 1.0:
+        message = f"speculation stops paying: {speedup:.2f}x at batch {batch} with k = {k}{fit_note}"
+        return replace(base, status="stops-paying", message=message + (f"; {drift[1]}" if drift else ""))
+    if drift is not None:
+        return replace(base, status=drift[0], message=drift[1] + fit_note)
     return replace(base, message="ok" + fit_note)
 
 

@@ -1,0 +1,76 @@
+"""`specdec-lab calibrate --from`, `config`: the same numbers as the API, from a file or a URL on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.cli import main
+from app.model import engine_metrics as em
+
+
+@pytest.fixture
+def report_url() -> Iterator[str]:
+    text = em.example_report("llamacpp-log", 0.7, 5, 5000, 3).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/log"
+    server.shutdown()
+    server.server_close()
+
+
+def test_calibrate_from_a_file_matches_the_api(
+    tmp_path: Path, client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = em.example_report("vllm-metrics", 0.8, 4, 5000, 2, classes=2)
+    path = tmp_path / "metrics.txt"
+    path.write_text(text)
+    assert main(["calibrate", "--from", str(path), "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    api = client.post("/api/v1/calibrate", content=text).json()
+    assert body["p"] == api["p"] and body["p_low"] == api["p_low"] and len(body["classes"]) == 2
+    assert main(["calibrate", "--from", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "model_name=model-0" in out and "[0." in out and "vLLM" in out
+
+
+def test_calibrate_from_a_url_fetched_by_the_cli(report_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--from", report_url, "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["engine"] == "llamacpp" and body["p_low"] <= 0.7 <= body["p_high"]
+
+
+def test_calibrate_from_reports_bad_input_plainly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_text("nothing to see\n")
+    assert main(["calibrate", "--from", str(path)]) == 2
+    assert "unknown format" in capsys.readouterr().err
+    assert main(["calibrate", "--from", str(tmp_path / "missing.txt")]) == 2
+    assert main(["calibrate", "--rate", "0.5", "--k", "4"]) == 0  # the old way still works
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])
+def test_config_command_matches_the_api(engine: str, client: TestClient, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["config", "--engine", engine, "--model", "dense-70b", "--p", "0.75", "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    api = client.get("/api/v1/engine-config", params={"engine": engine, "model": "dense-70b", "p": 0.75}).json()
+    assert body["config"] == api["config"] and body["max_batch_that_fits"] == 44
+    assert main(["config", "--engine", engine, "--model", "dense-70b", "--p", "0.75"]) == 0
+    assert "44 sequences fit" in capsys.readouterr().out

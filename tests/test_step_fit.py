@@ -1,0 +1,107 @@
+"""Fitting efficiencies and overhead to measured step times recovers them, in every format read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.cli import main
+from app.model.regimes import draft_step, target_step
+from app.model.step_fit import example_step_times, fit_step_times, read_step_times
+from app.web.services.regimes import SetupRequest, build_setup
+
+FIT = "/api/v1/step-fit"
+TRUE = {"bandwidth_efficiency": 0.55, "compute_efficiency": 0.4, "step_overhead_us": 120.0}
+BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+
+
+def _truth() -> object:
+    return replace(build_setup(SetupRequest()).setup, **TRUE)
+
+
+def test_a_noiseless_csv_gives_back_its_parameters() -> None:
+    setup = _truth()
+    text = example_step_times(setup, BATCHES, [1, 2, 4, 8], noise=0.0, seed=0)  # type: ignore[arg-type]
+    name, rows = read_step_times(text)
+    fit = fit_step_times(build_setup(SetupRequest()).setup, name, rows)
+    assert name == "csv" and len(rows) == 40
+    assert fit.bandwidth_efficiency == pytest.approx(0.55, rel=0.02)
+    assert fit.compute_efficiency == pytest.approx(0.4, rel=0.02)
+    assert fit.overhead_us == pytest.approx(120.0, rel=0.05)
+    assert fit.rms_relative_error < 0.01
+
+
+def test_the_endpoint_reports_the_fit_error_and_the_fitted_schedule(client: TestClient) -> None:
+    text = example_step_times(_truth(), BATCHES, [1, 3, 5], noise=0.03, seed=4)  # type: ignore[arg-type]
+    body = client.post(FIT, content=text, params={"p": 0.8}).json()
+    assert body["rows"] == 30 and 0.01 < body["rms_relative_error"] < 0.06
+    assert body["bandwidth_efficiency"] == pytest.approx(0.55, rel=0.1)
+    assert body["schedule"]["setup"]["bandwidth_efficiency"] == body["bandwidth_efficiency"]
+    assert body["schedule"]["steps"] and len(body["points"]) == 30
+
+
+def test_vllm_dynamic_config_and_sglang_bench_jsonl() -> None:
+    setup = _truth()
+    stats: dict[str, dict[str, float]] = {}
+    records = []
+    for batch in BATCHES:
+        stats[str(batch)] = {}
+        for k in (0, 1, 3, 5):
+            seconds = float(target_step(setup, batch, k + 1).total_s) + k * float(draft_step(setup, batch).total_s)  # type: ignore[arg-type]
+            stats[str(batch)][str(k)] = seconds * 1e3
+            records.append(
+                {
+                    "batch_size": batch,
+                    "steps": k,
+                    "topk": 1 if k else 0,
+                    "num_draft_tokens": k + 1 if k else 0,
+                    "step_time": seconds,
+                    "acc_length": 2.0,
+                }
+            )
+    vllm = json.dumps(
+        {
+            "is_online": False,
+            "max_num_speculative_tokens": 5,
+            "acceptance_rate_per_pos": [0.8, 0.6],
+            "batch_stats": stats,
+        }
+    )
+    for text, expected in (
+        (vllm, "vllm-dynamic-config"),
+        ("\n".join(json.dumps(r) for r in records), "sglang-bench-speculative"),
+    ):
+        name, rows = read_step_times(text)
+        fit = fit_step_times(build_setup(SetupRequest()).setup, name, rows)
+        assert name == expected and fit.rms_relative_error < 0.01
+        assert fit.compute_efficiency == pytest.approx(0.4, rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("", "no step times"),
+        ("batch,ms\n1,2\n", "tokens column"),
+        ("batch,tokens,ms\n1,1,2\n2,1,3\n", "at least 3"),
+        ("batch,tokens,ms\n1,1,-2\n2,1,3\n4,1,3\n", "above 0"),
+        ("batch,tokens,ms\n1.5,1,2\n2,1,3\n4,1,3\n", "whole number"),
+        ("batch,tokens,ms\nx,1,2\n", "numbers"),
+        ('{"batch_stats": {"1": {"0": "fast"}}}', "must be a number"),
+        ('{"nothing": 1}', "neither"),
+    ],
+)
+def test_bad_step_times_get_a_422(client: TestClient, body: str, words: str) -> None:
+    response = client.post(FIT, content=body)
+    assert response.status_code == 422 and words in response.json()["detail"][0]["msg"], response.text
+
+
+def test_cli_step_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "steps.csv"
+    path.write_text(example_step_times(_truth(), BATCHES, [1, 4], noise=0.0, seed=1))  # type: ignore[arg-type]
+    assert main(["step-fit", str(path), "--p", "0.8"]) == 0
+    out = capsys.readouterr().out
+    assert "bandwidth efficiency 0.55" in out and "fit error" in out

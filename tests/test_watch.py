@@ -1,0 +1,178 @@
+"""`specdec-lab watch` against a real HTTP server: prometheus_client's own, serving vLLM-format counters."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from app.cli import main
+from app.model.engine_metrics import sample_accepted
+from app.model.watch import Scrape, interval_report, went_down
+from app.web.services.regimes import SetupRequest, build_setup
+
+K = 4
+
+
+@dataclass(eq=False)
+class FakeVllm:
+    """vLLM V1 spec-decode counters that advance by one batch of drafts at every scrape.
+
+    Acceptance is ``high`` for the first ``drop_after`` scrapes and ``low`` after; at scrape ``restart_at``
+    every counter starts again from zero, as after a server restart.
+    """
+
+    high: float = 0.85
+    low: float = 0.3
+    drop_after: int = 4
+    restart_at: int | None = None
+    drafts_per_scrape: int = 4000
+    running: float = 8.0
+    scrapes: int = 0
+    totals: dict[str, float] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _advance(self) -> None:
+        self.scrapes += 1
+        if self.restart_at is not None and self.scrapes == self.restart_at:
+            self.totals = {}
+        p = self.high if self.scrapes <= self.drop_after else self.low
+        draws = sample_accepted(p, K, self.drafts_per_scrape, seed=self.scrapes)
+        add = {"drafts": self.drafts_per_scrape, "draft_tokens": self.drafts_per_scrape * K, "accepted": draws.sum()}
+        for i in range(K):
+            add[f"pos{i}"] = float(np.sum(draws > i))
+        for name, value in add.items():
+            self.totals[name] = self.totals.get(name, 0.0) + float(value)
+
+    def collect(self) -> Iterator[object]:
+        with self.lock:
+            self._advance()
+            totals = dict(self.totals)
+        labels = ["engine", "model_name"]
+        for name, key in (
+            ("vllm:spec_decode_num_drafts", "drafts"),
+            ("vllm:spec_decode_num_draft_tokens", "draft_tokens"),
+            ("vllm:spec_decode_num_accepted_tokens", "accepted"),
+        ):
+            family = CounterMetricFamily(name, name, labels=labels)
+            family.add_metric(["0", "target"], totals[key])
+            yield family
+        per_position = CounterMetricFamily(
+            "vllm:spec_decode_num_accepted_tokens_per_pos", "per position", labels=[*labels, "position"]
+        )
+        for i in range(K):
+            per_position.add_metric(["0", "target", str(i)], totals[f"pos{i}"])
+        yield per_position
+        running = GaugeMetricFamily("vllm:num_requests_running", "running", labels=labels)
+        running.add_metric(["0", "target"], self.running)
+        yield running
+
+
+@pytest.fixture
+def serve() -> Iterator[object]:
+    servers = []
+
+    def start(fake: FakeVllm) -> str:
+        registry = CollectorRegistry()
+        registry.register(fake)  # type: ignore[arg-type]
+        server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{server.server_address[1]}/metrics"
+
+    yield start
+    for server, thread in servers:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_watch_reports_each_interval_and_fails_when_acceptance_drops(
+    serve: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeVllm()
+    url = serve(fake)  # type: ignore[operator]
+    started = time.monotonic()
+    code = main(["watch", url, "--interval", "0.05", "--samples", "7", "--fail-on-regression"])
+    assert time.monotonic() - started < 20
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("interval")]
+    assert len(lines) == 7
+    assert "calibrated interval" in lines[0] and lines[1].endswith("ok")
+    assert any("acceptance dropped below its calibrated" in line for line in lines[4:])
+    assert any("speculation stops paying" in line or "dropped" in line for line in lines[4:])
+    assert "batch 8" in lines[0]
+    assert code == 1
+
+
+def test_without_fail_on_regression_the_exit_code_is_zero(serve: object, capsys: pytest.CaptureFixture[str]) -> None:
+    url = serve(FakeVllm(drop_after=2))  # type: ignore[operator]
+    assert main(["watch", url, "--interval", "0.05", "--samples", "4"]) == 0
+    assert "regressed" in capsys.readouterr().out
+
+
+def test_a_restart_is_a_reset_not_a_crash_nor_a_regression(serve: object, capsys: pytest.CaptureFixture[str]) -> None:
+    url = serve(FakeVllm(drop_after=100, restart_at=4))  # type: ignore[operator]
+    code = main(["watch", url, "--interval", "0.05", "--samples", "5", "--fail-on-regression"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("interval")]
+    assert "counters reset" in lines[2] and lines[3].endswith("ok") and code == 0
+
+
+def test_watch_serves_its_own_gauges(serve: object, capsys: pytest.CaptureFixture[str]) -> None:
+    url = serve(FakeVllm(drop_after=100))  # type: ignore[operator]
+    seen: dict[str, str] = {}
+
+    def scrape_own() -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "text" not in seen:
+            port = seen.get("port")
+            if port:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
+                        text = response.read().decode()
+                    if "specdec_lab_expected_speedup " in text and "specdec_lab_expected_speedup 0.0" not in text:
+                        seen["text"] = text
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    from tests.support import free_port
+
+    port = free_port()
+    seen["port"] = str(port)
+    reader = threading.Thread(target=scrape_own)
+    reader.start()
+    code = main(["watch", url, "--interval", "0.2", "--samples", "8", "--serve-port", str(port)])
+    reader.join()
+    assert code == 0
+    text = seen.get("text", "")
+    speedup = float(
+        next(line.split()[1] for line in text.splitlines() if line.startswith("specdec_lab_expected_speedup "))
+    )
+    assert speedup > 1.0 and "specdec_lab_speculation_pays 1.0" in text
+
+
+def test_unreachable_server_and_bad_scheme(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.support import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}/metrics"
+    assert main(["watch", closed, "--interval", "0.05", "--samples", "2"]) == 0
+    assert capsys.readouterr().out.count("scrape failed") == 2
+    assert main(["watch", "ftp://127.0.0.1/metrics", "--samples", "1"]) == 2
+
+
+def test_interval_arithmetic_without_a_server() -> None:
+    setup = build_setup(SetupRequest()).setup
+    before = Scrape(1000, 4000, 2000, (800, 600, 400, 200), 4)
+    after = Scrape(3000, 12000, 6000, (2400, 1800, 1200, 600), 4)
+    report = interval_report(before, after, setup, None)
+    assert report.status == "ok" and report.k == 4 and report.batch == 4
+    assert report.p is not None and report.p_low is not None and report.p_low < report.p < (report.p_high or 0)
+    assert went_down(after, before) == "vllm:spec_decode_num_drafts_total"
+    assert interval_report(after, after, setup, None).status == "idle"
