@@ -174,7 +174,6 @@ def test_calibration_numbers_instead_of_p(client: TestClient) -> None:
     ("params", "name"),
     [
         ({"engine": "tgi", "p": 0.8}, "engine"),
-        ({"engine": "vllm"}, "p"),
         ({"engine": "vllm", "p": 0.8, "rate": 0.5}, "p"),
         ({"engine": "vllm", "rate": 0.5}, "k"),
         ({"engine": "vllm", "mean_length": 7.0, "k": 3}, "mean_length"),

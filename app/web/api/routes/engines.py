@@ -29,6 +29,7 @@ MAX_LABEL = 100
 MAX_URL = 2_000
 MAX_CYCLES = 1e15
 MAX_TEXT = 1_000
+DEFAULT_P = 0.8  # as the regimes endpoints
 
 OptionalK = Annotated[
     int | None,
@@ -169,6 +170,8 @@ def _calibrate(
 
 def _acceptance(p: float | None, rate: float | None, length: float | None, k: int | None) -> float:
     given = [name for name, value in (("p", p), ("rate", rate), ("mean_length", length)) if value is not None]
+    if not given:
+        return DEFAULT_P
     if len(given) != 1:
         raise parameter_error("p", "give exactly one of p, rate (with k) or mean_length (with k)")
     if p is not None:
@@ -197,11 +200,16 @@ def get_engine_config(
     p: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Acceptance p, 0 to 1.")] = None,
     rate: Annotated[
         float | None,
-        Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Or: draft acceptance rate measured at k."),
+        Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Or: draft acceptance rate measured at k, 0 to 1."),
     ] = None,
     mean_length: Annotated[
         float | None,
-        Query(ge=1.0, le=K_MAX_LIMIT + 1, allow_inf_nan=False, description="Or: mean acceptance length at k."),
+        Query(
+            ge=1.0,
+            le=K_MAX_LIMIT + 1,
+            allow_inf_nan=False,
+            description=f"Or: mean acceptance length at k, 1 to {K_MAX_LIMIT + 1}.",
+        ),
     ] = None,
     k: OptionalK = None,
     k_max: KMax = 8,
@@ -209,14 +217,24 @@ def get_engine_config(
         int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch decided, 1 to {MAX_BATCH}.")
     ] = MAX_BATCH,
     batch: Annotated[
-        int, Query(ge=1, le=MAX_BATCH, description="Operating batch for engines that take one k (SGLang, llama.cpp).")
+        int,
+        Query(
+            ge=1,
+            le=MAX_BATCH,
+            description=f"Operating batch for engines that take one k (SGLang, llama.cpp), 1 to {MAX_BATCH}.",
+        ),
     ] = 1,
     tree_acceptance: Annotated[
         str,
         Query(max_length=MAX_TEXT, description="Positional acceptance P1 >= P2 >= ... for a tree, comma-separated."),
     ] = "",
     tree_budget: Annotated[
-        int, Query(ge=0, le=trees.MAX_TREE_BUDGET, description="Tree nodes (0: a chain, from the schedule).")
+        int,
+        Query(
+            ge=0,
+            le=trees.MAX_TREE_BUDGET,
+            description=f"Tree nodes, 0 (a chain, from the schedule) to {trees.MAX_TREE_BUDGET}.",
+        ),
     ] = 0,
     method: Annotated[
         str | None, Query(max_length=MAX_LABEL, description="vLLM method (draft_model, eagle, ...).")
@@ -252,8 +270,8 @@ def get_engine_config(
             f"must be one of {', '.join(engine_config.TRTLLM_DECODING_TYPES)}",
             trtllm_decoding_type,
         )
+    tree = _tree_acceptance(tree_acceptance) if tree_acceptance.strip() else None
     acceptance = _acceptance(p, rate, mean_length, k)
-    tree = _tree_acceptance(tree_acceptance) if tree_budget > 0 else None
     if tree_budget > 0 and not tree_acceptance.strip():
         raise parameter_error("tree_acceptance", "is required with tree_budget > 0")
     try:
@@ -264,7 +282,7 @@ def get_engine_config(
             batch_max,
             built,
             batch=batch,
-            tree_acceptance=tree,
+            tree_acceptance=tree if tree_budget > 0 else None,
             tree_budget=tree_budget,
             method=method,
             draft_path=draft_path,
