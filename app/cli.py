@@ -237,7 +237,9 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
     )
     parser.add_argument("--label", default="model_name", help="with --from: label that splits classes")
     parser.add_argument("--cycles", type=_bounded(float, 1e-9, 1e15), help="with --from: verifications behind a mean")
-    parser.add_argument("--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics)")
+    parser.add_argument(
+        "--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics or --from)"
+    )
     parser.add_argument(
         "--k", type=_bounded(int, 1, 64), help="draft length of the measurement (num_speculative_tokens)"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -49,6 +50,8 @@ def run_calibrate_from(arguments: argparse.Namespace) -> int:
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     try:
         text = read_source(arguments.source)
+        if getattr(arguments, "baseline", None):
+            text = json.dumps({"report": text, "baseline": read_source(arguments.baseline)})
         report = calibrate_report(
             text, regime, arguments.k_max, k=arguments.k, label=arguments.label, cycles=arguments.cycles
         )

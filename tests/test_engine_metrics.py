@@ -204,3 +204,29 @@ def test_the_server_fetches_no_url_unless_allowed(client: TestClient, local_repo
         assert scheme.status_code == 422 and "http and https" in scheme.json()["detail"][0]["msg"]
         both = allowed.post(CALIBRATE, params={"url": local_report}, content="vllm:x 1\n")
         assert both.status_code == 422 and "not both" in both.json()["detail"][0]["msg"]
+
+
+def test_a_baseline_scrape_is_subtracted_and_a_restart_is_a_422(client: TestClient) -> None:
+    warm = em.example_report("vllm-metrics", 0.3, 4, 2000, 30)
+    later_draws = em.example_report("vllm-metrics", 0.8, 4, 6000, 31)
+    # the later scrape holds the warm-up counts plus 6000 drafts at p = 0.8
+    _, before = em.read_measurements(warm)
+    _, extra = em.read_measurements(later_draws)
+    lines = []
+    for name, value in (
+        ("num_drafts", before[0].cycles + extra[0].cycles),
+        ("num_draft_tokens", before[0].draft_tokens + extra[0].draft_tokens),
+        ("num_accepted_tokens", before[0].accepted + extra[0].accepted),
+    ):
+        lines.append(f'vllm:spec_decode_{name}_total{{model_name="model-0"}} {value}')
+    for i in range(4):
+        total = before[0].per_position[i] + extra[0].per_position[i]
+        lines.append(
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{model_name="model-0",position="{i}"}} {total}'
+        )
+    later = "\n".join(lines) + "\n"
+    body = client.post(CALIBRATE, json={"report": later, "baseline": warm}).json()
+    assert body["cycles"] == 6000 and body["p_low"] <= 0.8 <= body["p_high"]
+    restarted = client.post(CALIBRATE, json={"report": warm, "baseline": later})
+    assert restarted.status_code == 422 and "went down" in restarted.json()["detail"][0]["msg"]
+    assert restarted.json()["detail"][0]["kind"] == "counter_reset"

@@ -39,6 +39,21 @@ def _class_out(item: engine_metrics.EngineCalibration, regime: CostRegime) -> Cl
     )
 
 
+def unwrap(text: str) -> tuple[str, str | None]:
+    """A body {"report": "...", "baseline": "..."} (strings) to its two texts; any other body is the report itself."""
+    stripped = text.lstrip()
+    if not stripped.startswith("{"):
+        return text, None
+    try:
+        payload = json.loads(stripped)
+    except json.JSONDecodeError:
+        return text, None
+    if isinstance(payload, dict) and set(payload) <= {"report", "baseline"} and isinstance(payload.get("report"), str):
+        baseline = payload.get("baseline")
+        return payload["report"], baseline if isinstance(baseline, str) and baseline.strip() else None
+    return text, None
+
+
 def calibrate_report(
     text: str,
     regime: CostRegime,
@@ -48,7 +63,11 @@ def calibrate_report(
     cycles: float | None = None,
 ) -> EngineCalibrationOut:
     """Detect the format, calibrate each class; raises EngineFormatError / CalibrationError with the reason."""
-    format_name, measurements = engine_metrics.read_measurements(text, k=k, label=label, cycles=cycles)
+    report, baseline = unwrap(text)
+    if baseline is not None:
+        format_name, measurements = engine_metrics.read_with_baseline(report, baseline, k=k, label=label)
+    else:
+        format_name, measurements = engine_metrics.read_measurements(report, k=k, label=label, cycles=cycles)
     classes = [engine_metrics.calibrate_measurement(m, regime.c, k_max, regime.verify) for m in measurements]
     outs = [_class_out(item, regime) for item in classes]
     notes: list[str] = []

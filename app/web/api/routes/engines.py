@@ -109,7 +109,8 @@ CALIBRATE_BODY: dict[str, Any] = {
         "description": (
             "The report as the engine wrote it, at most 1,000,000 bytes: vLLM or SGLang /metrics text, SGLang "
             "/server_info JSON, TensorRT-LLM iteration stats JSON (a list, or JSON Lines), or llama.cpp's printed "
-            "summary. The format is detected. Empty when url= is given."
+            "summary. The format is detected. Empty when url= is given. To subtract an earlier vLLM scrape "
+            '(warm-up), send JSON {"report": "...", "baseline": "..."}.'
         ),
         "content": {
             "text/plain": {"schema": {"type": "string", "maxLength": MAX_EXPOSITION_BYTES}},
