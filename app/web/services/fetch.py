@@ -14,6 +14,16 @@ class FetchError(ValueError):
     """A URL that was refused or could not be read, with the reason."""
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects are not followed: a report is read from the URL given, nowhere else."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
 def check_url(url: str) -> str:
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https"):
@@ -27,10 +37,11 @@ def fetch_text(url: str, timeout: float = FETCH_TIMEOUT_S, max_bytes: int = MAX_
     """The body at ``url`` as text; FetchError when refused, unreachable, too slow or larger than ``max_bytes``."""
     request = urllib.request.Request(check_url(url), headers={"accept": "text/plain, application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             body: bytes = response.read(max_bytes + 1)
     except urllib.error.HTTPError as error:
-        raise FetchError(f"{url} answered HTTP {error.code}") from None
+        moved = " (redirects are not followed)" if 300 <= error.code < 400 else ""
+        raise FetchError(f"{url} answered HTTP {error.code}{moved}") from None
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         reason = getattr(error, "reason", error)
         raise FetchError(f"cannot read {url}: {reason}") from None
