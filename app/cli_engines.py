@@ -101,6 +101,9 @@ def add_commands(
     config.add_argument("--tree-acceptance", default="0.6,0.2,0.1,0.05", help="positional acceptance for the tree")
     config.add_argument("--draft-path", help="the draft model's path, written into the config")
     config.add_argument("--method", help="vLLM method (draft_model, eagle, eagle3, ...)")
+    config.add_argument(
+        "--fit-batch", type=_bounded(int, 1, 1024), default=1, help="with --devices 0: devices that hold this batch"
+    )
     add_roofline_arguments(config)
     config.set_defaults(handler=lambda arguments: run_config(arguments, setup_request))
 
@@ -161,6 +164,7 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
             tree_budget=arguments.tree_budget,
             method=arguments.method,
             draft_path=arguments.draft_path,
+            fit_batch=arguments.fit_batch,
         )
     except ValueError as error:
         print(f"specdec-lab config: error: {error}", file=sys.stderr)

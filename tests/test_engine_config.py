@@ -188,3 +188,12 @@ def test_bad_parameters_get_a_422_naming_them(client: TestClient, params: dict[s
     response = client.get(CONFIG, params=params)
     assert response.status_code == 422, response.text
     assert response.json()["detail"][0]["msg"].startswith(name)
+
+
+def test_devices_can_be_chosen_to_hold_the_batch_asked_for(client: TestClient) -> None:
+    body = _get(client, engine="vllm", p=0.8, model="dense-70b", fit_batch=256)
+    setup = body["schedule"]["setup"]
+    assert setup["devices_auto"] is True and setup["devices"] == 4
+    assert body["max_batch_that_fits"] >= 256 and "256 sequences" in body["headline"]
+    fixed = _get(client, engine="vllm", p=0.8, model="dense-70b", devices=2, fit_batch=256)
+    assert fixed["schedule"]["setup"]["devices"] == 2 and fixed["max_batch_that_fits"] == 44

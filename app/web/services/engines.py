@@ -8,7 +8,7 @@ from app.model import engine_config, engine_metrics, trees
 from app.model.capacity import decide
 from app.web.schemas.engines import ClassCalibrationOut, EngineCalibrationOut, EngineConfigOut
 from app.web.services.decision import CostRegime, calibration_out
-from app.web.services.regimes import BuiltSetup, devices_note, schedule_out
+from app.web.services.regimes import BuiltSetup, devices_for_batch, devices_note, schedule_out
 
 ENGINE_SOURCES: dict[str, list[str]] = {
     "vllm": ["vllm-project/vllm: vllm/config/speculative.py (SpeculativeConfig)"],
@@ -114,8 +114,10 @@ def engine_config_out(
     draft_path: str | None = None,
     sglang_algorithm: str = "EAGLE",
     trtllm_decoding_type: str = "Draft_Target",
+    fit_batch: int = 1,
 ) -> EngineConfigOut:
     """The schedule on this setup (only batches that fit) written as ``engine`` takes it."""
+    built = devices_for_batch(built, fit_batch)
     schedule = schedule_out(p, k_max, batch_max, built)
     decision = decide(p, built.setup, k_max, batch_max, devices_note(built))
     tree = None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from app.model import closed_form
-from app.model.capacity import decide, fitting_marks
+from app.model.capacity import decide, fewest_devices, fitting_marks
 from app.model.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
@@ -112,6 +112,7 @@ class SetupRequest:
 class BuiltSetup:
     setup: RooflineSetup
     description: SetupOut
+    fit_batch: int = 1  # devices chosen automatically hold both models and this many sequences
 
 
 def _choice(name: str, value: str, allowed: Mapping[str, object]) -> None:
@@ -381,7 +382,28 @@ def sweep_out(
 
 
 def devices_note(built: BuiltSetup) -> str:
-    return " (chosen: the fewest that hold both models)" if built.description.devices_auto else ""
+    if not built.description.devices_auto:
+        return ""
+    if built.fit_batch > 1:
+        return f" (chosen: the fewest that hold both models and {built.fit_batch} sequences)"
+    return " (chosen: the fewest that hold both models)"
+
+
+def devices_for_batch(built: BuiltSetup, fit_batch: int) -> BuiltSetup:
+    """With devices chosen automatically: the fewest (a power of two) that also hold ``fit_batch`` sequences."""
+    if not built.description.devices_auto or fit_batch <= 1:
+        return built
+    devices = fewest_devices(built.setup, fit_batch, MAX_DEVICES) or MAX_DEVICES
+    setup = replace(built.setup, devices=devices)
+    description = built.description.model_copy(
+        update={
+            "devices": devices,
+            "memory_capacity_gb": memory_capacity_gb(setup),
+            "effective_bandwidth_tb_s": setup.bandwidth_bytes_s / 1e12,
+            "effective_tflops": setup.compute_flops_s / 1e12,
+        }
+    )
+    return BuiltSetup(setup, description, fit_batch)
 
 
 def schedule_out(p: float, k_max: int, batch_max: int, built: BuiltSetup) -> ScheduleOut:

@@ -257,6 +257,15 @@ def get_engine_config(
             json_schema_extra={"enum": list(engine_config.TRTLLM_DECODING_TYPES)},
         ),
     ] = "Draft_Target",
+    fit_batch: Annotated[
+        int,
+        Query(
+            ge=1,
+            le=MAX_BATCH,
+            description="With devices=0: choose the fewest devices that hold both models and this many sequences, "
+            f"1 to {MAX_BATCH}.",
+        ),
+    ] = 1,
 ) -> EngineConfigOut:
     """The best k per batch on this setup, only at batches that fit, written in the engine's own config keys."""
     if engine not in ENGINES:
@@ -289,6 +298,7 @@ def get_engine_config(
             draft_path=draft_path,
             sglang_algorithm=sglang_algorithm,
             trtllm_decoding_type=trtllm_decoding_type,
+            fit_batch=fit_batch,
         )
     except ValueError as error:
         raise parameter_error("tree_budget", str(error)) from None
