@@ -176,3 +176,21 @@ def test_interval_arithmetic_without_a_server() -> None:
     assert report.p is not None and report.p_low is not None and report.p_low < report.p < (report.p_high or 0)
     assert went_down(after, before) == "vllm:spec_decode_num_drafts_total"
     assert interval_report(after, after, setup, None).status == "idle"
+
+
+def test_hundreds_of_intervals_at_an_unchanged_p_raise_no_false_alarm() -> None:
+    setup = build_setup(SetupRequest()).setup
+    totals = np.zeros(2 + K)
+    previous = Scrape(0, 0, 0, (0.0,) * K, 8)
+    calibrated = None
+    alarms = 0
+    for seed in range(300):
+        draws = sample_accepted(0.8, K, 2000, seed=seed)
+        totals += [2000, draws.sum(), *(np.sum(draws > i) for i in range(K))]
+        current = Scrape(totals[0], totals[0] * K, totals[1], tuple(totals[2:]), 8)
+        report = interval_report(previous, current, setup, calibrated)
+        if calibrated is None:
+            calibrated = (report.p_low or 0.0, report.p_high or 1.0)
+        alarms += report.status != "ok"
+        previous = current
+    assert alarms <= 1

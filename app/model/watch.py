@@ -15,6 +15,8 @@ from app.model.capacity import max_batch_that_fits
 from app.model.engine_metrics import Measurement
 from app.model.regimes import RooflineSetup, roofline_speedup
 
+DRIFT_LEVEL = 0.999
+
 
 @dataclass(frozen=True)
 class Scrape:
@@ -123,11 +125,13 @@ def interval_report(
     base = IntervalReport("ok", p=p, p_low=low, p_high=high, k=k, batch=batch, speedup=speedup, drafts=drafts)
     fit_note = f" (batch {batch} is more than the {fit} that fit this setup)" if batch > fit else ""
     drift = None
-    if calibrated is not None and high is not None and low is not None:
+    # Judge drift on a 99.9% interval, so that hours of intervals at an unchanged p rarely raise a false alarm.
+    strict = engine_metrics.acceptance_interval(measurement, p, k, DRIFT_LEVEL)
+    if calibrated is not None and strict.high is not None and strict.low is not None:
         shown = f"[{calibrated[0]:.3f}, {calibrated[1]:.3f}]"
-        if high < calibrated[0]:
+        if strict.high < calibrated[0]:
             drift = ("acceptance-dropped", f"acceptance dropped below its calibrated {shown}")
-        elif low > calibrated[1]:
+        elif strict.low > calibrated[1]:
             drift = ("acceptance-rose", f"acceptance rose above its calibrated {shown}")
     if speedup <= 1.0:
         message = f"speculation stops paying: {speedup:.2f}x at batch {batch} with k = {k}{fit_note}"
