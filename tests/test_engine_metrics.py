@@ -149,6 +149,25 @@ def test_trtllm_python_binding_names_and_json_lines_are_read() -> None:
         ),
         ("draft acceptance rate = 0.5 (  10 accepted /   20 generated)\n", {}, "give k"),
         ('sglang:spec_accept_length{model_name="m"} 0.5\n', {"k": 3}, ">= 1"),
+        ("n_draft   = 99999999\nn_drafted = 10\nn_accept  = 5\n", {}, "outside 1..64"),
+        (
+            '[{"specDecodingStats": {"numDraftTokens": 1e12, "numAcceptedTokens": 9, '
+            '"numRequestsWithDraftTokens": 1}}]',
+            {},
+            "outside 1..64",
+        ),
+        (
+            "vllm:spec_decode_num_drafts_total 1\nvllm:spec_decode_num_draft_tokens_total 1e9\n"
+            "vllm:spec_decode_num_accepted_tokens_total 9\n",
+            {},
+            "more than 64",
+        ),
+        (
+            "vllm:spec_decode_num_drafts_total 0\nvllm:spec_decode_num_draft_tokens_total 0\n"
+            "vllm:spec_decode_num_accepted_tokens_total 0\n",
+            {},
+            "has not speculated",
+        ),
     ],
 )
 def test_malformed_reports_get_a_422_saying_what_is_wrong(

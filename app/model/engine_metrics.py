@@ -649,7 +649,27 @@ def _llamacpp_example(text: str, k: int | None) -> list[Measurement]:
 def read_measurements(
     text: str, k: int | None = None, label: str = "model_name", cycles: float | None = None
 ) -> tuple[str, list[Measurement]]:
-    """Detect the format and read one Measurement per class (value of ``label``)."""
+    """Detect the format and read one Measurement per class (value of ``label``); k at most MAX_POSITIONS."""
+    format_name, measurements = _read(text, k, label, cycles)
+    for measurement in measurements:
+        if measurement.k is not None and not 1 <= measurement.k <= MAX_POSITIONS:
+            raise _fail(
+                ErrorKind.IMPLAUSIBLE,
+                f"k = {measurement.k} ({measurement.k_source}) is outside 1..{MAX_POSITIONS}: "
+                "no engine drafts that many",
+            )
+        if measurement.cycles is not None and measurement.draft_tokens is not None and measurement.cycles > 0:
+            per_draft = measurement.draft_tokens / measurement.cycles
+            if per_draft > MAX_POSITIONS + 1e-9:
+                raise _fail(
+                    ErrorKind.IMPLAUSIBLE,
+                    f"{per_draft:g} draft tokens per verification, more than {MAX_POSITIONS}: "
+                    "the counts are inconsistent",
+                )
+    return format_name, measurements
+
+
+def _read(text: str, k: int | None, label: str, cycles: float | None) -> tuple[str, list[Measurement]]:
     format_name = detect_format(text)
     if format_name.startswith("vllm"):
         return format_name, _vllm(text, label, k)
