@@ -32,6 +32,7 @@ MAX_TOKENS = 1024
 MAX_OVERHEAD_US = 100_000.0
 EFFICIENCY_FLOOR = 0.01
 GRID = 48
+GRID_CHUNK = 64
 
 
 class StepFitError(ValueError):
@@ -203,15 +204,19 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
     cap = MAX_OVERHEAD_US * 1e-6
 
     def best_on(eb_values: np.ndarray, ec_values: np.ndarray) -> tuple[float, float, float, float]:
-        eb, ec = (grid.ravel() for grid in np.meshgrid(eb_values, ec_values, indexing="ij"))
-        predicted = _predict(parts, eb, ec)
-        # o minimising sum(((predicted + passes o - measured) / measured)^2), kept within [0, cap]
+        eb_all, ec_all = (grid.ravel() for grid in np.meshgrid(eb_values, ec_values, indexing="ij"))
+        best = (0.0, 0.0, 0.0, math.inf)
         a = passes * weight
-        overhead = np.clip(((measured - predicted) * weight) @ a / float(a @ a), 0.0, cap)
-        error = ((predicted + overhead[:, None] * passes - measured) * weight) ** 2
-        total = error.sum(axis=1)
-        index = int(np.argmin(total))
-        return float(eb[index]), float(ec[index]), float(overhead[index]), float(total[index])
+        for start in range(0, eb_all.size, GRID_CHUNK):  # bounded memory: GRID_CHUNK x rows at a time
+            eb, ec = eb_all[start : start + GRID_CHUNK], ec_all[start : start + GRID_CHUNK]
+            predicted = _predict(parts, eb, ec)
+            # o minimising sum(((predicted + passes o - measured) / measured)^2), kept within [0, cap]
+            overhead = np.clip(((measured - predicted) * weight) @ a / float(a @ a), 0.0, cap)
+            total = (((predicted + overhead[:, None] * passes - measured) * weight) ** 2).sum(axis=1)
+            index = int(np.argmin(total))
+            if total[index] < best[3]:
+                best = (float(eb[index]), float(ec[index]), float(overhead[index]), float(total[index]))
+        return best
 
     levels = np.geomspace(EFFICIENCY_FLOOR, 1.0, GRID)
     eb, ec, overhead, _ = best_on(levels, levels)
