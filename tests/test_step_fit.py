@@ -105,3 +105,28 @@ def test_cli_step_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["step-fit", str(path), "--p", "0.8"]) == 0
     out = capsys.readouterr().out
     assert "bandwidth efficiency 0.55" in out and "fit error" in out
+
+
+def test_trtllm_iteration_stats_decode_iterations_are_step_times() -> None:
+    setup = _truth()
+    iterations = []
+    for index, batch in enumerate(BATCHES):
+        for k in (0, 2, 4):
+            seconds = float(target_step(setup, batch, k + 1).total_s) + k * float(draft_step(setup, batch).total_s)  # type: ignore[arg-type]
+            iterations.append(
+                {
+                    "iter": index,
+                    "iterLatencyMS": seconds * 1e3,
+                    "inflightBatchingStats": {"numGenRequests": batch, "numContextRequests": 0},
+                    "specDecodingStats": {
+                        "numDraftTokens": batch * k,
+                        "numAcceptedTokens": 0,
+                        "numRequestsWithDraftTokens": batch if k else 0,
+                    },
+                }
+            )
+    iterations.append({"iterLatencyMS": 99.0, "inflightBatchingStats": {"numGenRequests": 4, "numContextRequests": 2}})
+    name, rows = read_step_times(json.dumps(iterations))
+    assert name == "trtllm-iteration-stats" and len(rows) == 3 * len(BATCHES)  # the prefill iteration is left out
+    fit = fit_step_times(build_setup(SetupRequest()).setup, name, rows)
+    assert fit.rms_relative_error < 0.01 and fit.bandwidth_efficiency == pytest.approx(0.55, rel=0.03)

@@ -11,7 +11,9 @@ Formats read: a CSV of ``batch, tokens, ms``; the JSON vLLM's dynamic speculatio
 writes (``vllm/v1/spec_decode/dynamic/generate_config.py``: ``batch_stats`` maps batch size to
 {k: median inter-token latency in ms}, k = 0 without speculation), each entry taken as the time of one
 step (k = 0) or cycle (k > 0); SGLang's ``scripts/playground/bench_speculative.py`` JSON Lines (keys
-``batch_size``, ``steps``, ``topk``, ``num_draft_tokens``, ``step_time`` in seconds).
+``batch_size``, ``steps``, ``topk``, ``num_draft_tokens``, ``step_time`` in seconds); TensorRT-LLM's
+iteration statistics (decode-only iterations: ``iterLatencyMS`` at ``inflightBatchingStats.numGenRequests``
+sequences, each drafting ``specDecodingStats.numDraftTokens / numRequestsWithDraftTokens`` tokens).
 """
 
 from __future__ import annotations
@@ -147,6 +149,33 @@ def _sglang_rows(records: list[object]) -> list[StepRow]:
     return rows
 
 
+def _trtllm_rows(records: list[object]) -> list[StepRow]:
+    """Decode-only iterations of TensorRT-LLM's iteration stats: iterLatencyMS at numGenRequests sequences."""
+    rows = []
+    for number, record in enumerate(records):
+        if not isinstance(record, dict):
+            continue
+        inflight = record.get("inflightBatchingStats") or {}
+        spec = record.get("specDecodingStats") or {}
+        if not isinstance(inflight, dict) or not isinstance(spec, dict):
+            continue
+        try:
+            context = float(inflight.get("numContextRequests", 0) or 0)
+            batch = float(inflight.get("numGenRequests", 0) or 0)
+            ms = float(record["iterLatencyMS"])
+            drafted = float(spec.get("numDraftTokens", 0) or 0)
+            requests = float(spec.get("numRequestsWithDraftTokens", 0) or 0)
+        except (KeyError, TypeError, ValueError):
+            raise StepFitError(f"iteration {number}: needs numeric iterLatencyMS and numGenRequests") from None
+        if context > 0 or batch < 1:
+            continue  # a prefill shares the iteration: not a decoding step
+        k = round(drafted / requests) if requests > 0 else 0
+        if requests > 0 and (requests != batch or abs(drafted / requests - k) > 1e-9):
+            continue  # some sequences drafted and some did not, or drafts of several lengths
+        rows.append(_row(batch, k + 1, ms, f"iteration {number}", draft_steps=k))
+    return rows
+
+
 def read_step_times(text: str) -> tuple[str, list[StepRow]]:
     stripped = text.strip()
     if not stripped:
@@ -163,6 +192,8 @@ def read_step_times(text: str) -> tuple[str, list[StepRow]]:
             rows, name = _vllm_rows(payload), "vllm-dynamic-config"
         elif isinstance(payload, dict) and "step_time" in payload:
             rows, name = _sglang_rows([payload]), "sglang-bench-speculative"
+        elif isinstance(payload, list) and any(isinstance(item, dict) and "iterLatencyMS" in item for item in payload):
+            rows, name = _trtllm_rows(payload), "trtllm-iteration-stats"
         elif isinstance(payload, list):
             rows, name = _sglang_rows(payload), "sglang-bench-speculative"
         else:

@@ -74,7 +74,7 @@ class StepPointOut(BaseModel):
 
 
 class StepFitOut(BaseModel):
-    format: str = Field(description="csv, vllm-dynamic-config or sglang-bench-speculative.")
+    format: str = Field(description="csv, vllm-dynamic-config, sglang-bench-speculative or trtllm-iteration-stats.")
     rows: int
     bandwidth_efficiency: float
     compute_efficiency: float
