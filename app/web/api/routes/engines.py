@@ -312,7 +312,8 @@ def get_engine_config(
             "required": True,
             "description": (
                 "Measured step times: CSV with columns batch, tokens (per sequence), ms; or the JSON vLLM's dynamic "
-                "speculation config generator writes (batch_stats); or SGLang bench_speculative JSON Lines."
+                "speculation config generator writes (batch_stats); SGLang bench_speculative JSON Lines; or "
+                "TensorRT-LLM iteration statistics (decode-only iterations)."
             ),
             "content": {"text/plain": {"schema": {"type": "string", "maxLength": step_fit_service.MAX_BYTES}}},
         }
