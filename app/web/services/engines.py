@@ -8,7 +8,7 @@ from app.model import engine_config, engine_metrics, trees
 from app.model.capacity import decide
 from app.web.schemas.engines import ClassCalibrationOut, EngineCalibrationOut, EngineConfigOut
 from app.web.services.decision import CostRegime, calibration_out
-from app.web.services.regimes import BuiltSetup, devices_for_batch, devices_note, schedule_out
+from app.web.services.regimes import BuiltSetup, decision_schedule, devices_for_batch, devices_note
 
 ENGINE_SOURCES: dict[str, list[str]] = {
     "vllm": ["vllm-project/vllm: vllm/config/speculative.py (SpeculativeConfig)"],
@@ -118,8 +118,8 @@ def engine_config_out(
 ) -> EngineConfigOut:
     """The schedule on this setup (only batches that fit) written as ``engine`` takes it."""
     built = devices_for_batch(built, fit_batch)
-    schedule = schedule_out(p, k_max, batch_max, built)
     decision = decide(p, built.setup, k_max, batch_max, devices_note(built))
+    schedule = decision_schedule(decision, built)
     tree = None
     tree_out = None
     notes: list[str] = []

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from app.model import closed_form
-from app.model.capacity import decide, fewest_devices, fitting_marks
+from app.model.capacity import Decision, decide, fewest_devices, fitting_marks
 from app.model.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
@@ -408,7 +408,11 @@ def devices_for_batch(built: BuiltSetup, fit_batch: int) -> BuiltSetup:
 
 def schedule_out(p: float, k_max: int, batch_max: int, built: BuiltSetup) -> ScheduleOut:
     """Best k per batch over 1..min(batch_max, largest batch that fits); nothing past memory."""
-    decision = decide(p, built.setup, k_max, batch_max, devices_note(built))
+    return decision_schedule(decide(p, built.setup, k_max, batch_max, devices_note(built)), built)
+
+
+def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
+    p, k_max, batch_max = decision.p, decision.k_max, decision.batch_max
     return ScheduleOut(
         p=p,
         k_max=k_max,
