@@ -254,7 +254,7 @@ def test_a_baseline_scrape_is_subtracted_and_a_restart_is_a_422(client: TestClie
 def test_series_of_several_engines_are_summed_per_model(client: TestClient) -> None:
     from app.model import calibration
 
-    text = calibration.example_exposition(0.72, 5, drafts=12_000, seed=18, engines=4)
+    text = calibration.example_exposition(0.72, 5, drafts=12_000, seed=20, engines=4)
     body = client.post(CALIBRATE, content=text).json()
     assert body["calibration"]["counters"]["series"] == 4 and body["cycles"] == 12_000
     assert body["p_low"] <= 0.72 <= body["p_high"] and body["label"] == "target-model"
