@@ -277,3 +277,44 @@ def batch_means_standard_error(values: np.ndarray, batches: int = 50) -> float:
     size = values.size // batches
     means = values[: size * batches].reshape(batches, size).mean(axis=1)
     return float(means.std(ddof=1) / np.sqrt(batches))
+
+
+Z_95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Simulated tokens per cycle under Markov acceptance, against the exact value and the i.i.d. closed form."""
+
+    accepted: np.ndarray  # accepted drafts of every cycle
+    mean_tokens_per_cycle: float
+    standard_error: float  # batch means: cycles are correlated
+    interval_95: tuple[float, float]
+    expected_tokens: float  # exact under the Markov model
+    iid_expected_tokens: float  # the i.i.d. closed form at the same p
+    iid_error: float  # how far the i.i.d. closed form is off, relative
+
+
+def simulate(p: float, k: int, rho: float, cycles: int, seed: int) -> Simulation:
+    accepted = sample_accepted(p, k, cycles, seed, rho)
+    tokens = accepted + 1.0
+    mean = float(tokens.mean())
+    error = batch_means_standard_error(tokens)
+    expected = expected_tokens(p, k, rho)
+    iid = iid_expected_tokens(p, k)
+    return Simulation(
+        accepted=accepted,
+        mean_tokens_per_cycle=mean,
+        standard_error=error,
+        interval_95=(mean - Z_95 * error, mean + Z_95 * error),
+        expected_tokens=expected,
+        iid_expected_tokens=iid,
+        iid_error=iid / expected - 1.0,
+    )
+
+
+def curve(p: float, k: int, points: int) -> tuple[list[float], list[float]]:
+    """Exact tokens per cycle over the whole range of rho this p allows."""
+    low, high = rho_bounds(p)
+    grid = [float(rho) for rho in np.linspace(low, high, points)]
+    return grid, [expected_tokens(p, k, rho) for rho in grid]

@@ -48,6 +48,8 @@ VOCAB = len(ALPHABET)
 CHAR_TO_ID = {character: index for index, character in enumerate(ALPHABET)}
 MAX_ORDER = 8  # VOCAB ** MAX_ORDER fits in int64
 
+DEFAULT_PROMPT = "Return the "
+
 TokenKind = Literal["prompt", "accepted", "rejected", "discarded", "corrected", "bonus"]
 
 
@@ -258,6 +260,13 @@ class PositionStats:
     acceptance: float | None
     mean_overlap: float | None  # mean of sum min(p, q) over those verifications
 
+    @property
+    def standard_error(self) -> float | None:
+        """Binomial standard error of the acceptance at this position."""
+        if self.acceptance is None:
+            return None
+        return math.sqrt(self.acceptance * (1.0 - self.acceptance) / self.verified)
+
 
 @dataclass(frozen=True)
 class Segment:
@@ -323,7 +332,7 @@ def run_pair(
     temperature: float = 1.0,
     draft_order: int = 2,
     target_order: int = 5,
-    prompt: str = "Return the ",
+    prompt: str = DEFAULT_PROMPT,
 ) -> PairRun:
     """Speculative sampling with the draft and target n-gram models; measured against the closed form."""
     if k < 1:

@@ -28,6 +28,8 @@ from typing import Literal
 
 import numpy as np
 
+from app.model.limits import GOODNESS_OF_FIT_ALPHA
+
 FloatArray = np.ndarray
 RuleName = Literal["exact", "argmax", "resample_target"]
 RULES: tuple[RuleName, ...] = ("exact", "argmax", "resample_target")
@@ -258,6 +260,11 @@ class RuleResult:
         result: FloatArray = self.counts / self.trials
         return result
 
+    @property
+    def passes(self) -> bool:
+        """The output is indistinguishable from the target at the goodness-of-fit level alpha."""
+        return self.test.p_value > GOODNESS_OF_FIT_ALPHA
+
 
 def run_rule(pair: DistributionPair, rule: RuleName, trials: int, seed: int) -> RuleResult:
     """Run one rule for ``trials`` trials and hold its output against the target."""
@@ -332,6 +339,26 @@ class Chain:
     @property
     def generated(self) -> int:
         return len(self.sequence) - self.prompt_length
+
+    @property
+    def rollbacks(self) -> int:
+        """Cycles that ended at a rejection: the sequence length moved back."""
+        return sum(1 for cycle in self.cycles if not cycle.bonus)
+
+    @property
+    def acceptance(self) -> float:
+        """Accepted over verified drafts."""
+        return sum(cycle.accepted for cycle in self.cycles) / sum(cycle.verified for cycle in self.cycles)
+
+    @property
+    def mean_overlap(self) -> float:
+        """sum min(p, q) averaged over the verified positions: the rule's own acceptance probability."""
+        overlap = sum(sum(cycle.overlaps[: cycle.verified]) for cycle in self.cycles)
+        return overlap / sum(cycle.verified for cycle in self.cycles)
+
+    @property
+    def mean_tokens_per_cycle(self) -> float:
+        return self.generated / len(self.cycles)
 
     def acceptance_stream(self) -> list[int]:
         """Outcomes of every verified draft in order: 1 accepted, 0 rejected."""

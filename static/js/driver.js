@@ -9,6 +9,8 @@
 //   data-show="a.b"    hidden unless view.a.b is truthy  data-list="a.b"       <li> per string of view.a.b
 //   data-table="a.b"   rows of view.a.b ({columns, rows: [{class, cells: [{text, class, style, header}]}]})
 //   data-figure="x"    Plotly.react with view.figures.x  data-value="a.b"      a control's value from view.a.b
+//   data-spans="a.b"   <span> per {text, class} of view.a.b (marked text)
+//   data-min="a.b", data-max="a.b"   an input's bounds from the view, where one control's range depends on another
 //   data-results       dimmed (class "stale", aria-busy) while the view is out of date
 //   data-error         the message of a refused request, hidden otherwise
 //
@@ -89,6 +91,16 @@ function patch(view) {
     element.hidden = items.length === 0;
   }
   for (const element of document.querySelectorAll("[data-table]")) renderTable(element, lookup(view, element.dataset.table));
+  for (const element of document.querySelectorAll("[data-spans]")) {
+    const items = lookup(view, element.dataset.spans) || [];
+    element.replaceChildren(...items.map((item) => Object.assign(document.createElement("span"), { textContent: item.text, className: item.class || "" })));
+  }
+  for (const element of document.querySelectorAll("[data-min], [data-max]")) {
+    for (const bound of ["min", "max"]) {
+      const value = element.dataset[bound] ? lookup(view, element.dataset[bound]) : undefined;
+      if (value !== undefined && value !== null) element[bound] = String(value);
+    }
+  }
   for (const element of document.querySelectorAll("[data-value]")) {
     const value = lookup(view, element.dataset.value);
     if (value !== undefined && document.activeElement !== element) element.value = String(value);

@@ -113,6 +113,15 @@ class Reading:
 
     values: dict[str, Value]
     notes: list[str] = field(default_factory=list)
+    strict: bool = False
+
+    def correct(self, control: Control, value: Value, message: str) -> None:
+        """A rule between controls is broken: the strict reading refuses it, naming the control's label; the
+        lenient one shows ``value`` instead, with a note."""
+        if self.strict:
+            raise ControlError(control, message)
+        self.values[control.name] = value
+        self.notes.append(f"{message}; showing {control.shown(value)}.")
 
     def __getitem__(self, name: str) -> Value:
         return self.values[name]
@@ -142,7 +151,7 @@ def read_controls(controls: Sequence[Control], query: Mapping[str, str], strict:
         values[control.name] = value
         if note:
             notes.append(note)
-    return Reading(values, notes)
+    return Reading(values, notes, strict)
 
 
 def changed_from_defaults(controls: Sequence[Control], reading: Reading) -> dict[str, str]:

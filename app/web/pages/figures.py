@@ -24,6 +24,7 @@ COLORS = {
     "best": "#f0a500",
     "purple": "#8e44ad",
     "unfit": "rgba(90, 99, 117, 0.12)",
+    "reference": "rgba(90, 99, 117, 0.35)",
 }
 
 

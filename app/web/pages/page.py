@@ -8,7 +8,7 @@ from it when a control changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -54,6 +54,15 @@ class Page:
     def address(self, state: Mapping[str, str], json: bool = False) -> str:
         path = f"/api/v1/views/{self.name}" if json else self.path
         return f"{path}?{urlencode(state)}" if state else path
+
+    def renamed(self, items: Iterable[tuple[str, str]]) -> list[tuple[str, str]] | None:
+        """The query with older URL keys of this page's controls under their names, or None if it has none."""
+        names = {old: control.name for control in self.controls for old in control.legacy}
+        items = list(items)
+        if not any(key in names for key, _ in items):
+            return None
+        present = {key for key, _ in items}
+        return [(names.get(key, key), value) for key, value in items if names.get(key) not in present]
 
     def defaults(self) -> dict[str, str]:
         return {control.name: str(control.default) for control in self.controls}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
@@ -48,7 +49,7 @@ def render_page(request: Request, page: Page, embed: bool = False) -> HTMLRespon
     }
     if page.legacy_context is not None:
         context["view"] = {"page": page.name, "links": {"json": f"/api/v1/views/{page.name}"}, "notes": []}
-        section = {"batch": "regimes", "exact": "exact", "decide": "decision"}[page.name]
+        section = {"batch": "regimes", "decide": "decision"}[page.name]
         context["section"] = section
         context["sections"] = {section: page.legacy_context(query)}
     else:
@@ -58,10 +59,15 @@ def render_page(request: Request, page: Page, embed: bool = False) -> HTMLRespon
 
 def _page_handler(page: Page) -> Any:
     def get_page(request: Request) -> Response:
+        target = page
         if page is DEMO:
-            elsewhere = page_for_legacy_keys(request.query_params.keys())
-            if elsewhere is not None:
-                return RedirectResponse(f"{elsewhere.path}?{request.url.query}", status_code=302)
+            target = page_for_legacy_keys(request.query_params.keys()) or page
+        items = request.query_params.multi_items()
+        renamed = target.renamed(items)
+        if renamed is not None:  # older keys of this page's controls: open the address under today's names
+            return RedirectResponse(f"{target.path}?{urlencode(renamed)}" if renamed else target.path, status_code=302)
+        if target is not page:
+            return RedirectResponse(f"{target.path}?{request.url.query}", status_code=302)
         return render_page(request, page)
 
     get_page.__name__ = f"get_{page.name}_page"
