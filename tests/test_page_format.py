@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.web.pages.page_format import js_fixed, js_string
+from app.web.pages.page_format import js_fixed, js_number, js_string
 
 
 @pytest.mark.parametrize(
@@ -30,3 +30,11 @@ def test_python_would_disagree_on_a_tie() -> None:
 )
 def test_js_string_matches_number_to_string(value: float, text: str) -> None:
     assert js_string(value) == text
+
+
+def test_js_number_takes_number_syntax() -> None:
+    assert js_number("0x10") == 16 and js_number("0b101") == 5 and js_number("0o17") == 15
+    assert js_number("\u00a0 .5e1 \n") == 5.0 and js_number("-Infinity") == float("-inf")
+    for text in ("1_000", "inf", "nan", "-0x10", "1.2.3", "\u0663", "\x1c1"):
+        assert js_number(text) != js_number(text), text  # NaN
+    assert js_string(1.0) == "1" and js_string(-0.0) == "0" and js_string(0.35) == "0.35"

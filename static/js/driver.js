@@ -149,7 +149,10 @@ function showError(message) {
 async function fetchView() {
   const params = state();
   const url = `/api/v1/views/${form.dataset.view}${params.toString() ? `?${params}` : ""}`;
-  if (url === requested) return;
+  if (url === requested) {
+    if (!inflight) setStale(false); // the controls came back to the view on screen
+    return;
+  }
   inflight?.abort();
   requested = url;
   const controller = new AbortController();

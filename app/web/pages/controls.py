@@ -49,6 +49,11 @@ class Control:
     legacy: tuple[str, ...] = ()  # keys older URLs used for the same value
 
     @property
+    def default_text(self) -> str:
+        """The default as the address (and the input's value) writes it: the driver leaves it out of the URL."""
+        return url_text(self.default)
+
+    @property
     def bounds(self) -> str:
         if self.kind == "select":
             return "one of " + ", ".join(value for value, _ in self.options)

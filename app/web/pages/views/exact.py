@@ -343,8 +343,8 @@ def chain_panel(chain: sampling.Chain, vocab: int) -> View:
         ),
         "caption": f"All {cycles} cycles of the run, in order",
         "source": (
-            f"Target and draft are Markov chains over {vocab:,} tokens (the family above, at most {MAX_CHAIN_VOCAB:,}), "
-            f"generating {DEFAULT_CHAIN_TOKENS} tokens from token 0:"
+            f"Target and draft are Markov chains over {vocab:,} tokens (the family above, at most "
+            f"{MAX_CHAIN_VOCAB:,}), generating {DEFAULT_CHAIN_TOKENS} tokens from token 0:"
         ),
         "table": {
             "columns": ["Cycle", "Sequence length", *(f"Draft {i}" for i in range(1, k + 1)), "Target adds"],
