@@ -59,15 +59,16 @@ def render_page(request: Request, page: Page, embed: bool = False) -> HTMLRespon
 
 def _page_handler(page: Page) -> Any:
     def get_page(request: Request) -> Response:
+        items = request.query_params.multi_items()
         target = page
         if page is DEMO:
-            target = page_for_legacy_keys(request.query_params.keys()) or page
-        items = request.query_params.multi_items()
-        renamed = target.renamed(items)
-        if renamed is not None:  # older keys of this page's controls: open the address under today's names
-            return RedirectResponse(f"{target.path}?{urlencode(renamed)}" if renamed else target.path, status_code=302)
-        if target is not page:
-            return RedirectResponse(f"{target.path}?{request.url.query}", status_code=302)
+            target = page_for_legacy_keys(key for key, _ in items) or page
+            if target is not page:  # an address of the one-page version: the state of the section it was about
+                items = [(key, value) for key, value in items if target.owns(key)]
+        renamed = target.renamed(items)  # older keys of the page's controls, under today's names
+        if target is not page or renamed is not None:
+            query = urlencode(items if renamed is None else renamed)
+            return RedirectResponse(f"{target.path}?{query}" if query else target.path, status_code=302)
         return render_page(request, page)
 
     get_page.__name__ = f"get_{page.name}_page"

@@ -165,7 +165,7 @@ def test_old_keys_give_the_same_view_as_todays_names() -> None:
 
 
 def test_old_addresses_open_here_under_todays_names(client: TestClient) -> None:
-    moved = client.get("/?xvocab=20&rhok=3&rho=0.2", follow_redirects=False)
+    moved = client.get("/?xvocab=20&rhok=3&rho=0.2&k=5&p=0.9", follow_redirects=False)  # k and p: the demo's
     assert moved.status_code == 302 and moved.headers["location"] == "/exact?vocab=20&k=3&rho=0.2"
     renamed = client.get("/exact?chk=6&chain_k=7", follow_redirects=False)
     assert renamed.status_code == 302 and renamed.headers["location"] == "/exact?chain_k=7"
@@ -182,9 +182,21 @@ def test_old_addresses_open_here_under_todays_names(client: TestClient) -> None:
         ({"seed": "-1"}, {"seed": 0}, "Seed -1 from the address is out of range; showing 0."),
         ({"ngram_seed": str(MAX_SEED + 1)}, {"ngram_seed": MAX_SEED}, "N-gram seed"),
         ({"target_temperature": "1.23"}, {"target_temperature": 1.25}, None),  # snapped to the slider's step
-        ({"draft_distance": "nan"}, {"draft_distance": 1.0}, "Draft's distance from the target 'nan'"),
-        ({"vocab": "30"}, {"vocab": "50"}, "Vocabulary '30' from the address is not valid; showing 50."),
-        ({"trials": "12345"}, {"trials": "100000"}, "Trials '12345'"),
+        (
+            {"draft_distance": "nan"},
+            {"draft_distance": 1.0},
+            "Draft's distance from the target from the address is not a number from 0 to 5; showing 1.00.",
+        ),
+        (
+            {"vocab": "30"},
+            {"vocab": "50"},
+            "Vocabulary from the address is not one of 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000; showing 50.",
+        ),
+        (
+            {"trials": "12345"},
+            {"trials": "100000"},
+            "Trials from the address is not one of 10000, 100000, 500000; showing 100000.",
+        ),
         ({"draft_order": "6"}, {"draft_order": 5}, "Draft order must be below the target order (6); got 6"),
         ({"p": "0.9", "rho": "-0.9"}, {"rho": -0.11}, "Correlation ρ must be from -0.11 to 1 at acceptance p = 0.90"),
         ({"p": "0.5", "rho": "-1"}, {"rho": -1.0}, None),

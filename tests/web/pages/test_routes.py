@@ -8,19 +8,21 @@ from app.web.pages.views.demo import readouts
 
 
 @pytest.mark.parametrize(
-    ("query", "page"),
+    ("query", "location"),
     [
-        ("rg_hw=a100-sxm&rg_p=0.7", "/batch"),
-        ("xtrials=500000", "/exact"),
-        ("ngk=3&k=4", "/exact"),
-        ("cal_mode=rate&cal_rate=0.6", "/decide"),
-        ("tree_budget=32", "/decide"),
+        ("rg_hw=a100-sxm&rg_p=0.7", "/batch?rg_hw=a100-sxm&rg_p=0.7"),
+        ("xtrials=500000", "/exact?trials=500000"),  # a rebuilt page opens under its controls' names
+        ("ngk=3&k=4", "/exact?ngram_k=3"),  # k was the demo's, not the page's
+        ("cal_mode=rate&cal_rate=0.6", "/decide?cal_mode=rate&cal_rate=0.6"),
+        ("tree_budget=32", "/decide?tree_budget=32"),
     ],
 )
-def test_an_address_of_the_one_page_version_opens_its_section_s_page(client: TestClient, query: str, page: str) -> None:
+def test_an_address_of_the_one_page_version_opens_its_section_s_page(
+    client: TestClient, query: str, location: str
+) -> None:
     response = client.get(f"/?{query}", follow_redirects=False)
     assert response.status_code == 302
-    assert response.headers["location"] == f"{page}?{query}"
+    assert response.headers["location"] == location
 
 
 @pytest.mark.parametrize("query", ["", "k=4&p=0.8", "embed=1", "unknown=1"])
