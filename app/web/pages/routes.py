@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 # What /embed may show; `parts=` picks a subset, in this order.
 EMBED_PARTS = ("controls", "readouts", "curve", "run", "histogram")
 DEFAULT_EMBED_PARTS = ("controls", "readouts", "curve", "run")
+DEMO_KEYS = frozenset({control.name for control in DEMO.controls} | {"embed", "parts"})
 
 
 def embed_parts(raw: str | None) -> tuple[str, ...]:
@@ -48,7 +50,7 @@ def render_page(request: Request, page: Page, embed: bool = False) -> HTMLRespon
     }
     if page.legacy_context is not None:
         context["view"] = {"page": page.name, "links": {"json": f"/api/v1/views/{page.name}"}, "notes": []}
-        section = {"batch": "regimes", "exact": "exact", "decide": "decision"}[page.name]
+        section = {"exact": "exact", "decide": "decision"}[page.name]
         context["section"] = section
         context["sections"] = {section: page.legacy_context(query)}
     else:
@@ -56,12 +58,33 @@ def render_page(request: Request, page: Page, embed: bool = False) -> HTMLRespon
     return TEMPLATES.TemplateResponse(request, page.template, context)
 
 
+def moved_address(page: Page, query: Mapping[str, str], dropped: frozenset[str] = frozenset()) -> str:
+    """The page's address for an address of the one-page version: each control's value under its own name.
+
+    Values travel as they were written, so that the page notes any it has to correct; keys in ``dropped``
+    (the demo's, on an address of the one-page version) and keys the page does not know are left behind.
+    """
+    moved = {}
+    for control in page.controls:
+        key = next((key for key in (control.name, *control.legacy) if key in query and key not in dropped), None)
+        if key is not None:
+            moved[control.name] = query[key]
+    return page.address(moved)
+
+
 def _page_handler(page: Page) -> Any:
+    legacy = {old for control in page.controls for old in control.legacy}
+
     def get_page(request: Request) -> Response:
+        query = request.query_params
         if page is DEMO:
-            elsewhere = page_for_legacy_keys(request.query_params.keys())
-            if elsewhere is not None:
+            elsewhere = page_for_legacy_keys(query.keys())
+            if elsewhere is not None and not elsewhere.controls:  # a section not rebuilt yet reads the old keys
                 return RedirectResponse(f"{elsewhere.path}?{request.url.query}", status_code=302)
+            if elsewhere is not None:
+                return RedirectResponse(moved_address(elsewhere, query, DEMO_KEYS), status_code=302)
+        elif legacy.intersection(query.keys()):
+            return RedirectResponse(moved_address(page, query), status_code=302)
         return render_page(request, page)
 
     get_page.__name__ = f"get_{page.name}_page"
