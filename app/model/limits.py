@@ -26,6 +26,9 @@ ROOFLINE_DEFAULT_K = 4
 ROOFLINE_DEFAULT_K_MAX = 8  # best k searched by the API's sweeps, schedules and tables unless told
 ROOFLINE_TABLE_C = 0.15  # the draft cost the fixed-cost regimes of the p x k table share
 ROOFLINE_TABLE_P = (0.5, 0.95, 0.05)  # rows of the p x k table: first, last, step
+ROOFLINE_TABLE_REGIMES = ("memory-bound", "compute-bound")  # its left and right regimes
+ROOFLINE_TABLE_BATCHES = (1, 256)  # the batch of each side when it is the roofline
+ROOFLINE_BETA = 0.5  # the linear regime's v(k) = 1 + beta k
 ROOFLINE_POINTS = 161  # log-spaced batch sizes a sweep returns for plotting
 MAX_BATCH = 1024
 MAX_DEVICES = 64

@@ -331,6 +331,8 @@ def test_the_pages_bounds_and_lists_are_the_apis(client: TestClient) -> None:
             assert [value for value, _ in control.options] == parameters[control.name]["enum"], control.name
         elif control.name not in ("k", "batch"):  # the page's k slider and batch run over part of the API's range
             assert (found["minimum"], found["maximum"]) == (control.low, control.high), control.name
+        if control.default is not None:  # a preset field's default is its preset's value
+            assert parameters[control.name]["default"] == control.default, control.name
     assert [value for value, _ in batch.BY_NAME["hw"].options] == list(ACCELERATORS)
     assert [value for value, _ in batch.BY_NAME["model"].options] == list(MODELS)
     assert batch.BY_NAME["weights"].options[2] == ("int4", "int4 (0.5 B)")

@@ -8,12 +8,15 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from app.model.limits import (
+    ROOFLINE_BETA,
     ROOFLINE_DEFAULT_K,
     ROOFLINE_DEFAULT_K_MAX,
     ROOFLINE_DEFAULT_P,
     ROOFLINE_POINTS,
+    ROOFLINE_TABLE_BATCHES,
     ROOFLINE_TABLE_C,
     ROOFLINE_TABLE_P,
+    ROOFLINE_TABLE_REGIMES,
 )
 from app.model.regimes import RegimeName, make_regime
 from app.web.api.params import C, K, KMax, P
@@ -105,7 +108,7 @@ def get_verification_cost(
     p: P = DEFAULT_P,
     k: K = DEFAULT_K,
     c: C = DEFAULT_TABLE_C,
-    beta: Beta = 0.5,
+    beta: Beta = ROOFLINE_BETA,
     batch: Batch = 1,
     k_max: KMax = DEFAULT_K_MAX,
 ) -> VerificationCostOut:
@@ -147,13 +150,13 @@ def get_schedule(
 @router.get("/regimes/table", response_model=TableOut, responses=CSV_RESPONSE)
 def get_table(
     built: Setup,
-    regime_a: Annotated[str, _choice_query(REGIME_NAMES, "Left-hand regime.")] = "memory-bound",
-    regime_b: Annotated[str, _choice_query(REGIME_NAMES, "Right-hand regime.")] = "compute-bound",
+    regime_a: Annotated[str, _choice_query(REGIME_NAMES, "Left-hand regime.")] = ROOFLINE_TABLE_REGIMES[0],
+    regime_b: Annotated[str, _choice_query(REGIME_NAMES, "Right-hand regime.")] = ROOFLINE_TABLE_REGIMES[1],
     c: C = DEFAULT_TABLE_C,
-    beta_a: Beta = 0.5,
-    beta_b: Beta = 0.5,
-    batch_a: Batch = 1,
-    batch_b: Batch = 256,
+    beta_a: Beta = ROOFLINE_BETA,
+    beta_b: Beta = ROOFLINE_BETA,
+    batch_a: Batch = ROOFLINE_TABLE_BATCHES[0],
+    batch_b: Batch = ROOFLINE_TABLE_BATCHES[1],
     p_min: Annotated[
         float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="First row's p, 0 to 1.")
     ] = DEFAULT_TABLE_P_MIN,

@@ -128,13 +128,20 @@ SLIDERS = (
     ),
     _number("batch", "Batch size B", 1, 1, MAX_BATCH, 1, integer=True),
 )
+
+
+def _table_side(side: str, name: str, regime: str, batch_size: int) -> tuple[Control, ...]:
+    return (
+        _choice(f"regime_{side}", f"{name.title()} regime", REGIME_OPTIONS, regime),
+        _number(f"beta_{side}", f"β ({name})", limits.ROOFLINE_BETA, 0, 1, 0.05),
+        _number(f"batch_{side}", f"Batch ({name})", batch_size, 1, MAX_BATCH, 1, integer=True),
+    )
+
+
+(LEFT, RIGHT), (LEFT_BATCH, RIGHT_BATCH) = limits.ROOFLINE_TABLE_REGIMES, limits.ROOFLINE_TABLE_BATCHES
 TABLE = (
-    _choice("regime_a", "Left regime", REGIME_OPTIONS, RegimeName.MEMORY_BOUND.value),
-    _number("beta_a", "β (left)", 0.5, 0, 1, 0.05),
-    _number("batch_a", "Batch (left)", 1, 1, MAX_BATCH, 1, integer=True),
-    _choice("regime_b", "Right regime", REGIME_OPTIONS, RegimeName.COMPUTE_BOUND.value),
-    _number("beta_b", "β (right)", 0.5, 0, 1, 0.05),
-    _number("batch_b", "Batch (right)", 256, 1, MAX_BATCH, 1, integer=True),
+    *_table_side("a", "left", LEFT, LEFT_BATCH),
+    *_table_side("b", "right", RIGHT, RIGHT_BATCH),
     _number("c", "Draft cost c", limits.ROOFLINE_TABLE_C, 0, limits.MAX_DRAFT_COST, 0.01),
 )
 CONTROLS = (*SETUP, *FIELDS, *SLIDERS, *TABLE)
