@@ -29,7 +29,6 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 # What /embed may show; `parts=` picks a subset, in this order.
 EMBED_PARTS = ("controls", "readouts", "curve", "run", "histogram")
 DEFAULT_EMBED_PARTS = ("controls", "readouts", "curve", "run")
-DEMO_KEYS = frozenset({control.name for control in DEMO.controls} | {"embed", "parts"})
 
 
 def embed_parts(raw: str | None) -> tuple[str, ...]:
@@ -58,15 +57,15 @@ def render_page(request: Request, page: Page, embed: bool = False) -> HTMLRespon
     return TEMPLATES.TemplateResponse(request, page.template, context)
 
 
-def moved_address(page: Page, query: Mapping[str, str], dropped: frozenset[str] = frozenset()) -> str:
-    """The page's address for an address of the one-page version: each control's value under its own name.
+def moved_address(page: Page, query: Mapping[str, str]) -> str:
+    """The page's address for an address of the one-page version, which is read in its old keys only.
 
-    Values travel as they were written, so that the page notes any it has to correct; keys in ``dropped``
-    (the demo's, on an address of the one-page version) and keys the page does not know are left behind.
+    Each control's value moves under its own name as it was written, so that the page notes any it has to
+    correct; the other keys stay behind (on the one-page version, ``k`` or ``p`` were the demo's).
     """
     moved = {}
     for control in page.controls:
-        key = next((key for key in (control.name, *control.legacy) if key in query and key not in dropped), None)
+        key = next((key for key in control.legacy if key in query), None)
         if key is not None:
             moved[control.name] = query[key]
     return page.address(moved)
@@ -79,10 +78,8 @@ def _page_handler(page: Page) -> Any:
         query = request.query_params
         if page is DEMO:
             elsewhere = page_for_legacy_keys(query.keys())
-            if elsewhere is not None and not elsewhere.controls:  # a section not rebuilt yet reads the old keys
-                return RedirectResponse(f"{elsewhere.path}?{request.url.query}", status_code=302)
             if elsewhere is not None:
-                return RedirectResponse(moved_address(elsewhere, query, DEMO_KEYS), status_code=302)
+                return RedirectResponse(f"{elsewhere.path}?{request.url.query}", status_code=302)
         elif legacy.intersection(query.keys()):
             return RedirectResponse(moved_address(page, query), status_code=302)
         return render_page(request, page)

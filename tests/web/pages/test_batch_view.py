@@ -354,7 +354,7 @@ def test_the_json_twin_is_the_view_the_page_is_rendered_from(client: TestClient)
     [
         ("/?rg_hw=b200&k=3&rg_p=0.7", "/batch?hw=b200&p=0.7"),  # the demo's k stays behind
         ("/?rg_batch=100&rg_model_layers=40", "/batch?model_layers=40&batch=100"),
-        ("/batch?rg_k=3&p=0.5&unknown=1", "/batch?p=0.5&k=3"),
+        ("/batch?rg_k=3&p=0.5&unknown=1", "/batch?k=3"),  # an old address is read in its old keys only
         ("/?rg_p=5", "/batch?p=5"),  # moved as written, so that the page notes its correction
     ],
 )
@@ -362,6 +362,9 @@ def test_addresses_of_the_one_page_version_open_this_page_with_their_state(
     client: TestClient, old: str, new: str
 ) -> None:
     response = client.get(old, follow_redirects=False)
+    if old.startswith("/?"):  # the demo sends it to this page as it is, and this page moves its keys
+        assert response.status_code == 302 and response.headers["location"] == "/batch" + old[1:]
+        response = client.get(response.headers["location"], follow_redirects=False)
     assert response.status_code == 302 and response.headers["location"] == new
     assert client.get(new, follow_redirects=False).status_code == 200
 
