@@ -16,8 +16,7 @@ from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, Page, expect
 
 from app.model import closed_form as cf
-from app.model.presets import ACCELERATORS, MODELS
-from app.model.regimes import default_setup, devices_to_fit, sweep_batches
+from app.model.regimes import default_setup, sweep_batches
 from app.web.pages.text import fixed
 from app.web.pages.views.batch import K_SEARCH_MAX
 from tests.browser.test_accessibility import blocking_violations
@@ -72,10 +71,11 @@ def assert_clean(watch: PageWatch) -> None:
     assert watch.foreign_requests == []
 
 
-def expected_crossover(**changes: object) -> int | None:
-    setup = dataclasses.replace(default_setup(), **changes)  # type: ignore[arg-type]
-    setup = dataclasses.replace(setup, devices=devices_to_fit(setup) or 64)
-    return sweep_batches(0.8, 4, setup, 1024, K_SEARCH_MAX).crossover_batch
+def api_crossover(live_server: str, **params: object) -> tuple[int | None, str]:
+    """The API's crossover at p = 0.8, k = 4 (over the batches that fit), and the readout that says it."""
+    sweep = httpx.get(live_server + "/api/v1/regimes/speedup-vs-batch", params={"k_max": K_SEARCH_MAX, **params}).json()
+    crossover, fits = sweep["crossover_batch"], min(sweep["max_batch_that_fits"], sweep["batch_max"])
+    return crossover, str(crossover) if crossover else f"still pays at {fits}"
 
 
 def view_requests(page: Page) -> list[str]:
@@ -89,10 +89,10 @@ def test_defaults_draw_chart_readouts_schedule_and_tables(page: Page, live_serve
     names = trace_names(page)
     assert "speedup at k = 4" in names and "best k at each batch" in names
     assert "break-even (S = 1)" in names and "batch 1" in names
-    crossover = expected_crossover()
-    assert crossover is not None
-    assert f"crossover at batch {crossover}" in names
-    expect(page.locator("#crossover")).to_have_text(str(crossover))
+    crossover, text = api_crossover(live_server)
+    assert any(name.startswith("crossover at batch") for name in names) == (crossover is not None)
+    expect(page.locator("#crossover")).to_have_text(text)
+    expect(page.locator("#headline")).to_contain_text("the largest batch that fits is")
     expect(page.locator("#verify-cost")).to_have_text("1.00")  # batch one, dense: verification is free
     assert page.evaluate(f"{CHART}.layout.xaxis.type") == "log"
     break_even: list[float] = page.evaluate(f"{CHART}.data.find((t) => t.name.startsWith('break-even')).y")
@@ -145,8 +145,8 @@ def test_switching_presets_redraws_and_drops_that_presets_edits(page: Page, live
     wait_until(page, "document.getElementById('devices-used').textContent.includes('B200')", 30)
     expect(page.locator("#table-a caption")).to_contain_text("B200 (HGX), Dense 70B", timeout=UPDATE_MS)
     assert page.inner_text("#table-a") != before_table
-    crossover = expected_crossover(accelerator=ACCELERATORS["b200"], target=MODELS["dense-70b"])
-    expect(page.locator("#crossover")).to_have_text(str(crossover), timeout=UPDATE_MS)
+    _, text = api_crossover(live_server, hw="b200", model="dense-70b")
+    expect(page.locator("#crossover")).to_have_text(text, timeout=UPDATE_MS)
     state = url_state(page)
     assert state["hw"] == ["b200"] and state["model"] == ["dense-70b"]
     assert "hw_memory_gb" not in state and "devices" not in state  # the old preset's edit and device count are gone
@@ -162,9 +162,8 @@ def test_editing_a_preset_field_and_the_batch_slider(page: Page, live_server: st
     page.fill("#hw_bandwidth_tb_s", "6.7")
     wait_until(page, "new URLSearchParams(location.search).get('hw_bandwidth_tb_s') === '6.7'", 30)
     assert "edited" in (page.get_attribute("#hw_bandwidth_tb_s", "class") or "")
-    accelerator = dataclasses.replace(ACCELERATORS["h100-sxm"], bandwidth_tb_s=6.7)
-    crossover = expected_crossover(accelerator=accelerator)
-    expect(page.locator("#crossover")).to_have_text(str(crossover), timeout=UPDATE_MS)
+    _, text = api_crossover(live_server, hw_bandwidth_tb_s=6.7)
+    expect(page.locator("#crossover")).to_have_text(text, timeout=UPDATE_MS)
     page.fill("#batch-slider", "60")  # position 60 -> batch 2^6
     expect(page.locator("#batch-value")).to_have_text("64")
     assert page.get_attribute("#batch-slider", "aria-valuetext") == "64"

@@ -73,8 +73,10 @@ def assert_view_matches_api(
     assert readouts["speedup"] == times(point["speedup"])
     best = f"{point['best_k']} ({times(point['best_speedup'])})" if point["best_k"] else "off"
     assert readouts["best_k"].removeprefix("≥ ") == best
+    fits = min(sweep["max_batch_that_fits"], sweep["batch_max"])  # crossovers count only batches that fit
     for key, name in (("crossover", "crossover_batch"), ("best_crossover", "best_crossover_batch")):
-        assert readouts[key] == (f"still pays at {sweep['batch_max']}" if sweep[name] is None else str(sweep[name]))
+        assert readouts[key] == (f"still pays at {fits}" if sweep[name] is None else str(sweep[name]))
+    assert readouts["headline"] == sweep["headline"] and shown["schedule_headline"] == schedule["headline"]
     assert readouts["draft_cost"] == fixed(point["draft_cost"], 2)
     assert readouts["verification_cost"] == fixed(point["verification_cost"], 2)
     assert readouts["step"] == (
@@ -307,6 +309,14 @@ def test_an_edit_equal_to_the_preset_is_no_edit() -> None:
     shown = view({"model_layers": "32", "hw_memory_gb": "80.0"})
     assert not any(field["edited"] for field in shown["fields"].values())
     assert "layers" not in shown["links"]["schedule_json"] and "memory" not in shown["links"]["schedule_json"]
+
+
+def test_nothing_fitting_is_said_plainly() -> None:
+    shown = view({"model": "dense-405b", "devices": "1"})
+    assert shown["readouts"]["crossover"] == shown["readouts"]["best_crossover"] == "not even batch 1 fits"
+    assert shown["readouts"]["memory"].endswith("(does not fit)")
+    unfit = shown["figures"]["batch-chart"]["layout"]["shapes"][-1]
+    assert (unfit["type"], unfit["x0"], unfit["x1"]) == ("rect", 1, limits.MAX_BATCH)
 
 
 def test_best_k_is_searched_as_far_in_the_readouts_as_in_the_schedule() -> None:

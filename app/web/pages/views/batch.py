@@ -240,8 +240,11 @@ def roofline(reading: Reading) -> tuple[BuiltSetup, dict[str, float | int]]:
 # Display
 
 
-def _pays(batch: int | None) -> str:
-    return f"still pays at {MAX_BATCH}" if batch is None else str(batch)
+def _pays(batch: int | None, fits: int) -> str:
+    """A batch from which speculation stops paying, counted over the batches that fit in memory."""
+    if batch is not None:
+        return str(batch)
+    return f"still pays at {fits}" if fits else "not even batch 1 fits"
 
 
 def _best(best_k: int, best_speedup: float) -> str:
@@ -256,8 +259,9 @@ def readouts(sweep: BatchSweepOut) -> dict[str, str]:
     return {
         "speedup": times(point.speedup),
         "best_k": _best(point.best_k, point.best_speedup),
-        "crossover": _pays(sweep.crossover_batch),
-        "best_crossover": _pays(sweep.best_crossover_batch),
+        "crossover": _pays(sweep.crossover_batch, min(sweep.max_batch_that_fits, sweep.batch_max)),
+        "best_crossover": _pays(sweep.best_crossover_batch, min(sweep.max_batch_that_fits, sweep.batch_max)),
+        "headline": sweep.headline,
         "draft_cost": fixed(point.draft_cost, 2),
         "verification_cost": fixed(point.verification_cost, 2),
         "step": f"{fixed(point.target_step_ms, 2)} ms plain, {fixed(point.verify_step_ms, 2)} ms verifying",
@@ -508,6 +512,7 @@ def build(reading: Reading) -> View:
         "figures": {"batch-chart": batch_figure(sweep, table)},
         "tables": {"schedule": schedule_table(schedule), **regime_tables(table)},
         "summary": table_summary(table),
+        "schedule_headline": schedule.headline,
         "links": {
             "sweep": _link("/api/v1/regimes/speedup-vs-batch", sweep_params),
             "schedule_csv": _link("/api/v1/regimes/schedule", [*schedule_params, ("format", "csv")]),
