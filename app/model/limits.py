@@ -60,3 +60,42 @@ MIN_BURSTY_CYCLES = 100
 MAX_BURSTY_CYCLES = 1_000_000
 DEFAULT_BURSTY_CYCLES = 200_000
 BURSTY_CURVE_POINTS = 41
+# Batch size and hardware (the roofline): the API's defaults and caps, and the /batch page's.
+ROOFLINE_DEFAULT_P = 0.8
+ROOFLINE_DEFAULT_K = 4
+ROOFLINE_DEFAULT_K_MAX = 8  # best k searched by the API's sweeps, schedules and tables unless told
+ROOFLINE_TABLE_C = 0.15  # the draft cost the fixed-cost regimes of the p x k table share
+ROOFLINE_TABLE_P = (0.5, 0.95, 0.05)  # rows of the p x k table: first, last, step
+ROOFLINE_TABLE_REGIMES = ("memory-bound", "compute-bound")  # its left and right regimes
+ROOFLINE_TABLE_BATCHES = (1, 256)  # the batch of each side when it is the roofline
+ROOFLINE_BETA = 0.5  # the linear regime's v(k) = 1 + beta k
+ROOFLINE_POINTS = 161  # log-spaced batch sizes a sweep returns for plotting
+MAX_BATCH = 1024
+MAX_DEVICES = 64
+MAX_CONTEXT = 1_048_576
+MAX_OVERHEAD_US = 100_000.0
+MIN_EFFICIENCY = 0.01  # achieved share of peak bandwidth or FLOPS, up to 1
+MAX_DRAFT_COST = 10.0
+MAX_TABLE_ROWS = 101
+MAX_TABLE_K = 32
+# The /batch page: its k slider, the best k it searches (sweep and schedule alike), the columns of its tables,
+# and its log-scale batch slider (positions per doubling, from batch 1 to MAX_BATCH).
+BATCH_K_SLIDER_MAX = 16
+BATCH_TABLE_K_MAX = 8
+BATCH_SLIDER_STEPS_PER_DOUBLING = 10
+
+# Bounds of every editable preset field: (type, lower bound, inclusive?, upper bound, description).
+PRESET_FIELD_BOUNDS: dict[str, tuple[type, float, bool, float, str]] = {
+    "bandwidth_tb_s": (float, 0.001, True, 1000.0, "peak memory bandwidth per device, TB/s"),
+    "bf16_tflops": (float, 0.001, True, 1_000_000.0, "peak dense BF16 TFLOPS per device"),
+    "memory_gb": (float, 0.001, True, 1_000_000.0, "memory per device, GB"),
+    "total_params_b": (float, 0.000001, True, 100_000.0, "total parameters, billions"),
+    "active_params_b": (float, 0.000001, True, 100_000.0, "parameters used per token, billions"),
+    "layers": (int, 1, True, 10_000, "transformer layers"),
+    "query_heads": (int, 1, True, 4096, "attention query heads"),
+    "kv_heads": (int, 1, True, 4096, "cached key/value heads"),
+    "head_dim": (int, 1, True, 16_384, "width of a cached head"),
+    "kv_tensors": (int, 1, True, 2, "2 = keys and values, 1 = shared latent"),
+    "experts": (int, 1, True, 4096, "routed experts per layer (1 = dense)"),
+    "experts_per_token": (int, 1, True, 4096, "experts each token uses"),
+}

@@ -12,7 +12,10 @@
 //   data-spans="a.b"   <span> per {text, class} of view.a.b (marked text)
 //   data-min="a.b", data-max="a.b"   an input's bounds from the view, where one control's range depends on another
 //   data-results       dimmed (class "stale", aria-busy) while the view is out of date
-//   data-error         the message of a refused request, hidden otherwise
+//   data-error         the message of a refused request, hidden otherwise; the control it names gets aria-invalid
+//   data-steps="a.b"   on a range input without a name, with data-target="x": its positions index view.a.b.steps
+//                      and moving it sets control x (a hidden input, say) to that step, so a log-scale slider's
+//                      address carries the value itself; view.a.b.position places it
 //
 // Page scripts add what only a browser can do (animating a run, copying a config) through onView().
 
@@ -105,6 +108,12 @@ function patch(view) {
     const value = lookup(view, element.dataset.value);
     if (value !== undefined && document.activeElement !== element) element.value = String(value);
   }
+  for (const slider of document.querySelectorAll("[data-steps]")) {
+    const spec = lookup(view, slider.dataset.steps);
+    if (spec && document.activeElement !== slider) slider.value = String(spec.position);
+    const target = form?.elements.namedItem(slider.dataset.target);
+    if (target) slider.setAttribute("aria-valuetext", target.value);
+  }
   return Promise.all([...document.querySelectorAll("[data-figure]")].map(
     (element) => drawFigure(element, lookup(view, `figures.${element.dataset.figure}`)),
   ));
@@ -139,10 +148,14 @@ function setStale(stale) {
   }
 }
 
-function showError(message) {
+function showError(message, names = []) {
   for (const element of document.querySelectorAll("[data-error]")) {
     element.textContent = message || "";
     element.hidden = !message;
+  }
+  for (const element of form ? form.elements : []) {
+    if (names.includes(element.name)) element.setAttribute("aria-invalid", "true");
+    else element.removeAttribute("aria-invalid");
   }
 }
 
@@ -162,8 +175,9 @@ async function fetchView() {
     const body = await response.json();
     if (controller.signal.aborted) return;
     if (!response.ok) {
-      const detail = Array.isArray(body.detail) ? body.detail.map((item) => item.msg).join("; ") : String(body.detail);
-      showError(detail || `request failed with status ${response.status}`);
+      const items = Array.isArray(body.detail) ? body.detail : [];
+      const detail = items.length ? items.map((item) => item.msg).join("; ") : String(body.detail);
+      showError(detail || `request failed with status ${response.status}`, items.map((item) => item.loc?.[1]));
       requested = null;
       return;
     }
@@ -209,7 +223,16 @@ function liveOutputs(element) {
 if (form) {
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("input", (event) => {
-    if (event.target.name) {
+    const slider = event.target;
+    if (slider.dataset.steps) {
+      const target = form.elements.namedItem(slider.dataset.target);
+      const steps = lookup(current, slider.dataset.steps)?.steps;
+      if (!target || !steps) return;
+      target.value = String(steps[Number(slider.value)]);
+      slider.setAttribute("aria-valuetext", target.value);
+      liveOutputs(target);
+      refresh();
+    } else if (event.target.name) {
       liveOutputs(event.target);
       refresh();
     }

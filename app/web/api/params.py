@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Query
 
 from app.model import bursty
-from app.model.limits import K_MAX_LIMIT, MAX_CYCLES, MAX_SEED, MAX_TOKENS
+from app.model.limits import K_MAX_LIMIT, MAX_CYCLES, MAX_DRAFT_COST, MAX_SEED, MAX_TOKENS
 from app.web.core.errors import parameter_error
 
 __all__ = ["K_MAX_LIMIT", "MAX_CYCLES", "MAX_SEED", "MAX_TOKENS"]
@@ -22,7 +22,10 @@ K = Annotated[int, Query(ge=0, le=K_MAX_LIMIT, description=f"Draft length k, 0 (
 C = Annotated[
     float,
     Query(
-        ge=0.0, le=10.0, allow_inf_nan=False, description="Cost of one draft step relative to one target pass, 0 to 10."
+        ge=0.0,
+        le=MAX_DRAFT_COST,
+        allow_inf_nan=False,
+        description=f"Cost of one draft step relative to one target pass, 0 to {MAX_DRAFT_COST:g}.",
     ),
 ]
 KMax = Annotated[int, Query(ge=1, le=K_MAX_LIMIT, description=f"Largest draft length searched, 1 to {K_MAX_LIMIT}.")]

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Query
 
+from app.model.limits import MAX_CONTEXT, MAX_OVERHEAD_US, MIN_EFFICIENCY, PRESET_FIELD_BOUNDS
 from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
 from app.web.core.errors import parameter_error
 from app.web.services import regimes as regimes_report
@@ -24,8 +25,6 @@ from app.web.services.regimes import (
 
 MAX_BATCH = regimes_report.MAX_BATCH
 MAX_DEVICES = regimes_report.MAX_DEVICES
-MAX_CONTEXT = 1_048_576
-MAX_OVERHEAD_US = 100_000.0
 
 
 def _choice_query(allowed: list[str], description: str) -> Any:
@@ -34,20 +33,7 @@ def _choice_query(allowed: list[str], description: str) -> Any:
 
 
 # Bounds of every editable preset field: (type, lower bound, inclusive?, upper bound, description).
-FIELD_BOUNDS: dict[str, tuple[type, float, bool, float, str]] = {
-    "bandwidth_tb_s": (float, 0.001, True, 1000.0, "peak memory bandwidth per device, TB/s"),
-    "bf16_tflops": (float, 0.001, True, 1_000_000.0, "peak dense BF16 TFLOPS per device"),
-    "memory_gb": (float, 0.001, True, 1_000_000.0, "memory per device, GB"),
-    "total_params_b": (float, 0.000001, True, 100_000.0, "total parameters, billions"),
-    "active_params_b": (float, 0.000001, True, 100_000.0, "parameters used per token, billions"),
-    "layers": (int, 1, True, 10_000, "transformer layers"),
-    "query_heads": (int, 1, True, 4096, "attention query heads"),
-    "kv_heads": (int, 1, True, 4096, "cached key/value heads"),
-    "head_dim": (int, 1, True, 16_384, "width of a cached head"),
-    "kv_tensors": (int, 1, True, 2, "2 = keys and values, 1 = shared latent"),
-    "experts": (int, 1, True, 4096, "routed experts per layer (1 = dense)"),
-    "experts_per_token": (int, 1, True, 4096, "experts each token uses"),
-}
+FIELD_BOUNDS = PRESET_FIELD_BOUNDS
 PRESET_OWNERS = {"hw": "accelerator", "model": "target model", "draft": "draft model"}
 
 
@@ -102,10 +88,22 @@ def roofline_setup(
         int, Query(ge=0, le=MAX_CONTEXT, description=f"Tokens of context per sequence, 0 to {MAX_CONTEXT:,}.")
     ] = DEFAULTS.context_tokens,
     bandwidth_efficiency: Annotated[
-        float, Query(ge=0.01, le=1.0, allow_inf_nan=False, description="Achieved share of peak bandwidth, 0.01 to 1.")
+        float,
+        Query(
+            ge=MIN_EFFICIENCY,
+            le=1.0,
+            allow_inf_nan=False,
+            description=f"Achieved share of peak bandwidth, {MIN_EFFICIENCY:g} to 1.",
+        ),
     ] = DEFAULTS.bandwidth_efficiency,
     compute_efficiency: Annotated[
-        float, Query(ge=0.01, le=1.0, allow_inf_nan=False, description="Achieved share of peak FLOPS, 0.01 to 1.")
+        float,
+        Query(
+            ge=MIN_EFFICIENCY,
+            le=1.0,
+            allow_inf_nan=False,
+            description=f"Achieved share of peak FLOPS, {MIN_EFFICIENCY:g} to 1.",
+        ),
     ] = DEFAULTS.compute_efficiency,
     overhead_us: Annotated[
         float,

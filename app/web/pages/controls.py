@@ -37,7 +37,7 @@ class Control:
     name: str
     label: str
     kind: Kind
-    default: Value
+    default: Value | None  # None: no value of its own until the address gives one (the view fills it in)
     low: float | None = None
     high: float | None = None
     step: float | None = None
@@ -62,32 +62,34 @@ class Control:
         kind = "an integer" if self.integer else "a number"
         return f"{kind} from {_shown(self.low or 0.0)} to {_shown(self.high or 0.0)}"
 
-    def shown(self, value: Value) -> str:
+    def shown(self, value: Value | None) -> str:
         """The value as the control's readout shows it."""
+        if value is None:
+            return ""
         if self.kind in ("select", "text"):
             return str(value)
         if self.integer:
             return str(int(value))
         return f"{float(value):.{self.digits}f}" if self.kind == "range" else _shown(float(value))
 
-    def read(self, raw: str | None, strict: bool) -> tuple[Value, str | None]:
+    def read(self, raw: str | None, strict: bool) -> tuple[Value | None, str | None]:
         """(value, note): the value for this raw URL text and, when it had to be corrected, why."""
         if raw is None or not raw.strip():
             return self.default, None
         if self.kind == "select":
             if raw in {value for value, _ in self.options}:
                 return raw, None
-            return self._refuse(raw, strict, f"{self.label} must be {self.bounds}; got {raw!r}")
+            return self._refuse(strict, f"{self.label} must be {self.bounds}; got {raw!r}")
         if self.kind == "text":
             if len(raw) <= self.max_length:
                 return raw, None
-            return self._refuse(raw[:40], strict, f"{self.label} must be {self.bounds}; got {len(raw)} characters")
+            return self._refuse(strict, f"{self.label} must be {self.bounds}; got {len(raw)} characters")
         try:
             number = float(raw)
         except ValueError:
             number = math.nan
         if not math.isfinite(number):
-            return self._refuse(raw, strict, f"{self.label} must be {self.bounds}; got {raw!r}")
+            return self._refuse(strict, f"{self.label} must be {self.bounds}; got {raw!r}")
         assert self.low is not None and self.high is not None
         if self.integer and not number.is_integer() and strict:
             raise ControlError(self, f"{self.label} must be {self.bounds}; got {raw}")
@@ -96,7 +98,10 @@ class Control:
             if strict:
                 raise ControlError(self, f"{self.label} must be {self.bounds}; got {raw}")
             value = self._snap(clamped)
-            return value, f"{self.label} {raw} from the address is out of range; showing {self.shown(value)}."
+            return (
+                value,
+                f"{self.label} {url_text(number)} from the address is out of range; showing {self.shown(value)}.",
+            )
         return self._snap(number), None
 
     def _snap(self, number: float) -> Value:
@@ -104,19 +109,25 @@ class Control:
             return round(number)
         if self.kind == "range" and self.step:
             return round(round(number / self.step) * self.step, 10)
-        return number
+        return int(number) if float(number).is_integer() and abs(number) < 2**53 else float(number)  # 70, as written
 
-    def _refuse(self, raw: str, strict: bool, message: str) -> tuple[Value, str | None]:
+    def _refuse(self, strict: bool, message: str) -> tuple[Value | None, str | None]:
         if strict:
             raise ControlError(self, message)
-        return self.default, f"{self.label} from the address is not {self.bounds}; showing {self.shown(self.default)}."
+        # The address's text is not repeated on the page: it may be anything, markup included.
+        showing = "its default" if self.default is None else self.shown(self.default)
+        return self.default, f"{self.label} from the address is not {self.bounds}; showing {showing}."
 
 
 @dataclass(frozen=True)
 class Reading:
-    """Controls read from a URL: the values, the notes of what was corrected, and what differs from the defaults."""
+    """Controls read from a URL: the values and the notes of what was corrected.
 
-    values: dict[str, Value]
+    ``strict`` says how the address was read, so that a view checking a rule between controls
+    refuses (ControlError) or corrects with a note, as the reading of each control did.
+    """
+
+    values: dict[str, Value | None]
     notes: list[str] = field(default_factory=list)
     strict: bool = False
 
@@ -128,12 +139,12 @@ class Reading:
         self.values[control.name] = value
         self.notes.append(f"{message}; showing {control.shown(value)}.")
 
-    def __getitem__(self, name: str) -> Value:
+    def __getitem__(self, name: str) -> Value | None:
         return self.values[name]
 
     def number(self, name: str) -> float:
         value = self.values[name]
-        assert not isinstance(value, str)
+        assert value is not None and not isinstance(value, str)
         return float(value)
 
     def integer(self, name: str) -> int:
@@ -145,7 +156,7 @@ class Reading:
 
 def read_controls(controls: Sequence[Control], query: Mapping[str, str], strict: bool) -> Reading:
     """Every control's value from the query; strict raises ControlError, lenient corrects and notes."""
-    values: dict[str, Value] = {}
+    values: dict[str, Value | None] = {}
     notes: list[str] = []
     for control in controls:
         raw = query.get(control.name)
@@ -164,13 +175,15 @@ def changed_from_defaults(controls: Sequence[Control], reading: Reading) -> dict
     query = {}
     for control in controls:
         value = reading.values[control.name]
-        if value != control.default:
+        if value is not None and value != control.default:
             query[control.name] = url_text(value)
     return query
 
 
-def url_text(value: Value) -> str:
+def url_text(value: Value | None) -> str:
     """A value as the address carries it: integers without a point, floats in their shortest form."""
+    if value is None:
+        return ""
     if isinstance(value, str):
         return value
     return str(int(value)) if float(value).is_integer() else repr(float(value))

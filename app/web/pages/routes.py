@@ -49,7 +49,7 @@ def render_page(request: Request, page: Page, embed: bool = False) -> HTMLRespon
     }
     if page.legacy_context is not None:
         context["view"] = {"page": page.name, "links": {"json": f"/api/v1/views/{page.name}"}, "notes": []}
-        section = {"batch": "regimes", "decide": "decision"}[page.name]
+        section = {"decide": "decision"}[page.name]
         context["section"] = section
         context["sections"] = {section: page.legacy_context(query)}
     else:

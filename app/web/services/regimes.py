@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from app.model import closed_form
+from app.model import closed_form, limits
 from app.model.capacity import Decision, decide, fewest_devices, fitting_marks
 from app.model.presets import (
     ACCELERATOR_FIELDS,
@@ -42,7 +41,6 @@ from app.model.regimes import (
     sweep_batches,
     target_step,
 )
-from app.web.pages.page_format import js_fixed
 from app.web.schemas.regimes import (
     AcceleratorOut,
     BatchPoint,
@@ -62,10 +60,10 @@ from app.web.schemas.regimes import (
 
 KV_CACHE_FORMATS: dict[str, float] = {"bf16": 2.0, "fp8": 1.0}
 # Caps on the work of one request or command (the router states them in its parameter descriptions).
-MAX_DEVICES = 64
-MAX_BATCH = 1024
-MAX_TABLE_ROWS = 101
-MAX_TABLE_K = 32
+MAX_DEVICES = limits.MAX_DEVICES
+MAX_BATCH = limits.MAX_BATCH
+MAX_TABLE_ROWS = limits.MAX_TABLE_ROWS
+MAX_TABLE_K = limits.MAX_TABLE_K
 DEFAULTS = default_setup()
 DEFAULT_HW = "h100-sxm"
 DEFAULT_MODEL = "dense-8b"
@@ -607,121 +605,3 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
         lines.append(f"speculation still pays at batch {schedule.batch_limit}")
     lines.append(schedule.headline)
     return "\n".join(lines) + "\n"
-
-
-# ---------------------------------------------------------------------------
-# Page text: the strings static/js/regimes.js writes into the page, for its server-rendered first paint
-
-
-def _times(value: float) -> str:
-    return f"{js_fixed(value, 2)}×"
-
-
-def _pays_to(batch: int | None, batch_max: int) -> str:
-    return f"pays to {batch_max}" if batch is None else str(batch)
-
-
-def sweep_readouts(sweep: BatchSweepOut) -> dict[str, str]:
-    """The section's readouts and detail line at the sweep's batch, keyed by element id without the rg- prefix."""
-    point, setup = sweep.current, sweep.setup
-    memory = f"{js_fixed(point.memory_needed_gb, 1)} / {js_fixed(setup.memory_capacity_gb, 0)} GB"
-    return {
-        "p-value": js_fixed(sweep.p, 2),
-        "k-value": str(sweep.k),
-        "batch-value": str(sweep.batch),
-        "speedup": _times(point.speedup),
-        "best-k": f"{point.best_k} ({_times(point.best_speedup)})" if point.best_k else "off",
-        "crossover": _pays_to(sweep.crossover_batch, sweep.batch_max),
-        "best-crossover": _pays_to(sweep.best_crossover_batch, sweep.batch_max),
-        "draft-cost": js_fixed(point.draft_cost, 2),
-        "verify-cost": js_fixed(point.verification_cost, 2),
-        "step": f"{js_fixed(point.target_step_ms, 2)} ms plain, {js_fixed(point.verify_step_ms, 2)} ms verifying",
-        "bound": "compute-bound" if point.verify_compute_bound else "memory-bound",
-        "memory": memory + ("" if point.fits else " (does not fit)"),
-        "devices-used": f"{setup.devices} × {setup.accelerator.name}{' (auto)' if setup.devices_auto else ''}",
-    }
-
-
-@dataclass(frozen=True)
-class ScheduleRow:
-    batches: str
-    k: str
-    speedup: str
-    css_class: str
-
-
-def schedule_rows(schedule: ScheduleOut) -> list[ScheduleRow]:
-    """The schedule table's rows: batch range, k (off when 0), speedup at both ends."""
-    rows = []
-    for step in schedule.steps:
-        batches = f"{step.batch_from}–{step.batch_to}" if step.batch_to > step.batch_from else str(step.batch_from)
-        rows.append(
-            ScheduleRow(
-                batches=batches,
-                k=str(step.k) if step.k else "off",
-                speedup=f"{_times(step.speedup_at_from)} → {_times(step.speedup_at_to)}",
-                css_class="rg-on" if step.k else "rg-off",
-            )
-        )
-    return rows
-
-
-def cell_color(value: float) -> str:
-    """Green above 1, red below, stronger the further from 1 (log scale, saturating at 3x / one third)."""
-    strength = min(abs(math.log(value)) / math.log(3), 1.0) if value > 0 else 1.0
-    alpha = js_fixed(0.12 + 0.55 * strength, 2)
-    if value > 1:
-        return f"rgba(46, 139, 87, {alpha})"
-    if value < 1:
-        return f"rgba(192, 57, 43, {alpha})"
-    return "transparent"
-
-
-@dataclass(frozen=True)
-class TableCell:
-    text: str
-    color: str
-    css_class: str
-
-
-@dataclass(frozen=True)
-class TableRow:
-    p: str
-    cells: list[TableCell]
-
-
-@dataclass(frozen=True)
-class TableSide:
-    caption: str
-    k_values: list[int]
-    rows: list[TableRow]
-
-
-def table_sides(table: TableOut) -> list[TableSide]:
-    """Both regimes' p x k tables as the page shows them: two decimals, coloured, the win-to-loss cell marked."""
-    highlight = table.highlight
-    sides = []
-    for regime, grid in ((table.regime_a, table.speedup_a), (table.regime_b, table.speedup_b)):
-        rows = []
-        for p, values in zip(table.p_values, grid, strict=True):
-            cells = []
-            for k, value in zip(table.k_values, values, strict=True):
-                classes = ["rg-win" if value > 1 else "rg-loss" if value < 1 else ""]
-                if highlight and highlight.p == p and highlight.k == k:
-                    classes.append("rg-highlight")
-                cells.append(TableCell(js_fixed(value, 2), cell_color(value), " ".join(filter(None, classes))))
-            rows.append(TableRow(js_fixed(p, 2), cells))
-        caption = f"{regime.label}, c = {js_fixed(regime.draft_cost, 3)}"
-        sides.append(TableSide(caption, list(table.k_values), rows))
-    return sides
-
-
-def table_summary(table: TableOut) -> str:
-    highlight = table.highlight
-    if highlight is None:
-        return "No cell wins on the left and loses on the right."
-    return (
-        f"At p = {js_fixed(highlight.p, 2)}, k = {highlight.k}: a {_times(highlight.speedup_a)} win "
-        f"{table.regime_a.name} turns into a {_times(highlight.speedup_b)} loss {table.regime_b.name}; "
-        f"{table.win_to_loss_cells} cells flip from win to loss."
-    )

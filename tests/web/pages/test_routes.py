@@ -10,7 +10,7 @@ from app.web.pages.views.demo import readouts
 @pytest.mark.parametrize(
     ("query", "location"),
     [
-        ("rg_hw=a100-sxm&rg_p=0.7", "/batch?rg_hw=a100-sxm&rg_p=0.7"),
+        ("rg_hw=a100-sxm&rg_p=0.7", "/batch?hw=a100-sxm&p=0.7"),
         ("xtrials=500000", "/exact?trials=500000"),  # a rebuilt page opens under its controls' names
         ("ngk=3&k=4", "/exact?ngram_k=3"),  # k was the demo's, not the page's
         ("cal_mode=rate&cal_rate=0.6", "/decide?cal_mode=rate&cal_rate=0.6"),

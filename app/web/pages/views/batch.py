@@ -1,9 +1,527 @@
-"""Batch size and hardware: the section of the one-page version, on a page of its own until it is rebuilt on a view."""
+"""Batch size and hardware: where verification stops being free, and which k to run at each batch size.
+
+Everything on the page comes from the API's builders (``app.web.services.regimes``), so that the page, its
+JSON twin and the CSV/JSON links it offers give the same numbers: the sweep over batch sizes, the best-k
+schedule and the two-regime p x k tables.
+"""
 
 from __future__ import annotations
 
-from app.web.api.routes.regimes import page_context
-from app.web.pages.page import Page
+import math
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+from app.model import limits
+from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
+from app.model.regimes import RegimeName
+from app.web.pages.controls import Control, ControlError, Reading, url_text
+from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.page import Page, View
+from app.web.pages.text import fixed, times
+from app.web.schemas.regimes import BatchSweepOut, ScheduleOut, TableOut
+from app.web.services.regimes import (
+    DEFAULT_DRAFT,
+    DEFAULT_HW,
+    DEFAULT_MODEL,
+    DEFAULTS,
+    KV_CACHE_FORMATS,
+    BuiltSetup,
+    RegimeRequest,
+    SetupError,
+    SetupRequest,
+    build_setup,
+    p_values_for,
+    schedule_out,
+    sweep_out,
+    two_regime_table,
+)
+
+MAX_BATCH = limits.MAX_BATCH
+K_SEARCH_MAX = limits.BATCH_K_SLIDER_MAX  # best k, in the readouts and the schedule alike
+TABLE_K_MAX = limits.BATCH_TABLE_K_MAX
+REGIMES = tuple(name.value for name in RegimeName)
+GROUPS = {"hw": ("Accelerator", ACCELERATOR_FIELDS), "model": ("Target model", MODEL_FIELDS)}
+GROUPS["draft"] = ("Draft model", MODEL_FIELDS)
+
+# On-screen names of the editable preset fields; their bounds are the API's.
+FIELD_TEXT: dict[str, str] = {
+    "bandwidth_tb_s": "Bandwidth (TB/s)",
+    "bf16_tflops": "Dense BF16 TFLOPS",
+    "memory_gb": "Memory (GB)",
+    "total_params_b": "Total parameters (B)",
+    "active_params_b": "Active parameters (B)",
+    "layers": "Layers",
+    "query_heads": "Query heads",
+    "kv_heads": "KV heads",
+    "head_dim": "Head dim",
+    "kv_tensors": "KV tensors (2 = K and V, 1 = latent)",
+    "experts": "Experts (1 = dense)",
+    "experts_per_token": "Experts per token",
+}
+
+
+def _field_control(group: str, field: str) -> Control:
+    kind, low, _, high, _ = limits.PRESET_FIELD_BOUNDS[field]
+    name, integer = f"{group}_{field}", kind is int
+    label = f"{FIELD_TEXT[field]} ({GROUPS[group][0].lower()})"
+    return Control(
+        name, label, "number", None, low, high, 1 if integer else None, integer=integer, legacy=(f"rg_{name}",)
+    )
+
+
+def _choice(name: str, label: str, options: list[tuple[str, str]], default: str) -> Control:
+    return Control(name, label, "select", default, options=tuple(options), legacy=(f"rg_{name}",))
+
+
+def _number(name: str, label: str, default: float, low: float, high: float, step: float, **extra: Any) -> Control:
+    plain = int(default) if float(default).is_integer() else default  # 50, as the address writes it
+    return Control(name, label, "number", plain, low, high, step, legacy=(f"rg_{name}",), **extra)
+
+
+def _formats(formats: dict[str, float]) -> list[tuple[str, str]]:
+    return [(key, f"{key} ({size:g} B)") for key, size in formats.items()]
+
+
+MODEL_OPTIONS = [(key, model.name) for key, model in MODELS.items()]
+REGIME_OPTIONS = [(name, name) for name in REGIMES]
+SETUP = (
+    _choice("hw", "Accelerator", [(key, item.name) for key, item in ACCELERATORS.items()], DEFAULT_HW),
+    _number(
+        "devices", "Devices", 0, 0, limits.MAX_DEVICES, 1, integer=True, help="0 = the fewest that hold both models"
+    ),
+    _choice("model", "Target model", MODEL_OPTIONS, DEFAULT_MODEL),
+    _choice("weights", "Weights (bytes per parameter)", _formats(WEIGHT_FORMATS), "bf16"),
+    _choice("draft", "Draft model", MODEL_OPTIONS, DEFAULT_DRAFT),
+    _number("context", "Context tokens per sequence", DEFAULTS.context_tokens, 0, limits.MAX_CONTEXT, 1, integer=True),
+    _choice("kv_cache", "KV cache format", _formats(KV_CACHE_FORMATS), "bf16"),
+    _number(
+        "bandwidth_efficiency", "Bandwidth efficiency", DEFAULTS.bandwidth_efficiency, limits.MIN_EFFICIENCY, 1, 0.01
+    ),
+    _number("compute_efficiency", "Compute efficiency", DEFAULTS.compute_efficiency, limits.MIN_EFFICIENCY, 1, 0.01),
+    _number("overhead_us", "Overhead per pass (µs)", DEFAULTS.step_overhead_us, 0, limits.MAX_OVERHEAD_US, 1),
+)
+FIELDS = tuple(_field_control(group, field) for group, (_, fields) in GROUPS.items() for field in fields)
+SLIDERS = (
+    Control(
+        "p",
+        "Acceptance p",
+        "range",
+        limits.ROOFLINE_DEFAULT_P,
+        0.0,
+        1.0,
+        0.01,
+        help="chance the target accepts each drafted token",
+        legacy=("rg_p",),
+    ),
+    Control(
+        "k",
+        "Draft length k",
+        "range",
+        limits.ROOFLINE_DEFAULT_K,
+        1,
+        limits.BATCH_K_SLIDER_MAX,
+        1,
+        integer=True,
+        help="tokens the draft model guesses per cycle",
+        legacy=("rg_k",),
+    ),
+    _number("batch", "Batch size B", 1, 1, MAX_BATCH, 1, integer=True),
+)
+
+
+def _table_side(side: str, name: str, regime: str, batch_size: int) -> tuple[Control, ...]:
+    return (
+        _choice(f"regime_{side}", f"{name.title()} regime", REGIME_OPTIONS, regime),
+        _number(f"beta_{side}", f"β ({name})", limits.ROOFLINE_BETA, 0, 1, 0.05),
+        _number(f"batch_{side}", f"Batch ({name})", batch_size, 1, MAX_BATCH, 1, integer=True),
+    )
+
+
+(LEFT, RIGHT), (LEFT_BATCH, RIGHT_BATCH) = limits.ROOFLINE_TABLE_REGIMES, limits.ROOFLINE_TABLE_BATCHES
+TABLE = (
+    *_table_side("a", "left", LEFT, LEFT_BATCH),
+    *_table_side("b", "right", RIGHT, RIGHT_BATCH),
+    _number("c", "Draft cost c", limits.ROOFLINE_TABLE_C, 0, limits.MAX_DRAFT_COST, 0.01),
+)
+CONTROLS = (*SETUP, *FIELDS, *SLIDERS, *TABLE)
+BY_NAME = {control.name: control for control in CONTROLS}
+SETUP_NAMES = tuple(control.name for control in SETUP)
+
+# The batch slider: position i is batch round(2 ** (i / steps per doubling)), 1 to MAX_BATCH.
+BATCH_POSITIONS = round(limits.BATCH_SLIDER_STEPS_PER_DOUBLING * math.log2(MAX_BATCH))
+BATCH_STEPS = [
+    min(MAX_BATCH, math.floor(2 ** (i / limits.BATCH_SLIDER_STEPS_PER_DOUBLING) + 0.5))
+    for i in range(BATCH_POSITIONS + 1)
+]
+
+
+def batch_position(batch: int) -> int:
+    """The slider position nearest to a batch size on the log scale."""
+    return min(BATCH_POSITIONS, max(0, round(limits.BATCH_SLIDER_STEPS_PER_DOUBLING * math.log2(batch))))
+
+
+# ---------------------------------------------------------------------------
+# The roofline, with a rule between preset fields broken by an edit named by its label
+
+
+def _preset(group: str, key: str) -> Any:
+    return ACCELERATORS[key] if group == "hw" else MODELS[key]
+
+
+def _words(label: str) -> str:
+    words = re.sub(r"\s*\(.*\)", "", label)
+    return words if words[:2].isupper() else words[0].lower() + words[1:]
+
+
+RULE_WORDS = {field: _words(label) for field, label in FIELD_TEXT.items()}
+RULE_FIELD = re.compile(r"\b(" + "|".join(sorted(RULE_WORDS, key=len, reverse=True)) + r")\b")
+
+
+def _rule_text(message: str) -> str:
+    """A model's rule in words: field names as the page labels them."""
+    return RULE_FIELD.sub(lambda match: RULE_WORDS[match.group(1)], message)
+
+
+def _setup_request(reading: Reading, overrides: dict[str, float | int]) -> SetupRequest:
+    return SetupRequest(
+        hw=reading.text("hw"),
+        model=reading.text("model"),
+        draft=reading.text("draft"),
+        weights=reading.text("weights"),
+        kv_cache=reading.text("kv_cache"),
+        devices=reading.integer("devices"),
+        context=reading.integer("context"),
+        bandwidth_efficiency=reading.number("bandwidth_efficiency"),
+        compute_efficiency=reading.number("compute_efficiency"),
+        overhead_us=reading.number("overhead_us"),
+        overrides=overrides,
+    )
+
+
+def edited_fields(reading: Reading) -> dict[str, float | int]:
+    """Preset fields the address changes: a value equal to the preset's is no edit."""
+    edits: dict[str, float | int] = {}
+    for control in FIELDS:
+        value = reading[control.name]
+        group, field = control.name.split("_", 1)
+        if value is not None and value != getattr(_preset(group, reading.text(group)), field):
+            edits[control.name] = int(value) if control.integer else float(value)
+    return edits
+
+
+def roofline(reading: Reading) -> tuple[BuiltSetup, dict[str, float | int]]:
+    """The roofline the controls describe and the edits it kept.
+
+    An edit that breaks a rule between fields (experts per token above experts, say) is a ControlError naming
+    its label when read strictly; read leniently it falls back to the preset's value, with a note.
+    """
+    edits = edited_fields(reading)
+    while True:
+        try:
+            return build_setup(_setup_request(reading, edits)), edits
+        except SetupError as error:
+            blamed = error.name if error.name in edits else next(iter(edits), None)
+            if blamed is None:
+                raise
+            control = BY_NAME[blamed]
+            rule = _rule_text(error.message)
+            if reading.strict:
+                raise ControlError(control, f"{control.label} {control.shown(edits[blamed])}: {rule}") from error
+            group, field = blamed.split("_", 1)
+            preset = getattr(_preset(group, reading.text(group)), field)
+            reading.notes.append(
+                f"{control.label} {control.shown(edits.pop(blamed))} from the address breaks a rule ({rule});"
+                f" showing the preset's {control.shown(preset)}."
+            )
+
+
+# ---------------------------------------------------------------------------
+# Display
+
+
+def _pays(batch: int | None, fits: int) -> str:
+    """A batch from which speculation stops paying, counted over the batches that fit in memory."""
+    if batch is not None:
+        return str(batch)
+    return f"still pays at {fits}" if fits else "not even batch 1 fits"
+
+
+def _best(best_k: int, best_speedup: float) -> str:
+    if not best_k:
+        return "off"
+    return f"{'≥ ' if best_k == K_SEARCH_MAX else ''}{best_k} ({times(best_speedup)})"
+
+
+def readouts(sweep: BatchSweepOut) -> dict[str, str]:
+    point, setup = sweep.current, sweep.setup
+    memory = f"{fixed(point.memory_needed_gb, 1)} / {fixed(setup.memory_capacity_gb, 0)} GB"
+    return {
+        "speedup": times(point.speedup),
+        "best_k": _best(point.best_k, point.best_speedup),
+        "crossover": _pays(sweep.crossover_batch, min(sweep.max_batch_that_fits, sweep.batch_max)),
+        "best_crossover": _pays(sweep.best_crossover_batch, min(sweep.max_batch_that_fits, sweep.batch_max)),
+        "headline": sweep.headline,
+        "draft_cost": fixed(point.draft_cost, 2),
+        "verification_cost": fixed(point.verification_cost, 2),
+        "step": f"{fixed(point.target_step_ms, 2)} ms plain, {fixed(point.verify_step_ms, 2)} ms verifying",
+        "bound": "compute-bound" if point.verify_compute_bound else "memory-bound",
+        "memory": memory + ("" if point.fits else " (does not fit)"),
+        "devices": f"{setup.devices} × {setup.accelerator.name}"
+        + (" (the fewest that fit)" if setup.devices_auto else ""),
+        "devices_auto": str(setup.devices),
+        "batch": str(sweep.batch),
+        "search": f"Best k is searched over 1 to {K_SEARCH_MAX}, here and in the schedule.",
+    }
+
+
+LOG_TICKS = [2**i for i in range(int(math.log2(MAX_BATCH)) + 1)]
+
+
+def batch_figure(sweep: BatchSweepOut, table: TableOut) -> dict[str, Any]:
+    """Speedup against batch size at this k and at the best k, break-even, both table regimes, memory shaded."""
+    batches = sweep.batches
+    data = [
+        line(
+            f"speedup at k = {sweep.k}",
+            batches,
+            sweep.speedup,
+            line={"color": COLORS["accent"], "width": 3},
+            hovertemplate="batch %{x}<br>%{y:.2f}×<extra></extra>",
+            meta="speedup",
+        ),
+        line(
+            "best k at each batch",
+            batches,
+            sweep.best_speedup,
+            line={"color": COLORS["best"], "width": 2, "dash": "dashdot"},
+            customdata=sweep.best_k,
+            hovertemplate="batch %{x}<br>best k = %{customdata}: %{y:.2f}×<extra></extra>",
+            meta="best",
+        ),
+        line(
+            "break-even (S = 1)",
+            [1, sweep.batch_max],
+            [1, 1],
+            line={"color": COLORS["break_even"], "dash": "dash", "width": 2},
+            hoverinfo="skip",
+            meta="break_even",
+        ),
+    ]
+    marked = table.marked
+    for side, color, regime, value in (
+        ("left", COLORS["good"], table.regime_a, marked.speedup_a),
+        ("right", COLORS["purple"], table.regime_b, marked.speedup_b),
+    ):
+        data.append(
+            line(
+                f"{side}: {regime.label} {times(value)}",
+                [1, sweep.batch_max],
+                [value, value],
+                line={"color": color, "dash": "dot", "width": 1.5},
+                hoverinfo="skip",
+                meta=f"regime_{side}",
+            )
+        )
+    shapes: list[dict[str, Any]] = []
+    crossover = sweep.crossover_batch
+    if crossover is not None:
+        data.append(
+            line(
+                f"crossover at batch {crossover}",
+                [crossover],
+                [sweep.speedup[batches.index(crossover)]],
+                mode="markers",
+                marker={
+                    "size": 13,
+                    "symbol": "x",
+                    "color": COLORS["bad"],
+                    "line": {"color": COLORS["ink"], "width": 1},
+                },
+                hovertemplate="stops paying from batch %{x}<extra></extra>",
+                meta="crossover",
+            )
+        )
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": crossover,
+                "x1": crossover,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": COLORS["bad"], "dash": "dot", "width": 1.5},
+            }
+        )
+    data.append(
+        line(
+            f"batch {sweep.batch}",
+            [sweep.batch],
+            [sweep.current.speedup],
+            mode="markers",
+            marker={"size": 14, "color": "rgba(0,0,0,0)", "line": {"color": COLORS["ink"], "width": 2.5}},
+            hovertemplate="batch %{x}<br>%{y:.2f}×<extra></extra>",
+            meta="current",
+        )
+    )
+    if sweep.max_batch_that_fits < sweep.batch_max:
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": max(sweep.max_batch_that_fits, 1),
+                "x1": sweep.batch_max,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": COLORS["unfit"],
+                "line": {"width": 0},
+                "layer": "below",
+                "name": "does not fit in memory",
+                "showlegend": True,
+            }
+        )
+    return figure(
+        data,
+        "batch size B (log scale)",
+        "speedup ×",
+        x={
+            "type": "log",
+            "range": [0, math.log10(sweep.batch_max)],
+            "tickvals": LOG_TICKS,
+            "ticktext": [str(tick) for tick in LOG_TICKS],
+        },
+        y={"rangemode": "tozero"},
+        shapes=shapes,
+    )
+
+
+def schedule_table(schedule: ScheduleOut) -> dict[str, Any]:
+    rows = []
+    for step in schedule.steps:
+        batches = f"{step.batch_from}–{step.batch_to}" if step.batch_to > step.batch_from else str(step.batch_from)
+        cells = [
+            batches,
+            str(step.k) if step.k else "off",
+            f"{times(step.speedup_at_from)} → {times(step.speedup_at_to)}",
+        ]
+        rows.append({"class": "on" if step.k else "off", "cells": [{"text": text} for text in cells]})
+    return {"columns": ["Batch sizes", "k", "Speedup"], "rows": rows}
+
+
+def cell_color(value: float) -> str:
+    """Green above 1, red below, stronger the further from 1 (log scale, saturating at 3x and at a third)."""
+    strength = min(abs(math.log(value)) / math.log(3), 1.0) if value > 0 else 1.0
+    alpha = fixed(0.12 + 0.55 * strength, 2)
+    if value > 1:
+        return f"background-color: rgba(46, 139, 87, {alpha})"
+    if value < 1:
+        return f"background-color: rgba(192, 57, 43, {alpha})"
+    return ""
+
+
+def regime_tables(table: TableOut) -> dict[str, dict[str, Any]]:
+    """Both regimes' p x k tables: two decimals, coloured, the cell that turns from win to loss outlined."""
+    highlight = table.highlight
+    sides = {}
+    for side, regime, grid in (("a", table.regime_a, table.speedup_a), ("b", table.regime_b, table.speedup_b)):
+        rows = []
+        for p, values in zip(table.p_values, grid, strict=True):
+            cells: list[dict[str, Any]] = [{"text": fixed(p, 2), "header": True}]
+            for k, value in zip(table.k_values, values, strict=True):
+                classes = ["win" if value > 1 else "loss" if value < 1 else ""]
+                if highlight and highlight.p == p and highlight.k == k:
+                    classes.append("highlight")
+                cells.append(
+                    {"text": fixed(value, 2), "class": " ".join(filter(None, classes)), "style": cell_color(value)}
+                )
+            rows.append({"cells": cells})
+        sides[side] = {
+            "caption": f"{regime.label}, c = {fixed(regime.draft_cost, 3)}",
+            "columns": ["p \\ k", *(str(k) for k in table.k_values)],
+            "rows": rows,
+        }
+    return sides
+
+
+def table_summary(table: TableOut) -> str:
+    highlight = table.highlight
+    if highlight is None:
+        return "No cell wins on the left and loses on the right."
+    return (
+        f"At p = {fixed(highlight.p, 2)}, k = {highlight.k}: a {times(highlight.speedup_a)} win "
+        f"{table.regime_a.name} turns into a {times(highlight.speedup_b)} loss {table.regime_b.name}; "
+        f"{table.win_to_loss_cells} cells flip from win to loss."
+    )
+
+
+def _link(path: str, params: list[tuple[str, str]]) -> str:
+    return f"{path}?{urlencode(params)}" if params else path
+
+
+def _changed(reading: Reading, controls: tuple[Control, ...]) -> list[tuple[str, Any]]:
+    """The controls' values that differ from their defaults, for the links to the API (same names)."""
+    return [(control.name, reading[control.name]) for control in controls if reading[control.name] != control.default]
+
+
+def build(reading: Reading) -> View:
+    built, edits = roofline(reading)
+    p, k, batch = reading.number("p"), reading.integer("k"), reading.integer("batch")
+    sweep = sweep_out(p, k, K_SEARCH_MAX, MAX_BATCH, batch, limits.ROOFLINE_POINTS, built)
+    schedule = schedule_out(p, K_SEARCH_MAX, MAX_BATCH, built)
+    p_first, p_last, p_step = limits.ROOFLINE_TABLE_P
+    rows = p_values_for(p_first, p_last, p_step, limits.MAX_TABLE_ROWS)
+    side_a, side_b = (
+        RegimeRequest(
+            RegimeName(reading.text(f"regime_{side}")),
+            reading.number(f"beta_{side}"),
+            reading.integer(f"batch_{side}"),
+        )
+        for side in ("a", "b")
+    )
+    table = two_regime_table(side_a, side_b, reading.number("c"), rows, TABLE_K_MAX, built, p, k)
+
+    setup_params = [(name, url_text(value)) for name, value in _changed(reading, SETUP)]
+    setup_params += [(name, url_text(value)) for name, value in edits.items()]
+    point = [("p", url_text(p)), ("k", str(k))]
+    table_params = [*setup_params, *((name, url_text(value)) for name, value in _changed(reading, TABLE))]
+    schedule_params = [*setup_params, point[0], ("k_max", str(K_SEARCH_MAX))]
+    table_params += [*point, ("k_max", str(TABLE_K_MAX))]
+    sweep_params = [*setup_params, *point, ("batch", str(batch)), ("k_max", str(K_SEARCH_MAX))]
+
+    presets = {group: _preset(group, reading.text(group)) for group in GROUPS}
+    fields = {}
+    for control in FIELDS:
+        group, field = control.name.split("_", 1)
+        preset = getattr(presets[group], field)
+        value = edits.get(control.name, preset)
+        fields[control.name] = {"value": url_text(value), "preset": url_text(preset), "edited": control.name in edits}
+    return {
+        "readouts": readouts(sweep),
+        "fields": fields,
+        "open": {group: any(name.startswith(f"{group}_") for name in edits) for group in GROUPS},
+        "regime_inputs": {
+            side: {
+                "beta": reading.text(f"regime_{side}") == RegimeName.LINEAR.value,
+                "batch": reading.text(f"regime_{side}") == RegimeName.ROOFLINE.value,
+            }
+            for side in ("a", "b")
+        },
+        "sliders": {"batch": {"steps": BATCH_STEPS, "position": batch_position(batch), "text": f"batch {batch}"}},
+        "figures": {"batch-chart": batch_figure(sweep, table)},
+        "tables": {"schedule": schedule_table(schedule), **regime_tables(table)},
+        "summary": table_summary(table),
+        "schedule_headline": schedule.headline,
+        "links": {
+            "sweep": _link("/api/v1/regimes/speedup-vs-batch", sweep_params),
+            "schedule_csv": _link("/api/v1/regimes/schedule", [*schedule_params, ("format", "csv")]),
+            "schedule_json": _link("/api/v1/regimes/schedule", schedule_params),
+            "table_csv": _link("/api/v1/regimes/table", [*table_params, ("format", "csv")]),
+            "table_json": _link("/api/v1/regimes/table", table_params),
+        },
+    }
+
 
 PAGE = Page(
     name="batch",
@@ -11,9 +529,8 @@ PAGE = Page(
     nav="Batch size and hardware",
     title="When verification stops being free: batch size and hardware",
     question="At which batch size does speculation stop paying on my hardware, and which k should run at each batch?",
-    template="pages/legacy.html",
-    controls=(),
-    build=lambda reading: {},
+    template="pages/batch.html",
+    controls=CONTROLS,
+    build=build,
     legacy_keys=("rg_",),
-    legacy_context=page_context,
 )
