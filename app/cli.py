@@ -7,14 +7,40 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from app.model import limits
+from app.model.regimes import REGIME_NAMES
+
 Handler = Callable[[argparse.Namespace], int]
 
 
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows every option's default, also for options without help text."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" in text or action.default in (None, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        if isinstance(action, argparse._StoreConstAction | argparse._HelpAction | argparse._VersionAction):
+            return text
+        return (text + " " if text else "") + "(default: %(default)s)"
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if action.help is None and action.option_strings and action.default not in (None, argparse.SUPPRESS):
+            action.help = ""
+        return super()._format_action(action)
+
+
+def _subcommand(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse.ArgumentParser:
+    return subparsers.add_parser(name, help=help_text, description=help_text, formatter_class=DefaultsFormatter)
+
+
 def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("serve", help="serve the page and the API with uvicorn")
-    parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    parser.add_argument("--workers", type=int, default=int(os.environ.get("WORKERS", "1")))
+    parser = _subcommand(subparsers, "serve", "serve the page and the API with uvicorn")
+    parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"), help="address to listen on (HOST)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")), help="port (PORT)")
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("WORKERS", "1")), help="processes (WORKERS)")
     parser.set_defaults(handler=run_serve)
 
 
@@ -42,21 +68,49 @@ def _bounded(kind: type[float] | type[int], low: float, high: float) -> Callable
     return parse
 
 
+_probability = _bounded(float, 0.0, 1.0)
+_draft_cost = _bounded(float, 0.0, limits.MAX_DRAFT_COST)
+_k = _bounded(int, 0, limits.K_MAX_LIMIT)
+_k_max = _bounded(int, 1, limits.K_MAX_LIMIT)
+_batch = _bounded(int, 1, limits.MAX_BATCH)
+
+
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
     from app.model.presets import ACCELERATORS, MODELS, WEIGHT_FORMATS
 
     group = parser.add_argument_group("roofline: presets, formats and serving conditions")
-    group.add_argument("--hw", choices=list(ACCELERATORS), default="h100-sxm", help="accelerator preset")
-    group.add_argument("--model", choices=list(MODELS), default="dense-8b", help="target model preset")
-    group.add_argument("--draft", choices=list(MODELS), default="dense-1b", help="draft model preset")
-    group.add_argument("--weights", choices=list(WEIGHT_FORMATS), default="bf16", help="target weight format")
+    group.add_argument("--hw", choices=list(ACCELERATORS), default=limits.DEFAULT_HW, help="accelerator preset")
+    group.add_argument("--model", choices=list(MODELS), default=limits.DEFAULT_MODEL, help="target model preset")
+    group.add_argument("--draft", choices=list(MODELS), default=limits.DEFAULT_DRAFT, help="draft model preset")
+    group.add_argument(
+        "--weights", choices=list(WEIGHT_FORMATS), default=limits.DEFAULT_WEIGHTS, help="target weight format"
+    )
     group.add_argument("--draft-weights", choices=list(WEIGHT_FORMATS), help="draft weight format (default: --weights)")
-    group.add_argument("--kv-cache", choices=["bf16", "fp8"], default="bf16", help="KV-cache format")
-    group.add_argument("--devices", type=_bounded(int, 0, 64), default=0, help="devices, 0 = fewest that fit")
-    group.add_argument("--context", type=_bounded(int, 0, 1_048_576), default=1024, help="context tokens")
-    group.add_argument("--bandwidth-efficiency", type=_bounded(float, 1e-6, 1.0), default=0.8)
-    group.add_argument("--compute-efficiency", type=_bounded(float, 1e-6, 1.0), default=0.6)
-    group.add_argument("--overhead-us", type=_bounded(float, 0.0, 100_000.0), default=50.0, help="per forward pass")
+    group.add_argument("--kv-cache", choices=["bf16", "fp8"], default=limits.DEFAULT_KV_CACHE, help="KV-cache format")
+    group.add_argument(
+        "--devices", type=_bounded(int, 0, limits.MAX_DEVICES), default=0, help="devices, 0 = fewest that fit"
+    )
+    group.add_argument(
+        "--context", type=_bounded(int, 0, limits.MAX_CONTEXT), default=limits.DEFAULT_CONTEXT, help="context tokens"
+    )
+    group.add_argument(
+        "--bandwidth-efficiency",
+        type=_bounded(float, limits.MIN_EFFICIENCY, 1.0),
+        default=limits.DEFAULT_BANDWIDTH_EFFICIENCY,
+        help="achieved share of peak bandwidth",
+    )
+    group.add_argument(
+        "--compute-efficiency",
+        type=_bounded(float, limits.MIN_EFFICIENCY, 1.0),
+        default=limits.DEFAULT_COMPUTE_EFFICIENCY,
+        help="achieved share of peak FLOPS",
+    )
+    group.add_argument(
+        "--overhead-us",
+        type=_bounded(float, 0.0, limits.MAX_OVERHEAD_US),
+        default=limits.DEFAULT_OVERHEAD_US,
+        help="fixed time per forward pass, microseconds",
+    )
     group.add_argument(
         "--set",
         dest="overrides",
@@ -108,21 +162,33 @@ def _use_color(arguments: argparse.Namespace) -> bool:
 
 
 def add_table_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    regimes = ["memory-bound", "compute-bound", "linear", "roofline"]
-    parser = subparsers.add_parser(
-        "table", help="speedup over p x k under two named regimes side by side (win turning into loss)"
+    regimes = list(REGIME_NAMES)
+    parser = _subcommand(
+        subparsers, "table", "speedup over p x k under two named regimes side by side (win turning into loss)"
     )
-    parser.add_argument("--regime-a", choices=regimes, default="memory-bound")
-    parser.add_argument("--regime-b", choices=regimes, default="compute-bound")
-    parser.add_argument("--c", type=_bounded(float, 0.0, 10.0), default=0.15, help="draft cost (not roofline)")
-    parser.add_argument("--beta-a", type=_bounded(float, 0.0, 1.0), default=0.5, help="linear regime A: v = 1 + beta k")
-    parser.add_argument("--beta-b", type=_bounded(float, 0.0, 1.0), default=0.5, help="linear regime B")
-    parser.add_argument("--batch-a", type=_bounded(int, 1, 1024), default=1, help="roofline regime A batch size")
-    parser.add_argument("--batch-b", type=_bounded(int, 1, 1024), default=256, help="roofline regime B batch size")
-    parser.add_argument("--p-min", type=_bounded(float, 0.0, 1.0), default=0.5)
-    parser.add_argument("--p-max", type=_bounded(float, 0.0, 1.0), default=0.95)
-    parser.add_argument("--p-step", type=_bounded(float, 0.001, 1.0), default=0.05)
-    parser.add_argument("--k-max", type=_bounded(int, 1, 32), default=8)
+    parser.add_argument("--regime-a", choices=regimes, default="memory-bound", help="left-hand regime")
+    parser.add_argument("--regime-b", choices=regimes, default="compute-bound", help="right-hand regime")
+    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost (not roofline)")
+    parser.add_argument(
+        "--beta-a", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear A: v = 1 + beta k"
+    )
+    parser.add_argument("--beta-b", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear regime B")
+    parser.add_argument("--batch-a", type=_batch, default=1, help="roofline regime A batch size")
+    parser.add_argument("--batch-b", type=_batch, default=limits.DEFAULT_TABLE_BATCH_B, help="roofline B batch size")
+    parser.add_argument("--p-min", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MIN, help="first row")
+    parser.add_argument("--p-max", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MAX, help="last row")
+    parser.add_argument(
+        "--p-step",
+        type=_bounded(float, limits.MIN_TABLE_P_STEP, 1.0),
+        default=limits.DEFAULT_TABLE_P_STEP,
+        help="row spacing",
+    )
+    parser.add_argument(
+        "--k-max",
+        type=_bounded(int, 1, limits.MAX_TABLE_K),
+        default=limits.DEFAULT_TABLE_K_MAX,
+        help="columns k = 1..k_max",
+    )
     _add_roofline_arguments(parser)
     parser.set_defaults(handler=run_table)
 
@@ -167,10 +233,10 @@ def run_table(arguments: argparse.Namespace) -> int:
 
 
 def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("schedule", help="best draft length per batch size on the roofline (0 = off)")
-    parser.add_argument("--p", type=_bounded(float, 0.0, 1.0), default=0.8, help="acceptance probability")
-    parser.add_argument("--k-max", type=_bounded(int, 1, 64), default=8)
-    parser.add_argument("--batch-max", type=_bounded(int, 1, 1024), default=1024)
+    parser = _subcommand(subparsers, "schedule", "best draft length per batch size on the roofline (0 = off)")
+    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_REGIMES_P, help="acceptance probability")
+    parser.add_argument("--k-max", type=_k_max, default=limits.K_SEARCH_MAX, help="longest draft searched")
+    parser.add_argument("--batch-max", type=_batch, default=limits.MAX_BATCH, help="largest batch size")
     _add_roofline_arguments(parser)
     parser.set_defaults(handler=run_schedule)
 
@@ -205,27 +271,31 @@ def run_schedule(arguments: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 # calibrate, sources and trees: from serving metrics to a decision
 
-COST_REGIMES = ["memory-bound", "compute-bound", "linear", "roofline"]
+COST_REGIMES = list(REGIME_NAMES)
 
 
-def _add_cost_arguments(parser: argparse.ArgumentParser, c_default: float) -> None:
+def _add_cost_arguments(parser: argparse.ArgumentParser, regime_default: str = "memory-bound") -> None:
     group = parser.add_argument_group("cost of a cycle")
-    group.add_argument("--c", type=_bounded(float, 0.0, 10.0), default=c_default, help="draft cost per draft step")
-    group.add_argument("--regime", choices=COST_REGIMES, default="memory-bound", help="verification cost regime")
-    group.add_argument("--beta", type=_bounded(float, 0.0, 1.0), default=0.5, help="linear regime: v(k) = 1 + beta k")
+    group.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+    group.add_argument("--regime", choices=COST_REGIMES, default=regime_default, help="verification cost regime")
     group.add_argument(
-        "--batch", type=_bounded(int, 1, 1024), default=1, help="roofline regime batch size (H100, 8B target, 1B draft)"
+        "--beta", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear regime: v(k) = 1 + beta k"
     )
+    group.add_argument("--batch", type=_batch, default=1, help="roofline regime batch size (H100, 8B target, 1B draft)")
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
 
 
 def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "calibrate", help="infer p from a draft acceptance rate, a mean acceptance length or a vLLM /metrics scrape"
+    parser = _subcommand(
+        subparsers,
+        "calibrate",
+        "infer p from a draft acceptance rate, a mean acceptance length or a vLLM /metrics scrape",
     )
     measured = parser.add_mutually_exclusive_group(required=True)
     measured.add_argument("--rate", type=_bounded(float, 0.0, 1.0), help="draft acceptance rate, accepted / drafted")
-    measured.add_argument("--length", type=_bounded(float, 1.0, 65.0), help="mean acceptance length (tokens per step)")
+    measured.add_argument(
+        "--length", type=_bounded(float, 1.0, limits.K_MAX_LIMIT + 1.0), help="mean acceptance length (tokens per step)"
+    )
     measured.add_argument(
         "--metrics", metavar="FILE", help="Prometheus text from a vLLM server's /metrics ('-' = stdin)"
     )
@@ -240,12 +310,12 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
     parser.add_argument(
         "--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics or --from)"
     )
-    parser.add_argument(
-        "--k", type=_bounded(int, 1, 64), help="draft length of the measurement (num_speculative_tokens)"
-    )
+    parser.add_argument("--k", type=_k_max, help="draft length of the measurement (num_speculative_tokens)")
     parser.add_argument("--model-name", help="model_name label to pick when the scrape covers several models")
-    parser.add_argument("--k-max", type=_bounded(int, 1, 64), default=16, help="largest draft length to predict")
-    _add_cost_arguments(parser, 0.15)
+    parser.add_argument(
+        "--k-max", type=_k_max, default=limits.DEFAULT_DECISION_K_MAX, help="largest draft length to predict"
+    )
+    _add_cost_arguments(parser)
     parser.set_defaults(handler=run_calibrate)
 
 
@@ -298,10 +368,12 @@ def run_calibrate(arguments: argparse.Namespace) -> int:
 
 
 def add_sources_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "sources", help="draft model, n-gram lookup, Medusa and EAGLE side by side (cited measurements)"
+    parser = _subcommand(
+        subparsers, "sources", "draft model, n-gram lookup, Medusa and EAGLE side by side (cited measurements)"
     )
-    parser.add_argument("--k-max", type=_bounded(int, 1, 64), default=16, help="largest draft length searched")
+    parser.add_argument(
+        "--k-max", type=_k_max, default=limits.DEFAULT_DECISION_K_MAX, help="largest draft length searched"
+    )
     parser.add_argument(
         "--override",
         action="append",
@@ -309,7 +381,7 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
         metavar="ID:P:C",
         help="edit a source's acceptance and draft cost, e.g. eagle:0.8:0.1 (repeatable)",
     )
-    _add_cost_arguments(parser, 0.15)
+    _add_cost_arguments(parser)
     parser.set_defaults(handler=run_sources)
 
 
@@ -333,16 +405,31 @@ def run_sources(arguments: argparse.Namespace) -> int:
 
 
 def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "trees", help="chain, fixed-width and optimal token trees for a verification budget, with bounds"
+    from app.model import trees
+
+    parser = _subcommand(
+        subparsers, "trees", "chain, fixed-width, most-tokens and best-speedup token trees for a budget, with bounds"
     )
     parser.add_argument(
-        "--acceptance", default="0.6,0.2,0.1,0.05", help="positional acceptance P1 >= P2 >= ..., comma-separated"
+        "--acceptance",
+        default=",".join(f"{value:g}" for value in limits.DEFAULT_TREE_ACCEPTANCE),
+        help="positional acceptance P1 >= P2 >= ..., comma-separated",
     )
-    parser.add_argument("--budget", type=_bounded(int, 0, 256), default=64, help="largest tree in drafted tokens")
-    parser.add_argument("--widths", default="2,4", help="widths of the fixed-width trees, comma-separated (2 to 16)")
-    parser.add_argument("--every", type=_bounded(int, 1, 256), default=8, help="print every n-th budget")
-    _add_cost_arguments(parser, 0.05)
+    parser.add_argument(
+        "--budget",
+        type=_bounded(int, 0, trees.MAX_TREE_BUDGET),
+        default=limits.DEFAULT_TREE_BUDGET,
+        help="largest tree in drafted tokens",
+    )
+    parser.add_argument(
+        "--widths",
+        default=",".join(str(width) for width in limits.DEFAULT_TREE_WIDTHS),
+        help=f"widths of the fixed-width trees, comma-separated (2 to {trees.MAX_WIDTH})",
+    )
+    parser.add_argument(
+        "--every", type=_bounded(int, 1, trees.MAX_TREE_BUDGET), default=8, help="print every n-th budget"
+    )
+    _add_cost_arguments(parser, limits.DEFAULT_TREE_REGIME)
     parser.set_defaults(handler=run_trees)
 
 
@@ -354,9 +441,13 @@ def run_trees(arguments: argparse.Namespace) -> int:
         acceptance = trees.positional_acceptance(
             [float(item) for item in arguments.acceptance.split(",") if item.strip()]
         )
-        widths = [int(item) for item in arguments.widths.split(",") if item.strip()]
+        if len(arguments.widths) > limits.MAX_WIDTHS_TEXT:
+            raise ValueError(f"widths must be at most {limits.MAX_WIDTHS_TEXT} characters")
+        widths = list(dict.fromkeys(int(item) for item in arguments.widths.split(",") if item.strip()))
         if any(not 2 <= width <= trees.MAX_WIDTH for width in widths):
             raise ValueError(f"widths must be from 2 to {trees.MAX_WIDTH}")
+        if len(widths) > limits.MAX_TREE_WIDTHS:
+            raise ValueError(f"give at most {limits.MAX_TREE_WIDTHS} widths")
     except ValueError as error:
         print(f"specdec-lab trees: error: {error}", file=sys.stderr)
         return 2
@@ -369,10 +460,122 @@ def run_trees(arguments: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# speedup, curve and optimal-k: the closed form, as the API answers it
+
+
+def _add_closed_form_output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="output format (json as the API)")
+
+
+def add_speedup_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = _subcommand(subparsers, "speedup", "tokens per cycle, cost per cycle and speedup at (p, k, c)")
+    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_P, help="acceptance probability")
+    parser.add_argument("--k", type=_k, default=limits.DEFAULT_K, help="draft length (0 = plain decoding)")
+    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+    _add_closed_form_output(parser)
+    parser.set_defaults(handler=run_speedup)
+
+
+def run_speedup(arguments: argparse.Namespace) -> int:
+    from app.web.services.core import build_speedup
+
+    result = build_speedup(arguments.p, arguments.k, arguments.c)
+    if arguments.format == "json":
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(
+            f"p = {result.p:g}, k = {result.k}, c = {result.c:g}: {result.expected_tokens:.4f} tokens per cycle, "
+            f"{result.cost_per_cycle:.4f} target passes, speedup {result.speedup:.4f}x\n"
+        )
+    return 0
+
+
+def _best_k_text(best_k: int, speedup: float, k_search_max: int, limit_reached: bool) -> str:
+    if best_k == 0:
+        return f"best k: do not speculate (no k in 1..{k_search_max} beats plain decoding)"
+    text = f"best k = {best_k} of 1..{k_search_max}: speedup {speedup:.4f}x"
+    if limit_reached:
+        text += (
+            f"\nlimit reached: best k is k_max = {k_search_max}, the longest draft searched; a longer one may do better"
+        )
+    return text
+
+
+def add_optimal_k_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = _subcommand(subparsers, "optimal-k", "draft length with the highest speedup (0 = do not speculate)")
+    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_P, help="acceptance probability")
+    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+    parser.add_argument("--k-max", type=_k_max, default=limits.K_SEARCH_MAX, help="longest draft searched")
+    _add_closed_form_output(parser)
+    parser.set_defaults(handler=run_optimal_k)
+
+
+def run_optimal_k(arguments: argparse.Namespace) -> int:
+    from app.web.services.core import build_optimal_k
+
+    result = build_optimal_k(arguments.p, arguments.c, arguments.k_max)
+    if arguments.format == "json":
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        line = _best_k_text(result.best_k, result.speedup, result.k_search_max, result.limit_reached)
+        sys.stdout.write(f"p = {result.p:g}, c = {result.c:g}: {line}\n")
+    return 0
+
+
+def add_curve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = _subcommand(
+        subparsers, "curve", "speedup for k = 0..k_max with the p +/- band envelope, and the demo's readouts"
+    )
+    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_P, help="acceptance probability")
+    parser.add_argument("--k", type=_k, default=limits.DEFAULT_K, help="draft length of the readouts")
+    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+    parser.add_argument("--k-max", type=_k_max, default=limits.DEMO_CHART_K_MIN, help="last k of the table")
+    parser.add_argument("--band", type=_bounded(float, 0.0, 0.5), default=limits.DEMO_BAND, help="half-width in p")
+    parser.add_argument(
+        "--c-ops", type=_draft_cost, default=0.0, help="arithmetic of a draft step relative to a target step"
+    )
+    _add_closed_form_output(parser)
+    parser.set_defaults(handler=run_curve)
+
+
+def _maybe(value: float | None, digits: int = 4) -> str:
+    return "none" if value is None else f"{value:.{digits}f}"
+
+
+def run_curve(arguments: argparse.Namespace) -> int:
+    from app.web.services.core import build_curve
+
+    curve = build_curve(arguments.p, arguments.k, arguments.c, arguments.k_max, arguments.band, arguments.c_ops)
+    if arguments.format == "json":
+        sys.stdout.write(curve.model_dump_json(indent=2) + "\n")
+        return 0
+    lines = [
+        f"p = {curve.p:g} (band {curve.p_low:g} to {curve.p_high:g}), k = {curve.k}, c = {curve.c:g}",
+        f"tokens per cycle {curve.expected_tokens:.4f}, target passes {curve.cost_per_cycle:.4f}, "
+        f"speedup {curve.speedup:.4f}x",
+        _best_k_text(curve.best_k, curve.best_speedup, curve.k_search_max, curve.limit_reached),
+        f"break-even acceptance {_maybe(curve.break_even_acceptance)}, largest draft cost that breaks even "
+        f"{_maybe(curve.max_draft_cost)}, operations x{curve.operations_increase:.4f} at c_ops = {curve.c_ops:g}",
+        "",
+        f"{'k':>3}  {'speedup':>8}  {'low':>8}  {'high':>8}  {'tokens':>8}  {'cost':>8}",
+    ]
+    for point in curve.points:
+        lines.append(
+            f"{point.k:>3}  {point.speedup:>8.4f}  {point.speedup_low:>8.4f}  {point.speedup_high:>8.4f}  "
+            f"{point.expected_tokens:>8.4f}  {point.cost_per_cycle:>8.4f}"
+        )
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specdec-lab", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_serve_command(subparsers)
+    add_speedup_command(subparsers)
+    add_curve_command(subparsers)
+    add_optimal_k_command(subparsers)
     add_table_command(subparsers)
     add_schedule_command(subparsers)
     add_calibrate_command(subparsers)

@@ -73,6 +73,8 @@ def test_trees(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["trees", "--acceptance", "0.6,0.2", "--budget", "32", "--format", "json"]) == 0
     body = json.loads(capsys.readouterr().out)
     assert body["optimal_values"] == pytest.approx(list(trees.optimal_tree_values((0.6, 0.2), 32)))
+    assert body["most_tokens_values"] == body["optimal_values"]
     assert main(["trees", "--budget", "16", "--every", "4"]) == 0
     out = capsys.readouterr().out
-    assert "chain 1/(1-P1) = 2.500" in out and "optimal tree (any depth)" in out
+    assert "chain 1/(1-P1) = 2.500" in out and f"{trees.MOST_TOKENS_TREE} (any depth)" in out
+    assert trees.BEST_SPEEDUP_TREE in out and "verification: Roofline" in out

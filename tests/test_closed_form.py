@@ -142,3 +142,73 @@ def test_conversion_bounds_are_enforced() -> None:
         cf.acceptance_from_draft_rate(1.5, 3)
     with pytest.raises(ValueError, match="length"):
         cf.acceptance_from_mean_length(9.0, 3)
+
+
+# ---------------------------------------------------------------------------
+# Accuracy at the edges
+
+
+@pytest.mark.parametrize("p", [1e-12, 1e-9, 1e-6, 1e-3, 0.3, 0.5, 0.9, 1 - 1e-9, 1.0])
+@pytest.mark.parametrize("k", [1, 2, 5, 64])
+def test_max_draft_cost_has_no_cancellation(p: float, k: int) -> None:
+    # (E[T] - 1) / k = (p + p^2 + ... + p^k) / k, summed term by term in exact rationals of the float p.
+    from fractions import Fraction
+
+    exact = sum(Fraction(p) ** j for j in range(1, k + 1)) / k
+    value = cf.max_draft_cost(p, k)
+    assert value is not None
+    assert abs(Fraction(value) - exact) <= Fraction(1, 10**9) * exact
+
+
+def test_max_draft_cost_at_tiny_p_is_p() -> None:
+    # Was 1.0000889e-12 at p = 1e-12, k = 1 (E[T] - 1 loses the digits of p).
+    assert cf.max_draft_cost(1e-12, 1) == 1e-12
+
+
+@given(st.floats(min_value=0.0, max_value=1.0), st.integers(min_value=1, max_value=64))
+def test_break_even_is_one_where_only_p_equal_to_one_pays_nothing(beta: float, k: int) -> None:
+    from app.model.regimes import compute_bound_verification
+
+    # k c + v(k) = k + 1 exactly: c = 1 with free verification, c = 0 under the compute-bound regime.
+    assert cf.break_even_acceptance(k, 1.0) == 1.0
+    assert cf.break_even_acceptance(k, 0.0, compute_bound_verification) == 1.0
+    assert cf.speedup(1.0, k, 1.0) == 1.0
+    assert cf.break_even_acceptance(k, 1.0 + 1e-9) is None
+
+
+def test_break_even_of_the_issue_example() -> None:
+    assert cf.break_even_acceptance(6, 1.0) == 1.0  # /api/v1/break-even?p=0.5&k=6&c=1
+
+
+@pytest.mark.parametrize("p", [1e-12, 1e-6, 0.1, 0.5, 0.9, 0.999, 1.0])
+@pytest.mark.parametrize("k_max", [1, 8, 53, 64])
+def test_best_k_at_zero_cost_is_the_longest_draft(p: float, k_max: int) -> None:
+    # With c = 0 and free verification every extra draft adds p^(k+1) > 0 tokens at no cost: the argmax is
+    # k_max, although the floating speedups stop changing (at p = 0.5 from k = 53 on).
+    assert cf.best_k(p, 0.0, k_max)[0] == k_max
+
+
+def test_best_k_at_zero_cost_of_the_issue_example() -> None:
+    assert cf.speedup(0.5, 53, 0.0) == cf.speedup(0.5, 64, 0.0)  # a floating tie ...
+    assert cf.best_k(0.5, 0.0, 64) == (64, cf.speedup(0.5, 64, 0.0))  # ... is not a real one
+
+
+def test_best_k_keeps_real_ties_at_the_smaller_k() -> None:
+    # p = 0: every k gives 1 / (k c + 1) <= 1, so none beats plain decoding, not even at c = 0 (a real tie).
+    assert cf.best_k(0.0, 0.0, 64) == (0, 1.0)
+    # p = c: S(1) = (1 + p) / (1 + c) = 1 = S(0) exactly, a real tie, so k = 0 (do not speculate) is kept.
+    assert cf.beats(0.5, 1, 0, 0.5) is False
+    assert cf.best_k(0.5, 0.5, 64) == (0, 1.0)
+    # S(2) = S(1) exactly when c = p^2 / (1 + p - p^2): at p = 0.5 that is c = 0.2, which no float is; the
+    # comparison of exact terms then decides by the float c actually given, on the side that c lies.
+    assert cf.beats(0.5, 2, 1, 0.2 - 1e-12) is True
+    assert cf.beats(0.5, 2, 1, 0.2 + 1e-12) is False
+
+
+@given(probabilities, costs, st.integers(min_value=1, max_value=64))
+def test_best_k_is_an_argmax(p: float, c: float, k_max: int) -> None:
+    best, value = cf.best_k(p, c, k_max)
+    assert value == cf.speedup(p, best, c)
+    for k in range(1, k_max + 1):
+        assert cf.speedup(p, k, c) <= value * (1 + 1e-12)
+    assert cf.limit_reached(best, k_max) == (best == k_max)

@@ -77,3 +77,54 @@ def test_plain_decoding_trace() -> None:
     trace = mc.run_trace(0.9, 0, 0.3, 10, seed=0)
     assert [cycle.target_token for cycle in trace.cycles] == ["plain"] * 10
     assert trace.speedup == 1.0
+
+
+@pytest.mark.parametrize("cycles", [1, 2, 3, 5, 10, 30])
+@pytest.mark.parametrize(("p", "k"), [(0.75, 6), (0.5, 1), (0.99, 4), (0.01, 8), (1.0, 3), (0.0, 3)])
+def test_interval_stays_inside_what_tokens_per_cycle_can_be(cycles: int, p: float, k: int) -> None:
+    for seed in range(5):
+        result = mc.simulate(p, k, 0.1, cycles, seed)
+        assert 1.0 <= result.interval_low <= result.mean_tokens_per_cycle <= result.interval_high <= k + 1.0
+        assert result.interval_low < result.interval_high  # never a single point, even when every cycle agrees
+
+
+def test_interval_for_two_cycles_of_the_issue_stays_above_one() -> None:
+    # The normal interval at cycles = 2 was [0.52, 2.48]: below the smallest possible value, 1.
+    result = mc.simulate(0.75, 6, 0.15, 2, 0)
+    assert result.interval_low >= 1.0 and result.interval_high <= 7.0
+
+
+def test_interval_at_k_one_is_wilsons() -> None:
+    # Tokens are 1 plus a Bernoulli(p) at k = 1: the score interval is exactly Wilson's for the acceptance.
+    successes, trials, z = 7, 10, mc.Z_95
+    phat = successes / trials
+    centre = (phat + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z / (1 + z * z / trials) * np.sqrt(phat * (1 - phat) / trials + z * z / (4 * trials * trials))
+    low, high = mc.score_interval(1 + phat, 1, trials)
+    assert low == pytest.approx(1 + centre - half, abs=1e-9)
+    assert high == pytest.approx(1 + centre + half, abs=1e-9)
+
+
+def test_interval_covers_at_its_level_for_few_cycles() -> None:
+    # Coverage of E[T] over many seeded runs of 5 cycles: at least 93% (the normal interval had 85%
+    # here, and a degenerate one whenever all cycles agreed).
+    p, k, cycles, runs = 0.75, 6, 5, 2000
+    truth = cf.expected_tokens(p, k)
+    covered = 0
+    for seed in range(runs):
+        result = mc.simulate(p, k, 0.0, cycles, seed)
+        covered += result.interval_low <= truth <= result.interval_high
+    assert covered / runs >= 0.93
+
+
+def test_interval_for_many_cycles_is_the_normal_one() -> None:
+    result = mc.simulate(0.75, 6, 0.15, 200_000, 3)
+    half_width = mc.Z_95 * result.standard_error
+    assert result.interval_low == pytest.approx(result.mean_tokens_per_cycle - half_width, rel=1e-3)
+    assert result.interval_high == pytest.approx(result.mean_tokens_per_cycle + half_width, rel=1e-3)
+
+
+def test_bursty_interval_stays_inside_the_range() -> None:
+    for cycles in (1, 2, 3, 10):
+        result = mc.simulate(0.75, 6, 0.1, cycles, 0, rho=0.5)
+        assert 1.0 <= result.interval_low <= result.interval_high <= 7.0

@@ -4,6 +4,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.model import closed_form as cf
+from app.model.limits import K_SEARCH_MAX
 
 
 def test_expected_tokens(client: TestClient) -> None:
@@ -29,7 +30,16 @@ def test_optimal_k(client: TestClient) -> None:
     assert body["best_k"] == 4
     assert body["speculate"] is True
     off = client.get("/api/v1/optimal-k", params={"p": 0.1, "c": 0.9}).json()
-    assert off == {"p": 0.1, "c": 0.9, "k_max": 12, "best_k": 0, "speedup": 1.0, "speculate": False}
+    assert off == {
+        "p": 0.1,
+        "c": 0.9,
+        "k_max": K_SEARCH_MAX,
+        "best_k": 0,
+        "speedup": 1.0,
+        "speculate": False,
+        "k_search_max": K_SEARCH_MAX,
+        "limit_reached": False,
+    }
 
 
 def test_break_even(client: TestClient) -> None:

@@ -207,7 +207,7 @@ def test_hardware_aware_optimum_beats_every_family(
 ) -> None:
     comparison = trees.compare_trees(acceptance, budget, c, linear_verification(beta), widths=(2, 3))
     optimal = comparison.families[-1]
-    assert optimal.kind == "optimal"
+    assert optimal.kind == "best_speedup" and optimal.name == trees.BEST_SPEEDUP_TREE
     for family in comparison.families[:-1]:
         for n in range(budget + 1):
             assert optimal.speedups[n] >= family.speedups[n] * (1 - 1e-12), (family.name, n)

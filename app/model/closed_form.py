@@ -61,14 +61,53 @@ def speedup_curve(p: float, c: float, k_max: int, verify: VerifyCost = free_veri
     return [speedup(p, k, c, verify) for k in range(k_max + 1)]
 
 
+def _verify_at(k: int, verify: VerifyCost) -> float:
+    return 1.0 if k == 0 else verify(k)
+
+
+def beats(p: float, longer: int, shorter: int, c: float, verify: VerifyCost = free_verification) -> bool:
+    """Whether speedup(p, longer) > speedup(p, shorter), decided without subtracting two speedups.
+
+    With E_j = E_i + p^(i+1) E[T](p, j-i-1) and C_j = C_i + (j-i) c + v(j) - v(i), S_j > S_i exactly when
+    the gain p^(i+1) E[T](p, j-i-1) C_i exceeds the loss E_i ((j-i) c + v(j) - v(i)).  Both sides are
+    products of positive terms, compared through their logarithms, so neither cancellation nor underflow of
+    p^(i+1) turns a real improvement into a floating-point tie: at c = 0 (free verification) every longer
+    draft wins, and only a real tie keeps the shorter k.
+    """
+    if longer <= shorter:
+        raise ValueError("longer must exceed shorter")
+    loss = expected_tokens(p, shorter) * (
+        (longer - shorter) * c + (_verify_at(longer, verify) - _verify_at(shorter, verify))
+    )
+    if loss < 0.0:
+        return True
+    if p == 0.0:
+        return False
+    if loss == 0.0:
+        return True
+    log_gain = (
+        (shorter + 1) * math.log(p)
+        + math.log(expected_tokens(p, longer - shorter - 1))
+        + math.log(cost_per_cycle(shorter, c, verify))
+    )
+    return log_gain > math.log(loss)
+
+
 def best_k(p: float, c: float, k_max: int, verify: VerifyCost = free_verification) -> tuple[int, float]:
-    """argmax of speedup over 1..k_max, ties to the smaller k; (0, 1.0) when none beats 1."""
-    chosen, chosen_speedup = 0, 1.0
+    """argmax of speedup over 1..k_max, ties to the smaller k; (0, 1.0) when none beats 1.
+
+    Candidates are compared with :func:`beats`, never by rounded speedups, so the answer is the true argmax.
+    """
+    chosen = 0
     for k in range(1, k_max + 1):
-        value = speedup(p, k, c, verify)
-        if value > chosen_speedup:
-            chosen, chosen_speedup = k, value
-    return chosen, chosen_speedup
+        if beats(p, k, chosen, c, verify):
+            chosen = k
+    return chosen, speedup(p, chosen, c, verify)
+
+
+def limit_reached(best: int, k_search_max: int) -> bool:
+    """Best k is the longest draft searched: a longer one may do better, so the search range binds."""
+    return best > 0 and best >= k_search_max
 
 
 def _bisect_increasing(function: Callable[[float], float], target: float, low: float, high: float) -> float:
@@ -89,7 +128,9 @@ def break_even_acceptance(k: int, c: float, verify: VerifyCost = free_verificati
     if k == 0:
         return None
     cost = cost_per_cycle(k, c, verify)
-    if expected_tokens(1.0, k) <= cost:
+    if expected_tokens(1.0, k) == cost:
+        return 1.0  # k c + v(k) = k + 1: only p = 1 breaks even
+    if expected_tokens(1.0, k) < cost:
         return None
     if expected_tokens(0.0, k) >= cost:
         return 0.0
@@ -100,7 +141,9 @@ def max_draft_cost(p: float, k: int, verify: VerifyCost = free_verification) -> 
     """Largest draft cost c that still breaks even at (p, k); None when no c >= 0 does."""
     if k == 0:
         return None
-    margin = expected_tokens(p, k) - verify(k)
+    # E[T] - v(k) = p E[T](p, k - 1) - (v(k) - 1): the accepted drafts are never computed as E[T] - 1,
+    # which loses all digits of p for tiny p.
+    margin = p * expected_tokens(p, k - 1) - (verify(k) - 1.0)
     return margin / k if margin >= 0 else None
 
 
@@ -134,11 +177,12 @@ def acceptance_from_draft_rate(rate: float, k: int) -> float:
 
 def acceptance_from_mean_length(length: float, k: int) -> float:
     """Invert mean_acceptance_length for p; length lies in [1, k + 1]."""
-    if not 1.0 <= length <= k + 1:
+    longest = float(k + 1)  # as a float, as the length is: a huge k + 1 rounds
+    if not 1.0 <= length <= longest:
         raise ValueError("mean acceptance length must lie in [1, k + 1]")
     if k == 0 or length == 1.0:
         return 0.0
-    if length == k + 1:
+    if length == longest:
         return 1.0
     return _bisect_increasing(lambda p: expected_tokens(p, k), length, 0.0, 1.0)
 

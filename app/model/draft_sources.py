@@ -30,8 +30,10 @@ parameters follow (both editable): the acceptance p, the i.i.d. acceptance that 
 drafts (the closed form's inverse of E[T] = tau at k = d; for tree methods it folds the tree's extra candidates
 into p), and the draft cost c = (tau / S - 1) / d (the measured cost of a cycle in target passes is tau / S, one
 pass of it is the verification and the rest is charged to the d draft steps; for tree methods it includes
-verifying the whole tree, which is not free on that GPU). The decisive figure is accepted length per unit of
-draft cost: accepted drafts per cycle (tau - 1) over the draft cost of the cycle (d c = tau / S - 1)."""
+verifying the whole tree, which is not free on that GPU). The decisive figure is tokens per unit of the whole
+cycle's cost, drafting and verification together: tau / (d c + 1), which is the speedup S. Accepted drafts per
+unit of draft cost alone, (tau - 1) / (d c), leaves the verification pass out, so it ranks nearly free drafts
+(prompt lookup) first however few tokens they add."""
 SPEC_BENCH_HARNESS = "Spec-Bench evaluation scripts (github.com/hemingkx/Spec-Bench, evaluation/inference_*.py)"
 
 

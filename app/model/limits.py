@@ -70,6 +70,21 @@ ROOFLINE_TABLE_REGIMES = ("memory-bound", "compute-bound")  # its left and right
 ROOFLINE_TABLE_BATCHES = (1, 256)  # the batch of each side when it is the roofline
 ROOFLINE_BETA = 0.5  # the linear regime's v(k) = 1 + beta k
 ROOFLINE_POINTS = 161  # log-spaced batch sizes a sweep returns for plotting
+
+# Best k is searched over 1..K_SEARCH_MAX wherever it is answered, whatever a chart's x axis shows; answers say
+# when the best k is this limit (``limit_reached``).
+K_SEARCH_MAX = K_MAX_LIMIT
+
+# The roofline's default setup (DESIGN.md section 1) and the bounds of its serving conditions.
+DEFAULT_HW = "h100-sxm"
+DEFAULT_MODEL = "dense-8b"
+DEFAULT_DRAFT = "dense-1b"
+DEFAULT_WEIGHTS = "bf16"
+DEFAULT_KV_CACHE = "bf16"
+DEFAULT_CONTEXT = 1024
+DEFAULT_BANDWIDTH_EFFICIENCY = 0.8
+DEFAULT_COMPUTE_EFFICIENCY = 0.6
+DEFAULT_OVERHEAD_US = 50.0
 MAX_BATCH = 1024
 MAX_DEVICES = 64
 MAX_CONTEXT = 1_048_576
@@ -99,3 +114,24 @@ PRESET_FIELD_BOUNDS: dict[str, tuple[type, float, bool, float, str]] = {
     "experts": (int, 1, True, 4096, "routed experts per layer (1 = dense)"),
     "experts_per_token": (int, 1, True, 4096, "experts each token uses"),
 }
+
+# The p x k table of two regimes and the k schedule.
+DEFAULT_REGIMES_P = ROOFLINE_DEFAULT_P
+DEFAULT_REGIMES_K = ROOFLINE_DEFAULT_K
+DEFAULT_TABLE_K_MAX = ROOFLINE_DEFAULT_K_MAX
+
+# Token trees: by default verification is priced by the roofline of the default setup at batch one, so a
+# tree's verification grows with its nodes once they make the target's step compute-bound.
+DEFAULT_TREE_REGIME = "roofline"
+DEFAULT_TREE_ACCEPTANCE = (0.6, 0.2, 0.1, 0.05)
+DEFAULT_TREE_BUDGET = 64
+DEFAULT_TREE_WIDTHS = (2, 4)
+MAX_TREE_WIDTHS = 4
+MAX_WIDTHS_TEXT = 100  # characters of the widths list
+DEFAULT_TABLE_P_MIN, DEFAULT_TABLE_P_MAX, DEFAULT_TABLE_P_STEP = ROOFLINE_TABLE_P
+MIN_TABLE_P_STEP = 0.001
+DEFAULT_TABLE_BATCH_B = ROOFLINE_TABLE_BATCHES[1]
+
+# Calibration and draft sources: predictions and best k over k = 0..DEFAULT_DECISION_K_MAX unless asked.
+DEFAULT_DECISION_K_MAX = 16
+DEFAULT_BETA = ROOFLINE_BETA  # linear regime: v(k) = 1 + beta k

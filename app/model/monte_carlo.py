@@ -13,9 +13,61 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.model import bursty
-from app.model.closed_form import accepted_distribution, cost_per_cycle, expected_tokens
+from app.model.closed_form import (
+    acceptance_from_mean_length,
+    accepted_distribution,
+    cost_per_cycle,
+    expected_tokens,
+)
 
 Z_95 = 1.959963984540054
+INTERVAL_STEPS = 200
+
+
+def tokens_variance(p: float, k: int) -> float:
+    """Var[T] of tokens per cycle under i.i.d. acceptance p (the truncated geometric plus one)."""
+    probabilities = np.array(accepted_distribution(p, k))
+    values = np.arange(k + 1, dtype=np.float64)
+    mean = float(probabilities @ values)
+    return max(float(probabilities @ (values - mean) ** 2), 0.0)
+
+
+def score_interval(mean_tokens: float, k: int, cycles: int, z: float = Z_95) -> tuple[float, float]:
+    """95% score (Wilson-type) interval of E[T] from the mean of ``cycles`` i.i.d. cycles.
+
+    The interval is every E[T](q, k), q in [0, 1], at which the observed mean lies within z standard
+    errors, the standard error taken at q itself (sqrt(Var[T](q, k) / cycles)), not at the sample.  At
+    k = 1 (tokens are 1 plus a Bernoulli) this is exactly Wilson's interval; like it, it keeps its level
+    for a handful of cycles, never degenerates when all cycles agree, and lies inside [1, k + 1] because
+    q does.  For many cycles it tends to the normal interval mean +/- z s / sqrt(n).
+    """
+    if k == 0:
+        return 1.0, 1.0
+    observed = min(max(mean_tokens, 1.0), k + 1.0)
+    centre = acceptance_from_mean_length(observed, k)
+
+    def outside(q: float) -> bool:
+        return cycles * (observed - expected_tokens(q, k)) ** 2 > z * z * tokens_variance(q, k)
+
+    def edge(inside: float, beyond: float) -> float:
+        if not outside(beyond):
+            return beyond
+        for _ in range(INTERVAL_STEPS):
+            middle = 0.5 * (inside + beyond)
+            if middle in (inside, beyond):
+                break
+            if outside(middle):
+                beyond = middle
+            else:
+                inside = middle
+        return inside
+
+    return expected_tokens(edge(centre, 0.0), k), expected_tokens(edge(centre, 1.0), k)
+
+
+def bounded_normal_interval(mean: float, standard_error: float, k: int, z: float = Z_95) -> tuple[float, float]:
+    """mean +/- z standard errors, cut to the values tokens per cycle can take, [1, k + 1]."""
+    return max(mean - z * standard_error, 1.0), min(mean + z * standard_error, k + 1.0)
 
 
 @dataclass(frozen=True)
@@ -87,11 +139,12 @@ def simulate(p: float, k: int, c: float, cycles: int, seed: int, rho: float = 0.
     standard_error = math.sqrt(variance / cycles)
     mean_tokens = mean_accepted + 1.0
     cost = cost_per_cycle(k, c)
+    low, high = score_interval(mean_tokens, k, cycles)
     return Aggregate(
         cycles=cycles,
         mean_tokens_per_cycle=mean_tokens,
-        interval_low=mean_tokens - Z_95 * standard_error,
-        interval_high=mean_tokens + Z_95 * standard_error,
+        interval_low=low,
+        interval_high=high,
         standard_error=standard_error,
         expected_tokens=expected_tokens(p, k),
         histogram=histogram.tolist(),
@@ -107,11 +160,16 @@ def _simulate_bursty(p: float, k: int, c: float, cycles: int, rng: np.random.Gen
     mean_tokens = float(tokens.mean())
     standard_error = bursty.batch_means_standard_error(tokens)
     cost = cost_per_cycle(k, c)
+    # Correlated cycles: batch means (normal), cut to [1, k + 1]; too few cycles for batches give [1, k + 1].
+    if standard_error == 0.0 and cycles < 4:
+        low, high = 1.0, k + 1.0
+    else:
+        low, high = bounded_normal_interval(mean_tokens, standard_error, k)
     return Aggregate(
         cycles=cycles,
         mean_tokens_per_cycle=mean_tokens,
-        interval_low=mean_tokens - Z_95 * standard_error,
-        interval_high=mean_tokens + Z_95 * standard_error,
+        interval_low=low,
+        interval_high=high,
         standard_error=standard_error,
         expected_tokens=expected_tokens(p, k),
         histogram=np.bincount(accepted, minlength=k + 1).tolist(),

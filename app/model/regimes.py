@@ -30,7 +30,7 @@ from enum import StrEnum
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from app.model import closed_form
+from app.model import closed_form, limits
 from app.model.closed_form import VerifyCost
 from app.model.presets import ACCELERATORS, MODELS, Accelerator, ModelSpec
 
@@ -103,11 +103,11 @@ class RooflineSetup:
     target_bytes_per_param: float = 2.0
     draft_bytes_per_param: float = 2.0
     kv_bytes_per_value: float = 2.0
-    context_tokens: int = 1024
-    bandwidth_efficiency: float = 0.8
-    compute_efficiency: float = 0.6
+    context_tokens: int = limits.DEFAULT_CONTEXT
+    bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
+    compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     # Launch, synchronisation and sampling per forward pass: an assumption, not a vendor figure.
-    step_overhead_us: float = 50.0
+    step_overhead_us: float = limits.DEFAULT_OVERHEAD_US
 
     def __post_init__(self) -> None:
         if self.devices < 1:
@@ -134,7 +134,7 @@ class RooflineSetup:
 
 def default_setup() -> RooflineSetup:
     """H100 SXM, dense 8B target, dense 1B draft, bf16 weights and cache, 1,024 tokens of context."""
-    return RooflineSetup(ACCELERATORS["h100-sxm"], MODELS["dense-8b"], MODELS["dense-1b"])
+    return RooflineSetup(ACCELERATORS[limits.DEFAULT_HW], MODELS[limits.DEFAULT_MODEL], MODELS[limits.DEFAULT_DRAFT])
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ def memory_capacity_gb(setup: RooflineSetup) -> float:
     return setup.accelerator.memory_gb * setup.devices
 
 
-def devices_to_fit(setup: RooflineSetup, batch: int = 1, max_devices: int = 64) -> int | None:
+def devices_to_fit(setup: RooflineSetup, batch: int = 1, max_devices: int = limits.MAX_DEVICES) -> int | None:
     """Smallest power of two of devices whose memory holds both models at ``batch``; None if > max."""
     devices = 1
     needed = float(memory_needed_gb(setup, batch))
@@ -394,6 +394,9 @@ class RegimeName(StrEnum):
     ROOFLINE = "roofline"
 
 
+REGIME_NAMES: tuple[str, ...] = tuple(name.value for name in RegimeName)
+
+
 @dataclass(frozen=True)
 class Regime:
     """A named way of pricing a cycle: draft cost c and verification cost v(k)."""
@@ -410,7 +413,7 @@ def make_regime(
     name: RegimeName,
     *,
     draft_cost: float,
-    beta: float = 0.5,
+    beta: float = limits.DEFAULT_BETA,
     setup: RooflineSetup | None = None,
     batch: int = 1,
 ) -> Regime:

@@ -46,6 +46,10 @@ IntArray = NDArray[np.int64]
 MAX_TREE_BUDGET = 256  # drafted tokens per verification
 MAX_WIDTH = 16  # ranked candidates per node in the positional acceptance vector
 MAX_SEARCH_DEPTH = 32  # depth limits tried when the tree's depth enters the cost
+# Two trees are optimal in different senses: the one with the most tokens per verification at a budget (any
+# depth, draft cost ignored) and the one with the best speedup once its depth and verification are priced.
+MOST_TOKENS_TREE = "most-tokens tree"
+BEST_SPEEDUP_TREE = "best-speedup tree"
 SUM_TOLERANCE = 1e-9
 
 
@@ -308,7 +312,7 @@ def tree_speedups(values: FloatArray, depths: IntArray, c: float, verify: Verify
 @dataclass(frozen=True)
 class TreeFamily:
     name: str
-    kind: str  # "chain", "level_filled", "independent_sequences", "optimal"
+    kind: str  # "chain", "level_filled", "independent_sequences", "best_speedup"
     width: int | None
     values: list[float]
     depths: list[int]
@@ -330,8 +334,8 @@ class TreeComparison:
     best_family: str
     best_budget: int
     best_speedup: float
-    optimal_shape: TreeShape
-    optimal_values: list[float]  # most tokens per verification at each budget, whatever the depth
+    optimal_shape: TreeShape  # the best-speedup tree at its best budget and depth
+    optimal_values: list[float]  # the most-tokens tree: most tokens per verification at each budget, any depth
 
 
 def _family(
@@ -465,8 +469,8 @@ def compare_trees(
     best_values, best_depths, best_speedups = hardware_aware_optimal(probabilities, max_budget, c, verify)
     families.append(
         _family(
-            "optimal tree",
-            "optimal",
+            BEST_SPEEDUP_TREE,
+            "best_speedup",
             None,
             best_values,
             best_depths,

@@ -45,6 +45,13 @@ Rho = Annotated[
 ]
 
 
+RHO_RULES = (
+    "\n\nRules between parameters (a 422 names the parameter):\n\n"
+    "- `rho` lies from -min(p, 1-p)/max(p, 1-p) to 1 at the given p, so that both transition probabilities of "
+    "the chain lie in [0, 1]."
+)
+
+
 def check_rho(p: float, rho: float) -> None:
     """422 naming rho and its bounds at this p when rho leaves the range the chain allows."""
     low, high = bursty.rho_bounds(p)

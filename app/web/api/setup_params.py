@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Query
 
+from app.model import limits
 from app.model.limits import MAX_CONTEXT, MAX_OVERHEAD_US, MIN_EFFICIENCY, PRESET_FIELD_BOUNDS
 from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
 from app.web.core.errors import parameter_error
@@ -73,11 +74,11 @@ def roofline_setup(
     draft: Annotated[str, _choice_query(list(MODELS), "Draft model preset.")] = DEFAULT_DRAFT,
     weights: Annotated[
         str, _choice_query(list(WEIGHT_FORMATS), "Weight format of the target (and of the draft by default).")
-    ] = "bf16",
+    ] = limits.DEFAULT_WEIGHTS,
     draft_weights: Annotated[
         str | None, _choice_query(list(WEIGHT_FORMATS), "Weight format of the draft; defaults to weights.")
     ] = None,
-    kv_cache: Annotated[str, _choice_query(list(KV_CACHE_FORMATS), "KV-cache format.")] = "bf16",
+    kv_cache: Annotated[str, _choice_query(list(KV_CACHE_FORMATS), "KV-cache format.")] = limits.DEFAULT_KV_CACHE,
     devices: Annotated[
         int,
         Query(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.routing import Route
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
 class ParameterError(Exception):
@@ -20,6 +23,10 @@ class ParameterError(Exception):
         self.name = name
         self.message = message
         self.value = value
+
+    def __reduce__(self) -> tuple[type[ParameterError], tuple[str, str, object]]:
+        # Raised in a heavy-work process and pickled back: rebuilt from all three fields.
+        return type(self), (self.name, self.message, self.value)
 
 
 def parameter_error(name: str, message: str, value: object = None) -> ParameterError:
@@ -32,11 +39,11 @@ def _format_number(value: object) -> str:
     return str(value)
 
 
-def _query_fields(dependant: Dependant) -> list[Any]:
+def query_fields(dependant: Dependant) -> list[Any]:
     """Query parameters of a route, including those declared by its dependencies."""
     fields = list(dependant.query_params)
     for sub in dependant.dependencies:
-        fields.extend(_query_fields(sub))
+        fields.extend(query_fields(sub))
     return fields
 
 
@@ -46,7 +53,7 @@ def _bounds_of(request: Request, name: str) -> str | None:
     dependant = getattr(route, "dependant", None) if isinstance(route, Route) else None
     if dependant is None:
         return None
-    for field in _query_fields(dependant):
+    for field in query_fields(dependant):
         if field.alias != name:
             continue
         annotation = field.field_info.annotation
@@ -130,3 +137,13 @@ async def handle_parameter_error(request: Request, exc: Exception) -> JSONRespon
         status_code=422,
         content={"detail": [{"loc": ["query", exc.name], "msg": message, "type": "value_error"}]},
     )
+
+
+def with_rules(rules: str) -> Callable[[Handler], Handler]:
+    """Appends the rules between parameters to a handler's docstring, which becomes its OpenAPI description."""
+
+    def decorate(handler: Handler) -> Handler:
+        handler.__doc__ = (handler.__doc__ or "").rstrip() + rules
+        return handler
+
+    return decorate

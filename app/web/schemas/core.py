@@ -27,6 +27,12 @@ class Speedup(BaseModel):
     speedup: float = Field(description="expected_tokens / cost_per_cycle; 1 means no gain.")
 
 
+K_SEARCH_MAX_DESCRIPTION = "Best k is searched over 1..k_search_max."
+LIMIT_REACHED_DESCRIPTION = (
+    "True when best_k is k_search_max, the longest draft searched: a longer draft may do better."
+)
+
+
 class OptimalK(BaseModel):
     p: float
     c: float
@@ -34,6 +40,8 @@ class OptimalK(BaseModel):
     best_k: int = Field(description="argmax of speedup over 1..k_max, ties to the smaller k; 0 = do not speculate.")
     speedup: float
     speculate: bool
+    k_search_max: int = Field(description=K_SEARCH_MAX_DESCRIPTION + " Equal to k_max.")
+    limit_reached: bool = Field(description=LIMIT_REACHED_DESCRIPTION)
 
 
 class BreakEven(BaseModel):
@@ -80,21 +88,30 @@ class Curve(BaseModel):
     p: float
     k: int
     c: float
-    k_max: int
+    k_max: int = Field(description="The chart's x axis: points run over k = 0..k_max (at least k).")
     band: float
+    c_ops: float = Field(description="Arithmetic of a draft step relative to a target step, for operations_increase.")
     p_low: float
     p_high: float
     expected_tokens: float
     cost_per_cycle: float
     speedup: float
-    best_k: int
+    best_k: int = Field(
+        description="argmax of speedup over 1..k_search_max (not limited to the chart's k_max), ties to the "
+        "smaller k; 0 = do not speculate."
+    )
     best_speedup: float
+    k_search_max: int = Field(description=K_SEARCH_MAX_DESCRIPTION + " Independent of k_max.")
+    limit_reached: bool = Field(description=LIMIT_REACHED_DESCRIPTION)
     break_even_speedup: float = Field(description="The line S = 1.")
     break_even_acceptance: float | None
     max_draft_cost: float | None
     leviathan_guarantee: float | None
     draft_acceptance_rate: float | None
-    operations_increase: float
+    operations_increase: float = Field(
+        description="Arithmetic grows by (1-p)(k c_ops + k + 1) / (1 - p^(k+1)) at the given c_ops "
+        "(Leviathan Thm 3.11)."
+    )
     accepted_distribution: list[float]
     points: list[CurvePoint]
 

@@ -67,6 +67,8 @@ class CalibrationOut(BaseModel):
     regime: RegimeUsed
     predictions: list[KPredictionOut] = Field(description="Predicted tokens, cost and speedup for k = 0..k_max.")
     best_k: int = Field(description="Recommended draft length; 0 = do not speculate.")
+    k_search_max: int = Field(description="Best k is searched over 1..k_search_max (the k_max asked).")
+    limit_reached: bool = Field(description="True when best_k is k_search_max: a longer draft may do better.")
     best_speedup: float
     speculate: bool
     speedup_at_k: float = Field(description="Observed tokens per cycle over the predicted cost at the measured k.")
@@ -91,7 +93,9 @@ class DraftSourceOut(BaseModel):
     draft_cost: float = Field(description="c = (tau / S - 1) / d (editable).")
     edited: bool
     accepted_per_draft_cost: float | None = Field(
-        description="Accepted drafts per unit of draft cost at the reference depth, (E[T] - 1) / (d c)."
+        description="Accepted drafts per unit of draft cost at the reference depth, (E[T] - 1) / (d c). It leaves "
+        "the verification pass out, so it does not rank sources: speedup_at_reference (tokens per unit of the "
+        "whole cycle's cost) does."
     )
     accepted_per_draft_cost_at_best_k: float | None
     expected_tokens_at_reference: float
@@ -99,6 +103,9 @@ class DraftSourceOut(BaseModel):
     best_k: int
     best_speedup: float
     expected_tokens_at_best_k: float
+    limit_reached: bool = Field(
+        description="True when best_k is k_max, the longest draft searched: a longer one may do better."
+    )
     speedups: list[float] = Field(description="Predicted speedup for k = 0..k_max under the chosen regime.")
 
 
@@ -112,7 +119,10 @@ class DraftSourcesOut(BaseModel):
 
 class TreeFamilyOut(BaseModel):
     name: str
-    kind: str = Field(description="chain, level_filled, independent_sequences or optimal.")
+    kind: str = Field(
+        description="chain, level_filled, independent_sequences or best_speedup (the best-speedup tree: per budget, "
+        "the depth that maximises speedup)."
+    )
     width: int | None
     values: list[float] = Field(description="Expected tokens per verification for budgets n = 0..budget.")
     depths: list[int]
@@ -139,8 +149,18 @@ class TreesOut(BaseModel):
     binary_tree_bound: float | None = Field(description="1 / (1 - (P_1 + P_2)).")
     full_bound: float | None = Field(description="1 / (1 - sum of all P_i): no tree does better.")
     families: list[TreeFamilyOut]
-    optimal_values: list[float] = Field(description="Most tokens per verification at each budget, any depth.")
+    most_tokens_values: list[float] = Field(
+        description="The most-tokens tree: most tokens per verification at each budget n = 0..budget, any depth, "
+        "draft cost and verification ignored."
+    )
+    optimal_values: list[float] = Field(description="Same as most_tokens_values (older name).")
     best_family: str
     best_budget: int
     best_speedup: float
-    optimal_shape: TreeShapeOut = Field(description="The optimal tree at its best budget and depth.")
+    best_speedup_shape: TreeShapeOut = Field(
+        description="The best-speedup tree at its best budget and depth (the family of kind best_speedup)."
+    )
+    optimal_shape: TreeShapeOut = Field(description="Same as best_speedup_shape (older name).")
+    verification_assumption: str = Field(
+        description="How verifying a tree of n drafted tokens is priced, v(n), and where the draft cost c comes from."
+    )

@@ -88,6 +88,10 @@ class VerificationCostOut(BaseModel):
     speedup: float
     best_k: int = Field(description="0 means do not speculate.")
     best_speedup: float
+    k_search_max: int = Field(description="Best k is searched over 1..k_search_max (equal to k_max).")
+    limit_reached: bool = Field(
+        description="True when a best k equals k_search_max, the longest draft searched: a longer one may do better."
+    )
     break_even_acceptance: float | None
     max_draft_cost: float | None
     points: list[VerificationPoint] = Field(description="k = 0..k_max.")
@@ -133,6 +137,10 @@ class BatchSweepOut(BaseModel):
     speedup: list[float]
     best_k: list[int]
     best_speedup: list[float]
+    k_search_max: int = Field(description="Best k is searched over 1..k_search_max (equal to k_max).")
+    limit_reached: bool = Field(
+        description="True when a best k equals k_search_max, the longest draft searched: a longer one may do better."
+    )
     draft_cost: list[float]
     verification_cost: list[float]
     verify_compute_bound: list[bool]
@@ -146,6 +154,7 @@ class ScheduleStepOut(BaseModel):
     k: int = Field(description="Draft length to run; 0 = speculation off.")
     speedup_at_from: float
     speedup_at_to: float
+    limit_reached: bool = Field(description="k is k_max, the longest draft searched: a longer one may do better.")
 
 
 class ScheduleOut(BaseModel):
@@ -164,6 +173,10 @@ class ScheduleOut(BaseModel):
     )
     loses_at_batch_one: bool = Field(default=False, description="No k beats plain decoding even at batch 1.")
     headline: str = Field(default="", description="The decision in one sentence, memory included.")
+    k_search_max: int = Field(description="Best k is searched over 1..k_search_max (equal to k_max).")
+    limit_reached: bool = Field(
+        description="True when a best k equals k_search_max, the longest draft searched: a longer one may do better."
+    )
     setup: SetupOut
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import quote_plus
 
-from app.model import calibration, draft_sources, trees
+from app.model import calibration, closed_form, draft_sources, limits, trees
 from app.model.closed_form import VerifyCost
 from app.model.regimes import Regime, RegimeName, default_setup, make_regime
 from app.web.api.params import K_MAX_LIMIT
@@ -28,12 +28,12 @@ from app.web.schemas.decision import (
     TreesOut,
 )
 
-DEFAULT_C = 0.15
-DEFAULT_K_MAX = 16
-DEFAULT_TREE_ACCEPTANCE = (0.6, 0.2, 0.1, 0.05)
-DEFAULT_TREE_BUDGET = 64
-DEFAULT_TREE_WIDTHS = (2, 4)
-MAX_BATCH = 1024
+DEFAULT_C = limits.DEFAULT_C
+DEFAULT_K_MAX = limits.DEFAULT_DECISION_K_MAX
+DEFAULT_TREE_ACCEPTANCE = limits.DEFAULT_TREE_ACCEPTANCE
+DEFAULT_TREE_BUDGET = limits.DEFAULT_TREE_BUDGET
+DEFAULT_TREE_WIDTHS = limits.DEFAULT_TREE_WIDTHS
+MAX_BATCH = limits.MAX_BATCH
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class CostRegime:
         )
 
 
-def cost_regime(name: RegimeName | str, c: float, beta: float = 0.5, batch: int = 1) -> CostRegime:
+def cost_regime(name: RegimeName | str, c: float, beta: float = limits.DEFAULT_BETA, batch: int = 1) -> CostRegime:
     """The verification cost to price cycles with; the roofline derives c from the batch size."""
     name = RegimeName(name)
     if name is RegimeName.ROOFLINE:
@@ -91,6 +91,8 @@ def calibration_out(result: calibration.Calibration, regime: CostRegime, source:
         ],
         best_k=result.best_k,
         best_speedup=result.best_speedup,
+        k_search_max=result.predictions[-1].k,
+        limit_reached=closed_form.limit_reached(result.best_k, result.predictions[-1].k),
         speculate=result.best_k > 0,
         speedup_at_k=result.speedup_at_k,
         positions=[
@@ -156,6 +158,7 @@ def sources_out(k_max: int, regime: CostRegime, overrides: Mapping[str, tuple[fl
                 speedup_at_reference=evaluation.speedup_at_reference,
                 best_k=evaluation.best_k,
                 best_speedup=evaluation.best_speedup,
+                limit_reached=closed_form.limit_reached(evaluation.best_k, k_max),
                 expected_tokens_at_best_k=evaluation.expected_tokens_at_best_k,
                 speedups=evaluation.speedups,
             )
@@ -172,6 +175,14 @@ def sources_out(k_max: int, regime: CostRegime, overrides: Mapping[str, tuple[fl
 def trees_out(acceptance: Sequence[float], budget: int, regime: CostRegime, widths: Sequence[int]) -> TreesOut:
     comparison = trees.compare_trees(acceptance, budget, regime.c, regime.verify, widths)
     shape = comparison.optimal_shape
+    shape_out = TreeShapeOut(
+        parents=list(shape.parents),
+        ranks=list(shape.ranks),
+        depths=list(shape.depths),
+        reach=list(shape.reach),
+        value=shape.value,
+        depth=shape.depth,
+    )
     return TreesOut(
         acceptance=list(comparison.acceptance),
         budget=budget,
@@ -193,18 +204,38 @@ def trees_out(acceptance: Sequence[float], budget: int, regime: CostRegime, widt
             )
             for family in comparison.families
         ],
+        most_tokens_values=comparison.optimal_values,
         optimal_values=comparison.optimal_values,
         best_family=comparison.best_family,
         best_budget=comparison.best_budget,
         best_speedup=comparison.best_speedup,
-        optimal_shape=TreeShapeOut(
-            parents=list(shape.parents),
-            ranks=list(shape.ranks),
-            depths=list(shape.depths),
-            reach=list(shape.reach),
-            value=shape.value,
-            depth=shape.depth,
-        ),
+        best_speedup_shape=shape_out,
+        optimal_shape=shape_out,
+        verification_assumption=tree_verification_assumption(regime),
+    )
+
+
+def tree_verification_assumption(regime: CostRegime) -> str:
+    """What a tree's verification costs under the regime, in one sentence."""
+    name = regime.regime.name
+    if name is RegimeName.ROOFLINE:
+        setup = default_setup()
+        return (
+            f"Roofline of {setup.accelerator.name}, {setup.target.name} target, {setup.draft.name} draft at batch "
+            f"{regime.regime.batch}: verifying n drafted tokens costs t(n + 1) / t(1) target passes, which grows "
+            "with n once the n + 1 tokens make the step compute-bound; c is the draft's step time over the "
+            f"target's ({regime.c:.4g}), one draft step per tree level."
+        )
+    if name is RegimeName.MEMORY_BOUND:
+        return (
+            "Memory-bound: verifying a tree of any size costs one target pass (v = 1), so the largest tree never "
+            f"costs more to verify; c = {regime.c:g} per tree level."
+        )
+    if name is RegimeName.COMPUTE_BOUND:
+        return f"Compute-bound: each drafted token costs a full target pass (v = n + 1); c = {regime.c:g} per level."
+    return (
+        f"Linear: each drafted token adds {regime.regime.beta:g} of a target pass (v = 1 + beta n); "
+        f"c = {regime.c:g} per tree level."
     )
 
 
@@ -225,6 +256,11 @@ def render_calibration_text(result: CalibrationOut) -> str:
     ]
     if result.best_k:
         lines.append(f"recommended k = {result.best_k}: speedup {result.best_speedup:.3f}x")
+        if result.limit_reached:
+            lines.append(
+                f"limit reached: k_max = {result.k_search_max} is the longest draft searched; a longer one may do "
+                "better (raise --k-max)"
+            )
     else:
         lines.append("recommended: do not speculate (no k beats plain decoding)")
     if result.positions:
@@ -270,8 +306,17 @@ def render_sources_text(result: DraftSourcesOut) -> str:
             f"{name:<48} {row.mean_accepted_tokens:>5.2f} {row.measured_speedup:>6.2f} {row.reference_depth:>3} "
             f"{row.acceptance:>6.3f} {row.draft_cost:>6.3f} {per_cost:>8} {row.best_k:>6} {row.best_speedup:>6.3f}"
         )
+    limited = [row.id for row in result.sources if row.limit_reached]
+    if limited:
+        lines.append(
+            f"limit reached for {', '.join(limited)}: best k is k_max = {result.k_max}, the longest draft searched "
+            "(raise --k-max)"
+        )
     lines.append("")
-    lines.append("acc/cost: accepted drafts per unit of draft cost at the measured depth d")
+    lines.append(
+        "acc/cost: accepted drafts per unit of draft cost at the measured depth d; it leaves the verification pass "
+        "out, so sources are ranked by speedup (tokens per unit of draft and verification cost)"
+    )
     lines.extend(
         f"{row.id}: {row.method}. Measured: {row.measurement}; depth: {row.depth_source}" for row in result.sources
     )
@@ -284,6 +329,7 @@ def render_trees_text(result: TreesOut, every: int = 8) -> str:
         f"regime: {result.regime.label}, c = {result.regime.c:g} per tree level",
         f"bounds: chain 1/(1-P1) = {_number(result.chain_bound)}, binary tree 1/(1-(P1+P2)) = "
         f"{_number(result.binary_tree_bound)}, any tree 1/(1-sum P) = {_number(result.full_bound)}",
+        f"verification: {result.verification_assumption}",
         "",
         "expected tokens per verification by budget n (drafted tokens):",
     ]
@@ -291,18 +337,20 @@ def render_trees_text(result: TreesOut, every: int = 8) -> str:
     header = f"{'tree':<28}" + "".join(f"{n:>8}" for n in budgets)
     lines.append(header)
     for family in result.families:
-        values = result.optimal_values if family.kind == "optimal" else family.values
-        name = "optimal tree (any depth)" if family.kind == "optimal" else family.name
+        values = result.most_tokens_values if family.kind == "best_speedup" else family.values
+        name = f"{trees.MOST_TOKENS_TREE} (any depth)" if family.kind == "best_speedup" else family.name
         lines.append(f"{name:<28}" + "".join(f"{values[n]:>8.3f}" for n in budgets))
     lines.append("")
-    lines.append("speedup by budget (the optimal tree's depth chosen for speed: one draft step per level):")
+    lines.append(
+        f"speedup by budget (the {trees.BEST_SPEEDUP_TREE}: depth chosen for speed, one draft step per level):"
+    )
     lines.append(header)
     for family in result.families:
         lines.append(f"{family.name:<28}" + "".join(f"{family.speedups[n]:>8.3f}" for n in budgets))
     lines.append("")
     lines.append(
         f"best: {result.best_family} with {result.best_budget} drafted tokens, speedup {result.best_speedup:.3f}x; "
-        f"optimal tree there has depth {result.optimal_shape.depth}"
+        f"the {trees.BEST_SPEEDUP_TREE} there has depth {result.best_speedup_shape.depth}"
     )
     return "\n".join(lines)
 

@@ -65,9 +65,9 @@ MAX_BATCH = limits.MAX_BATCH
 MAX_TABLE_ROWS = limits.MAX_TABLE_ROWS
 MAX_TABLE_K = limits.MAX_TABLE_K
 DEFAULTS = default_setup()
-DEFAULT_HW = "h100-sxm"
-DEFAULT_MODEL = "dense-8b"
-DEFAULT_DRAFT = "dense-1b"
+DEFAULT_HW = limits.DEFAULT_HW
+DEFAULT_MODEL = limits.DEFAULT_MODEL
+DEFAULT_DRAFT = limits.DEFAULT_DRAFT
 OVERRIDE_PREFIXES: dict[str, tuple[str, ...]] = {
     "hw": ACCELERATOR_FIELDS,
     "model": MODEL_FIELDS,
@@ -95,9 +95,9 @@ class SetupRequest:
     hw: str = DEFAULT_HW
     model: str = DEFAULT_MODEL
     draft: str = DEFAULT_DRAFT
-    weights: str = "bf16"
+    weights: str = limits.DEFAULT_WEIGHTS
     draft_weights: str | None = None
-    kv_cache: str = "bf16"
+    kv_cache: str = limits.DEFAULT_KV_CACHE
     devices: int = 0
     context: int = DEFAULTS.context_tokens
     bandwidth_efficiency: float = DEFAULTS.bandwidth_efficiency
@@ -307,6 +307,8 @@ def verification_out(regime: Regime, p: float, k: int, k_max: int, built: BuiltS
         speedup=closed_form.speedup(p, k, c, verify),
         best_k=best,
         best_speedup=best_value,
+        k_search_max=k_max,
+        limit_reached=closed_form.limit_reached(best, k_max),
         break_even_acceptance=closed_form.break_even_acceptance(k, c, verify),
         max_draft_cost=closed_form.max_draft_cost(p, k, verify),
         points=points,
@@ -367,6 +369,8 @@ def sweep_out(
         speedup=sweep.speedup[indices].tolist(),
         best_k=sweep.best_k[indices].tolist(),
         best_speedup=sweep.best_speedup[indices].tolist(),
+        k_search_max=k_max,
+        limit_reached=bool(np.any(sweep.best_k >= k_max)),
         draft_cost=sweep.draft_cost[indices].tolist(),
         verification_cost=sweep.verification_cost[indices].tolist(),
         verify_compute_bound=sweep.verify_compute_bound[indices].tolist(),
@@ -424,6 +428,7 @@ def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
                 k=step.k,
                 speedup_at_from=step.speedup_at_from,
                 speedup_at_to=step.speedup_at_to,
+                limit_reached=closed_form.limit_reached(step.k, k_max),
             )
             for step in decision.steps
         ],
@@ -431,6 +436,8 @@ def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
         off_from_batch=decision.off_from_batch,
         loses_at_batch_one=decision.loses_at_batch_one,
         headline=decision.headline,
+        k_search_max=k_max,
+        limit_reached=any(closed_form.limit_reached(step.k, k_max) for step in decision.steps),
         setup=built.description,
     )
 
@@ -483,8 +490,8 @@ def table_out(
     regime_a: Regime,
     regime_b: Regime,
     built: BuiltSetup,
-    marked_p: float = 0.8,
-    marked_k: int = 4,
+    marked_p: float = limits.DEFAULT_REGIMES_P,
+    marked_k: int = limits.DEFAULT_REGIMES_K,
 ) -> TableOut:
     comparison: TableComparison = compare_regimes(p_values, np.arange(1, k_max + 1), regime_a, regime_b)
     highlight = comparison.highlight
@@ -595,7 +602,7 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
     ]
     for step in schedule.steps:
         batches = f"{step.batch_from}-{step.batch_to}" if step.batch_to > step.batch_from else str(step.batch_from)
-        k_text = str(step.k) if step.k else "off"
+        k_text = (str(step.k) + ("+" if step.limit_reached else "")) if step.k else "off"
         speedups = f"{step.speedup_at_from:.2f}x-{step.speedup_at_to:.2f}x"
         style = _speedup_style(step.speedup_at_to) if step.k else RED
         lines.append(f"{batches:>13}  {_paint(f'{k_text:>3}', style, color)}  {speedups:>15}")
@@ -604,4 +611,9 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
     elif schedule.batch_limit:
         lines.append(f"speculation still pays at batch {schedule.batch_limit}")
     lines.append(schedule.headline)
+    if schedule.limit_reached:
+        lines.append(
+            f"limit reached: k+ is k_max = {schedule.k_search_max}, the longest draft searched; "
+            "a longer draft may do better (raise --k-max)"
+        )
     return "\n".join(lines) + "\n"

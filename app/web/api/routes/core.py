@@ -7,13 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.model import closed_form, monte_carlo
-from app.model.limits import DEFAULT_C, DEFAULT_K, DEFAULT_P
-from app.web.api.params import MAX_CYCLES, MAX_TOKENS, C, K, KMax, P, Rho, Seed, check_rho
+from app.model.limits import DEFAULT_C, DEFAULT_K, DEFAULT_P, DEMO_CHART_K_MIN, K_MAX_LIMIT, K_SEARCH_MAX
+from app.web.api.params import MAX_CYCLES, MAX_TOKENS, RHO_RULES, C, K, KMax, P, Rho, Seed, check_rho
+from app.web.core.errors import with_rules
+from app.web.core.heavy import HEAVY, in_worker_process
 from app.web.schemas.core import (
     BreakEven,
     Cost,
     Curve,
-    CurvePoint,
     ExpectedTokens,
     Operations,
     OptimalK,
@@ -23,10 +24,13 @@ from app.web.schemas.core import (
     Simulation,
     Speedup,
 )
+from app.web.services.core import build_curve, build_optimal_k, build_speedup
+
+__all__ = ["build_curve", "router"]
 
 router = APIRouter(prefix="/api/v1", tags=["closed form"])
 
-DEFAULT_K_MAX = 12
+DEFAULT_K_MAX = DEMO_CHART_K_MIN
 
 Band = Annotated[
     float, Query(ge=0.0, le=0.5, allow_inf_nan=False, description="Half-width of the acceptance band, 0 to 0.5.")
@@ -42,7 +46,7 @@ COps = Annotated[
         description="Arithmetic of a draft step relative to a target step, 0 to 10.",
     ),
 ]
-KPositive = Annotated[int, Query(ge=1, le=64, description="Draft length k, 1 to 64.")]
+KPositive = Annotated[int, Query(ge=1, le=K_MAX_LIMIT, description=f"Draft length k, 1 to {K_MAX_LIMIT}.")]
 
 
 @router.get("/expected-tokens", response_model=ExpectedTokens)
@@ -65,21 +69,15 @@ def get_cost(k: K = DEFAULT_K, c: C = DEFAULT_C) -> Cost:
 @router.get("/speedup", response_model=Speedup)
 def get_speedup(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> Speedup:
     """Speedup of speculative decoding over plain decoding."""
-    return Speedup(
-        p=p,
-        k=k,
-        c=c,
-        expected_tokens=closed_form.expected_tokens(p, k),
-        cost_per_cycle=closed_form.cost_per_cycle(k, c),
-        speedup=closed_form.speedup(p, k, c),
-    )
+    return build_speedup(p, k, c)
 
 
 @router.get("/optimal-k", response_model=OptimalK)
-def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = DEFAULT_K_MAX) -> OptimalK:
-    """Draft length with the highest speedup, or 0 when speculation never pays."""
-    best, value = closed_form.best_k(p, c, k_max)
-    return OptimalK(p=p, c=c, k_max=k_max, best_k=best, speedup=value, speculate=best > 0)
+def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = K_SEARCH_MAX) -> OptimalK:
+    """Draft length with the highest speedup over 1..k_max, or 0 when speculation never pays.
+
+    limit_reached says when best_k is k_max, the longest draft searched."""
+    return build_optimal_k(p, c, k_max)
 
 
 @router.get("/break-even", response_model=BreakEven)
@@ -112,46 +110,6 @@ def get_operations(p: P = DEFAULT_P, k: K = DEFAULT_K, c_ops: COps = 0.0) -> Ope
     return Operations(p=p, k=k, c_ops=c_ops, operations_increase=closed_form.operations_increase(p, k, c_ops))
 
 
-def build_curve(p: float, k: int, c: float, k_max: int, band: float) -> Curve:
-    """Everything the demo's chart and readouts show, from the model layer."""
-    k_max = max(k_max, k)
-    p_low, p_high = max(p - band, 0.0), min(p + band, 1.0)
-    points = [
-        CurvePoint(
-            k=j,
-            speedup=closed_form.speedup(p, j, c),
-            speedup_low=closed_form.speedup(p_low, j, c),
-            speedup_high=closed_form.speedup(p_high, j, c),
-            expected_tokens=closed_form.expected_tokens(p, j),
-            cost_per_cycle=closed_form.cost_per_cycle(j, c),
-        )
-        for j in range(k_max + 1)
-    ]
-    best, best_value = closed_form.best_k(p, c, k_max)
-    return Curve(
-        p=p,
-        k=k,
-        c=c,
-        k_max=k_max,
-        band=band,
-        p_low=p_low,
-        p_high=p_high,
-        expected_tokens=closed_form.expected_tokens(p, k),
-        cost_per_cycle=closed_form.cost_per_cycle(k, c),
-        speedup=closed_form.speedup(p, k, c),
-        best_k=best,
-        best_speedup=best_value,
-        break_even_speedup=1.0,
-        break_even_acceptance=closed_form.break_even_acceptance(k, c),
-        max_draft_cost=closed_form.max_draft_cost(p, k),
-        leviathan_guarantee=closed_form.leviathan_guarantee(p, c),
-        draft_acceptance_rate=closed_form.draft_acceptance_rate(p, k) if k > 0 else None,
-        operations_increase=closed_form.operations_increase(p, k),
-        accepted_distribution=closed_form.accepted_distribution(p, k),
-        points=points,
-    )
-
-
 @router.get("/curve", response_model=Curve)
 def get_curve(
     p: P = DEFAULT_P,
@@ -159,12 +117,19 @@ def get_curve(
     c: C = DEFAULT_C,
     k_max: KMax = DEFAULT_K_MAX,
     band: Band = 0.10,
+    c_ops: COps = 0.0,
 ) -> Curve:
-    """Speedup over k = 0..max(k_max, k) with the p +/- band envelope, and every readout."""
-    return build_curve(p, k, c, k_max, band)
+    """Speedup over k = 0..max(k_max, k) with the p +/- band envelope, and every readout.
+
+    Best k is searched over 1..k_search_max, whatever k_max (the chart's x axis) is; operations_increase is
+    taken at c_ops.
+    """
+    return build_curve(p, k, c, k_max, band, c_ops)
 
 
-@router.get("/run", response_model=Run)
+@router.get("/run", response_model=Run, dependencies=HEAVY)
+@in_worker_process
+@with_rules(RHO_RULES)
 def get_run(
     p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, tokens: Tokens = 60, seed: Seed = 0, rho: Rho = 0.0
 ) -> Run:
@@ -184,7 +149,9 @@ def get_run(
     )
 
 
-@router.get("/simulate", response_model=Simulation)
+@router.get("/simulate", response_model=Simulation, dependencies=HEAVY)
+@in_worker_process
+@with_rules(RHO_RULES)
 def get_simulation(
     p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, cycles: Cycles = 100_000, seed: Seed = 0, rho: Rho = 0.0
 ) -> Simulation:

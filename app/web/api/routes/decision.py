@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -12,11 +13,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.model import calibration, draft_sources, trees
+from app.model import calibration, draft_sources, limits, trees
 from app.model.calibration import CalibrationError, ErrorKind
+from app.model.regimes import REGIME_NAMES as regime_names
 from app.model.regimes import RegimeName
 from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, KMax
-from app.web.core.errors import ParameterError, parameter_error
+from app.web.core.errors import ParameterError, parameter_error, with_rules
+from app.web.core.heavy import HEAVY, in_worker_process
 from app.web.pages.page_format import JS_SPACE
 from app.web.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 from app.web.services.decision import (
@@ -54,8 +57,8 @@ MAX_EXAMPLE_DRAFTS = 10_000_000
 MAX_EXAMPLE_ENGINES = 8
 MAX_TREE_BUDGET = trees.MAX_TREE_BUDGET
 MAX_TREE_WIDTH = trees.MAX_WIDTH
-MAX_TREE_WIDTHS = 4
-MAX_BATCH = 1024
+MAX_TREE_WIDTHS = limits.MAX_TREE_WIDTHS
+MAX_BATCH = limits.MAX_BATCH
 MAX_TEXT_PARAMETER = 1_000
 
 DraftRate = Annotated[
@@ -84,7 +87,7 @@ OptionalK = Annotated[
         "inferred from the counters if omitted.",
     ),
 ]
-REGIME_NAMES = [name.value for name in RegimeName]
+REGIME_NAMES = list(regime_names)
 Regime = Annotated[
     str,
     Query(
@@ -113,12 +116,68 @@ Batch = Annotated[
 Count = Annotated[
     float, Query(ge=0.0, le=MAX_COUNT, allow_inf_nan=False, description=f"Counter value, 0 to {MAX_COUNT:.0e}.")
 ]
+DraftCount = Annotated[
+    float,
+    Query(
+        ge=0.0,
+        le=MAX_COUNT,
+        allow_inf_nan=False,
+        json_schema_extra={"minimum": 1},  # checked by the handler, whose message says why
+        description=f"Drafts proposed (vLLM's num_drafts counter), 1 to {MAX_COUNT:.0e}.",
+    ),
+]
+
+
+def _check_format(name: str, text: str, pattern: str, example: str) -> None:
+    """The catch-all behind the detailed checks: the value matches the pattern its schema declares."""
+    if not re.fullmatch(pattern, text):
+        raise parameter_error(name, f"must match the pattern {pattern} (for example {example!r}); got {text!r}", text)
+
+
+def _list_pattern(item: str, most: int, least: int = 0) -> str:
+    """A comma-separated list of ``least`` to ``most`` items matching ``item``, spaces allowed around them."""
+    items = f"{item} *(?:, *{item} *){{0,{most - 1}}}"
+    return f"^ *{items}$" if least else f"^ *(?:{items})?$"
+
+
+# Numbers as the lists write them: [0, 1], [0, 10], and counts below 1e15 (no exponents).
+UNIT_NUMBER = r"(?:0*1(?:\.0*)?|0*\.[0-9]+|0+(?:\.[0-9]*)?)"
+COST_NUMBER = r"(?:0*10(?:\.0*)?|0*[0-9](?:\.[0-9]*)?|0*\.[0-9]+)"
+COUNT_NUMBER = r"(?:[0-9]{1,15}(?:\.[0-9]*)?|\.[0-9]+)"
+WIDTH_NUMBER = "(?:" + "|".join(str(width) for width in range(trees.MAX_WIDTH, 1, -1)) + ")"
+SOURCE_OVERRIDE = f"(?:{'|'.join(draft_sources.SOURCE_IDS)}) *: *{UNIT_NUMBER} *: *{COST_NUMBER}"
+PER_POSITION_PATTERN = _list_pattern(COUNT_NUMBER, MAX_POSITIONS)
+OVERRIDES_PATTERN = _list_pattern(SOURCE_OVERRIDE, len(draft_sources.SOURCE_IDS))
+ACCEPTANCE_PATTERN = _list_pattern(UNIT_NUMBER, trees.MAX_WIDTH, least=1)
+WIDTHS_PATTERN = _list_pattern(WIDTH_NUMBER, limits.MAX_TREE_WIDTHS)
+
+# Rules that tie parameters (or the values of one list) together: enforced by the handlers, listed in each
+# operation's description because a schema cannot say them.
+RULES = "\n\nRules between parameters (a 422 names the parameter):\n\n"
+LENGTH_RULES = RULES + "- `length` is at most k + 1 (k drafts plus the bonus token)."
+COUNTER_RULES = RULES + (
+    "- `draft_tokens` is at most k x drafts and, when k is not given, a whole multiple of `drafts`;\n"
+    "- `accepted` is at most draft_tokens;\n"
+    "- `per_position` holds at most k values, none above the previous one nor above drafts, summing to accepted."
+)
+METRICS_RULES = RULES + (
+    "- `metrics`: the body holds a vLLM /metrics exposition with spec-decode counters that agree with each other "
+    "(and with k when it is given);\n"
+    "- `baseline`: an earlier scrape of the same counters, none above the later one."
+)
+EXAMPLE_RULES = RULES + "- `drafts` is at most 1,000,000 when a `seed` asks for sampled counts."
+SOURCES_RULES = RULES + "- `overrides` names each source at most once."
+TREES_RULES = RULES + (
+    "- `acceptance`: the values do not increase (P_1 >= P_2 >= ...) and sum to at most 1 (rules between the "
+    "values of the list)."
+)
 MAX_MODEL_NAME = 200
 ModelName = Annotated[
     str | None,
     Query(
+        max_length=MAX_MODEL_NAME,
         description="model_name label to pick when the exposition covers several models "
-        f"(at most {MAX_MODEL_NAME} characters)."
+        f"(at most {MAX_MODEL_NAME} characters).",
     ),
 ]
 
@@ -154,14 +213,15 @@ def _numbers(name: str, text: str, limit: int) -> list[float]:
 # Calibration
 
 
-@router.get("/calibrate/rate", response_model=CalibrationOut)
+@router.get("/calibrate/rate", response_model=CalibrationOut, dependencies=HEAVY)
+@in_worker_process
 def get_calibration_from_rate(
     rate: DraftRate,
     k: MeasuredK,
     c: C = DEFAULT_C,
     k_max: KMax = DEFAULT_K_MAX,
     regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = 0.5,
+    beta: Beta = limits.DEFAULT_BETA,
     batch: Batch = 1,
 ) -> CalibrationOut:
     """Infer p from a draft acceptance rate measured at draft length k; predict speedup for every k."""
@@ -175,14 +235,16 @@ def rate_calibration(rate: float, k: int, c: float, k_max: int, regime: str, bet
     return calibration_out(result, chosen)
 
 
-@router.get("/calibrate/length", response_model=CalibrationOut)
+@router.get("/calibrate/length", response_model=CalibrationOut, dependencies=HEAVY)
+@in_worker_process
+@with_rules(LENGTH_RULES)
 def get_calibration_from_length(
     length: MeanLength,
     k: MeasuredK,
     c: C = DEFAULT_C,
     k_max: KMax = DEFAULT_K_MAX,
     regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = 0.5,
+    beta: Beta = limits.DEFAULT_BETA,
     batch: Batch = 1,
 ) -> CalibrationOut:
     """Infer p from a mean acceptance length (tokens per verification) at draft length k."""
@@ -212,29 +274,37 @@ def _counter_parameter(error: CalibrationError) -> str:
     return "accepted"
 
 
-@router.get("/calibrate/counters", response_model=CalibrationOut)
+@router.get("/calibrate/counters", response_model=CalibrationOut, dependencies=HEAVY)
+@in_worker_process
+@with_rules(COUNTER_RULES)
 def get_calibration_from_counters(
-    drafts: Count,
+    drafts: DraftCount,
     draft_tokens: Count,
     accepted: Count,
     per_position: Annotated[
         str,
         Query(
-            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER},
-            description=f"Accepted tokens per draft position 0..k-1, comma-separated (at most {MAX_POSITIONS}).",
+            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER, "pattern": PER_POSITION_PATTERN},
+            description=f"Accepted tokens per draft position 0..k-1, comma-separated (at most {MAX_POSITIONS} "
+            f"numbers from 0 to {MAX_COUNT:.0e}, no exponents).",
         ),
     ] = "",
     k: OptionalK = None,
     c: C = DEFAULT_C,
     k_max: KMax = DEFAULT_K_MAX,
     regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = 0.5,
+    beta: Beta = limits.DEFAULT_BETA,
     batch: Batch = 1,
 ) -> CalibrationOut:
     """Infer p, per-position acceptance and the i.i.d. check from vLLM's spec-decode counter values."""
+    if drafts < 1:
+        raise parameter_error(
+            "drafts", f"must be at least 1: a server that has not speculated yet has nothing to measure; got {drafts:g}"
+        )
     positions = _numbers("per_position", _text_parameter("per_position", per_position), MAX_POSITIONS)
     if any(value < 0 or value > MAX_COUNT for value in positions):
         raise parameter_error("per_position", f"values must be from 0 to {MAX_COUNT:.0e}", per_position)
+    _check_format("per_position", per_position, PER_POSITION_PATTERN, "900,700,400")
     counters = calibration.SpecDecodeCounters(
         schema="v1",
         drafts=drafts,
@@ -308,14 +378,14 @@ METRICS_BODY = {
             'bytes; or JSON {"metrics": "...", "baseline": "..."} where baseline is an earlier scrape to subtract.'
         ),
         "content": {
-            "text/plain": {"schema": {"type": "string", "maxLength": MAX_EXPOSITION_BYTES}},
+            "text/plain": {"schema": {"type": "string", "minLength": 1, "maxLength": MAX_EXPOSITION_BYTES}},
             "application/json": {
                 "schema": {
                     "type": "object",
                     "required": ["metrics"],
                     "additionalProperties": False,
                     "properties": {
-                        "metrics": {"type": "string", "maxLength": MAX_EXPOSITION_BYTES},
+                        "metrics": {"type": "string", "minLength": 1, "maxLength": MAX_EXPOSITION_BYTES},
                         "baseline": {"type": ["string", "null"], "maxLength": MAX_EXPOSITION_BYTES},
                     },
                 }
@@ -328,9 +398,11 @@ METRICS_BODY = {
 @router.post(
     "/calibrate/metrics",
     response_model=CalibrationOut,
+    dependencies=HEAVY,
     openapi_extra=METRICS_BODY,
     responses={422: {"description": "Empty, malformed, unrelated, oversized or inconsistent exposition."}},
 )
+@with_rules(METRICS_RULES)
 async def calibrate_metrics(
     request: Request,
     k: OptionalK = None,
@@ -338,7 +410,7 @@ async def calibrate_metrics(
     c: C = DEFAULT_C,
     k_max: KMax = DEFAULT_K_MAX,
     regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = 0.5,
+    beta: Beta = limits.DEFAULT_BETA,
     batch: Batch = 1,
 ) -> CalibrationOut | JSONResponse:
     """Infer p from a pasted vLLM /metrics exposition: per-position acceptance, i.i.d. check, best k."""
@@ -387,7 +459,9 @@ def counters_calibration(
     return calibration_out(result, chosen)
 
 
-@router.get("/calibrate/example-metrics", response_class=PlainTextResponse)
+@router.get("/calibrate/example-metrics", response_class=PlainTextResponse, dependencies=HEAVY)
+@in_worker_process
+@with_rules(EXAMPLE_RULES)
 def get_example_metrics(
     p: Annotated[float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Acceptance p, 0 to 1.")] = 0.75,
     k: MeasuredK = 5,
@@ -420,15 +494,16 @@ def get_example_metrics(
 
 
 @router.get("/draft-sources", response_model=DraftSourcesOut)
+@with_rules(SOURCES_RULES)
 def get_draft_sources(
     k_max: KMax = DEFAULT_K_MAX,
     regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = 0.5,
+    beta: Beta = limits.DEFAULT_BETA,
     batch: Batch = 1,
     overrides: Annotated[
         str,
         Query(
-            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER},
+            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER, "pattern": OVERRIDES_PATTERN},
             description="Edited sources as id:acceptance:draft_cost, comma-separated, e.g. eagle:0.8:0.1. "
             f"Ids: {', '.join(draft_sources.SOURCE_IDS)}; acceptance 0 to 1, draft cost 0 to 10.",
         ),
@@ -445,6 +520,7 @@ def draft_sources_report(k_max: int, regime: str, beta: float, batch: int, overr
         draft_sources.with_overrides(edits)
     except ValueError as error:
         raise parameter_error("overrides", str(error), overrides) from None
+    _check_format("overrides", overrides, OVERRIDES_PATTERN, "eagle:0.8:0.1")
     # Each source brings its own c; the regime only prices verification (the roofline's c is not used here).
     chosen = _regime(regime, DEFAULT_C, beta, batch)
     return sources_out(k_max, chosen, edits)
@@ -454,12 +530,14 @@ def draft_sources_report(k_max: int, regime: str, beta: float, batch: int, overr
 # Trees
 
 
-@router.get("/trees", response_model=TreesOut)
+@router.get("/trees", response_model=TreesOut, dependencies=HEAVY)
+@in_worker_process
+@with_rules(TREES_RULES)
 def get_trees(
     acceptance: Annotated[
         str,
         Query(
-            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER},
+            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER, "pattern": ACCEPTANCE_PATTERN},
             description=f"Positional acceptance P_1 >= P_2 >= ... comma-separated, 1 to {MAX_TREE_WIDTH} values, "
             "each from 0 to 1, sum at most 1.",
         ),
@@ -467,20 +545,24 @@ def get_trees(
     budget: Annotated[
         int, Query(ge=0, le=MAX_TREE_BUDGET, description=f"Largest tree, in drafted tokens, 0 to {MAX_TREE_BUDGET}.")
     ] = DEFAULT_TREE_BUDGET,
-    c: C = 0.05,
-    regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = 0.5,
+    c: C = DEFAULT_C,
+    regime: Regime = limits.DEFAULT_TREE_REGIME,
+    beta: Beta = limits.DEFAULT_BETA,
     batch: Batch = 1,
     widths: Annotated[
         str,
         Query(
-            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER},
+            json_schema_extra={"maxLength": limits.MAX_WIDTHS_TEXT, "pattern": WIDTHS_PATTERN},
             description=f"Widths of the fixed-width trees to compare, comma-separated, each 2 to {MAX_TREE_WIDTH}, "
             f"at most {MAX_TREE_WIDTHS}.",
         ),
     ] = ",".join(str(width) for width in DEFAULT_TREE_WIDTHS),
 ) -> TreesOut:
-    """Chain, fixed-width and optimal trees for a verification budget; bounds; speedup with the tree in the cost."""
+    """Chain, fixed-width, most-tokens and best-speedup trees for a budget; bounds; speedup with the tree in the cost.
+
+    By default verification is priced by the roofline of the default setup at batch 1 (verification_assumption
+    says what is assumed), so verifying a tree grows with its nodes; c is used by the other regimes.
+    """
     return trees_report(acceptance, budget, c, regime, beta, batch, widths)
 
 
@@ -493,13 +575,15 @@ def trees_report(acceptance: str, budget: int, c: float, regime: str, beta: floa
         probabilities = trees.positional_acceptance(values)
     except ValueError as error:
         raise parameter_error("acceptance", str(error), acceptance) from None
-    width_values = _numbers("widths", _text_parameter("widths", widths, 100), MAX_TREE_WIDTHS)
+    _check_format("acceptance", acceptance, ACCEPTANCE_PATTERN, "0.6,0.2,0.1")
+    width_values = _numbers("widths", _text_parameter("widths", widths, limits.MAX_WIDTHS_TEXT), MAX_TREE_WIDTHS)
     chosen_widths: list[int] = []
     for value in width_values:
         if not value.is_integer() or not 2 <= value <= MAX_TREE_WIDTH:
             raise parameter_error("widths", f"each width must be an integer from 2 to {MAX_TREE_WIDTH}; got {value:g}")
         if int(value) not in chosen_widths:
             chosen_widths.append(int(value))
+    _check_format("widths", widths, WIDTHS_PATTERN, "2,4")
     chosen = _regime(regime, c, beta, batch)
     return trees_out(probabilities, budget, chosen, chosen_widths)
 

@@ -15,6 +15,7 @@ from app.web.api.params import K_MAX_LIMIT, C, KMax
 from app.web.api.setup_params import MAX_BATCH, Setup
 from app.web.core.config import Settings, get_settings
 from app.web.core.errors import parameter_error
+from app.web.core.heavy import HEAVY
 from app.web.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
 from app.web.services import step_fit as step_fit_service
 from app.web.services.decision import CostRegime, cost_regime
@@ -123,6 +124,7 @@ CALIBRATE_BODY: dict[str, Any] = {
 @router.post(
     "/calibrate",
     response_model=EngineCalibrationOut,
+    dependencies=HEAVY,
     openapi_extra=CALIBRATE_BODY,
     responses={422: {"description": "Unknown format, no spec-decode series, counters that go down or disagree."}},
 )
@@ -307,6 +309,7 @@ def get_engine_config(
 @router.post(
     "/step-fit",
     response_model=StepFitOut,
+    dependencies=HEAVY,
     openapi_extra={
         "requestBody": {
             "required": True,

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
+from app.model import limits
 from app.model.limits import (
     ROOFLINE_BETA,
     ROOFLINE_DEFAULT_K,
@@ -18,6 +19,7 @@ from app.model.limits import (
     ROOFLINE_TABLE_P,
     ROOFLINE_TABLE_REGIMES,
 )
+from app.model.regimes import REGIME_NAMES as regime_names
 from app.model.regimes import RegimeName, make_regime
 from app.web.api.params import C, K, KMax, P
 from app.web.api.setup_params import (
@@ -26,7 +28,8 @@ from app.web.api.setup_params import (
     Setup,
     _choice_query,
 )
-from app.web.core.errors import parameter_error
+from app.web.core.errors import parameter_error, with_rules
+from app.web.core.heavy import HEAVY, in_worker_process
 from app.web.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
 from app.web.services import regimes as regimes_report
 from app.web.services.regimes import (
@@ -59,6 +62,29 @@ DEFAULT_POINTS = ROOFLINE_POINTS
 DEFAULT_TABLE_P_MIN, DEFAULT_TABLE_P_MAX, DEFAULT_TABLE_P_STEP = ROOFLINE_TABLE_P
 
 
+RULES = "\n\nRules between parameters (a 422 names the parameter):\n\n"
+
+
+def _named(field: str) -> str:
+    return ", ".join(f"`{prefix}_{field}`" for prefix in ("model", "draft"))
+
+
+SETUP_RULES = (
+    f"- {_named('active_params_b')}, {_named('total_params_b')}: active_params_b is at most total_params_b, and "
+    "at least total_params_b x experts_per_token / experts (each token uses its share of the routed experts);\n"
+    f"- {_named('experts_per_token')}, {_named('experts')}: experts_per_token is at most experts;\n"
+    "- `model`, `draft`: the preset with its edited fields must describe a valid model (the same rules when "
+    "the edit is blamed on the preset). A 422 names a field of the rule that the request changed."
+)
+SWEEP_RULES = RULES + SETUP_RULES + "\n- `batch` is at most `batch_max`."
+TABLE_RULES = (
+    RULES
+    + SETUP_RULES
+    + (f"\n- `p_max` is at least `p_min`;\n- `p_step` gives at most {MAX_TABLE_ROWS} rows from p_min to p_max.")
+)
+ROOFLINE_RULES = RULES + SETUP_RULES
+
+
 # The setup parameters (and their bounds) live in app/web/api/setup_params.py, shared with other routers.
 Points = Annotated[
     int, Query(ge=2, le=MAX_POINTS, description=f"Log-spaced batch sizes returned for plotting, 2 to {MAX_POINTS}.")
@@ -66,7 +92,7 @@ Points = Annotated[
 Beta = Annotated[
     float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Linear regime: v(k) = 1 + beta k, 0 to 1.")
 ]
-REGIME_NAMES = [name.value for name in RegimeName]
+REGIME_NAMES = list(regime_names)
 
 
 def _regime_name(name: str, parameter: str) -> RegimeName:
@@ -101,7 +127,9 @@ def get_presets() -> PresetList:
     return presets_out()
 
 
-@router.get("/regimes/verification-cost", response_model=VerificationCostOut)
+@router.get("/regimes/verification-cost", response_model=VerificationCostOut, dependencies=HEAVY)
+@in_worker_process
+@with_rules(ROOFLINE_RULES)
 def get_verification_cost(
     built: Setup,
     regime: Annotated[str, _choice_query(REGIME_NAMES, "Cost regime.")] = "roofline",
@@ -118,7 +146,9 @@ def get_verification_cost(
     return verification_out(chosen, p, k, k_max, built)
 
 
-@router.get("/regimes/speedup-vs-batch", response_model=BatchSweepOut)
+@router.get("/regimes/speedup-vs-batch", response_model=BatchSweepOut, dependencies=HEAVY)
+@in_worker_process
+@with_rules(SWEEP_RULES)
 def get_speedup_vs_batch(
     built: Setup,
     p: P = DEFAULT_P,
@@ -134,11 +164,13 @@ def get_speedup_vs_batch(
     return sweep_out(p, k, k_max, batch_max, batch, points, built)
 
 
-@router.get("/regimes/schedule", response_model=ScheduleOut, responses=CSV_RESPONSE)
+@router.get("/regimes/schedule", response_model=ScheduleOut, responses=CSV_RESPONSE, dependencies=HEAVY)
+@in_worker_process
+@with_rules(ROOFLINE_RULES)
 def get_schedule(
     built: Setup,
     p: P = DEFAULT_P,
-    k_max: KMax = DEFAULT_K_MAX,
+    k_max: KMax = limits.K_SEARCH_MAX,
     batch_max: BatchMax = MAX_BATCH,
     format: FormatQuery = "json",
 ) -> ScheduleOut | Response:
@@ -147,7 +179,9 @@ def get_schedule(
     return _csv(schedule_csv(schedule), "speculation-schedule.csv") if _format(format) == "csv" else schedule
 
 
-@router.get("/regimes/table", response_model=TableOut, responses=CSV_RESPONSE)
+@router.get("/regimes/table", response_model=TableOut, responses=CSV_RESPONSE, dependencies=HEAVY)
+@in_worker_process
+@with_rules(TABLE_RULES)
 def get_table(
     built: Setup,
     regime_a: Annotated[str, _choice_query(REGIME_NAMES, "Left-hand regime.")] = ROOFLINE_TABLE_REGIMES[0],
@@ -166,10 +200,10 @@ def get_table(
     p_step: Annotated[
         float,
         Query(
-            ge=0.001,
+            ge=limits.MIN_TABLE_P_STEP,
             le=1.0,
             allow_inf_nan=False,
-            description=f"Row spacing, 0.001 to 1; at most {MAX_TABLE_ROWS} rows.",
+            description=f"Row spacing, {limits.MIN_TABLE_P_STEP:g} to 1; at most {MAX_TABLE_ROWS} rows.",
         ),
     ] = DEFAULT_TABLE_P_STEP,
     k_max: Annotated[

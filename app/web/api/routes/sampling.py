@@ -45,8 +45,9 @@ from app.model.limits import (
     TEMPERATURE_MAX,
     TEMPERATURE_MIN,
 )
-from app.web.api.params import K, P, Rho, Seed, check_rho
-from app.web.core.errors import parameter_error
+from app.web.api.params import RHO_RULES, K, P, Rho, Seed, check_rho
+from app.web.core.errors import parameter_error, with_rules
+from app.web.core.heavy import HEAVY, in_worker_process
 from app.web.schemas.sampling import (
     Bursty,
     BurstyPoint,
@@ -150,6 +151,12 @@ BurstyCycles = Annotated[
 ]
 
 
+NGRAM_RULES = (
+    "\n\nRules between parameters (a 422 names the parameter):\n\n"
+    "- `draft_order` is below `target_order`: the draft is the smaller model."
+)
+
+
 def _rule_outcome(result: sampling.RuleResult, shown: np.ndarray) -> RuleOutcome:
     empirical = result.empirical
     shown_mass = float(empirical[shown].sum())
@@ -173,7 +180,8 @@ def _rule_outcome(result: sampling.RuleResult, shown: np.ndarray) -> RuleOutcome
     )
 
 
-@router.get("/exact-rule", response_model=ExactRule)
+@router.get("/exact-rule", response_model=ExactRule, dependencies=HEAVY)
+@in_worker_process
 def get_exact_rule(
     vocab: Vocab = DEFAULT_VOCAB,
     target_temperature: Temperature = DEFAULT_TEMPERATURE,
@@ -206,7 +214,8 @@ def get_exact_rule(
     )
 
 
-@router.get("/chain", response_model=ChainTrace)
+@router.get("/chain", response_model=ChainTrace, dependencies=HEAVY)
+@in_worker_process
 def get_chain(
     vocab: ChainVocab = DEFAULT_CHAIN_VOCAB,
     k: ChainK = DEFAULT_CHAIN_K,
@@ -250,7 +259,8 @@ def get_chain(
     )
 
 
-@router.get("/ngram", response_model=NgramRun)
+@router.get("/ngram", response_model=NgramRun, dependencies=HEAVY)
+@with_rules(NGRAM_RULES)
 def get_ngram(
     request: Request,
     k: NgramK = DEFAULT_NGRAM_K,
@@ -305,7 +315,9 @@ def get_ngram(
     )
 
 
-@router.get("/bursty", response_model=Bursty)
+@router.get("/bursty", response_model=Bursty, dependencies=HEAVY)
+@in_worker_process
+@with_rules(RHO_RULES)
 def get_bursty(
     p: P = DEFAULT_P,
     k: K = DEFAULT_K,

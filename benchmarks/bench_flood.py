@@ -1,0 +1,153 @@
+"""Flood: 32 clients repeat the most expensive /simulate against ONE worker; cheap requests must stay fast.
+
+Bound: the 99th percentile of /healthz and of /api/v1/speedup, each probed by its own client while the flood
+runs, against 50 ms.  The heavy-work bound (SPECDEC_HEAVY_CONCURRENCY) answers the excess of the flood at once
+with 503 and Retry-After; any other answer (or a 503 without Retry-After, or a transport error) fails the
+benchmark.  Traffic goes only to 127.0.0.1 and is bounded in time and in requests per client.
+
+The same flood is run a second time with the bound lifted (SPECDEC_HEAVY_CONCURRENCY=1024) to show what it buys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import httpx
+
+from tests.support import free_port, start_server, stop_server
+
+FLOOD_CLIENTS = 32
+FLOOD_PATH = "/api/v1/simulate?cycles=2000000&k=64&rho=0.5"
+PROBES = {"healthz": "/healthz", "speedup": "/api/v1/speedup?p=0.8&k=4&c=0.1"}
+DURATION_SECONDS = 12.0
+PROBE_INTERVAL_SECONDS = 0.02
+MAX_REQUESTS_PER_CLIENT = 20_000
+TIMEOUT_SECONDS = 60.0
+P99_BOUND_SECONDS = 0.050
+UNBOUNDED = "1024"
+
+
+@dataclass
+class Tally:
+    statuses: Counter[str] = field(default_factory=Counter)
+    unexpected: list[str] = field(default_factory=list)
+    probes: dict[str, list[float]] = field(default_factory=dict)
+
+
+async def flood_client(base: str, deadline: float, tally: Tally, honour_retry_after: bool) -> None:
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(base_url=base, timeout=TIMEOUT_SECONDS, limits=limits) as client:
+        for _ in range(MAX_REQUESTS_PER_CLIENT):
+            if time.perf_counter() >= deadline:
+                return
+            try:
+                response = await client.get(FLOOD_PATH)
+            except httpx.HTTPError as error:
+                tally.unexpected.append(f"flood: {type(error).__name__}")
+                continue
+            if response.status_code == 503 and response.headers.get("retry-after"):
+                tally.statuses["503 with Retry-After"] += 1
+                wait = float(response.headers["retry-after"]) if honour_retry_after else 0.0
+                await asyncio.sleep(min(wait, max(deadline - time.perf_counter(), 0.0)))
+            elif response.status_code == 200:
+                tally.statuses["200"] += 1
+            else:
+                tally.statuses[str(response.status_code)] += 1
+                tally.unexpected.append(f"flood: status {response.status_code}")
+
+
+async def probe_client(base: str, name: str, path: str, start: float, deadline: float, tally: Tally) -> None:
+    latencies = tally.probes.setdefault(name, [])
+    async with httpx.AsyncClient(base_url=base, timeout=TIMEOUT_SECONDS) as client:
+        await asyncio.sleep(max(start - time.perf_counter(), 0.0))
+        for _ in range(MAX_REQUESTS_PER_CLIENT):
+            if time.perf_counter() >= deadline:
+                return
+            began = time.perf_counter()
+            try:
+                response = await client.get(path)
+            except httpx.HTTPError as error:
+                tally.unexpected.append(f"{name}: {type(error).__name__}")
+                continue
+            latencies.append(time.perf_counter() - began)
+            if response.status_code != 200:
+                tally.unexpected.append(f"{name}: status {response.status_code}")
+            await asyncio.sleep(PROBE_INTERVAL_SECONDS)
+
+
+async def warm_up(base: str) -> None:
+    """Start the worker's heavy-work processes (two small simulations at once) before measuring."""
+    async with httpx.AsyncClient(base_url=base, timeout=TIMEOUT_SECONDS) as client:
+        await asyncio.gather(*(client.get("/api/v1/simulate?cycles=1000") for _ in range(2)))
+
+
+async def run_flood(base: str, honour_retry_after: bool) -> Tally:
+    await warm_up(base)
+    tally = Tally()
+    now = time.perf_counter()
+    deadline = now + DURATION_SECONDS
+    warm = now + 1.0  # probes start once the flood is on
+    await asyncio.gather(
+        *(flood_client(base, deadline, tally, honour_retry_after) for _ in range(FLOOD_CLIENTS)),
+        *(probe_client(base, name, path, warm, deadline, tally) for name, path in PROBES.items()),
+    )
+    return tally
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def measure(heavy_concurrency: str | None, honour_retry_after: bool = False) -> Tally:
+    port = free_port()
+    env = {} if heavy_concurrency is None else {"SPECDEC_HEAVY_CONCURRENCY": heavy_concurrency}
+    server = start_server(port, extra_env=env, workers=1)
+    try:
+        return asyncio.run(run_flood(f"http://127.0.0.1:{port}", honour_retry_after))
+    finally:
+        stop_server(server)
+
+
+def describe(label: str, tally: Tally) -> dict[str, float]:
+    p99s = {}
+    print(
+        f"{label}: flood answers " + ", ".join(f"{status}: {count}" for status, count in sorted(tally.statuses.items()))
+    )
+    for name, latencies in tally.probes.items():
+        p99s[name] = percentile(latencies, 0.99)
+        print(
+            f"  {name}: {len(latencies)} probes, p50 {percentile(latencies, 0.5) * 1e3:.1f} ms, "
+            f"p99 {p99s[name] * 1e3:.1f} ms, max {max(latencies) * 1e3:.1f} ms"
+        )
+    return p99s
+
+
+def main() -> None:
+    print(f"{FLOOD_CLIENTS} clients repeating {FLOOD_PATH} against one worker for {DURATION_SECONDS:.0f} s")
+    unbounded = measure(UNBOUNDED)
+    describe(f"heavy work unbounded (SPECDEC_HEAVY_CONCURRENCY={UNBOUNDED})", unbounded)
+    problems: list[str] = []
+    failed = False
+    for honour, label, suffix in (
+        (False, "bounded; the flood repeats at once after each 503", ""),
+        (True, "bounded; the flood waits Retry-After after a 503", "_retry_after"),
+    ):
+        tally = measure(None, honour)
+        p99s = describe(f"heavy work {label} (default SPECDEC_HEAVY_CONCURRENCY)", tally)
+        for name, p99 in p99s.items():
+            print(f"RATIO flood{suffix}_{name}_p99_1w {p99:.6f} {P99_BOUND_SECONDS:.6f} {p99 / P99_BOUND_SECONDS:.3f}")
+            failed = failed or p99 >= P99_BOUND_SECONDS
+        problems += tally.unexpected
+    for problem in problems[:10]:
+        print(f"ERROR {problem}")
+    if problems or failed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
