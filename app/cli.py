@@ -25,8 +25,13 @@ class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return (text + " " if text else "") + "(default: %(default)s)"
 
     def _format_action(self, action: argparse.Action) -> str:
-        if action.help is None and action.option_strings and action.default not in (None, argparse.SUPPRESS):
-            action.help = ""
+        if (
+            not action.help
+            and action.option_strings
+            and action.default not in (None, argparse.SUPPRESS)
+            and not isinstance(action, argparse._StoreConstAction)
+        ):
+            action.help = "(default: %(default)s)"
         return super()._format_action(action)
 
 
@@ -584,6 +589,8 @@ def build_parser() -> argparse.ArgumentParser:
     from app import cli_engines
 
     cli_engines.add_commands(subparsers, _add_roofline_arguments, _setup_request)
+    for command in subparsers.choices.values():  # every --help shows the defaults, whichever module added it
+        command.formatter_class = DefaultsFormatter
     return parser
 
 

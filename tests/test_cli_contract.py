@@ -99,7 +99,8 @@ def test_every_help_shows_the_defaults(command: str) -> None:
     parser = _subparsers()[command]
     text = " ".join(parser.format_help().split())
     for action in parser._actions:
-        if not action.option_strings or action.default in (None, argparse.SUPPRESS) or action.dest == "help":
+        flag = isinstance(action, argparse._StoreConstAction)  # store_true and the like: no value to default
+        if flag or not action.option_strings or action.default in (None, argparse.SUPPRESS) or action.dest == "help":
             continue
         assert f"(default: {action.default})" in text, (command, action.dest)
 

@@ -22,7 +22,15 @@ def _get_operations() -> list[tuple[str, dict[str, Any]]]:
 
 def _required_params(operation: dict[str, Any]) -> dict[str, str]:
     """Values that satisfy each required parameter of an operation."""
-    examples = {"rate": "0.5", "k": "4", "length": "2.5", "drafts": "100", "draft_tokens": "400", "accepted": "150"}
+    examples = {
+        "rate": "0.5",
+        "k": "4",
+        "length": "2.5",
+        "drafts": "100",
+        "draft_tokens": "400",
+        "accepted": "150",
+        "engine": "vllm",
+    }
     return {item["name"]: examples[item["name"]] for item in operation.get("parameters", []) if item.get("required")}
 
 

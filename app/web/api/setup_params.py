@@ -139,3 +139,20 @@ def roofline_setup(
 Setup = Annotated[BuiltSetup, Depends(roofline_setup)]
 Batch = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Batch size (sequences per step), 1 to {MAX_BATCH}.")]
 BatchMax = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch size swept, 1 to {MAX_BATCH}.")]
+
+
+# Rules between the setup's parameters, listed in the description of every operation that takes a setup.
+RULES = "\n\nRules between parameters (a 422 names the parameter):\n\n"
+
+
+def _named(field: str) -> str:
+    return ", ".join(f"`{prefix}_{field}`" for prefix in ("model", "draft"))
+
+
+SETUP_RULES = (
+    f"- {_named('active_params_b')}, {_named('total_params_b')}: active_params_b is at most total_params_b, and "
+    "at least total_params_b x experts_per_token / experts (each token uses its share of the routed experts);\n"
+    f"- {_named('experts_per_token')}, {_named('experts')}: experts_per_token is at most experts;\n"
+    "- `model`, `draft`: the preset with its edited fields must describe a valid model (the same rules when "
+    "the edit is blamed on the preset). A 422 names a field of the rule that the request changed."
+)

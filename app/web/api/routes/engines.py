@@ -12,9 +12,9 @@ from app.model import closed_form, engine_config, trees
 from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.regimes import RegimeName
 from app.web.api.params import K_MAX_LIMIT, C, KMax
-from app.web.api.setup_params import MAX_BATCH, Setup
+from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, Setup
 from app.web.core.config import Settings, get_settings
-from app.web.core.errors import parameter_error
+from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY
 from app.web.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
 from app.web.services import step_fit as step_fit_service
@@ -121,6 +121,29 @@ CALIBRATE_BODY: dict[str, Any] = {
 }
 
 
+CALIBRATE_RULES = RULES + (
+    "- `body`: a report of one of the engines' formats (at most the size stated), with spec-decode series that "
+    "agree with each other (and with k when it is given);\n"
+    "- `url`: instead of a body, never both, and only when the server allows fetching."
+)
+CONFIG_RULES = (
+    RULES
+    + (
+        "- `p`, `rate`, `mean_length`: give at most one of them;\n"
+        "- `k` is required with rate or mean_length;\n"
+        "- `mean_length` is at most k + 1;\n"
+        "- `tree_acceptance` is required with tree_budget > 0; its values do not increase and sum to at most 1;\n"
+        "- `tree_budget` fits the engine's tree format.\n"
+    )
+    + SETUP_RULES
+)
+STEP_FIT_RULES = (
+    RULES
+    + "- `body`: step times in one of the formats named (CSV, vLLM or SGLang JSON, TensorRT-LLM statistics);\n"
+    + SETUP_RULES
+)
+
+
 @router.post(
     "/calibrate",
     response_model=EngineCalibrationOut,
@@ -128,6 +151,7 @@ CALIBRATE_BODY: dict[str, Any] = {
     openapi_extra=CALIBRATE_BODY,
     responses={422: {"description": "Unknown format, no spec-decode series, counters that go down or disagree."}},
 )
+@with_rules(CALIBRATE_RULES)
 async def calibrate_any(
     request: Request,
     k: OptionalK = None,
@@ -197,6 +221,7 @@ def _tree_acceptance(text: str) -> tuple[float, ...]:
 
 
 @router.get("/engine-config", response_model=EngineConfigOut)
+@with_rules(CONFIG_RULES)
 def get_engine_config(
     built: Setup,
     engine: Annotated[str, Query(description=f"One of: {', '.join(ENGINES)}.", json_schema_extra={"enum": ENGINES})],
@@ -322,6 +347,7 @@ def get_engine_config(
         }
     },
 )
+@with_rules(STEP_FIT_RULES)
 async def post_step_fit(
     request: Request,
     built: Setup,

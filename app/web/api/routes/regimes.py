@@ -23,6 +23,8 @@ from app.model.regimes import REGIME_NAMES as regime_names
 from app.model.regimes import RegimeName, make_regime
 from app.web.api.params import C, K, KMax, P
 from app.web.api.setup_params import (
+    RULES,
+    SETUP_RULES,
     Batch,
     BatchMax,
     Setup,
@@ -62,20 +64,6 @@ DEFAULT_POINTS = ROOFLINE_POINTS
 DEFAULT_TABLE_P_MIN, DEFAULT_TABLE_P_MAX, DEFAULT_TABLE_P_STEP = ROOFLINE_TABLE_P
 
 
-RULES = "\n\nRules between parameters (a 422 names the parameter):\n\n"
-
-
-def _named(field: str) -> str:
-    return ", ".join(f"`{prefix}_{field}`" for prefix in ("model", "draft"))
-
-
-SETUP_RULES = (
-    f"- {_named('active_params_b')}, {_named('total_params_b')}: active_params_b is at most total_params_b, and "
-    "at least total_params_b x experts_per_token / experts (each token uses its share of the routed experts);\n"
-    f"- {_named('experts_per_token')}, {_named('experts')}: experts_per_token is at most experts;\n"
-    "- `model`, `draft`: the preset with its edited fields must describe a valid model (the same rules when "
-    "the edit is blamed on the preset). A 422 names a field of the rule that the request changed."
-)
 SWEEP_RULES = RULES + SETUP_RULES + "\n- `batch` is at most `batch_max`."
 TABLE_RULES = (
     RULES
