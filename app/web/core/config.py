@@ -54,12 +54,13 @@ class Settings(BaseSettings):
         default=4096, ge=64, le=65536, description="Longest query string accepted, in characters; longer gets 414."
     )
     heavy_concurrency: int = Field(
-        default=2,
+        default=8,
         ge=1,
         le=1024,
         description=(
             "Heavy requests (simulate, run, exact-rule, chain, ngram, bursty, trees, calibrate, regimes) one worker "
-            "runs at once; more at the same time get 503 with Retry-After at once instead of queueing."
+            "accepts at once (run by at most as many processes as there are cores); more at the same time get 503 "
+            "with Retry-After at once instead of queueing."
         ),
     )
 

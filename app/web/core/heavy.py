@@ -80,14 +80,16 @@ def _busy(limit: int) -> HTTPException:
 
 
 def worker_pool(app: Starlette) -> ProcessPoolExecutor:
-    """The app's pool of heavy-work processes, started on first use, as many as the heavy-work bound."""
+    """The app's pool of heavy-work processes, started on first use: at most the bound, at most the cores."""
     pool: ProcessPoolExecutor | None = getattr(app.state, "heavy_pool", None)
     if pool is None:
         limiter: HeavyWorkLimiter | None = getattr(app.state, "heavy_work", None)
         # spawn, not fork: the worker runs threads (the thread pool, the event loop), which fork does not copy.
         context = multiprocessing.get_context("spawn")
+        # As many processes as the bound allows and the cores carry: heavy requests beyond the cores (but within
+        # the bound) wait their turn in the pool; those beyond the bound were refused already.
         pool = ProcessPoolExecutor(
-            max_workers=limiter.limit if limiter else 1,
+            max_workers=max(1, min(limiter.limit if limiter else 1, os.cpu_count() or 1)),
             mp_context=context,
             initializer=_exit_with_parent,
             initargs=(os.getpid(),),
