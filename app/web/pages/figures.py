@@ -39,8 +39,14 @@ def axis(title: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def figure(data: list[Trace], x_title: str, y_title: str, x: dict[str, Any] | None = None,
-           y: dict[str, Any] | None = None, **layout: Any) -> Figure:
+def figure(
+    data: list[Trace],
+    x_title: str,
+    y_title: str,
+    x: dict[str, Any] | None = None,
+    y: dict[str, Any] | None = None,
+    **layout: Any,
+) -> Figure:
     """A figure whose legend sits above the plot area, clear of both axis titles."""
     return {
         "data": data,
