@@ -23,17 +23,25 @@ export function speedup(p, k, c) {
   return k === 0 ? 1 : expectedTokens(p, k) / costPerCycle(k, c);
 }
 
+// Whether a longer draft beats a shorter one, decided through the gain and loss terms as the Python model
+// does (closed_form.beats), never by subtracting two rounded speedups.
+function beats(p, longer, shorter, c) {
+  const loss = expectedTokens(p, shorter) * ((longer - shorter) * c);
+  if (loss < 0) return true;
+  if (p === 0) return false;
+  if (loss === 0) return true;
+  const logGain = (shorter + 1) * Math.log(p)
+    + Math.log(expectedTokens(p, longer - shorter - 1))
+    + Math.log(costPerCycle(shorter, c));
+  return logGain > Math.log(loss);
+}
+
 export function bestK(p, c, kMax = K_SEARCH_MAX) {
   let chosen = 0;
-  let chosenSpeedup = 1;
   for (let k = 1; k <= kMax; k += 1) {
-    const value = speedup(p, k, c);
-    if (value > chosenSpeedup) {
-      chosen = k;
-      chosenSpeedup = value;
-    }
+    if (beats(p, k, chosen, c)) chosen = k;
   }
-  return [chosen, chosenSpeedup];
+  return [chosen, speedup(p, chosen, c)];
 }
 
 function bisectIncreasing(fn, target, low, high) {
@@ -49,7 +57,8 @@ function bisectIncreasing(fn, target, low, high) {
 export function breakEvenAcceptance(k, c) {
   if (k === 0) return null;
   const cost = costPerCycle(k, c);
-  if (expectedTokens(1, k) <= cost) return null;
+  if (expectedTokens(1, k) === cost) return 1; // k c + 1 = k + 1: only p = 1 breaks even
+  if (expectedTokens(1, k) < cost) return null;
   if (expectedTokens(0, k) >= cost) return 0;
   return bisectIncreasing((p) => expectedTokens(p, k), cost, 0, 1);
 }
