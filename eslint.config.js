@@ -4,7 +4,7 @@ import globals from "globals";
 
 export default [
   // The one-page version's section scripts, until their pages are rebuilt on views.
-  { ignores: ["static/js/regimes.js", "static/js/exact.js", "static/js/decision.js"] },
+  { ignores: ["static/js/regimes.js", "static/js/exact.js"] },
   js.configs.recommended,
   {
     files: ["static/js/**/*.js"],

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from app.model import closed_form
 from app.model.closed_form import VerifyCost, free_verification
+from app.model.limits import MAX_DRAFT_COST
 
 SPEC_BENCH = "Spec-Bench leaderboard, RTX 3090 table (Xia et al., Findings of ACL 2024, arXiv:2401.07851)"
 SPEC_BENCH_SETTING = "Vicuna-7B-v1.3, greedy decoding, FP16, batch size 1, one RTX 3090"
@@ -174,8 +175,8 @@ def with_overrides(
         p, c = overrides[source.id]
         if not (math.isfinite(p) and 0.0 <= p <= 1.0):
             raise ValueError(f"acceptance of {source.id} must be from 0 to 1; got {p}")
-        if not (math.isfinite(c) and 0.0 <= c <= 10.0):
-            raise ValueError(f"draft cost of {source.id} must be from 0 to 10; got {c}")
+        if not (math.isfinite(c) and 0.0 <= c <= MAX_DRAFT_COST):
+            raise ValueError(f"draft cost of {source.id} must be from 0 to {MAX_DRAFT_COST:g}; got {c}")
         edited.append(replace(source, acceptance=p, draft_cost=c, edited=True))
     return edited
 

@@ -16,6 +16,12 @@
 //   data-steps="a.b"   on a range input without a name, with data-target="x": its positions index view.a.b.steps
 //                      and moving it sets control x (a hidden input, say) to that step, so a log-scale slider's
 //                      address carries the value itself; view.a.b.position places it
+//   data-when="name:a b"  hidden unless the form's control `name` holds a or b (at once, no request needed)
+//   data-reset         a button that puts every control of its fieldset back to its default
+//   data-load="name"   a link whose text (an example to paste) is loaded into the form's field `name`
+//
+// A form with data-method="post" sends its named textareas (a pasted scrape: never in the address) as a JSON
+// object in the body of a POST to the same /api/v1/views/<name>; the short controls stay in the query.
 //
 // Page scripts add what only a browser can do (animating a run, copying a config) through onView().
 
@@ -159,19 +165,29 @@ function showError(message, names = []) {
   }
 }
 
+function request(signal) {
+  const init = { signal, headers: { accept: "application/json" } };
+  if (form.dataset.method !== "post") return init;
+  const texts = [...form.querySelectorAll("textarea[name]")].map((element) => [element.name, element.value]);
+  init.headers["content-type"] = "application/json";
+  return { ...init, method: "POST", body: JSON.stringify(Object.fromEntries(texts)) };
+}
+
 async function fetchView() {
   const params = state();
   const url = `/api/v1/views/${form.dataset.view}${params.toString() ? `?${params}` : ""}`;
-  if (url === requested) {
+  const controller = new AbortController();
+  const init = request(controller.signal);
+  const key = `${url}\n${init.body || ""}`;
+  if (key === requested) {
     if (!inflight) setStale(false); // the controls came back to the view on screen
     return;
   }
   inflight?.abort();
-  requested = url;
-  const controller = new AbortController();
+  requested = key;
   inflight = controller;
   try {
-    const response = await fetch(url, { signal: controller.signal, headers: { accept: "application/json" } });
+    const response = await fetch(url, init);
     const body = await response.json();
     if (controller.signal.aborted) return;
     if (!response.ok) {
@@ -220,6 +236,14 @@ function liveOutputs(element) {
   }
 }
 
+function showWhen() {
+  for (const element of document.querySelectorAll("[data-when]")) {
+    const [name, values] = element.dataset.when.split(":");
+    const control = form?.elements.namedItem(name);
+    if (control) element.hidden = !values.split(" ").includes(control.value);
+  }
+}
+
 if (form) {
   form.addEventListener("submit", (event) => event.preventDefault());
   form.addEventListener("input", (event) => {
@@ -234,11 +258,35 @@ if (form) {
       refresh();
     } else if (event.target.name) {
       liveOutputs(event.target);
+      showWhen();
       refresh();
     }
   });
   form.addEventListener("change", (event) => {
-    if (event.target.name && event.target.tagName === "SELECT") refresh();
+    if (event.target.name && event.target.tagName === "SELECT") {
+      showWhen();
+      refresh();
+    }
+  });
+  form.addEventListener("click", async (event) => {
+    const reset = event.target.closest("button[data-reset]");
+    const load = event.target.closest("a[data-load]");
+    if (reset) {
+      for (const element of reset.closest("fieldset")?.elements || []) {
+        if (element.dataset.default !== undefined) element.value = element.dataset.default;
+      }
+      refresh();
+    }
+    if (load) {
+      event.preventDefault();
+      try {
+        const response = await fetch(load.href);
+        form.elements.namedItem(load.dataset.load).value = await response.text();
+        refresh();
+      } catch (error) {
+        showError(`Could not reach the server: ${error.message}`);
+      }
+    }
   });
 }
 
@@ -252,6 +300,7 @@ if (document.body.classList.contains("embed")) {
 function start() {
   // A value the server had to correct (its note says so) is written back to the address as shown.
   if (form && current.notes && current.notes.length) writeAddress(state());
+  showWhen();
   patch(current).then(() => {
     document.body.dataset.ready = "1";
   });

@@ -72,6 +72,10 @@ class Control:
             return str(int(value))
         return f"{float(value):.{self.digits}f}" if self.kind == "range" else _shown(float(value))
 
+    def from_legacy(self, value: str) -> str | None:
+        """This control's value in an older address's key, as its own key carries it (None: nothing for it)."""
+        return value
+
     def read(self, raw: str | None, strict: bool) -> tuple[Value | None, str | None]:
         """(value, note): the value for this raw URL text and, when it had to be corrected, why."""
         if raw is None or not raw.strip():
@@ -130,6 +134,7 @@ class Reading:
     values: dict[str, Value | None]
     notes: list[str] = field(default_factory=list)
     strict: bool = False
+    body: dict[str, str] | None = None  # texts posted with the view (None: asked for with GET)
 
     def correct(self, control: Control, value: Value, message: str) -> None:
         """A rule between controls is broken: the strict reading refuses it, naming the control's label; the

@@ -9,7 +9,7 @@ from it when a control changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -28,16 +28,19 @@ class Page:
     template: str
     controls: Sequence[Control]
     build: Callable[[Reading], View]
+    # Long texts a POST to /api/v1/views/<name> may carry in its JSON body (a pasted scrape); never in the URL.
+    body_controls: Sequence[Control] = ()
     legacy_keys: tuple[str, ...] = ()  # URL keys (or prefixes ending in _) of the one-page version that belong here
-    # A section of the one-page version not yet rebuilt on a view: its first paint from the URL.
-    legacy_context: Callable[[Mapping[str, str]], dict[str, Any]] | None = None
 
     def owns(self, key: str) -> bool:
         return any(key == old or (old.endswith("_") and key.startswith(old)) for old in self.legacy_keys)
 
-    def view(self, query: Mapping[str, str], strict: bool) -> View:
-        """The page's view for a query; strict reading raises ControlError naming the control's label."""
+    def view(self, query: Mapping[str, str], strict: bool, body: Mapping[str, str] | None = None) -> View:
+        """The page's view for a query (and posted texts); strict reading raises ControlError naming the label."""
         reading = read_controls(self.controls, query, strict)
+        if body is not None:
+            texts = {control.name: control.read(body.get(control.name), strict)[0] for control in self.body_controls}
+            reading = replace(reading, body={name: str(text) for name, text in texts.items()})
         view = self.build(reading)
         state = changed_from_defaults(self.controls, reading)
         view["page"] = self.name
@@ -57,12 +60,22 @@ class Page:
 
     def renamed(self, items: Iterable[tuple[str, str]]) -> list[tuple[str, str]] | None:
         """The query with older URL keys of this page's controls under their names, or None if it has none."""
-        names = {old: control.name for control in self.controls for old in control.legacy}
         items = list(items)
-        if not any(key in names for key, _ in items):
+        olds = {old for control in self.controls for old in control.legacy}
+        if not any(key in olds for key, _ in items):
             return None
         present = {key for key, _ in items}
-        return [(names.get(key, key), value) for key, value in items if names.get(key) not in present]
+        renamed = []
+        for key, value in items:
+            if key not in olds:
+                renamed.append((key, value))
+                continue
+            # One older key may hold several controls' values (a list of edits): each control takes its own.
+            for control in self.controls:
+                new = control.from_legacy(value) if key in control.legacy and control.name not in present else None
+                if new is not None:
+                    renamed.append((control.name, new))
+        return renamed
 
     def defaults(self) -> dict[str, str]:
         return {control.name: str(control.default) for control in self.controls}

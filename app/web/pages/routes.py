@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -9,6 +11,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from app import __version__
 from app.web.core.assets import asset_table, asset_url, asset_version
@@ -47,13 +50,7 @@ def render_page(request: Request, page: Page, embed: bool = False) -> HTMLRespon
         "embed": embed,
         "parts": embed_parts(query.get("parts")) if embed else EMBED_PARTS,
     }
-    if page.legacy_context is not None:
-        context["view"] = {"page": page.name, "links": {"json": f"/api/v1/views/{page.name}"}, "notes": []}
-        section = {"decide": "decision"}[page.name]
-        context["section"] = section
-        context["sections"] = {section: page.legacy_context(query)}
-    else:
-        context["view"] = page.view(query, strict=False)
+    context["view"] = page.view(query, strict=False)
     return TEMPLATES.TemplateResponse(request, page.template, context)
 
 
@@ -88,17 +85,62 @@ def get_embed_page(request: Request) -> HTMLResponse:
     return render_page(request, DEMO, embed=True)
 
 
+def _view_page(name: str) -> Page | None:
+    return next((page for page in PAGES if page.name == name), None)
+
+
+def _no_view(name: str) -> JSONResponse:
+    return JSONResponse({"detail": [{"loc": ["path", "name"], "msg": f"no view named {name!r}"}]}, 404)
+
+
+def _view_response(page: Page, query: Mapping[str, str], body: Mapping[str, str] | None = None) -> JSONResponse:
+    try:
+        return JSONResponse(page.view(query, strict=True, body=body))
+    except ControlError as error:
+        where = "body" if error.control in page.body_controls else "query"
+        detail = {"loc": [where, error.control.name], "msg": error.message, "label": error.control.label}
+        return JSONResponse({"detail": [detail]}, status_code=422)
+
+
+def _body_refused(message: str) -> JSONResponse:
+    return JSONResponse({"detail": [{"loc": ["body"], "msg": message}]}, status_code=422)
+
+
 @router.get("/api/v1/views/{name}", include_in_schema=False)
 def get_view(name: str, request: Request) -> JSONResponse:
     """A page's view: the same object its first paint was rendered from; a 422 names a control by its label."""
-    page = next((page for page in PAGES if page.name == name and page.legacy_context is None), None)
+    page = _view_page(name)
+    return _no_view(name) if page is None else _view_response(page, request.query_params)
+
+
+@router.post("/api/v1/views/{name}", include_in_schema=False)
+async def post_view(name: str, request: Request) -> JSONResponse:
+    """A page's view with long texts (a pasted scrape) as a JSON object of strings; short controls stay in the query."""
+    page = _view_page(name)
     if page is None:
-        return JSONResponse({"detail": [{"loc": ["path", "name"], "msg": f"no view named {name!r}"}]}, 404)
+        return _no_view(name)
+    if not page.body_controls:
+        return JSONResponse({"detail": [{"loc": ["body"], "msg": f"the {name} view takes no body"}]}, 405)
+    names = {control.name for control in page.body_controls}
+    # Each text up to twice its length once JSON escapes quotes and newlines, + framing.
+    limit = 2 * sum(control.max_length for control in page.body_controls) + 65_536
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return _body_refused(f"the body must be at most {limit:,} bytes")
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > limit:
+            return _body_refused(f"the body must be at most {limit:,} bytes")
     try:
-        return JSONResponse(page.view(request.query_params, strict=True))
-    except ControlError as error:
-        detail = {"loc": ["query", error.control.name], "msg": error.message, "label": error.control.label}
-        return JSONResponse({"detail": [detail]}, status_code=422)
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return _body_refused("the body must be a JSON object of texts, in UTF-8")
+    fields = ", ".join(sorted(names))
+    if not isinstance(body, dict) or not set(body) <= names or not all(isinstance(v, str) for v in body.values()):
+        return _body_refused(f"the body must be a JSON object whose fields are texts among: {fields}")
+    # Parsing a long paste takes a while: keep it off the event loop.
+    return await run_in_threadpool(_view_response, page, request.query_params, body)
 
 
 @router.get("/docs", response_class=HTMLResponse, include_in_schema=False)

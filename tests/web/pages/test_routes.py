@@ -13,8 +13,8 @@ from app.web.pages.views.demo import readouts
         ("rg_hw=a100-sxm&rg_p=0.7", "/batch?hw=a100-sxm&p=0.7"),
         ("xtrials=500000", "/exact?trials=500000"),  # a rebuilt page opens under its controls' names
         ("ngk=3&k=4", "/exact?ngram_k=3"),  # k was the demo's, not the page's
-        ("cal_mode=rate&cal_rate=0.6", "/decide?cal_mode=rate&cal_rate=0.6"),
-        ("tree_budget=32", "/decide?tree_budget=32"),
+        ("cal_mode=rate&cal_rate=0.6", "/decide?mode=rate&rate=0.6"),
+        ("tree_budget=32", "/decide?budget=32"),
     ],
 )
 def test_an_address_of_the_one_page_version_opens_its_section_s_page(

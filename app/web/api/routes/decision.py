@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
-from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -18,9 +16,8 @@ from app.model.calibration import CalibrationError, ErrorKind
 from app.model.regimes import REGIME_NAMES as regime_names
 from app.model.regimes import RegimeName
 from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, KMax
-from app.web.core.errors import ParameterError, parameter_error, with_rules
+from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
-from app.web.pages.page_format import JS_SPACE
 from app.web.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 from app.web.services.decision import (
     DEFAULT_C,
@@ -28,21 +25,11 @@ from app.web.services.decision import (
     DEFAULT_TREE_ACCEPTANCE,
     DEFAULT_TREE_BUDGET,
     DEFAULT_TREE_WIDTHS,
-    EXAMPLE_DRAFTS,
-    EXAMPLE_K,
-    EXAMPLE_P,
-    EXAMPLE_SEED,
-    PAGE_TREE_WIDTHS,
     CostRegime,
-    PageState,
     calibration_out,
-    calibration_view,
     cost_regime,
-    read_page_state,
     sources_out,
-    sources_view,
     trees_out,
-    trees_view,
 )
 
 router = APIRouter(prefix="/api/v1", tags=["decision"])
@@ -586,119 +573,3 @@ def trees_report(acceptance: str, budget: int, c: float, regime: str, beta: floa
     _check_format("widths", widths, WIDTHS_PATTERN, "2,4")
     chosen = _regime(regime, c, beta, batch)
     return trees_out(probabilities, budget, chosen, chosen_widths)
-
-
-# ---------------------------------------------------------------------------
-# First paint of the page section
-
-# Trees of more than this much work (budget x (ranked candidates + 4), about 10 ms here) wait for the script.
-MAX_FIRST_PAINT_TREE_WORK = 128 * 8
-
-
-def _first_value(query: Mapping[str, str], name: str) -> str | None:
-    """The first value of a key, as URLSearchParams.get returns it (a Mapping alone keeps one)."""
-    getlist = getattr(query, "getlist", None)
-    if callable(getlist):
-        values = getlist(name)
-        return str(values[0]) if values else None
-    value = query.get(name)
-    return None if value is None else str(value)
-
-
-@functools.lru_cache(maxsize=1)
-def example_scrape() -> tuple[str, calibration.SpecDecodeCounters]:
-    """The scrape decision.js loads into the metrics box (GET /calibrate/example-metrics), and its counters."""
-    text = calibration.example_exposition(EXAMPLE_P, EXAMPLE_K, drafts=EXAMPLE_DRAFTS, seed=EXAMPLE_SEED)
-    return text, calibration.parse_exposition(text)
-
-
-@functools.lru_cache(maxsize=64)
-def _page_calibration(
-    mode: str, measured: float, k: int, c: float, k_max: int, regime: str, beta: float, batch: int
-) -> CalibrationOut:
-    """The calibration decision.js asks for first: by rate, by length, or of the example scrape."""
-    if mode == "rate":
-        return rate_calibration(measured, k, c, k_max, regime, beta, batch)
-    if mode == "length":
-        return length_calibration(measured, k, c, k_max, regime, beta, batch)
-    return counters_calibration(example_scrape()[1], _regime(regime, c, beta, batch), k_max, None)
-
-
-@functools.lru_cache(maxsize=64)
-def _page_sources(k_max: int, regime: str, beta: float, batch: int, overrides: str) -> DraftSourcesOut:
-    return draft_sources_report(k_max, regime, beta, batch, overrides)
-
-
-@functools.lru_cache(maxsize=64)
-def _page_trees(acceptance: str, budget: int, c: float, regime: str, beta: float, batch: int) -> TreesOut:
-    return trees_report(acceptance, budget, c, regime, beta, batch, PAGE_TREE_WIDTHS)
-
-
-def clear_first_paint_caches() -> None:
-    for cached in (example_scrape, _page_calibration, _page_sources, _page_trees):
-        cached.cache_clear()
-
-
-def _tree_work(state: PageState) -> int:
-    candidates = sum(1 for item in state.tree_acceptance.split(",") if item.strip(JS_SPACE))
-    return state.tree_budget * (min(candidates, MAX_TREE_WIDTH) + 4)
-
-
-def _message(error: ParameterError) -> str:
-    """The message the API's 422 carries, as the script shows it."""
-    return f"{error.name}: {error.message}"
-
-
-def page_context(query: Mapping[str, str]) -> dict[str, Any]:
-    """First-paint numbers of this family's page section, from the page's URL state; never raises.
-
-    Each part holds what decision.js would show for the same URL: a view, or the API's error message, or
-    None (the part stays with its placeholder; the trees also when too large to compute on every page load).
-    """
-    try:
-        state = read_page_state(lambda name: _first_value(query, name))
-    except Exception:  # a malformed URL must never break the page
-        return {}
-    context: dict[str, Any] = {
-        "controls": state.controls(),
-        "example_metrics": None,
-        "calibration": None,
-        "calibration_error": None,
-        "sources": None,
-        "sources_error": None,
-        "trees": None,
-        "trees_error": None,
-        "trees_pending": False,
-    }
-    try:
-        if state.mode == "metrics":
-            context["example_metrics"] = example_scrape()[0]
-        measured = {"rate": state.rate, "length": state.length}.get(state.mode, 0.0)
-        result = _page_calibration(
-            state.mode, measured, state.k, state.c, state.k_max, state.regime, state.beta_sent, state.batch_sent
-        )
-        context["calibration"] = calibration_view(result, state)
-    except ParameterError as error:
-        context["calibration_error"] = _message(error)
-    except Exception:  # the script will try again and show what the API says
-        context["calibration"] = None
-    try:
-        sources = _page_sources(state.k_max, state.regime, state.beta_sent, state.batch_sent, state.overrides)
-        context["sources"] = sources_view(sources, state)
-    except ParameterError as error:
-        context["sources_error"] = _message(error)
-    except Exception:
-        context["sources"] = None
-    try:
-        if _tree_work(state) > MAX_FIRST_PAINT_TREE_WORK:
-            context["trees_pending"] = True
-        else:
-            trees_result = _page_trees(
-                state.tree_acceptance, state.tree_budget, state.c, state.regime, state.beta_sent, state.batch_sent
-            )
-            context["trees"] = trees_view(trees_result, state)
-    except ParameterError as error:
-        context["trees_error"] = _message(error)
-    except Exception:
-        context["trees"] = None
-    return context

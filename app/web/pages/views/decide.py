@@ -1,9 +1,750 @@
-"""Decide for my server: the section of the one-page version, on a page of its own until it is rebuilt on a view."""
+"""Decide for my server: calibrate p from what the server reports, pick a draft source, a k per batch, a tree.
+
+One step per section, each with its own results: (1) p from a draft acceptance rate, a mean acceptance
+length or a pasted vLLM /metrics scrape (the scrape is POSTed to the view as a JSON body and never enters
+the URL); (2) the draft sources side by side with p and c editable per source; (3) the best k per batch size
+on the default roofline setup at the calibrated p; (4) chains against trees for a verification budget.
+"""
 
 from __future__ import annotations
 
-from app.web.api.routes.decision import page_context
-from app.web.pages.page import Page
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from app.model import calibration, capacity, closed_form, draft_sources, regimes, trees
+from app.model.calibration import CalibrationError
+from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
+from app.model.regimes import RegimeName
+from app.web.pages.controls import Control, ControlError, Reading, Value
+from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.page import Page, View
+from app.web.pages.text import fixed, times
+from app.web.services.decision import (
+    DEFAULT_K_MAX,
+    DEFAULT_TREE_ACCEPTANCE,
+    DEFAULT_TREE_BUDGET,
+    DEFAULT_TREE_WIDTHS,
+    MAX_BATCH,
+    CostRegime,
+    cost_regime,
+)
+from app.web.services.regimes import SetupRequest, build_setup, devices_note
+
+# The example scrape the page opens with: vLLM's counters after EXAMPLE_DRAFTS drafts of i.i.d. acceptance.
+EXAMPLE_P = 0.8
+EXAMPLE_K = 5
+EXAMPLE_DRAFTS = 20_000
+EXAMPLE_SEED = 7
+# What the page asks for first in the rate and length modes (any typical engine reading).
+DEFAULT_RATE = 0.55
+DEFAULT_LENGTH = 3.2
+DEFAULT_MEASURED_K = 5
+MAX_LIST_TEXT = 1_000  # characters of the positional acceptance list
+
+SETUP = regimes.default_setup()
+SETUP_TEXT = f"{SETUP.accelerator.name}, target {SETUP.target.name}, draft {SETUP.draft.name}"
+REGIME_LABELS = {
+    RegimeName.MEMORY_BOUND: "memory-bound: v = 1",
+    RegimeName.LINEAR: "linear: v = 1 + β·k",
+    RegimeName.COMPUTE_BOUND: "compute-bound: v = k + 1",
+    RegimeName.ROOFLINE: "roofline of the default setup",
+}
+MODES = (
+    ("metrics", "a vLLM /metrics scrape"),
+    ("rate", "a draft acceptance rate (accepted / drafted)"),
+    ("length", "a mean acceptance length (tokens per step)"),
+)
+# Draft sources: p and c of each, editable; the defaults are the cited values (derived from Spec-Bench).
+SOURCE_DIGITS = 4
+SCHEDULE_POINTS = 120  # batches drawn on the schedule's log axis, besides the ends of every step
+
+
+@dataclass(frozen=True)
+class SourceControl(Control):
+    """p or c of one draft source; the one-page version carried every edit in one key, src_edit=id:p:c,..."""
+
+    source: str = ""
+    part: int = 1  # where the value sits in id:p:c
+
+    def from_legacy(self, value: str) -> str | None:
+        items = (item.split(":") for item in value.split(","))
+        return next((item[self.part] for item in items if len(item) == 3 and item[0].strip() == self.source), None)
+
+    def read(self, raw: str | None, strict: bool) -> tuple[Value | None, str | None]:
+        return super().read(self.from_legacy(raw) if raw is not None and ":" in raw else raw, strict)
+
+
+def _source_controls(source: draft_sources.DraftSource) -> tuple[Control, Control]:
+    p, c = round(source.acceptance, SOURCE_DIGITS), round(source.draft_cost, SOURCE_DIGITS)
+    p_label, c_label = f"Acceptance p of {source.name}", f"Draft cost c of {source.name}"
+    legacy = ("src_edit",)
+    return (
+        SourceControl(f"{source.id}_p", p_label, "number", p, 0.0, 1.0, legacy=legacy, source=source.id, part=1),
+        SourceControl(
+            f"{source.id}_c", c_label, "number", c, 0.0, MAX_DRAFT_COST, legacy=legacy, source=source.id, part=2
+        ),
+    )
+
+
+SOURCE_CONTROLS = {source.id: _source_controls(source) for source in draft_sources.DEFAULT_SOURCES}
+
+C = Control(
+    "c",
+    "Draft cost c per draft step",
+    "number",
+    DEFAULT_C,
+    0.0,
+    MAX_DRAFT_COST,
+    help="in target passes; the roofline derives it from the batch",
+    legacy=("dec_c",),
+)
+REGIME = Control(
+    "regime",
+    "Verification cost",
+    "select",
+    RegimeName.MEMORY_BOUND.value,
+    options=tuple((name.value, label) for name, label in REGIME_LABELS.items()),
+    legacy=("dec_regime",),
+)
+BETA = Control("beta", "β (linear)", "number", ROOFLINE_BETA, 0.0, 1.0, legacy=("dec_beta",))
+BATCH = Control(
+    "batch",
+    "Batch size (roofline)",
+    "number",
+    1,
+    1,
+    MAX_BATCH,
+    1,
+    integer=True,
+    help=SETUP_TEXT,
+    legacy=("dec_batch",),
+)
+K_MAX = Control(
+    "k_max", "Largest k searched", "number", DEFAULT_K_MAX, 1, K_MAX_LIMIT, 1, integer=True, legacy=("dec_kmax",)
+)
+MODE = Control("mode", "I have", "select", "metrics", options=MODES, legacy=("cal_mode",))
+RATE = Control("rate", "Draft acceptance rate", "number", DEFAULT_RATE, 0.0, 1.0, legacy=("cal_rate",))
+LENGTH = Control(
+    "length", "Mean acceptance length", "number", DEFAULT_LENGTH, 1.0, K_MAX_LIMIT + 1, legacy=("cal_length",)
+)
+K = Control(
+    "k",
+    "Draft length k it was measured at",
+    "number",
+    DEFAULT_MEASURED_K,
+    1,
+    K_MAX_LIMIT,
+    1,
+    integer=True,
+    legacy=("cal_k",),
+)
+EXAMPLE = Control("example_p", "Example scrape with p =", "number", EXAMPLE_P, 0.0, 1.0)
+ACCEPTANCE = Control(
+    "acceptance",
+    "Positional acceptance P1 ≥ P2 ≥ …",
+    "text",
+    ",".join(f"{value:g}" for value in DEFAULT_TREE_ACCEPTANCE),
+    max_length=MAX_LIST_TEXT,
+    help="comma-separated, sum at most 1",
+    legacy=("tree_p",),
+)
+BUDGET = Control(
+    "budget",
+    "Tokens verified per step (budget)",
+    "range",
+    DEFAULT_TREE_BUDGET,
+    1,
+    trees.MAX_TREE_BUDGET,
+    1,
+    integer=True,
+    legacy=("tree_budget",),
+)
+METRICS = Control(
+    "metrics", "vLLM /metrics scrape", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES, help="pasted text"
+)
+BASELINE = Control("baseline", "Earlier /metrics scrape", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES)
+
+CONTROLS: tuple[Control, ...] = (
+    C,
+    REGIME,
+    BETA,
+    BATCH,
+    K_MAX,
+    MODE,
+    RATE,
+    LENGTH,
+    K,
+    EXAMPLE,
+    *(control for pair in SOURCE_CONTROLS.values() for control in pair),
+    ACCEPTANCE,
+    BUDGET,
+)
+
+
+def _query(**params: Any) -> str:
+    return "&".join(
+        f"{name}={value!r}" if isinstance(value, float) else f"{name}={value}" for name, value in params.items()
+    )
+
+
+def _chosen(reading: Reading, c: float) -> CostRegime:
+    return cost_regime(reading.text("regime"), c, beta=reading.number("beta"), batch=reading.integer("batch"))
+
+
+def _cost_query(reading: Reading) -> dict[str, Any]:
+    """The API parameters of the cost regime, as the page's controls set them."""
+    params: dict[str, Any] = {"regime": reading.text("regime")}
+    if reading.text("regime") == RegimeName.LINEAR.value:
+        params["beta"] = reading.number("beta")
+    if reading.text("regime") == RegimeName.ROOFLINE.value:
+        params["batch"] = reading.integer("batch")
+    return params
+
+
+# ---------------------------------------------------------------------------
+# 1. Calibration
+
+
+@functools.lru_cache(maxsize=8)
+def example_scrape(p: float) -> str:
+    return calibration.example_exposition(p, EXAMPLE_K, drafts=EXAMPLE_DRAFTS, seed=EXAMPLE_SEED)
+
+
+def example_link(p: float) -> str:
+    query = _query(p=p, k=EXAMPLE_K, drafts=EXAMPLE_DRAFTS, seed=EXAMPLE_SEED)
+    return f"/api/v1/calibrate/example-metrics?{query}"
+
+
+def _parse(control: Control, text: str) -> calibration.SpecDecodeCounters:
+    try:
+        return calibration.parse_exposition(text)
+    except CalibrationError as error:
+        raise ControlError(control, f"{control.label}: {error.message}") from None
+
+
+def _calibrate(reading: Reading, chosen: CostRegime) -> tuple[calibration.Calibration, dict[str, str]]:
+    """The calibration for the chosen mode, and where its numbers come from as an API link."""
+    mode, k_max, k = reading.text("mode"), reading.integer("k_max"), reading.integer("k")
+    cost = {"c": reading.number("c"), "k_max": k_max, **_cost_query(reading)}
+    if mode == "rate":
+        rate = reading.number("rate")
+        result = calibration.calibrate_from_rate(rate, k, chosen.c, k_max, chosen.verify)
+        return result, {"href": f"/api/v1/calibrate/rate?{_query(rate=rate, k=k, **cost)}", "text": "/calibrate/rate"}
+    if mode == "length":
+        length = reading.number("length")
+        if length > k + 1:
+            message = f"{LENGTH.label} must be from 1 to k + 1 = {k + 1} at k = {k}; got {LENGTH.shown(length)}"
+            reading.correct(LENGTH, float(k + 1), message)
+            length = float(k + 1)
+        result = calibration.calibrate_from_length(length, k, chosen.c, k_max, chosen.verify)
+        href = f"/api/v1/calibrate/length?{_query(length=length, k=k, **cost)}"
+        return result, {"href": href, "text": "/calibrate/length"}
+    body = reading.body
+    if body is None:  # asked for with GET: the example scrape the page opens with
+        counters = _parse(METRICS, example_scrape(reading.number("example_p")))
+    else:
+        counters = _parse(METRICS, body.get("metrics", ""))
+        if body.get("baseline", "").strip():
+            try:
+                counters = calibration.counters_difference(counters, _parse(BASELINE, body["baseline"]))
+            except CalibrationError as error:
+                raise ControlError(BASELINE, f"{BASELINE.label}: {error.message}") from None
+    try:
+        result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, None)
+    except CalibrationError as error:
+        raise ControlError(METRICS, f"{METRICS.label}: {error.message}") from None
+    return result, {"href": f"/api/v1/calibrate/metrics?{_query(**cost)}", "text": "POST /calibrate/metrics"}
+
+
+def _verdict(result: calibration.Calibration) -> tuple[str, str]:
+    departure = result.departure
+    if departure is None:
+        if result.source == "exposition":
+            return "No per-position counters: independence from token to token cannot be checked.", ""
+        return "A single rate or length cannot test independence: the i.i.d. model is assumed.", ""
+    gap = f"largest gap between conditional acceptance and p: {fixed(departure.max_conditional_deviation, 3)}"
+    if departure.consistent_with_iid is None:
+        return f"One position only: nothing to test ({gap}).", ""
+    p_value = departure.p_value if departure.p_value is not None else math.nan
+    shown = f"{p_value:.1e}" if p_value < 1e-4 else fixed(p_value, 3)
+    chi = fixed(departure.chi_square, 1) if departure.chi_square is not None else "n/a"
+    test = f"χ² = {chi} on {departure.degrees_of_freedom} df, p-value {shown}"
+    if departure.consistent_with_iid:
+        return f"Acceptance looks i.i.d. ({test}; {gap}).", "consistent"
+    return f"Acceptance is not i.i.d. ({test}; {gap}): predictions for other k are approximate.", "departs"
+
+
+def _cells(*texts: str, header: bool = False) -> dict[str, Any]:
+    cells: list[dict[str, Any]] = [{"text": text} for text in texts]
+    if header:
+        cells[0]["header"] = True
+    return {"cells": cells}
+
+
+def calibration_figure(result: calibration.Calibration) -> dict[str, Any]:
+    ks = [row.k for row in result.predictions]
+    best = result.best_k
+    return figure(
+        [
+            line(
+                f"speedup at p = {fixed(result.acceptance, 3)}",
+                ks,
+                [row.speedup for row in result.predictions],
+                mode="lines+markers",
+                line={"color": COLORS["accent"], "width": 3},
+                hovertemplate="k = %{x}<br>%{y:.2f}×<extra></extra>",
+            ),
+            line(
+                "break-even",
+                [ks[0], ks[-1]],
+                [1, 1],
+                line={"color": COLORS["break_even"], "dash": "dash", "width": 2},
+                hoverinfo="skip",
+            ),
+            line(
+                f"measured k = {result.k}",
+                [result.k],
+                [result.speedup_at_k],
+                mode="markers",
+                marker={"size": 13, "color": "rgba(0,0,0,0)", "line": {"color": COLORS["ink"], "width": 2.5}},
+                hovertemplate="measured k = %{x}<br>%{y:.2f}×<extra></extra>",
+            ),
+            line(
+                f"recommended k = {best}" if best else "recommended: do not speculate",
+                [best],
+                [result.best_speedup],
+                mode="markers",
+                marker={
+                    "size": 16,
+                    "symbol": "star",
+                    "color": COLORS["best"],
+                    "line": {"color": COLORS["ink"], "width": 1},
+                },
+                hovertemplate="k = %{x}<br>%{y:.2f}×<extra></extra>",
+            ),
+        ],
+        "draft length k",
+        "speedup ×",
+        x={"dtick": 4 if len(ks) > 20 else 1, "range": [-0.3, ks[-1] + 0.3]},
+        y={"rangemode": "tozero"},
+    )
+
+
+def positions_figure(result: calibration.Calibration) -> dict[str, Any]:
+    positions = [row.position for row in result.positions]
+    span = [0.7, positions[-1] + 0.3] if positions else [0.5, result.k + 0.5]
+    data = [
+        line(
+            f"i.i.d.: p = {fixed(result.acceptance, 3)}",
+            span,
+            [result.acceptance, result.acceptance],
+            line={"color": COLORS["muted"], "dash": "dot", "width": 2},
+            hoverinfo="skip",
+        )
+    ]
+    if positions:
+        data.append(
+            line(
+                "accepted given the previous one was",
+                positions,
+                [row.conditional for row in result.positions],
+                mode="lines+markers",
+                line={"color": COLORS["purple"], "width": 2.5},
+                marker={"size": 9},
+                hovertemplate="position %{x}<br>%{y:.3f}<extra></extra>",
+            )
+        )
+    note = {"text": "no per-position counters", "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper"}
+    return figure(
+        data,
+        "draft position",
+        "acceptance",
+        x={"dtick": 1, "range": span},
+        y={"range": [0, 1.02]},
+        annotations=[] if positions else [{**note, "showarrow": False, "font": {"color": COLORS["muted"]}}],
+    )
+
+
+def calibration_part(reading: Reading, result: calibration.Calibration) -> dict[str, Any]:
+    verdict, kind = _verdict(result)
+    return {
+        "p": fixed(result.acceptance, 3),
+        "best_k": str(result.best_k) if result.best_k else "off",
+        "best_speedup": times(result.best_speedup),
+        "observed": f"{fixed(result.mean_acceptance_length, 2)} / {fixed(result.draft_acceptance_rate, 2)}",
+        "verdict": f"Measured at k = {result.k}. {verdict}",
+        "verdict_kind": kind,
+        "positions": {
+            "columns": ["Position", "Accepted / draft", "i.i.d. pⁱ", "Given the previous accepted"],
+            "rows": [
+                _cells(
+                    str(row.position),
+                    fixed(row.rate, 4),
+                    fixed(row.iid_rate, 4),
+                    "–" if row.conditional is None else fixed(row.conditional, 4),
+                )
+                for row in result.positions
+            ],
+        },
+        "has_positions": bool(result.positions),
+        "predictions": {
+            "columns": ["k", "Tokens per cycle", "Cost per cycle", "Speedup"],
+            "rows": [
+                {
+                    "class": "recommended" if row.k == result.best_k else "",
+                    **_cells(
+                        str(row.k), fixed(row.expected_tokens, 2), fixed(row.cost_per_cycle, 2), times(row.speedup)
+                    ),
+                }
+                for row in result.predictions
+            ],
+        },
+        "notes": list(result.notes),
+        "example": example_scrape(reading.number("example_p")) if reading.body is None else None,
+    }
+
+
+# ---------------------------------------------------------------------------
+# 2. Draft sources
+
+
+def source_edits(reading: Reading) -> dict[str, tuple[float, float]]:
+    """(p, c) of every source whose p or c differs from the cited value; the cited value exact where kept."""
+    edits = {}
+    for source in draft_sources.DEFAULT_SOURCES:
+        p_control, c_control = SOURCE_CONTROLS[source.id]
+        p, c = reading.number(p_control.name), reading.number(c_control.name)
+        if p != p_control.default or c != c_control.default:
+            edits[source.id] = (
+                p if p != p_control.default else source.acceptance,
+                c if c != c_control.default else source.draft_cost,
+            )
+    return edits
+
+
+def _short(name: str) -> str:
+    """The short name in brackets ("EAGLE-2", "PLD", ...), which keeps a chart's axis labels level."""
+    return name[name.rindex("(") + 1 : -1] if name.endswith(")") and "(" in name else name
+
+
+def sources_part(reading: Reading, verify: closed_form.VerifyCost) -> tuple[dict[str, Any], dict[str, Any], str]:
+    edits = source_edits(reading)
+    evaluations = draft_sources.compare_sources(reading.integer("k_max"), verify, edits)
+    by_id = {evaluation.source.id: evaluation for evaluation in evaluations}
+    ordered = [by_id[source_id] for source_id in draft_sources.SOURCE_IDS]
+    rows = {}
+    for evaluation in ordered:
+        source = evaluation.source
+        depth = str(source.reference_depth)
+        rows[source.id] = {
+            "name": source.name,
+            "tau": fixed(source.mean_accepted_tokens, 2),
+            "speedup": times(source.measured_speedup),
+            "depth": f"{depth} (tree of {source.tree_nodes})" if source.tree_nodes else depth,
+            "per_cost": "free"
+            if evaluation.accepted_per_draft_cost is None
+            else fixed(evaluation.accepted_per_draft_cost, 2),
+            "best_k": str(evaluation.best_k) if evaluation.best_k else "off",
+            "best_speedup": times(evaluation.best_speedup),
+            "edited": source.edited,
+        }
+    best = evaluations[0]
+    summary = (
+        f"Fastest under this verification cost: {best.source.name}, {times(best.best_speedup)} at k = {best.best_k}."
+        if best.best_k
+        else "Under this verification cost no source beats plain decoding."
+    )
+    names = [_short(evaluation.source.name) for evaluation in ordered]
+    chart = figure(
+        [
+            {
+                "type": "bar",
+                "name": "accepted drafts per unit of draft cost",
+                "x": names,
+                "y": [evaluation.accepted_per_draft_cost for evaluation in ordered],
+                "marker": {"color": COLORS["accent"]},
+                "hovertemplate": "%{y:.2f} accepted per unit of draft cost<extra></extra>",
+            },
+            line(
+                "best predicted speedup",
+                names,
+                [evaluation.best_speedup for evaluation in ordered],
+                mode="markers",
+                yaxis="y2",
+                marker={
+                    "symbol": "diamond",
+                    "size": 13,
+                    "color": COLORS["best"],
+                    "line": {"color": COLORS["ink"], "width": 1},
+                },
+                hovertemplate="%{y:.2f}× at its best k<extra></extra>",
+            ),
+        ],
+        "",
+        "accepted / unit draft cost",
+        y={"rangemode": "tozero"},
+        yaxis2={
+            "title": {"text": "best speedup ×", "standoff": 8},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+            "automargin": True,
+            "tickformat": ".1f",
+        },
+    )
+    citations = [
+        f"{source.name}: {source.method}. τ = {source.mean_accepted_tokens:g} and speedup {source.measured_speedup:g}× "
+        f"from {source.measurement}. Depth: {source.depth_source}."
+        for source in draft_sources.DEFAULT_SOURCES
+    ]
+    part = {
+        "rows": rows,
+        "summary": summary,
+        "citations": citations,
+        "derivation": " ".join(draft_sources.DERIVATION.split()),
+    }
+    overrides = ",".join(f"{source_id}:{p!r}:{c!r}" for source_id, (p, c) in edits.items())
+    query = _query(k_max=reading.integer("k_max"), **_cost_query(reading))
+    link = f"/api/v1/draft-sources?{query}" + (f"&overrides={overrides}" if overrides else "")
+    return part, chart, link
+
+
+# ---------------------------------------------------------------------------
+# 3. The k schedule on the default setup
+
+
+def schedule_part(p: float, k_max: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """Best k per batch on the default setup over the batches that fit in its memory, as the API decides it."""
+    built = build_setup(SetupRequest())  # the API's default setup, devices chosen as it chooses them
+    decision = capacity.decide(p, built.setup, k_max, MAX_BATCH, devices_note(built))
+    steps = decision.steps
+    batches = np.arange(1, decision.batch_limit + 1, dtype=np.int64)
+    best_k, best_speedup = np.asarray(decision.best_k), np.asarray(decision.best_speedup)
+    # The chart needs every step's ends and enough batches between them for a smooth curve on a log axis.
+    ends = [index for step in steps for index in (step.batch_from - 1, step.batch_to - 1)]
+    spread = np.round(np.geomspace(1, max(decision.batch_limit, 1), SCHEDULE_POINTS)).astype(np.int64) - 1
+    shown = np.unique(np.concatenate((spread, ends))) if steps else np.array([], dtype=np.int64)
+    rows = [
+        _cells(
+            f"{step.batch_from}–{step.batch_to}" if step.batch_to > step.batch_from else str(step.batch_from),
+            str(step.k) if step.k else "off",
+            f"{times(step.speedup_at_from)} → {times(step.speedup_at_to)}"
+            if step.batch_to > step.batch_from
+            else times(step.speedup_at_from),
+            header=True,
+        )
+        for step in steps
+    ]
+    summary = f"At p = {fixed(p, 3)}: {decision.headline}"
+    chart = figure(
+        [
+            line(
+                "best k",
+                batches[shown].tolist(),
+                best_k[shown].tolist(),
+                line={"shape": "hv", "color": COLORS["accent"], "width": 3},
+                hovertemplate="batch %{x}: k = %{y}<extra></extra>",
+            ),
+            line(
+                "best speedup",
+                batches[shown].tolist(),
+                best_speedup[shown].tolist(),
+                yaxis="y2",
+                line={"color": COLORS["good"], "dash": "dot", "width": 2},
+                hovertemplate="batch %{x}: %{y:.2f}×<extra></extra>",
+            ),
+        ],
+        "batch size",
+        "best k",
+        x={"type": "log", "dtick": 1},
+        y={"rangemode": "tozero", **({"dtick": 1} if k_max <= 16 else {})},
+        yaxis2={
+            "title": {"text": "speedup ×", "standoff": 8},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+            "automargin": True,
+            "tickformat": ".1f",
+        },
+    )
+    query = _query(p=p, k_max=k_max)
+    links = {
+        "schedule": f"/api/v1/regimes/schedule?{query}",
+        "schedule_csv": f"/api/v1/regimes/schedule?{query}&format=csv",
+    }
+    part = {
+        "summary": summary,
+        "setup": SETUP_TEXT,
+        "table": {"columns": ["Batch sizes", "Best k", "Speedup"], "rows": rows},
+    }
+    return part, chart, links
+
+
+# ---------------------------------------------------------------------------
+# 4. Chains and trees
+
+
+def _acceptance(reading: Reading) -> tuple[float, ...]:
+    """The positional acceptance from its text; a malformed list is refused naming its label."""
+    text = reading.text("acceptance")
+    try:
+        values = [float(item) for item in (part.strip() for part in text.split(",")) if item]
+        if not values:
+            raise ValueError("needs at least one probability, e.g. 0.6,0.2,0.1")
+        if not all(math.isfinite(value) for value in values):
+            raise ValueError("must hold finite numbers")
+        if len(values) > trees.MAX_WIDTH:
+            raise ValueError(f"takes at most {trees.MAX_WIDTH} numbers; got {len(values)}")
+        return trees.positional_acceptance(values)
+    except ValueError as error:
+        reason = str(error) if "could not convert" not in str(error) else "must be comma-separated numbers"
+        reason = reason.removeprefix("positional acceptance ")
+        reading.correct(ACCEPTANCE, str(ACCEPTANCE.default), f"{ACCEPTANCE.label}: {reason}; got {text[:40]!r}")
+        return tuple(DEFAULT_TREE_ACCEPTANCE)
+
+
+FAMILY_COLORS = (COLORS["muted"], COLORS["accent"], "#6c8ee0", COLORS["good"], "#7fbf9a", COLORS["best"])
+
+
+def _family_style(index: int, kind: str) -> dict[str, Any]:
+    strong = kind not in ("chain", "level_filled", "independent_sequences")
+    return {
+        "color": FAMILY_COLORS[index % len(FAMILY_COLORS)],
+        "width": 3.5 if strong else 2,
+        "dash": "dot" if kind == "independent_sequences" else "solid",
+    }
+
+
+def trees_part(reading: Reading, chosen: CostRegime) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]:
+    acceptance = _acceptance(reading)
+    budget = reading.integer("budget")
+    comparison = trees.compare_trees(acceptance, budget, chosen.c, chosen.verify, DEFAULT_TREE_WIDTHS)
+    budgets = list(range(budget + 1))
+
+    def bound(value: float | None) -> str:
+        return "unbounded" if value is None else fixed(value, 2)
+
+    summary = (
+        f"Best: {comparison.best_family} with {comparison.best_budget} drafted tokens per step, "
+        f"{times(comparison.best_speedup)} (optimal tree depth {comparison.optimal_shape.depth}). "
+        f"A chain never yields more than {bound(comparison.chain_bound)} tokens per step, "
+        f"a binary tree {bound(comparison.binary_tree_bound)}, any tree {bound(comparison.full_bound)}."
+    )
+    tokens: list[dict[str, Any]] = []
+    speedups: list[dict[str, Any]] = []
+    for index, family in enumerate(comparison.families):
+        most = family.kind not in ("chain", "level_filled", "independent_sequences")
+        style = _family_style(index, family.kind)
+        values = comparison.optimal_values if most else family.values
+        tokens.append(
+            line(
+                family.name,
+                budgets,
+                values,
+                line=style,
+                hovertemplate=f"{family.name}<br>n = %{{x}}: %{{y:.3f}}<extra></extra>",
+            )
+        )
+        speedups.append(
+            line(
+                family.name,
+                budgets,
+                family.speedups,
+                line=style,
+                showlegend=False,
+                hovertemplate=f"{family.name}<br>n = %{{x}}: %{{y:.2f}}×<extra></extra>",
+            )
+        )
+    for name, value, color in (
+        ("chain bound 1/(1−P1)", comparison.chain_bound, COLORS["muted"]),
+        ("binary bound 1/(1−P1−P2)", comparison.binary_tree_bound, COLORS["accent"]),
+    ):
+        if value is not None:
+            tokens.append(
+                line(
+                    name,
+                    [0, budget],
+                    [value, value],
+                    line={"color": color, "dash": "dash", "width": 1.5},
+                    hoverinfo="skip",
+                )
+            )
+    speedups.append(
+        line(
+            "break-even",
+            [0, budget],
+            [1, 1],
+            line={"color": COLORS["break_even"], "dash": "dash", "width": 1.5},
+            hoverinfo="skip",
+        )
+    )
+    speedups.append(
+        line(
+            f"best: n = {comparison.best_budget}",
+            [comparison.best_budget],
+            [comparison.best_speedup],
+            mode="markers",
+            marker={
+                "size": 15,
+                "symbol": "star",
+                "color": COLORS["best"],
+                "line": {"color": COLORS["ink"], "width": 1},
+            },
+            hovertemplate="n = %{x}<br>%{y:.2f}×<extra></extra>",
+        )
+    )
+    x_title = "tokens verified per step (budget n)"
+    tokens_figure = figure(tokens, x_title, "tokens per step", y={"rangemode": "tozero"})
+    speedup_figure = figure(speedups, x_title, "speedup ×", y={"rangemode": "tozero"})
+    query = _query(
+        acceptance=",".join(f"{value:g}" for value in acceptance),
+        budget=budget,
+        c=reading.number("c"),
+        **_cost_query(reading),
+        widths=",".join(str(width) for width in DEFAULT_TREE_WIDTHS),
+    )
+    return {"summary": summary}, tokens_figure, speedup_figure, f"/api/v1/trees?{query}"
+
+
+# ---------------------------------------------------------------------------
+
+
+def build(reading: Reading) -> View:
+    chosen = _chosen(reading, reading.number("c"))
+    result, calibration_link = _calibrate(reading, chosen)
+    sources, sources_chart, sources_link = sources_part(reading, chosen.verify)
+    schedule, schedule_chart, schedule_links = schedule_part(result.acceptance, reading.integer("k_max"))
+    tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, chosen)
+    return {
+        "cost": {"regime": chosen.regime.label, "c": fixed(chosen.c, 3)},
+        "calibration": calibration_part(reading, result),
+        "sources": sources,
+        "schedule": schedule,
+        "trees": tree_part,
+        "figures": {
+            "calibration": calibration_figure(result),
+            "positions": positions_figure(result),
+            "sources": sources_chart,
+            "schedule": schedule_chart,
+            "trees": trees_chart,
+            "trees_speedup": trees_speedup_chart,
+        },
+        "links": {
+            "calibration": calibration_link["href"],
+            "calibration_text": calibration_link["text"],
+            "example": example_link(reading.number("example_p")),
+            "sources": sources_link,
+            **schedule_links,
+            "trees": trees_link,
+        },
+    }
+
 
 PAGE = Page(
     name="decide",
@@ -11,14 +752,9 @@ PAGE = Page(
     nav="Decide for my server",
     title="From serving metrics to a decision",
     question="What p does my server see, which draft source and k should I run, and do trees pay?",
-    template="pages/legacy.html",
-    controls=(),
-    build=lambda reading: {},
-    legacy_keys=(
-        "dec_",
-        "cal_",
-        "src_",
-        "tree_",
-    ),
-    legacy_context=page_context,
+    template="pages/decide.html",
+    controls=CONTROLS,
+    build=build,
+    body_controls=(METRICS, BASELINE),
+    legacy_keys=("dec_", "cal_", "src_", "tree_"),
 )
