@@ -3,8 +3,6 @@ import js from "@eslint/js";
 import globals from "globals";
 
 export default [
-  // The one-page version's section scripts, until their pages are rebuilt on views.
-  { ignores: ["static/js/regimes.js", "static/js/exact.js"] },
   js.configs.recommended,
   {
     files: ["static/js/**/*.js"],
