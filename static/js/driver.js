@@ -30,6 +30,7 @@ const listeners = [];
 let current = JSON.parse(document.getElementById("view-data").textContent);
 let inflight = null;
 let requested = null;
+let shown = null; // the request whose view is on screen
 let timer = null;
 
 const plotConfig = () => ({
@@ -173,23 +174,33 @@ function request(signal) {
   return { ...init, method: "POST", body: JSON.stringify(Object.fromEntries(texts)) };
 }
 
-async function fetchView() {
+function requestKey(signal = undefined) {
   const params = state();
   const url = `/api/v1/views/${form.dataset.view}${params.toString() ? `?${params}` : ""}`;
+  const init = request(signal);
+  return { url, init, key: `${url}\n${init.body || ""}` };
+}
+
+async function fetchView() {
   const controller = new AbortController();
-  const init = request(controller.signal);
-  const key = `${url}\n${init.body || ""}`;
-  if (key === requested) {
-    if (!inflight) setStale(false); // the controls came back to the view on screen
+  const { url, init, key } = requestKey(controller.signal);
+  if (key === shown) { // the controls came back to the view on screen
+    inflight?.abort();
+    inflight = null;
+    requested = null;
+    showError("");
+    setStale(false);
     return;
   }
+  if (key === requested && inflight) return; // already on its way
   inflight?.abort();
   requested = key;
   inflight = controller;
   try {
     const response = await fetch(url, init);
     const body = await response.json();
-    if (controller.signal.aborted) return;
+    // A view for controls that have moved on since is never painted: theirs is on its way.
+    if (controller.signal.aborted || requestKey().key !== key) return;
     if (!response.ok) {
       const items = Array.isArray(body.detail) ? body.detail : [];
       const detail = items.length ? items.map((item) => item.msg).join("; ") : String(body.detail);
@@ -199,8 +210,9 @@ async function fetchView() {
     }
     showError("");
     current = body;
+    shown = key;
     await patch(body);
-    setStale(false);
+    if (requestKey().key === key) setStale(false);
     listeners.forEach((listener) => listener(body, { initial: false }));
   } catch (error) {
     if (error.name === "AbortError") return;
@@ -211,11 +223,17 @@ async function fetchView() {
   }
 }
 
-// Called when a control changed: the address follows at once, the view after a short pause.
+// Called when a control changed: the address follows at once, the view after a short pause; a request for
+// controls that have changed since is cancelled at once.
 export function refresh(delay = Number(form?.dataset.debounce || 80)) {
   if (!form) return;
   writeAddress(state());
   setStale(true);
+  if (inflight && requestKey().key !== requested) {
+    inflight.abort();
+    inflight = null;
+    requested = null;
+  }
   window.clearTimeout(timer);
   timer = window.setTimeout(fetchView, delay);
 }
@@ -300,6 +318,7 @@ if (document.body.classList.contains("embed")) {
 function start() {
   // A value the server had to correct (its note says so) is written back to the address as shown.
   if (form && current.notes && current.notes.length) writeAddress(state());
+  if (form) shown = requestKey().key;
   showWhen();
   patch(current).then(() => {
     document.body.dataset.ready = "1";
