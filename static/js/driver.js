@@ -31,6 +31,7 @@ let current = JSON.parse(document.getElementById("view-data").textContent);
 let inflight = null;
 let requested = null;
 let shown = null; // the request whose view is on screen
+let changes = 0; // how often the user changed a control
 let timer = null;
 
 const plotConfig = () => ({
@@ -182,6 +183,7 @@ function requestKey(signal = undefined) {
 }
 
 async function fetchView() {
+  const generation = changes;
   const controller = new AbortController();
   const { url, init, key } = requestKey(controller.signal);
   if (key === shown) { // the controls came back to the view on screen
@@ -212,8 +214,9 @@ async function fetchView() {
     current = body;
     shown = key;
     await patch(body);
-    if (requestKey().key === key) setStale(false);
     listeners.forEach((listener) => listener(body, { initial: false }));
+    // Patching and page scripts may set controls themselves; only the user's changes leave the view stale.
+    if (changes === generation) setStale(false);
   } catch (error) {
     if (error.name === "AbortError") return;
     showError(`Could not reach the server: ${error.message}`);
@@ -227,6 +230,7 @@ async function fetchView() {
 // controls that have changed since is cancelled at once.
 export function refresh(delay = Number(form?.dataset.debounce || 80)) {
   if (!form) return;
+  changes += 1;
   writeAddress(state());
   setStale(true);
   if (inflight && requestKey().key !== requested) {
