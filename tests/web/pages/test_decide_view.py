@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
-from app.model import calibration, closed_form, draft_sources
+from app.model import calibration, closed_form, draft_sources, engine_metrics
 from app.model.limits import DEFAULT_C
 from app.web.pages.controls import ControlError
 from app.web.pages.views import decide
@@ -111,6 +111,7 @@ def test_an_old_address_opens_with_its_state_and_matches_the_api(client: TestCli
     assert dict(QueryParams(urlsplit(result["links"]["self"]).query)) == {
         "c": "0.2",
         "regime": "linear",
+        "tree_regime": "linear",  # the old page priced trees with the one cost of every step
         "beta": "0.25",
         "k_max": "12",
         "mode": "length",
@@ -133,6 +134,7 @@ def test_old_addresses_on_the_demo_redirect_here_with_their_state(client: TestCl
     assert dict(QueryParams(urlsplit(location).query)) == {
         "c": "0.2",
         "regime": "linear",
+        "tree_regime": "linear",  # the old page priced trees with the one cost of every step
         "beta": "0.25",
         "k_max": "12",
         "mode": "length",
@@ -252,14 +254,14 @@ def test_a_baseline_is_subtracted(client: TestClient) -> None:
 @pytest.mark.parametrize(
     ("body", "label", "fragment"),
     [
-        ({"metrics": "hello world"}, "vLLM /metrics scrape", "not a Prometheus text exposition"),
-        ({"metrics": "process_cpu_seconds_total 3\n"}, "vLLM /metrics scrape", "no vLLM spec-decode counters"),
-        ({"metrics": ""}, "vLLM /metrics scrape", "empty"),
-        ({"metrics": "x" * (calibration.MAX_EXPOSITION_BYTES + 1)}, "vLLM /metrics scrape", "at most 1000000"),
+        ({"metrics": "hello world"}, "Engine report", "unknown format"),
+        ({"metrics": "process_cpu_seconds_total 3\n"}, "Engine report", "without speculative-decoding series"),
+        ({"metrics": ""}, "Engine report", "empty"),
+        ({"metrics": "x" * (calibration.MAX_EXPOSITION_BYTES + 1)}, "Engine report", "at most 1000000"),
         (
             {"metrics": calibration.example_exposition(0.5, 4), "baseline": "hello world"},
-            "Earlier /metrics scrape",
-            "not a Prometheus text exposition",
+            "Earlier report",
+            "unknown format",
         ),
     ],
 )
@@ -339,3 +341,99 @@ def test_the_first_paint_is_the_view(client: TestClient) -> None:
     # The fields of other modes and regimes are hidden until their mode or regime is chosen.
     assert '<div data-when="mode:rate" hidden>' in html and '<div data-when="regime:roofline" hidden>' in html
     assert '<div data-when="regime:linear">' in html
+
+
+# ---------------------------------------------------------------------------
+# Any engine's report, the user's setup, the engine's config
+
+ENGINE_SAMPLES = {
+    "sglang-server-info": ("SGLang", 0.7, 4),
+    "sglang-metrics": ("SGLang", 0.6, 3),
+    "trtllm-iteration-stats": ("TensorRT-LLM", 0.75, 4),
+    "llamacpp-log": ("llama.cpp", 0.65, 5),
+    "vllm-metrics": ("vLLM", 0.8, 5),
+}
+
+
+@pytest.mark.parametrize("format_name", list(ENGINE_SAMPLES))
+def test_each_engine_report_calibrates_on_the_page_within_its_interval(client: TestClient, format_name: str) -> None:
+    engine, p, k = ENGINE_SAMPLES[format_name]
+    report = engine_metrics.example_report(format_name, p, k, cycles=4_000, seed=3)
+    result = client.post(VIEW, json={"metrics": report}).json()
+    read = result["calibration"]["engine"]
+    assert read["shown"] and read["engine"] == engine
+    api_answer = client.post("/api/v1/calibrate", content=report).json()
+    assert result["calibration"]["p"] == f"{api_answer['p']:.3f}"
+    if read["p_low"] is not None:  # a mean-only gauge (SGLang /metrics without a count) carries no interval
+        assert read["p_low"] <= p <= read["p_high"]
+        assert (read["p_low"], read["p_high"]) == (api_answer["p_low"], api_answer["p_high"])
+    else:
+        assert abs(api_answer["p"] - p) < 0.05
+    assert read["k"].startswith(f"{k} ")
+
+
+def test_several_classes_are_calibrated_each_on_their_own(client: TestClient) -> None:
+    report = engine_metrics.example_report("vllm-metrics", 0.7, 4, cycles=3_000, seed=5, classes=3)
+    read = client.post(VIEW, json={"metrics": report}).json()["calibration"]["engine"]
+    assert read["several"]
+    assert [row["cells"][0]["text"] for row in read["classes"]["rows"]] == ["model-0", "model-1", "model-2"]
+
+
+def test_counters_that_go_down_are_refused_naming_the_earlier_report(client: TestClient) -> None:
+    before = calibration.example_exposition(0.5, 4, drafts=11_000)
+    after = calibration.example_exposition(0.5, 4, drafts=1_000)
+    response = client.post(VIEW, json={"metrics": after, "baseline": before})
+    assert response.status_code == 422
+    detail = response.json()["detail"][0]
+    assert detail["label"] in ("Earlier report", "Engine report") and detail["msg"].startswith(detail["label"])
+
+
+def test_a_url_is_not_fetched_unless_the_setting_allows_it(client: TestClient) -> None:
+    response = client.post(VIEW + "?url=http%3A%2F%2F10.0.0.1%3A8000%2Fmetrics", json={"metrics": ""})
+    assert response.status_code == 200
+    message = response.json()["calibration"]["engine"]["fetch"]
+    assert "SPECDEC_ALLOW_FETCH" in message and "specdec-lab calibrate --from http://10.0.0.1:8000/metrics" in message
+    refused = client.post(VIEW + "?url=file%3A%2F%2F%2Fetc%2Fpasswd", json={"metrics": ""})
+    assert refused.status_code == 422 and refused.json()["detail"][0]["label"] == "Report URL"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])
+def test_the_config_is_the_engine_config_services_text(client: TestClient, engine: str) -> None:
+    query = f"engine={engine}&hw=a100-80gb-sxm&model=dense-70b&draft=dense-1b&context=2048&devices=0"
+    result = view(query)
+    answer = api(client, result["links"]["config"])
+    assert result["config"]["text"] == answer["text"]
+    assert result["config"]["headline"] == answer["headline"]
+    assert answer["p"] == pytest.approx(float(result["calibration"]["p"]), abs=5e-4)
+    schedule = api(client, result["links"]["schedule"])
+    assert result["schedule"]["max_batch_that_fits"] == schedule["max_batch_that_fits"]
+
+
+def test_the_schedule_is_on_the_users_setup_and_only_where_it_fits() -> None:
+    small, large = view("devices=1&model=dense-70b"), view("devices=8&model=dense-70b")
+    assert small["schedule"]["max_batch_that_fits"] < large["schedule"]["max_batch_that_fits"]
+    for result in (small, large):
+        batches = result["figures"]["schedule"]["data"][0]["x"]
+        assert max(batches, default=0) <= result["schedule"]["max_batch_that_fits"]
+        assert str(result["schedule"]["max_batch_that_fits"]) in result["schedule"]["fits"]
+
+
+def test_the_draft_sources_chart_shows_the_figure_the_text_calls_decisive() -> None:
+    result = view()
+    bars = result["figures"]["sources"]["data"][0]
+    best = result["figures"]["sources"]["data"][1]["y"]
+    assert "whole cycle" in bars["name"]
+    # Tokens per unit of the whole cycle's cost is the speedup at the measured depth: never above the best speedup.
+    assert all(bar <= top + 1e-9 for bar, top in zip(bars["y"], best, strict=True))
+    ngram = bars["x"].index("PLD")
+    assert bars["y"][ngram] < max(bars["y"])  # prompt lookup does not lead once verification is counted
+
+
+def test_the_two_trees_are_named_apart_and_the_assumption_is_said() -> None:
+    result = view()
+    tokens = {trace["name"] for trace in result["figures"]["trees"]["data"]}
+    speedups = {trace["name"] for trace in result["figures"]["trees_speedup"]["data"]}
+    assert "most-tokens tree" in tokens and "best-speedup tree" not in tokens
+    assert "best-speedup tree" in speedups and "most-tokens tree" not in speedups
+    assert result["trees"]["assumption"].startswith("Roofline of")
+    assert view("tree_regime=memory-bound")["trees"]["assumption"].startswith("Memory-bound")

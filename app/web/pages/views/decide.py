@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from app.model import calibration, capacity, closed_form, draft_sources, regimes, trees
+from app.model import calibration, capacity, closed_form, draft_sources, engine_metrics, regimes, trees
 from app.model.calibration import CalibrationError
 from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
 from app.model.regimes import RegimeName
-from app.web.pages.controls import Control, ControlError, Reading, Value
+from app.web.core.config import get_settings
+from app.web.pages.controls import Control, ControlError, Reading, Value, url_text
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
+from app.web.pages.views import batch as batch_view
 from app.web.services.decision import (
     DEFAULT_K_MAX,
     DEFAULT_TREE_ACCEPTANCE,
@@ -31,8 +33,11 @@ from app.web.services.decision import (
     MAX_BATCH,
     CostRegime,
     cost_regime,
+    tree_verification_assumption,
 )
-from app.web.services.regimes import SetupRequest, build_setup, devices_note
+from app.web.services.engines import engine_config_out
+from app.web.services.fetch import FetchError, check_url, fetch_text
+from app.web.services.regimes import BuiltSetup, SetupError, SetupRequest, build_setup, devices_note
 
 # The example scrape the page opens with: vLLM's counters after EXAMPLE_DRAFTS drafts of i.i.d. acceptance.
 EXAMPLE_P = 0.8
@@ -54,7 +59,7 @@ REGIME_LABELS = {
     RegimeName.ROOFLINE: "roofline of the default setup",
 }
 MODES = (
-    ("metrics", "a vLLM /metrics scrape"),
+    ("metrics", "an engine's report (vLLM, SGLang, TensorRT-LLM, llama.cpp)"),
     ("rate", "a draft acceptance rate (accepted / drafted)"),
     ("length", "a mean acceptance length (tokens per step)"),
 )
@@ -164,9 +169,26 @@ BUDGET = Control(
     legacy=("tree_budget",),
 )
 METRICS = Control(
-    "metrics", "vLLM /metrics scrape", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES, help="pasted text"
+    "metrics", "Engine report", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES, help="pasted text"
 )
-BASELINE = Control("baseline", "Earlier /metrics scrape", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES)
+BASELINE = Control("baseline", "Earlier report", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES)
+MAX_URL = 2_000
+URL = Control("url", "Report URL", "text", "", max_length=MAX_URL, help="the engine's /metrics or /server_info")
+# The user's own setup, as the batch page defines it (one definition of every bound); the address keys are its own.
+SETUP_NAMES = ("hw", "devices", "model", "draft", "weights", "kv_cache", "context")
+SETUP_CONTROLS = tuple(replace(control, legacy=()) for control in batch_view.SETUP if control.name in SETUP_NAMES)
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp"}
+ENGINE = Control(
+    "engine", "Engine", "select", "vllm", options=tuple((name, ENGINE_LABELS[name]) for name in engine_metrics.ENGINES)
+)
+TREE_REGIME = Control(
+    "tree_regime",
+    "Verification cost of a tree",
+    "select",
+    RegimeName.ROOFLINE.value,
+    options=tuple((name.value, label) for name, label in REGIME_LABELS.items()),
+    legacy=("dec_regime",),  # the one-page version priced trees with the cost of every step
+)
 
 CONTROLS: tuple[Control, ...] = (
     C,
@@ -179,6 +201,10 @@ CONTROLS: tuple[Control, ...] = (
     LENGTH,
     K,
     EXAMPLE,
+    URL,
+    *SETUP_CONTROLS,
+    ENGINE,
+    TREE_REGIME,
     *(control for pair in SOURCE_CONTROLS.values() for control in pair),
     ACCEPTANCE,
     BUDGET,
@@ -205,6 +231,23 @@ def _cost_query(reading: Reading) -> dict[str, Any]:
     return params
 
 
+def _chosen_tree(reading: Reading) -> CostRegime:
+    """The trees' verification cost: by default the roofline of the default setup, so a tree's size costs."""
+    return cost_regime(
+        reading.text("tree_regime"), reading.number("c"), beta=reading.number("beta"), batch=reading.integer("batch")
+    )
+
+
+def _tree_cost_query(reading: Reading) -> dict[str, Any]:
+    name = reading.text("tree_regime")
+    params: dict[str, Any] = {"regime": name}
+    if name == RegimeName.LINEAR.value:
+        params["beta"] = reading.number("beta")
+    if name == RegimeName.ROOFLINE.value:
+        params["batch"] = reading.integer("batch")
+    return params
+
+
 # ---------------------------------------------------------------------------
 # 1. Calibration
 
@@ -219,21 +262,129 @@ def example_link(p: float) -> str:
     return f"/api/v1/calibrate/example-metrics?{query}"
 
 
-def _parse(control: Control, text: str) -> calibration.SpecDecodeCounters:
+FETCH_OFF = (
+    "This server does not fetch URLs (its SPECDEC_ALLOW_FETCH setting is off), so that it cannot be used to probe "
+    "a private network. Run specdec-lab calibrate --from {url} on your own machine, or paste the report's text here."
+)
+
+
+def _engine_error(control: Control, error: CalibrationError) -> ControlError:
+    return ControlError(control, f"{control.label}: {error.message}")
+
+
+def _report_text(reading: Reading) -> tuple[str, str, str | None]:
+    """(report, baseline, message about the URL): the pasted text, or the URL's when the server may fetch it."""
+    body = reading.body
+    if body is None:  # asked for with GET: the example scrape the page opens with
+        return example_scrape(reading.number("example_p")), "", None
+    report, baseline = body.get("metrics", ""), body.get("baseline", "")
+    url = reading.text("url").strip()
+    if not url or report.strip():
+        return report, baseline, None
+    if not get_settings().allow_fetch:
+        try:
+            shown = check_url(url)
+        except FetchError as error:
+            raise ControlError(URL, f"{URL.label}: {error}") from None
+        return "", "", FETCH_OFF.format(url=shown)
     try:
-        return calibration.parse_exposition(text)
+        return fetch_text(url), baseline, None
+    except FetchError as error:
+        raise ControlError(URL, f"{URL.label}: {error}") from None
+
+
+def _interval(item: engine_metrics.EngineCalibration) -> str:
+    interval = item.interval
+    if interval.low is None or interval.high is None:
+        return "no interval (the report holds a mean only)"
+    return f"{fixed(interval.low, 3)} – {fixed(interval.high, 3)}"
+
+
+def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Calibration, dict[str, Any]]:
+    """p from any engine's report, its format detected; per class where the report has several."""
+    report, baseline, fetch_message = _report_text(reading)
+    k_max = reading.integer("k_max")
+    if fetch_message is not None:
+        report = example_scrape(reading.number("example_p"))
+    try:
+        if baseline.strip():
+            try:
+                format_name, measurements = engine_metrics.read_with_baseline(report, baseline)
+            except CalibrationError as error:
+                engine_metrics.read_measurements(report)  # a fault in the report itself names the report
+                raise _engine_error(BASELINE, error) from None
+        else:
+            format_name, measurements = engine_metrics.read_measurements(report)
+        classes = [engine_metrics.calibrate_measurement(m, chosen.c, k_max, chosen.verify) for m in measurements]
+        pooled = engine_metrics.pooled(measurements)
+        top = (
+            engine_metrics.calibrate_measurement(pooled, chosen.c, k_max, chosen.verify)
+            if pooled is not None
+            else max(classes, key=lambda item: item.measurement.cycles or 0.0)
+        )
     except CalibrationError as error:
-        raise ControlError(control, f"{control.label}: {error.message}") from None
+        raise _engine_error(METRICS, error) from None
+    engine = engine_metrics.FORMAT_ENGINE[format_name]
+    measurement = top.measurement
+    k_source = "given" if measurement.k_source == "given" and measurement.k is not None else "read from the report"
+    rows = [
+        _cells(
+            item.measurement.label or "(none)",
+            fixed(item.result.acceptance, 3),
+            _interval(item),
+            str(item.result.k),
+            "n/a" if item.measurement.cycles is None else f"{item.measurement.cycles:,.0f}",
+            header=True,
+        )
+        for item in classes
+    ]
+    info = {
+        "shown": True,
+        "engine": ENGINE_LABELS[engine],
+        "engine_key": engine,
+        "format": engine_metrics.FORMATS[format_name],
+        "interval": _interval(top),
+        "p_low": top.interval.low,
+        "p_high": top.interval.high,
+        "level": f"{top.interval.level:.0%} interval, {top.interval.method}",
+        "k": f"{top.result.k} ({k_source})",
+        "several": len(classes) > 1,
+        "classes": {"columns": ["Class", "p", "Interval", "k", "Verifications"], "rows": rows},
+        "fetch": fetch_message or "",
+        "notes": (
+            [f"{len(classes)} classes in the report: each is calibrated on its own below."] if len(classes) > 1 else []
+        )
+        + list(top.notes),
+    }
+    return top.result, info
 
 
-def _calibrate(reading: Reading, chosen: CostRegime) -> tuple[calibration.Calibration, dict[str, str]]:
-    """The calibration for the chosen mode, and where its numbers come from as an API link."""
+NO_ENGINE: dict[str, Any] = {
+    "shown": False,
+    "engine": "",
+    "engine_key": "",
+    "format": "",
+    "interval": "",
+    "p_low": None,
+    "p_high": None,
+    "level": "",
+    "k": "",
+    "several": False,
+    "classes": {"columns": [], "rows": []},
+    "fetch": "",
+    "notes": [],
+}
+
+
+def _calibrate(reading: Reading, chosen: CostRegime) -> tuple[calibration.Calibration, dict[str, str], dict[str, Any]]:
+    """The calibration for the chosen mode, where its numbers come from as an API link, and the engine read."""
     mode, k_max, k = reading.text("mode"), reading.integer("k_max"), reading.integer("k")
     cost = {"c": reading.number("c"), "k_max": k_max, **_cost_query(reading)}
     if mode == "rate":
         rate = reading.number("rate")
         result = calibration.calibrate_from_rate(rate, k, chosen.c, k_max, chosen.verify)
-        return result, {"href": f"/api/v1/calibrate/rate?{_query(rate=rate, k=k, **cost)}", "text": "/calibrate/rate"}
+        link = {"href": f"/api/v1/calibrate/rate?{_query(rate=rate, k=k, **cost)}", "text": "/calibrate/rate"}
+        return result, link, NO_ENGINE
     if mode == "length":
         length = reading.number("length")
         if length > k + 1:
@@ -242,22 +393,9 @@ def _calibrate(reading: Reading, chosen: CostRegime) -> tuple[calibration.Calibr
             length = float(k + 1)
         result = calibration.calibrate_from_length(length, k, chosen.c, k_max, chosen.verify)
         href = f"/api/v1/calibrate/length?{_query(length=length, k=k, **cost)}"
-        return result, {"href": href, "text": "/calibrate/length"}
-    body = reading.body
-    if body is None:  # asked for with GET: the example scrape the page opens with
-        counters = _parse(METRICS, example_scrape(reading.number("example_p")))
-    else:
-        counters = _parse(METRICS, body.get("metrics", ""))
-        if body.get("baseline", "").strip():
-            try:
-                counters = calibration.counters_difference(counters, _parse(BASELINE, body["baseline"]))
-            except CalibrationError as error:
-                raise ControlError(BASELINE, f"{BASELINE.label}: {error.message}") from None
-    try:
-        result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, None)
-    except CalibrationError as error:
-        raise ControlError(METRICS, f"{METRICS.label}: {error.message}") from None
-    return result, {"href": f"/api/v1/calibrate/metrics?{_query(**cost)}", "text": "POST /calibrate/metrics"}
+        return result, {"href": href, "text": "/calibrate/length"}, NO_ENGINE
+    result, info = _engine_report(reading, chosen)
+    return result, {"href": f"/api/v1/calibrate?{_query(**cost)}", "text": "POST /calibrate"}, info
 
 
 def _verdict(result: calibration.Calibration) -> tuple[str, str]:
@@ -448,6 +586,7 @@ def sources_part(reading: Reading, verify: closed_form.VerifyCost) -> tuple[dict
             "per_cost": "free"
             if evaluation.accepted_per_draft_cost is None
             else fixed(evaluation.accepted_per_draft_cost, 2),
+            "per_cycle": fixed(evaluation.speedup_at_reference, 2),
             "best_k": str(evaluation.best_k) if evaluation.best_k else "off",
             "best_speedup": times(evaluation.best_speedup),
             "edited": source.edited,
@@ -463,11 +602,11 @@ def sources_part(reading: Reading, verify: closed_form.VerifyCost) -> tuple[dict
         [
             {
                 "type": "bar",
-                "name": "accepted drafts per unit of draft cost",
+                "name": "tokens per unit of the whole cycle's cost, τ / (d·c + v)",
                 "x": names,
-                "y": [evaluation.accepted_per_draft_cost for evaluation in ordered],
+                "y": [evaluation.speedup_at_reference for evaluation in ordered],
                 "marker": {"color": COLORS["accent"]},
-                "hovertemplate": "%{y:.2f} accepted per unit of draft cost<extra></extra>",
+                "hovertemplate": "%{y:.2f} tokens per unit of cycle cost at the measured depth<extra></extra>",
             },
             line(
                 "best predicted speedup",
@@ -485,7 +624,7 @@ def sources_part(reading: Reading, verify: closed_form.VerifyCost) -> tuple[dict
             ),
         ],
         "",
-        "accepted / unit draft cost",
+        "tokens / unit cycle cost",
         y={"rangemode": "tozero"},
         yaxis2={
             "title": {"text": "best speedup ×", "standoff": 8},
@@ -518,9 +657,36 @@ def sources_part(reading: Reading, verify: closed_form.VerifyCost) -> tuple[dict
 # 3. The k schedule on the default setup
 
 
-def schedule_part(p: float, k_max: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
-    """Best k per batch on the default setup over the batches that fit in its memory, as the API decides it."""
-    built = build_setup(SetupRequest())  # the API's default setup, devices chosen as it chooses them
+def user_setup(reading: Reading) -> BuiltSetup:
+    """The roofline of the user's setup; a setup the model refuses is refused naming the control's label."""
+    request = SetupRequest(
+        hw=reading.text("hw"),
+        model=reading.text("model"),
+        draft=reading.text("draft"),
+        weights=reading.text("weights"),
+        kv_cache=reading.text("kv_cache"),
+        devices=reading.integer("devices"),
+        context=reading.integer("context"),
+    )
+    try:
+        return build_setup(request)
+    except SetupError as error:
+        control = next((item for item in SETUP_CONTROLS if item.name == error.name), SETUP_CONTROLS[0])
+        raise ControlError(control, f"{control.label}: {error.message}") from None
+
+
+def setup_text(built: BuiltSetup) -> str:
+    setup = built.setup
+    return (
+        f"{setup.devices} × {setup.accelerator.name}{devices_note(built)}, target {setup.target.name}, "
+        f"draft {setup.draft.name}, context {setup.context_tokens} tokens"
+    )
+
+
+def schedule_part(
+    p: float, k_max: int, built: BuiltSetup, setup_query: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], capacity.Decision]:
+    """Best k per batch on the user's setup over the batches that fit in its memory, as the API decides it."""
     decision = capacity.decide(p, built.setup, k_max, MAX_BATCH, devices_note(built))
     steps = decision.steps
     batches = np.arange(1, decision.batch_limit + 1, dtype=np.int64)
@@ -541,49 +707,87 @@ def schedule_part(p: float, k_max: int) -> tuple[dict[str, Any], dict[str, Any],
         for step in steps
     ]
     summary = f"At p = {fixed(p, 3)}: {decision.headline}"
+    fits = (
+        f"The largest batch that fits in {fixed(decision.capacity_gb, 0)} GB: {decision.max_batch_that_fits}"
+        if decision.max_batch_that_fits
+        else f"Not even batch 1 fits in {fixed(decision.capacity_gb, 0)} GB: add devices"
+    )
+    ks = best_k[shown].tolist()
     chart = figure(
         [
             line(
+                "speedup at the best k",
+                batches[shown].tolist(),
+                best_speedup[shown].tolist(),
+                customdata=ks,
+                line={"color": COLORS["accent"], "width": 3},
+                hovertemplate="batch %{x}: %{y:.2f}× at k = %{customdata}<extra></extra>",
+            ),
+            line(
                 "best k",
                 batches[shown].tolist(),
-                best_k[shown].tolist(),
-                line={"shape": "hv", "color": COLORS["accent"], "width": 3},
+                ks,
+                yaxis="y2",
+                line={"shape": "hv", "color": COLORS["good"], "dash": "dot", "width": 2},
                 hovertemplate="batch %{x}: k = %{y}<extra></extra>",
             ),
             line(
-                "best speedup",
-                batches[shown].tolist(),
-                best_speedup[shown].tolist(),
-                yaxis="y2",
-                line={"color": COLORS["good"], "dash": "dot", "width": 2},
-                hovertemplate="batch %{x}: %{y:.2f}×<extra></extra>",
+                "break-even",
+                [1, max(decision.batch_limit, 1)],
+                [1, 1],
+                line={"color": COLORS["break_even"], "dash": "dash", "width": 1.5},
+                hoverinfo="skip",
             ),
         ],
-        "batch size",
-        "best k",
+        "batch size (only batches that fit)",
+        "speedup ×",
         x={"type": "log", "dtick": 1},
-        y={"rangemode": "tozero", **({"dtick": 1} if k_max <= 16 else {})},
+        y={"rangemode": "tozero", "tickformat": ".1f"},
         yaxis2={
-            "title": {"text": "speedup ×", "standoff": 8},
+            "title": {"text": "best k", "standoff": 8},
             "overlaying": "y",
             "side": "right",
             "rangemode": "tozero",
             "showgrid": False,
             "automargin": True,
-            "tickformat": ".1f",
+            **({"dtick": 1} if k_max <= 16 else {}),
         },
     )
-    query = _query(p=p, k_max=k_max)
+    query = _query(p=p, k_max=k_max) + setup_query
     links = {
         "schedule": f"/api/v1/regimes/schedule?{query}",
         "schedule_csv": f"/api/v1/regimes/schedule?{query}&format=csv",
     }
     part = {
         "summary": summary,
-        "setup": SETUP_TEXT,
+        "fits": fits,
+        "max_batch_that_fits": decision.max_batch_that_fits,
+        "setup": setup_text(built),
         "table": {"columns": ["Batch sizes", "Best k", "Speedup"], "rows": rows},
     }
-    return part, chart, links
+    return part, chart, links, decision
+
+
+def setup_query(reading: Reading) -> str:
+    """The setup's controls that differ from their defaults, as API parameters (after others: starts with &)."""
+    return "".join(
+        f"&{control.name}={url_text(reading[control.name])}"
+        for control in SETUP_CONTROLS
+        if reading[control.name] != control.default
+    )
+
+
+def config_part(reading: Reading, p: float, built: BuiltSetup) -> dict[str, Any]:
+    """The schedule written as the chosen engine takes it, by the service behind /api/v1/engine-config."""
+    engine = reading.text("engine")
+    out = engine_config_out(engine, p, reading.integer("k_max"), MAX_BATCH, built)
+    return {
+        "engine": ENGINE_LABELS[engine],
+        "headline": out.headline,
+        "text": out.text,
+        "notes": list(out.notes),
+        "sources": list(out.sources),
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -632,23 +836,25 @@ def trees_part(reading: Reading, chosen: CostRegime) -> tuple[dict[str, Any], di
 
     summary = (
         f"Best: {comparison.best_family} with {comparison.best_budget} drafted tokens per step, "
-        f"{times(comparison.best_speedup)} (optimal tree depth {comparison.optimal_shape.depth}). "
+        f"{times(comparison.best_speedup)} (the {trees.BEST_SPEEDUP_TREE} has depth {comparison.optimal_shape.depth}). "
         f"A chain never yields more than {bound(comparison.chain_bound)} tokens per step, "
         f"a binary tree {bound(comparison.binary_tree_bound)}, any tree {bound(comparison.full_bound)}."
     )
     tokens: list[dict[str, Any]] = []
     speedups: list[dict[str, Any]] = []
     for index, family in enumerate(comparison.families):
-        most = family.kind not in ("chain", "level_filled", "independent_sequences")
+        most = family.kind == "best_speedup"
         style = _family_style(index, family.kind)
+        # The tokens chart draws the most-tokens tree (any depth); the speedup chart the best-speedup tree.
         values = comparison.optimal_values if most else family.values
+        tokens_name = trees.MOST_TOKENS_TREE if most else family.name
         tokens.append(
             line(
-                family.name,
+                tokens_name,
                 budgets,
                 values,
                 line=style,
-                hovertemplate=f"{family.name}<br>n = %{{x}}: %{{y:.3f}}<extra></extra>",
+                hovertemplate=f"{tokens_name}<br>n = %{{x}}: %{{y:.3f}}<extra></extra>",
             )
         )
         speedups.append(
@@ -706,10 +912,16 @@ def trees_part(reading: Reading, chosen: CostRegime) -> tuple[dict[str, Any], di
         acceptance=",".join(f"{value:g}" for value in acceptance),
         budget=budget,
         c=reading.number("c"),
-        **_cost_query(reading),
+        **_tree_cost_query(reading),
         widths=",".join(str(width) for width in DEFAULT_TREE_WIDTHS),
     )
-    return {"summary": summary}, tokens_figure, speedup_figure, f"/api/v1/trees?{query}"
+    part = {
+        "summary": summary,
+        "assumption": tree_verification_assumption(chosen),
+        "most_tokens": trees.MOST_TOKENS_TREE,
+        "best_speedup": trees.BEST_SPEEDUP_TREE,
+    }
+    return part, tokens_figure, speedup_figure, f"/api/v1/trees?{query}"
 
 
 # ---------------------------------------------------------------------------
@@ -717,15 +929,25 @@ def trees_part(reading: Reading, chosen: CostRegime) -> tuple[dict[str, Any], di
 
 def build(reading: Reading) -> View:
     chosen = _chosen(reading, reading.number("c"))
-    result, calibration_link = _calibrate(reading, chosen)
+    result, calibration_link, engine = _calibrate(reading, chosen)
     sources, sources_chart, sources_link = sources_part(reading, chosen.verify)
-    schedule, schedule_chart, schedule_links = schedule_part(result.acceptance, reading.integer("k_max"))
-    tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, chosen)
+    built = user_setup(reading)
+    query = setup_query(reading)
+    schedule, schedule_chart, schedule_links, _ = schedule_part(
+        result.acceptance, reading.integer("k_max"), built, query
+    )
+    config = config_part(reading, result.acceptance, built)
+    tree_cost = _chosen_tree(reading)
+    tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, tree_cost)
+    p_query = f"engine={reading.text('engine')}&p={result.acceptance!r}&k_max={reading.integer('k_max')}{query}"
+    calibrated = calibration_part(reading, result)
+    calibrated["engine"] = engine
     return {
         "cost": {"regime": chosen.regime.label, "c": fixed(chosen.c, 3)},
-        "calibration": calibration_part(reading, result),
+        "calibration": calibrated,
         "sources": sources,
         "schedule": schedule,
+        "config": config,
         "trees": tree_part,
         "figures": {
             "calibration": calibration_figure(result),
@@ -741,6 +963,7 @@ def build(reading: Reading) -> View:
             "example": example_link(reading.number("example_p")),
             "sources": sources_link,
             **schedule_links,
+            "config": f"/api/v1/engine-config?{p_query}",
             "trees": trees_link,
         },
     }
