@@ -12,7 +12,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, Route, expect
 
-from app.model import calibration, closed_form, draft_sources
+from app.model import calibration, closed_form, draft_sources, engine_metrics
 from tests.conftest import PageWatch
 from tests.support import wait_until
 
@@ -74,7 +74,7 @@ def expected(body: dict[str, Any]) -> dict[str, Any]:
         "trees-summary": body["trees"]["summary"],
     }
     numbers["sources"] = {
-        source_id: [row["per_cost"], row["best_k"], row["best_speedup"]]
+        source_id: [row["per_cycle"], row["per_cost"], row["best_k"], row["best_speedup"]]
         for source_id, row in body["sources"]["rows"].items()
     }
     numbers["positions"] = [cell["text"] for row in cal["positions"]["rows"] for cell in row["cells"]]
@@ -196,13 +196,13 @@ def test_a_bad_scrape_names_the_box_and_keeps_the_old_results_dimmed(
     open_decide(page, live_server + "/decide")
     error = page.locator("[data-error]")
     for text, fragment in [
-        ("hello world", "not a Prometheus text exposition"),
-        ("process_cpu_seconds_total 3\n", "no vLLM spec-decode counters"),
+        ("hello world", "unknown format"),
+        ("process_cpu_seconds_total 3\n", "without speculative-decoding series"),
         (" ", "empty"),
     ]:
         page.fill("#metrics", text)
         expect(error).to_contain_text(fragment, timeout=UPDATE_MS)
-        expect(error).to_contain_text("vLLM /metrics scrape")
+        expect(error).to_contain_text("Engine report")
         expect(page.locator("#calibrate-results")).to_have_class("stale")
     page.click("#load-example")
     expect(error).to_be_hidden(timeout=UPDATE_MS)
@@ -215,12 +215,18 @@ def test_a_bad_scrape_names_the_box_and_keeps_the_old_results_dimmed(
 
 def test_a_cost_change_reaches_every_step(page: Page, live_server: str, watch: PageWatch) -> None:
     open_decide(page, live_server + "/decide?mode=length&length=3&k=4")
-    before = page.text_content("#trees-summary")
+    before = page.text_content("#sources-summary")
+    trees_before = page.text_content("#trees-summary")
     page.select_option("#regime", "compute-bound")
     expect(page.locator("#beta")).to_be_hidden()
     expect(page.locator("#cal-best-k")).to_have_text("off", timeout=UPDATE_MS)
-    expect(page.locator("#trees-summary")).not_to_have_text(before or "", timeout=UPDATE_MS)
+    expect(page.locator("#sources-summary")).not_to_have_text(before or "", timeout=UPDATE_MS)
     assert url_state(page)["regime"] == ["compute-bound"]
+    # Trees are priced by their own verification cost, the roofline unless the user picks another, and say so.
+    expect(page.locator("#trees-summary")).to_have_text(trees_before or "")
+    page.select_option("#tree_regime", "compute-bound")
+    expect(page.locator("#trees-summary")).not_to_have_text(trees_before or "", timeout=UPDATE_MS)
+    expect(page.locator("#trees-assumption")).to_contain_text("Compute-bound")
     page.select_option("#regime", "linear")
     expect(page.locator("#beta")).to_be_visible()
     assert_clean(watch)
@@ -315,7 +321,8 @@ def test_nothing_is_wider_than_a_phone(page: Page, live_server: str, watch: Page
     wide = page.evaluate(
         """[...document.querySelectorAll('main *')].filter((element) => {
              const box = element.getBoundingClientRect();
-             return box.width > 0 && box.right > window.innerWidth + 1 && !element.closest('.table-scroll');
+             return box.width > 0 && box.right > window.innerWidth + 1
+               && !element.closest('.table-scroll') && !element.closest('.config-text');
            }).map((element) => element.id || element.tagName)"""
     )
     assert wide == []
@@ -325,7 +332,10 @@ def test_nothing_is_wider_than_a_phone(page: Page, live_server: str, watch: Page
         " return box.scrollWidth > box.clientWidth && getComputedStyle(box).overflowX === 'auto'; })()"
     )
     assert scrolls.count() >= 3
-    for name in ("c", "regime", "mode", "length", "k", "acceptance", "budget", "ngram_p"):
+    pre = page.locator("#config-text")
+    assert pre.evaluate("(box) => getComputedStyle(box).overflowX") == "auto"
+    assert pre.evaluate("(box) => box.getBoundingClientRect().right") <= 390
+    for name in ("c", "regime", "mode", "length", "k", "acceptance", "budget", "ngram_p", "hw", "engine", "url"):
         assert page.locator(f'label[for="{name}"], [aria-label][id="{name}"]').count() >= 1
     assert_clean(watch)
 
@@ -353,4 +363,89 @@ def test_axe_finds_no_serious_or_critical_violation(
         if violation["impact"] in ("serious", "critical")
     ]
     assert found == []
+    assert_clean(watch)
+
+
+@pytest.mark.parametrize(
+    ("format_name", "engine", "p", "k"),
+    [
+        ("sglang-server-info", "SGLang", 0.7, 4),
+        ("trtllm-iteration-stats", "TensorRT-LLM", 0.75, 4),
+        ("llamacpp-log", "llama.cpp", 0.65, 5),
+    ],
+)
+def test_another_engines_report_calibrates_on_the_page(
+    page: Page, live_server: str, watch: PageWatch, format_name: str, engine: str, p: float, k: int
+) -> None:
+    open_decide(page, live_server + "/decide")
+    report = engine_metrics.example_report(format_name, p, k, cycles=4_000, seed=3)
+    page.fill("#metrics", report)
+    expect(page.locator("#cal-engine-name")).to_have_text(engine, timeout=UPDATE_MS)
+    expected_view = httpx.post(live_server + VIEW, json={"metrics": report, "baseline": ""}).json()
+    read = expected_view["calibration"]["engine"]
+    expect(page.locator("#cal-p")).to_have_text(expected_view["calibration"]["p"])
+    expect(page.locator("#cal-interval")).to_have_text(read["interval"])
+    if read["p_low"] is None:  # SGLang reports a mean acceptance length without its count: no interval to give
+        assert read["interval"].startswith("no interval") and abs(float(expected_view["calibration"]["p"]) - p) < 0.02
+    else:
+        assert read["p_low"] <= p <= read["p_high"]
+    expect(page.locator("#cal-k")).to_contain_text(f"{k} ")
+    # The schedule and the config follow the calibrated p.
+    expect(page.locator("#schedule-summary")).to_have_text(expected_view["schedule"]["summary"])
+    expect(page.locator("#config-text")).to_have_text(expected_view["config"]["text"])
+    assert_clean(watch)
+
+
+def test_the_config_follows_the_engine_and_the_setup(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_decide(page, live_server + "/decide")
+    page.select_option("#engine", "trtllm")
+    page.select_option("#model", "dense-70b")
+    wait_until(page, "new URLSearchParams(location.search).get('model') === 'dense-70b'", timeout=20)
+    state = {name: values[0] for name, values in url_state(page).items()}
+    assert state == {"engine": "trtllm", "model": "dense-70b"}
+    link = httpx.get(live_server + VIEW, params=state).json()["links"]["config"]
+    answer = httpx.get(live_server + link).json()
+    expect(page.locator("#config-text")).to_have_text(answer["text"], timeout=UPDATE_MS)
+    expect(page.locator("#config-headline")).to_have_text(answer["headline"])
+    assert "draft_len_schedule" in answer["text"]
+    assert_clean(watch)
+
+
+def test_the_copy_button_puts_the_config_on_the_clipboard(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
+    page = context.new_page()
+    try:
+        open_decide(page, live_server + "/decide?engine=sglang")
+        text = page.text_content("#config-text")
+        assert text and "--speculative" in text
+        page.click("#config-copy")
+        expect(page.locator("#config-copy-status")).to_have_text("Copied.", timeout=UPDATE_MS)
+        assert page.evaluate("navigator.clipboard.readText()") == text
+    finally:
+        context.close()
+
+
+def test_without_a_clipboard_the_copy_button_selects_the_text(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    context.add_init_script("Object.defineProperty(navigator, 'clipboard', { value: undefined });")
+    page = context.new_page()
+    try:
+        open_decide(page, live_server + "/decide?engine=llamacpp")
+        page.click("#config-copy")
+        expect(page.locator("#config-copy-status")).to_contain_text("Selected", timeout=UPDATE_MS)
+        assert page.evaluate("window.getSelection().toString()") == page.text_content("#config-text")
+    finally:
+        context.close()
+
+
+def test_a_url_is_not_fetched_and_the_page_says_so(page: Page, live_server: str, watch: PageWatch) -> None:
+    open_decide(page, live_server + "/decide")
+    message = page.locator("#fetch-message")
+    expect(message).to_be_hidden()
+    page.fill("#metrics", "")
+    page.fill("#url", "http://10.0.0.1:8000/metrics")
+    expect(message).to_be_visible(timeout=UPDATE_MS)
+    expect(message).to_contain_text("does not fetch URLs")
+    expect(message).to_contain_text("specdec-lab calibrate --from http://10.0.0.1:8000/metrics")
     assert_clean(watch)

@@ -422,7 +422,7 @@ def test_the_draft_sources_chart_shows_the_figure_the_text_calls_decisive() -> N
     result = view()
     bars = result["figures"]["sources"]["data"][0]
     best = result["figures"]["sources"]["data"][1]["y"]
-    assert "whole cycle" in bars["name"]
+    assert bars["name"] == "tokens per unit of cycle cost"
     # Tokens per unit of the whole cycle's cost is the speedup at the measured depth: never above the best speedup.
     assert all(bar <= top + 1e-9 for bar, top in zip(bars["y"], best, strict=True))
     ngram = bars["x"].index("PLD")

@@ -602,7 +602,7 @@ def sources_part(reading: Reading, verify: closed_form.VerifyCost) -> tuple[dict
         [
             {
                 "type": "bar",
-                "name": "tokens per unit of the whole cycle's cost, τ / (d·c + v)",
+                "name": "tokens per unit of cycle cost",
                 "x": names,
                 "y": [evaluation.speedup_at_reference for evaluation in ordered],
                 "marker": {"color": COLORS["accent"]},
