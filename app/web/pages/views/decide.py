@@ -354,7 +354,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
         "notes": (
             [f"{len(classes)} classes in the report: each is calibrated on its own below."] if len(classes) > 1 else []
         )
-        + list(top.notes),
+        + list(top.measurement.notes),  # the calibration's own notes are listed under it
     }
     return top.result, info
 
