@@ -1,9 +1,10 @@
-"""Decide for my server: calibrate p from what the server reports, pick a draft source, a k per batch, a tree.
+"""Decide for my server: from what the server reports to the config it takes.
 
 One step per section, each with its own results: (1) p from a draft acceptance rate, a mean acceptance
-length or a pasted vLLM /metrics scrape (the scrape is POSTed to the view as a JSON body and never enters
-the URL); (2) the draft sources side by side with p and c editable per source; (3) the best k per batch size
-on the default roofline setup at the calibrated p; (4) chains against trees for a verification budget.
+length or any engine's report (vLLM or SGLang /metrics, SGLang /server_info, TensorRT-LLM iteration stats,
+a llama.cpp log; POSTed to the view as a JSON body, never in the URL; a URL only where the server may fetch);
+(2) the best k per batch on the user's setup at the calibrated p, only at batches that fit; (3) that schedule
+as the chosen engine's config; (4) the draft sources side by side; (5) chains against trees.
 """
 
 from __future__ import annotations
