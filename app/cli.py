@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from app.model import limits
 from app.model.regimes import REGIME_NAMES
@@ -53,6 +54,12 @@ def run_serve(arguments: argparse.Namespace) -> int:
     import uvicorn
 
     uvicorn.run("app.web.main:app", host=arguments.host, port=arguments.port, workers=arguments.workers)
+    return 0
+
+
+def _write_report(arguments: argparse.Namespace, report: Any, text: Callable[[], str]) -> int:
+    """The report as the API's JSON with --format json, else its text (made only then); a newline after either."""
+    sys.stdout.write((report.model_dump_json(indent=2) if arguments.format == "json" else text()) + "\n")
     return 0
 
 
@@ -365,11 +372,7 @@ def run_calibrate(arguments: argparse.Namespace) -> int:
         print(f"specdec-lab calibrate: error: {error}", file=sys.stderr)
         return 2
     report = calibration_out(result, regime)
-    if arguments.format == "json":
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
-    else:
-        sys.stdout.write(render_calibration_text(report) + "\n")
-    return 0
+    return _write_report(arguments, report, lambda: render_calibration_text(report))
 
 
 def add_sources_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -402,11 +405,7 @@ def run_sources(arguments: argparse.Namespace) -> int:
         return 2
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     report = sources_out(arguments.k_max, regime, overrides)
-    if arguments.format == "json":
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
-    else:
-        sys.stdout.write(render_sources_text(report) + "\n")
-    return 0
+    return _write_report(arguments, report, lambda: render_sources_text(report))
 
 
 def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -458,11 +457,7 @@ def run_trees(arguments: argparse.Namespace) -> int:
         return 2
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     report = trees_out(acceptance, arguments.budget, regime, widths)
-    if arguments.format == "json":
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
-    else:
-        sys.stdout.write(render_trees_text(report, arguments.every) + "\n")
-    return 0
+    return _write_report(arguments, report, lambda: render_trees_text(report, arguments.every))
 
 
 # ---------------------------------------------------------------------------
@@ -473,11 +468,17 @@ def _add_closed_form_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format (json as the API)")
 
 
+def _add_p_and_c(parser: argparse.ArgumentParser, k_help: str | None) -> None:
+    """--p, then --k with k_help (none when k_help is None), then --c, at the closed form's defaults."""
+    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_P, help="acceptance probability")
+    if k_help is not None:
+        parser.add_argument("--k", type=_k, default=limits.DEFAULT_K, help=k_help)
+    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+
+
 def add_speedup_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "speedup", "tokens per cycle, cost per cycle and speedup at (p, k, c)")
-    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_P, help="acceptance probability")
-    parser.add_argument("--k", type=_k, default=limits.DEFAULT_K, help="draft length (0 = plain decoding)")
-    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+    _add_p_and_c(parser, "draft length (0 = plain decoding)")
     _add_closed_form_output(parser)
     parser.set_defaults(handler=run_speedup)
 
@@ -486,14 +487,14 @@ def run_speedup(arguments: argparse.Namespace) -> int:
     from app.web.services.core import build_speedup
 
     result = build_speedup(arguments.p, arguments.k, arguments.c)
-    if arguments.format == "json":
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-    else:
-        sys.stdout.write(
+    return _write_report(
+        arguments,
+        result,
+        lambda: (
             f"p = {result.p:g}, k = {result.k}, c = {result.c:g}: {result.expected_tokens:.4f} tokens per cycle, "
-            f"{result.cost_per_cycle:.4f} target passes, speedup {result.speedup:.4f}x\n"
-        )
-    return 0
+            f"{result.cost_per_cycle:.4f} target passes, speedup {result.speedup:.4f}x"
+        ),
+    )
 
 
 def _best_k_text(best_k: int, speedup: float, k_search_max: int, limit_reached: bool) -> str:
@@ -509,8 +510,7 @@ def _best_k_text(best_k: int, speedup: float, k_search_max: int, limit_reached: 
 
 def add_optimal_k_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "optimal-k", "draft length with the highest speedup (0 = do not speculate)")
-    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_P, help="acceptance probability")
-    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+    _add_p_and_c(parser, None)
     parser.add_argument("--k-max", type=_k_max, default=limits.K_SEARCH_MAX, help="longest draft searched")
     _add_closed_form_output(parser)
     parser.set_defaults(handler=run_optimal_k)
@@ -520,21 +520,15 @@ def run_optimal_k(arguments: argparse.Namespace) -> int:
     from app.web.services.core import build_optimal_k
 
     result = build_optimal_k(arguments.p, arguments.c, arguments.k_max)
-    if arguments.format == "json":
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-    else:
-        line = _best_k_text(result.best_k, result.speedup, result.k_search_max, result.limit_reached)
-        sys.stdout.write(f"p = {result.p:g}, c = {result.c:g}: {line}\n")
-    return 0
+    line = _best_k_text(result.best_k, result.speedup, result.k_search_max, result.limit_reached)
+    return _write_report(arguments, result, lambda: f"p = {result.p:g}, c = {result.c:g}: {line}")
 
 
 def add_curve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(
         subparsers, "curve", "speedup for k = 0..k_max with the p +/- band envelope, and the demo's readouts"
     )
-    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_P, help="acceptance probability")
-    parser.add_argument("--k", type=_k, default=limits.DEFAULT_K, help="draft length of the readouts")
-    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+    _add_p_and_c(parser, "draft length of the readouts")
     parser.add_argument("--k-max", type=_k_max, default=limits.DEMO_CHART_K_MIN, help="last k of the table")
     parser.add_argument("--band", type=_bounded(float, 0.0, 0.5), default=limits.DEMO_BAND, help="half-width in p")
     parser.add_argument(

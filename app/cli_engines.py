@@ -10,21 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.cli import _bounded
+
 MAX_SAMPLES = 100_000
 ENGINES = ["vllm", "sglang", "trtllm", "llamacpp"]
-
-
-def _bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[[str], float | int]:
-    def parse(text: str) -> float | int:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g}; got {text}")
-        return value
-
-    return parse
 
 
 def read_source(source: str) -> str:

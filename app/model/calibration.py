@@ -190,35 +190,36 @@ def calibrate_from_rate(
     rate: float, k: int, c: float, k_max: int, verify: VerifyCost = free_verification
 ) -> Calibration:
     """p from the draft acceptance rate (accepted / drafted) measured at draft length k."""
-    _check_common(k, c, k_max)
-    p = closed_form.acceptance_from_draft_rate(rate, k)
-    length = closed_form.mean_acceptance_length(p, k)
-    return _calibration(
-        "draft_rate",
-        "inverse of the draft acceptance rate (p - p^(k+1)) / ((1 - p) k)",
-        p,
-        rate,
-        length,
-        k,
-        c,
-        k_max,
-        verify,
-        p_from_length=p,
-        p_from_rate=p,
-        notes=[_rate_is_not_p(rate, p)],
-    )
+    return _from_one_measure("draft_rate", rate, k, c, k_max, verify)
 
 
 def calibrate_from_length(
     length: float, k: int, c: float, k_max: int, verify: VerifyCost = free_verification
 ) -> Calibration:
     """p from the mean acceptance length (tokens per verification, bonus token included) at draft length k."""
+    return _from_one_measure("mean_length", length, k, c, k_max, verify)
+
+
+_ONE_MEASURE_ESTIMATORS = {
+    "draft_rate": "inverse of the draft acceptance rate (p - p^(k+1)) / ((1 - p) k)",
+    "mean_length": "inverse of the mean acceptance length (1 - p^(k+1)) / (1 - p)",
+}
+
+
+def _from_one_measure(source: str, measured: float, k: int, c: float, k_max: int, verify: VerifyCost) -> Calibration:
+    """p inferred from the one measure named by source; the other measure is what that p implies."""
     _check_common(k, c, k_max)
-    p = closed_form.acceptance_from_mean_length(length, k)
-    rate = closed_form.draft_acceptance_rate(p, k)
+    if source == "draft_rate":
+        rate = measured
+        p = closed_form.acceptance_from_draft_rate(rate, k)
+        length = closed_form.mean_acceptance_length(p, k)
+    else:
+        length = measured
+        p = closed_form.acceptance_from_mean_length(length, k)
+        rate = closed_form.draft_acceptance_rate(p, k)
     return _calibration(
-        "mean_length",
-        "inverse of the mean acceptance length (1 - p^(k+1)) / (1 - p)",
+        source,
+        _ONE_MEASURE_ESTIMATORS[source],
         p,
         rate,
         length,

@@ -140,17 +140,35 @@ def simulate(p: float, k: int, c: float, cycles: int, seed: int, rho: float = 0.
     mean_tokens = mean_accepted + 1.0
     cost = cost_per_cycle(k, c)
     low, high = score_interval(mean_tokens, k, cycles)
+    return _aggregate(p, k, cost, cycles, mean_tokens, (low, high), standard_error, histogram.tolist())
+
+
+def _aggregate(
+    p: float,
+    k: int,
+    cost: float,
+    cycles: int,
+    mean_tokens: float,
+    interval: tuple[float, float],
+    standard_error: float,
+    histogram: list[int],
+    rho: float = 0.0,
+    markov_expected_tokens: float | None = None,
+) -> Aggregate:
+    """The aggregate of a simulation beside the closed form at (p, k) and the cost per cycle."""
     return Aggregate(
         cycles=cycles,
         mean_tokens_per_cycle=mean_tokens,
-        interval_low=low,
-        interval_high=high,
+        interval_low=interval[0],
+        interval_high=interval[1],
         standard_error=standard_error,
         expected_tokens=expected_tokens(p, k),
-        histogram=histogram.tolist(),
+        histogram=histogram,
         histogram_expected=[cycles * q for q in accepted_distribution(p, k)],
         empirical_speedup=mean_tokens / cost,
         closed_form_speedup=expected_tokens(p, k) / cost,
+        rho=rho,
+        markov_expected_tokens=markov_expected_tokens,
     )
 
 
@@ -165,17 +183,15 @@ def _simulate_bursty(p: float, k: int, c: float, cycles: int, rng: np.random.Gen
         low, high = 1.0, k + 1.0
     else:
         low, high = bounded_normal_interval(mean_tokens, standard_error, k)
-    return Aggregate(
-        cycles=cycles,
-        mean_tokens_per_cycle=mean_tokens,
-        interval_low=low,
-        interval_high=high,
-        standard_error=standard_error,
-        expected_tokens=expected_tokens(p, k),
-        histogram=np.bincount(accepted, minlength=k + 1).tolist(),
-        histogram_expected=[cycles * q for q in accepted_distribution(p, k)],
-        empirical_speedup=mean_tokens / cost,
-        closed_form_speedup=expected_tokens(p, k) / cost,
+    return _aggregate(
+        p,
+        k,
+        cost,
+        cycles,
+        mean_tokens,
+        (low, high),
+        standard_error,
+        np.bincount(accepted, minlength=k + 1).tolist(),
         rho=rho,
         markov_expected_tokens=bursty.expected_tokens(p, k, rho),
     )

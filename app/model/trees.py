@@ -209,18 +209,30 @@ def chain_values(acceptance: Sequence[float], max_budget: int) -> FloatArray:
     return np.array([closed_form.expected_tokens(probabilities[0], n) for n in range(max_budget + 1)])
 
 
-def level_filled_values(acceptance: Sequence[float], width: int, max_budget: int) -> tuple[FloatArray, IntArray]:
-    """Trees where every node has ``width`` children, filled level by level (most likely nodes first).
-
-    Returns value and depth for n = 0..max_budget drafted tokens; width 1 is the chain, 2 the binary tree.
+def _width_start(
+    acceptance: Sequence[float], width: int, max_budget: int
+) -> tuple[tuple[float, ...], FloatArray, FloatArray, IntArray]:
+    """Checked inputs of a family of width ``width``: the positional acceptances, their first ``width``, and
+    values and depths to fill for n = 0..max_budget.
     """
     probabilities = positional_acceptance(acceptance)
     _check_budget(max_budget)
     if not 1 <= width <= MAX_WIDTH:
         raise ValueError(f"width must be from 1 to {MAX_WIDTH}; got {width}")
-    children = _padded(probabilities, width)
-    values = np.ones(max_budget + 1)
-    depths = np.zeros(max_budget + 1, dtype=np.int64)
+    return (
+        probabilities,
+        _padded(probabilities, width),
+        np.ones(max_budget + 1),
+        np.zeros(max_budget + 1, dtype=np.int64),
+    )
+
+
+def level_filled_values(acceptance: Sequence[float], width: int, max_budget: int) -> tuple[FloatArray, IntArray]:
+    """Trees where every node has ``width`` children, filled level by level (most likely nodes first).
+
+    Returns value and depth for n = 0..max_budget drafted tokens; width 1 is the chain, 2 the binary tree.
+    """
+    _, children, values, depths = _width_start(acceptance, width, max_budget)
     level = np.ones(1)
     added, total, depth = 0, 1.0, 0
     while added < max_budget:
@@ -241,13 +253,7 @@ def independent_sequences_values(
 
     The budget is split as evenly as possible, longer chains on better-ranked roots (SpecInfer-style).
     """
-    probabilities = positional_acceptance(acceptance)
-    _check_budget(max_budget)
-    if not 1 <= width <= MAX_WIDTH:
-        raise ValueError(f"width must be from 1 to {MAX_WIDTH}; got {width}")
-    first = _padded(probabilities, width)
-    values = np.ones(max_budget + 1)
-    depths = np.zeros(max_budget + 1, dtype=np.int64)
+    probabilities, first, values, depths = _width_start(acceptance, width, max_budget)
     for budget in range(1, max_budget + 1):
         chains = min(width, budget)
         share, extra = divmod(budget, chains)

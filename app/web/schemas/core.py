@@ -128,24 +128,24 @@ class RunCycle(BaseModel):
     total_passes: float
 
 
-class Run(BaseModel):
+class _SeededRun(BaseModel):
+    """The inputs a seeded Monte Carlo answer echoes first."""
+
     p: float
     k: int
     c: float
     seed: int
     rho: float = Field(default=0.0, description="Lag-1 correlation of acceptances; 0 is i.i.d.")
+
+
+class Run(_SeededRun):
     tokens: int
     passes: float
     speedup: float
     cycles: list[RunCycle]
 
 
-class Simulation(BaseModel):
-    p: float
-    k: int
-    c: float
-    seed: int
-    rho: float = Field(default=0.0, description="Lag-1 correlation of acceptances; 0 is i.i.d.")
+class Simulation(_SeededRun):
     markov_expected_tokens: float | None = Field(
         default=None, description="Exact tokens per cycle under the bursty (Markov) model; null when rho = 0."
     )

@@ -8,14 +8,16 @@ from app.web.schemas.core import Curve, CurvePoint, OptimalK, Speedup
 
 
 def build_speedup(p: float, k: int, c: float) -> Speedup:
-    return Speedup(
-        p=p,
-        k=k,
-        c=c,
-        expected_tokens=closed_form.expected_tokens(p, k),
-        cost_per_cycle=closed_form.cost_per_cycle(k, c),
-        speedup=closed_form.speedup(p, k, c),
-    )
+    return Speedup(p=p, k=k, c=c, **_cycle_readouts(p, k, c))
+
+
+def _cycle_readouts(p: float, k: int, c: float) -> dict[str, float]:
+    """Tokens per cycle, target passes per cycle and speedup at (p, k, c)."""
+    return {
+        "expected_tokens": closed_form.expected_tokens(p, k),
+        "cost_per_cycle": closed_form.cost_per_cycle(k, c),
+        "speedup": closed_form.speedup(p, k, c),
+    }
 
 
 def build_optimal_k(p: float, c: float, k_max: int) -> OptimalK:
@@ -61,9 +63,7 @@ def build_curve(p: float, k: int, c: float, k_max: int, band: float, c_ops: floa
         c_ops=c_ops,
         p_low=p_low,
         p_high=p_high,
-        expected_tokens=closed_form.expected_tokens(p, k),
-        cost_per_cycle=closed_form.cost_per_cycle(k, c),
-        speedup=closed_form.speedup(p, k, c),
+        **_cycle_readouts(p, k, c),
         best_k=best,
         best_speedup=best_value,
         k_search_max=K_SEARCH_MAX,

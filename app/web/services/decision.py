@@ -22,6 +22,7 @@ from app.web.schemas.decision import (
     TreeShapeOut,
     TreesOut,
 )
+from app.web.schemas.fill import filled
 
 DEFAULT_C = limits.DEFAULT_C
 DEFAULT_K_MAX = limits.DEFAULT_DECISION_K_MAX
@@ -90,27 +91,8 @@ def calibration_out(result: calibration.Calibration, regime: CostRegime, source:
         limit_reached=closed_form.limit_reached(result.best_k, result.predictions[-1].k),
         speculate=result.best_k > 0,
         speedup_at_k=result.speedup_at_k,
-        positions=[
-            PositionOut(
-                position=row.position,
-                accepted=row.accepted,
-                rate=row.rate,
-                conditional=row.conditional,
-                iid_rate=row.iid_rate,
-            )
-            for row in result.positions
-        ],
-        departure=None
-        if departure is None
-        else DepartureOut(
-            chi_square=departure.chi_square,
-            degrees_of_freedom=departure.degrees_of_freedom,
-            p_value=departure.p_value,
-            max_conditional_deviation=departure.max_conditional_deviation,
-            max_rate_deviation=departure.max_rate_deviation,
-            consistent_with_iid=departure.consistent_with_iid,
-            small_expected_counts=departure.small_expected_counts,
-        ),
+        positions=[filled(PositionOut, row) for row in result.positions],
+        departure=None if departure is None else filled(DepartureOut, departure),
         counters=None
         if counters is None
         else CountersOut(
@@ -133,29 +115,11 @@ def sources_out(k_max: int, regime: CostRegime, overrides: Mapping[str, tuple[fl
     for evaluation in evaluations:
         source = evaluation.source
         rows.append(
-            DraftSourceOut(
-                id=source.id,
-                name=source.name,
-                kind=source.kind,
-                method=source.method,
-                mean_accepted_tokens=source.mean_accepted_tokens,
-                measured_speedup=source.measured_speedup,
-                measurement=source.measurement,
-                reference_depth=source.reference_depth,
-                depth_source=source.depth_source,
-                tree_nodes=source.tree_nodes,
-                acceptance=source.acceptance,
-                draft_cost=source.draft_cost,
-                edited=source.edited,
-                accepted_per_draft_cost=evaluation.accepted_per_draft_cost,
-                accepted_per_draft_cost_at_best_k=evaluation.accepted_per_draft_cost_at_best_k,
-                expected_tokens_at_reference=evaluation.expected_tokens_at_reference,
-                speedup_at_reference=evaluation.speedup_at_reference,
-                best_k=evaluation.best_k,
-                best_speedup=evaluation.best_speedup,
+            filled(
+                DraftSourceOut,
+                source,
+                evaluation,
                 limit_reached=closed_form.limit_reached(evaluation.best_k, k_max),
-                expected_tokens_at_best_k=evaluation.expected_tokens_at_best_k,
-                speedups=evaluation.speedups,
             )
         )
     return DraftSourcesOut(
@@ -170,13 +134,13 @@ def sources_out(k_max: int, regime: CostRegime, overrides: Mapping[str, tuple[fl
 def trees_out(acceptance: Sequence[float], budget: int, regime: CostRegime, widths: Sequence[int]) -> TreesOut:
     comparison = trees.compare_trees(acceptance, budget, regime.c, regime.verify, widths)
     shape = comparison.optimal_shape
-    shape_out = TreeShapeOut(
+    shape_out = filled(
+        TreeShapeOut,
+        shape,
         parents=list(shape.parents),
         ranks=list(shape.ranks),
         depths=list(shape.depths),
         reach=list(shape.reach),
-        value=shape.value,
-        depth=shape.depth,
     )
     return TreesOut(
         acceptance=list(comparison.acceptance),
@@ -185,20 +149,7 @@ def trees_out(acceptance: Sequence[float], budget: int, regime: CostRegime, widt
         chain_bound=comparison.chain_bound,
         binary_tree_bound=comparison.binary_tree_bound,
         full_bound=comparison.full_bound,
-        families=[
-            TreeFamilyOut(
-                name=family.name,
-                kind=family.kind,
-                width=family.width,
-                values=family.values,
-                depths=family.depths,
-                speedups=family.speedups,
-                bound=family.bound,
-                best_budget=family.best_budget,
-                best_speedup=family.best_speedup,
-            )
-            for family in comparison.families
-        ],
+        families=[filled(TreeFamilyOut, family) for family in comparison.families],
         most_tokens_values=comparison.optimal_values,
         optimal_values=comparison.optimal_values,
         best_family=comparison.best_family,

@@ -41,6 +41,7 @@ from app.model.regimes import (
     sweep_batches,
     target_step,
 )
+from app.web.schemas.fill import filled
 from app.web.schemas.regimes import (
     AcceleratorOut,
     BatchPoint,
@@ -195,32 +196,11 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
 
 
 def accelerator_out(key: str, accelerator: Accelerator) -> AcceleratorOut:
-    return AcceleratorOut(
-        key=key,
-        name=accelerator.name,
-        bandwidth_tb_s=accelerator.bandwidth_tb_s,
-        bf16_tflops=accelerator.bf16_tflops,
-        memory_gb=accelerator.memory_gb,
-    )
+    return filled(AcceleratorOut, accelerator, key=key)
 
 
 def model_out(key: str, model: ModelSpec) -> ModelOut:
-    return ModelOut(
-        key=key,
-        name=model.name,
-        total_params_b=model.total_params_b,
-        active_params_b=model.active_params_b,
-        layers=model.layers,
-        query_heads=model.query_heads,
-        kv_heads=model.kv_heads,
-        head_dim=model.head_dim,
-        kv_tensors=model.kv_tensors,
-        experts=model.experts,
-        experts_per_token=model.experts_per_token,
-        routed_params_b=model.routed_params_b,
-        shared_params_b=model.shared_params_b,
-        kv_values_per_token=model.kv_values_per_token,
-    )
+    return filled(ModelOut, model, key=key)
 
 
 def describe_setup(setup: RooflineSetup, request: SetupRequest, devices_auto: bool) -> SetupOut:
@@ -422,14 +402,7 @@ def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
         max_batch_that_fits=decision.max_batch_that_fits,
         batch_limit=decision.batch_limit,
         steps=[
-            ScheduleStepOut(
-                batch_from=step.batch_from,
-                batch_to=step.batch_to,
-                k=step.k,
-                speedup_at_from=step.speedup_at_from,
-                speedup_at_to=step.speedup_at_to,
-                limit_reached=closed_form.limit_reached(step.k, k_max),
-            )
+            filled(ScheduleStepOut, step, limit_reached=closed_form.limit_reached(step.k, k_max))
             for step in decision.steps
         ],
         thresholds={str(step.batch_from): step.k for step in decision.steps},

@@ -24,6 +24,7 @@ from app.web.schemas.core import (
     Simulation,
     Speedup,
 )
+from app.web.schemas.fill import filled
 from app.web.services.core import build_curve, build_optimal_k, build_speedup
 
 __all__ = ["build_curve", "router"]
@@ -136,17 +137,8 @@ def get_run(
     """A seeded token-by-token run: per cycle the drafts, the first rejection and the target's token."""
     check_rho(p, rho)
     trace = monte_carlo.run_trace(p, k, c, tokens, seed, rho)
-    return Run(
-        p=p,
-        k=k,
-        c=c,
-        seed=seed,
-        rho=rho,
-        tokens=trace.tokens,
-        passes=trace.passes,
-        speedup=trace.speedup,
-        cycles=[RunCycle(**vars(cycle)) for cycle in trace.cycles],
-    )
+    cycles = [RunCycle(**vars(cycle)) for cycle in trace.cycles]
+    return filled(Run, trace, p=p, k=k, c=c, seed=seed, rho=rho, cycles=cycles)
 
 
 @router.get("/simulate", response_model=Simulation, dependencies=HEAVY)
@@ -158,20 +150,5 @@ def get_simulation(
     """Monte Carlo aggregate of many cycles held against the closed form."""
     check_rho(p, rho)
     result = monte_carlo.simulate(p, k, c, cycles, seed, rho)
-    return Simulation(
-        p=p,
-        k=k,
-        c=c,
-        seed=seed,
-        rho=rho,
-        markov_expected_tokens=result.markov_expected_tokens,
-        cycles=result.cycles,
-        mean_tokens_per_cycle=result.mean_tokens_per_cycle,
-        interval_95=(result.interval_low, result.interval_high),
-        standard_error=result.standard_error,
-        expected_tokens=result.expected_tokens,
-        histogram=result.histogram,
-        histogram_expected=result.histogram_expected,
-        empirical_speedup=result.empirical_speedup,
-        closed_form_speedup=result.closed_form_speedup,
-    )
+    interval = (result.interval_low, result.interval_high)
+    return filled(Simulation, result, p=p, k=k, c=c, seed=seed, rho=rho, interval_95=interval)

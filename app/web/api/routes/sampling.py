@@ -48,6 +48,7 @@ from app.model.limits import (
 from app.web.api.params import RHO_RULES, K, P, Rho, Seed, check_rho
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
+from app.web.schemas.fill import filled
 from app.web.schemas.sampling import (
     Bursty,
     BurstyPoint,
@@ -228,7 +229,9 @@ def get_chain(
     """Multi-token speculative sampling on two Markov chains: every draft, verdict and move of the length."""
     pair = sampling.make_markov_pair(vocab, target_temperature, draft_temperature, draft_distance, seed)
     chain = sampling.speculative_chain(pair.target_next, pair.draft_next, [0], k, tokens, seed)
-    return ChainTrace(
+    return filled(
+        ChainTrace,
+        chain,
         vocab=vocab,
         k=k,
         tokens=tokens,
@@ -236,25 +239,7 @@ def get_chain(
         target_temperature=target_temperature,
         draft_temperature=draft_temperature,
         draft_distance=draft_distance,
-        generated=chain.generated,
-        rollbacks=chain.rollbacks,
-        acceptance=chain.acceptance,
-        mean_overlap=chain.mean_overlap,
-        mean_tokens_per_cycle=chain.mean_tokens_per_cycle,
-        sequence=chain.sequence,
-        cycles=[
-            ChainCycleOut(
-                start_length=cycle.start_length,
-                drafted=cycle.drafted,
-                accepted=cycle.accepted,
-                emitted=cycle.emitted,
-                bonus=cycle.bonus,
-                acceptance_probabilities=cycle.acceptance_probabilities,
-                overlaps=cycle.overlaps,
-                end_length=cycle.end_length,
-            )
-            for cycle in chain.cycles
-        ],
+        cycles=[filled(ChainCycleOut, cycle) for cycle in chain.cycles],
         steps=[ChainStepOut(**vars(step)) for step in chain.steps],
     )
 
@@ -284,7 +269,9 @@ def get_ngram(
         raise parameter_error("prompt", f"must be printable ASCII (space to tilde); got {''.join(outside)!r}")
     run = ngram.run_pair(k, tokens, seed, temperature, draft_order, target_order, prompt)
     histogram = np.bincount([cycle.accepted for cycle in run.chain.cycles], minlength=k + 1)
-    return NgramRun(
+    return filled(
+        NgramRun,
+        run,
         k=k,
         tokens=tokens,
         seed=seed,
@@ -293,25 +280,10 @@ def get_ngram(
         target_order=target_order,
         prompt=prompt,
         corpus_characters=len(ngram.corpus()),
-        cycles=run.cycles,
-        generated=run.generated,
-        verified=run.verified,
-        accepted=run.accepted,
-        acceptance=run.acceptance,
-        acceptance_standard_error=run.acceptance_standard_error,
-        mean_overlap=run.mean_overlap,
-        draft_acceptance_rate=run.draft_acceptance_rate,
-        mean_tokens_per_cycle=run.mean_tokens_per_cycle,
-        tokens_standard_error=run.tokens_standard_error,
-        autocorrelation=run.autocorrelation,
-        closed_form_tokens=run.closed_form_tokens,
-        closed_form_from_rate=run.closed_form_from_rate,
-        bursty_tokens=run.bursty_tokens,
         histogram=histogram.tolist(),
         histogram_iid=[run.cycles * share for share in closed_form.accepted_distribution(run.acceptance, k)],
         per_position=[NgramPosition(**vars(position)) for position in run.per_position],
         segments=[TextSegment(text=segment.text, kind=segment.kind) for segment in run.segments],
-        text=run.text,
     )
 
 
@@ -332,7 +304,9 @@ def get_bursty(
     chain = bursty.transitions(p, rho)
     low, high = bursty.rho_bounds(p)
     grid, curve = bursty.curve(p, k, BURSTY_CURVE_POINTS)
-    return Bursty(
+    return filled(
+        Bursty,
+        run,
         p=p,
         k=k,
         rho=rho,
@@ -342,12 +316,6 @@ def get_bursty(
         after_reject=chain.after_reject,
         cycles=cycles,
         seed=seed,
-        mean_tokens_per_cycle=run.mean_tokens_per_cycle,
-        standard_error=run.standard_error,
-        interval_95=run.interval_95,
-        expected_tokens=run.expected_tokens,
-        iid_expected_tokens=run.iid_expected_tokens,
-        iid_error=run.iid_error,
         measured_acceptance=stream.acceptance,
         measured_autocorrelation=stream.autocorrelation,
         histogram=np.bincount(run.accepted, minlength=k + 1).tolist(),
