@@ -393,6 +393,9 @@ def test_a_url_is_not_fetched_unless_the_setting_allows_it(client: TestClient) -
     assert response.status_code == 200
     message = response.json()["calibration"]["engine"]["fetch"]
     assert "SPECDEC_ALLOW_FETCH" in message and "specdec-lab calibrate --from http://10.0.0.1:8000/metrics" in message
+    engine = response.json()["calibration"]["engine"]
+    assert engine["format"].startswith("the example report, not yours")  # never passed off as the server's
+    assert engine["notes"][0].startswith("The numbers below are the example report's, not your server's")
     refused = client.post(VIEW + "?url=file%3A%2F%2F%2Fetc%2Fpasswd", json={"metrics": ""})
     assert refused.status_code == 422 and refused.json()["detail"][0]["label"] == "Report URL"
 

@@ -269,6 +269,12 @@ FETCH_OFF = (
 )
 
 
+EXAMPLE_INSTEAD = (
+    "The numbers below are the example report's, not your server's: nothing was read from the URL. "
+    "Paste the report's text to calibrate your own."
+)
+
+
 def _engine_error(control: Control, error: CalibrationError) -> ControlError:
     return ControlError(control, f"{control.label}: {error.message}")
 
@@ -357,6 +363,9 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
         )
         + list(top.measurement.notes),  # the calibration's own notes are listed under it
     }
+    if fetch_message is not None:  # nothing of the user's was read: say whose numbers these are
+        info["format"] = f"the example report, not yours (the URL was not fetched); {info['format']}"
+        info["notes"].insert(0, EXAMPLE_INSTEAD)
     return top.result, info
 
 
