@@ -20,12 +20,12 @@ def main() -> None:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
-            page = browser.new_page(viewport={"width": 1200, "height": 1000}, reduced_motion="reduce")
+            page = browser.new_page(viewport={"width": 1200, "height": 1080}, reduced_motion="reduce")
             page.goto(f"http://127.0.0.1:{port}/")
             wait_until(page, "document.querySelector('#curve')?.dataset.ready === '1'")
             page.wait_for_selector("#run-tokens .token")
             page.wait_for_timeout(500)
-            page.locator("#demo").screenshot(path=str(OUTPUT))
+            page.screenshot(path=str(OUTPUT))  # the first screen: nav, question, sliders, readouts, curve
             browser.close()
     finally:
         stop_server(server)
