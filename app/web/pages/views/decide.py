@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -275,6 +276,12 @@ EXAMPLE_INSTEAD = (
 )
 
 
+def notes_of(info: Mapping[str, object]) -> list[str]:
+    notes = info["notes"]
+    assert isinstance(notes, list)
+    return [str(note) for note in notes]
+
+
 def _engine_error(control: Control, error: CalibrationError) -> ControlError:
     return ControlError(control, f"{control.label}: {error.message}")
 
@@ -365,7 +372,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     }
     if fetch_message is not None:  # nothing of the user's was read: say whose numbers these are
         info["format"] = f"the example report, not yours (the URL was not fetched); {info['format']}"
-        info["notes"].insert(0, EXAMPLE_INSTEAD)
+        info["notes"] = [EXAMPLE_INSTEAD, *notes_of(info)]
     return top.result, info
 
 
