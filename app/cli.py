@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from app.cli_arguments import bounded
 from app.model import limits
 from app.model.regimes import REGIME_NAMES
 
@@ -67,17 +68,7 @@ def _write_report(arguments: argparse.Namespace, report: Any, text: Callable[[],
 # table and schedule: cost regimes, batch size and the roofline
 
 
-def _bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[[str], float | int]:
-    def parse(text: str) -> float | int:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
-        if not low <= value <= high:  # also rejects nan
-            raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g}; got {text}")
-        return value
-
-    return parse
+_bounded = bounded
 
 
 _probability = _bounded(float, 0.0, 1.0)

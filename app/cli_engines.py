@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.cli import _bounded
+from app.cli_arguments import bounded as _bounded
 
 MAX_SAMPLES = 100_000
 ENGINES = ["vllm", "sglang", "trtllm", "llamacpp"]
