@@ -7,7 +7,7 @@ WORKERS ?= 1
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint typecheck pytest bench screenshot chromium node install install-test clean
+.PHONY: run test lint typecheck pytest bench screenshot chromium prometheus engine node install install-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,17 @@ chromium:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 	@chromium --version
 
+# Debian's prometheus (with promtool) for the rules tests.
+prometheus:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  echo "installing Debian's prometheus for the rules tests"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq prometheus >/dev/null; }
+
+# The real engine: llama.cpp's llama-server built from the pinned llama-cpp-python source package, with a
+# SmolLM2-135M target and two drafts, cached outside the repository (see scripts/engine/build.sh).
+engine: install-test
+	@PYTHON=$(BIN)/python bash scripts/engine/build.sh
+
 # Node for ESLint on the pages' ES modules; the image ships it, Debian's packages otherwise.
 node:
 	@command -v npm >/dev/null 2>&1 || { \
@@ -53,12 +64,12 @@ lint: install-test node_modules/.installed
 typecheck: install-test
 	$(BIN)/mypy
 
-pytest: install-test chromium
+pytest: install-test chromium engine
 	$(BIN)/pytest
 
 test: lint typecheck pytest
 
-bench: install-test chromium
+bench: install-test chromium engine
 	$(BIN)/python -m benchmarks
 
 screenshot: install-test chromium

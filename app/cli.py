@@ -314,6 +314,11 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
         "--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics or --from)"
     )
     parser.add_argument("--k", type=_k_max, help="draft length of the measurement (num_speculative_tokens)")
+    parser.add_argument(
+        "--draft-lengths",
+        help="with --from: the draft lengths the engine ran, comma-separated (a per-batch schedule's k values)",
+    )
+    parser.add_argument("--engine-version", help="with --from: the engine version that wrote the report")
     parser.add_argument("--model-name", help="model_name label to pick when the scrape covers several models")
     parser.add_argument(
         "--k-max", type=_k_max, default=limits.DEFAULT_DECISION_K_MAX, help="largest draft length to predict"
@@ -574,6 +579,9 @@ def build_parser() -> argparse.ArgumentParser:
     from app import cli_engines
 
     cli_engines.add_commands(subparsers, _add_roofline_arguments, _setup_request)
+    from app import cli_measure
+
+    cli_measure.add_command(subparsers)
     for command in subparsers.choices.values():  # every --help shows the defaults, whichever module added it
         command.formatter_class = DefaultsFormatter
     return parser

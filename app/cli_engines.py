@@ -13,7 +13,16 @@ from typing import Any
 from app.cli_arguments import bounded as _bounded
 
 MAX_SAMPLES = 100_000
-ENGINES = ["vllm", "sglang", "trtllm", "llamacpp"]
+ENGINES = ["vllm", "sglang", "trtllm", "llamacpp"]  # app.model.engines.ENGINES, without importing the model here
+
+
+def _draft_lengths(text: str | None) -> tuple[int, ...]:
+    if not text:
+        return ()
+    lengths = tuple(int(item) for item in text.split(",") if item.strip())
+    if any(not 1 <= length <= 64 for length in lengths):
+        raise ValueError(f"--draft-lengths: each must be 1 to 64; got {text!r}")
+    return lengths
 
 
 def read_source(source: str) -> str:
@@ -42,7 +51,14 @@ def run_calibrate_from(arguments: argparse.Namespace) -> int:
         if getattr(arguments, "baseline", None):
             text = json.dumps({"report": text, "baseline": read_source(arguments.baseline)})
         report = calibrate_report(
-            text, regime, arguments.k_max, k=arguments.k, label=arguments.label, cycles=arguments.cycles
+            text,
+            regime,
+            arguments.k_max,
+            k=arguments.k,
+            label=arguments.label,
+            cycles=arguments.cycles,
+            draft_lengths=_draft_lengths(getattr(arguments, "draft_lengths", None)),
+            engine_version=getattr(arguments, "engine_version", None),
         )
     except (OSError, ValueError) as error:  # FetchError and CalibrationError are ValueErrors
         message = error.message if isinstance(error, CalibrationError) else str(error)
@@ -51,7 +67,8 @@ def run_calibrate_from(arguments: argparse.Namespace) -> int:
     if arguments.format == "json":
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return 0
-    lines = [f"{report.format_description} ({report.engine})"]
+    version = f" {report.engine_version}" if report.engine_version else ""
+    lines = [f"{report.format_description} ({report.engine}{version})"]
     for item in report.classes if len(report.classes) > 1 else []:
         lines.append(f"  {report.label_name}={item.label}: {_p_text(item.p, item.p_low, item.p_high)}, k = {item.k}")
     lines.append(f"p = {_p_text(report.p, report.p_low, report.p_high)} at k = {report.k} ({report.k_source})")
@@ -89,7 +106,12 @@ def add_commands(
     config.add_argument("--tree-budget", type=_bounded(int, 0, 256), default=0, help="tree nodes (0 = a chain)")
     config.add_argument("--tree-acceptance", default="0.6,0.2,0.1,0.05", help="positional acceptance for the tree")
     config.add_argument("--draft-path", help="the draft model's path, written into the config")
-    config.add_argument("--method", help="vLLM method (draft_model, eagle, eagle3, ...)")
+    config.add_argument(
+        "--method",
+        help="the drafter in the engine's own words: vLLM method (draft_model, eagle3, ngram, ...), SGLang "
+        "algorithm (STANDALONE, EAGLE, EAGLE3, ...), TensorRT-LLM decoding_type, llama.cpp --spec-type",
+    )
+    config.add_argument("--engine-version", help="the engine version to write for (default: the newest known)")
     config.add_argument(
         "--fit-batch", type=_bounded(int, 1, 1024), default=1, help="with --devices 0: devices that hold this batch"
     )
@@ -154,14 +176,15 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
             method=arguments.method,
             draft_path=arguments.draft_path,
             fit_batch=arguments.fit_batch,
+            engine_version=arguments.engine_version,
         )
-    except ValueError as error:
+    except ValueError as error:  # an unknown version, method or tree: the message names it
         print(f"specdec-lab config: error: {error}", file=sys.stderr)
         return 2
     if arguments.format == "json":
         sys.stdout.write(out.model_dump_json(indent=2) + "\n")
         return 0
-    lines = [out.headline, ""]
+    lines = [out.headline, f"{out.engine} {out.engine_version} (known: {', '.join(out.engine_versions)})", ""]
     lines.append(out.text.rstrip() if out.speculate else "(leave speculation off)")
     lines += [f"note: {note}" for note in out.notes]
     lines += [f"keys checked against {source}" for source in out.sources]

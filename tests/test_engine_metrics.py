@@ -27,7 +27,7 @@ def test_each_format_recovers_a_known_p_within_its_interval(
     cycles = 6000
     text = em.example_report(format_name, p, k, cycles, seed)
     params: dict[str, float | int] = {}
-    if format_name == "vllm-metrics-v0":
+    if format_name in ("vllm-metrics-v0", "llamacpp-timings"):
         params["k"] = k  # the V0 counters hold no drafts counter
     if format_name.startswith("sglang"):
         params["cycles"] = cycles  # a mean alone has no sample size
@@ -82,9 +82,12 @@ def test_a_label_the_user_names_splits_the_classes(client: TestClient) -> None:
 
 
 def test_sglang_k_is_read_from_rate_and_length_or_from_server_args(client: TestClient) -> None:
-    gauges = em.example_report("sglang-metrics", 0.8, 6, 3000, 4)
-    body = client.post(CALIBRATE, content=gauges).json()
+    current = em.example_report("sglang-metrics", 0.8, 6, 3000, 4)
+    older = "\n".join(line for line in current.splitlines() if "spec_accept_" in line) + "\n"
+    body = client.post(CALIBRATE, content=older).json()
     assert body["k"] == 6 and body["p_low"] is None and "cycles" in body["interval_method"]
+    body = client.post(CALIBRATE, content=current).json()  # spec_num_steps and spec_verify_calls_total (2026-05)
+    assert body["k"] == 6 and body["p_low"] is not None and body["engine_version"] == "2026-05"
     info = em.example_report("sglang-server-info", 0.8, 6, 3000, 4)
     body = client.post(CALIBRATE, content=info, headers={"content-type": "application/json"}).json()
     assert body["k"] == 6 and body["k_source"] == "speculative_num_steps"
@@ -117,7 +120,7 @@ def test_trtllm_python_binding_names_and_json_lines_are_read() -> None:
         ("", {}, "empty"),
         ("just some words", {}, "unknown format"),
         ("# TYPE up gauge\nup 1\n", {}, "without speculative-decoding series"),
-        ('{"hello": 1}', {}, "neither"),
+        ('{"hello": 1}', {}, "none of"),
         ("vllm:spec_decode_num_drafts_total 10\nvllm:spec_decode_num_draft_tokens_total 40\n", {}, "missing counter"),
         (
             "vllm:spec_decode_num_drafts_total 10\nvllm:spec_decode_num_draft_tokens_total 40\n"

@@ -39,7 +39,7 @@ import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 from scipy import stats
 
-from app.model import closed_form
+from app.model import closed_form, mixed_lengths
 from app.model.closed_form import VerifyCost, free_verification
 
 MAX_EXPOSITION_BYTES = 1_000_000
@@ -136,6 +136,7 @@ class SpecDecodeCounters:
     efficiency: float | None = None
     model_name: str | None = None
     series: int = 1
+    draft_lengths: tuple[int, ...] = ()  # the lengths the engine drafted at, where known (a per-batch schedule)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,7 @@ class Calibration:
     departure: IidDeparture | None = None
     counters: SpecDecodeCounters | None = None
     notes: list[str] = field(default_factory=list)
+    interval: tuple[float, float, str] | None = None  # set where the estimator brings its own 95% interval
 
 
 # ---------------------------------------------------------------------------
@@ -250,6 +252,7 @@ def _calibration(
     positions: list[PositionAcceptance] | None = None,
     departure: IidDeparture | None = None,
     counters: SpecDecodeCounters | None = None,
+    interval: tuple[float, float, str] | None = None,
 ) -> Calibration:
     """A calibration at the inferred p: predictions for every k and the speedup at the measured k."""
     predictions, chosen, chosen_speedup = _predictions(p, c, k_max, verify)
@@ -271,6 +274,7 @@ def _calibration(
         departure=departure,
         counters=counters,
         notes=notes,
+        interval=interval,
     )
 
 
@@ -641,10 +645,11 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
             ErrorKind.INCONSISTENT,
             f"draft tokens per draft is {tokens_per_draft:.4f}, more than k = {k}",
         )
-    if tokens_per_draft < k - 1e-6:
+    mixed = tokens_per_draft < k - 1e-6 or len(set(counters.draft_lengths)) > 1
+    if mixed:
         notes.append(
-            f"drafts averaged {tokens_per_draft:.3f} tokens, fewer than k = {k} "
-            "(some drafts were cut short); per-position rates are per draft"
+            f"drafts averaged {tokens_per_draft:.3f} tokens against k = {k}: drafts of several lengths (a per-batch "
+            "schedule, or drafts cut short), so p comes from an estimator that does not assume every draft was k long"
         )
     if accepted > k * drafts + _slack(k * drafts):
         raise CalibrationError(
@@ -657,7 +662,14 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
     p_from_rate = closed_form.acceptance_from_draft_rate(min(accepted / (k * drafts), 1.0), k)
     positions: list[PositionAcceptance] = []
     departure = None
-    if per_position:
+    interval = None
+    if mixed:
+        estimate = _mixed_estimate(counters, drafts, draft_tokens, accepted, per_position, k, notes)
+        p, estimator = estimate.p, estimate.method
+        interval = (estimate.low, estimate.high, estimate.method)
+        if per_position:
+            positions = _positions_report(drafts, per_position, p)
+    elif per_position:
         successes = float(sum(per_position))
         rejections = drafts - per_position[-1]
         p = successes / (successes + rejections) if successes + rejections > 0 else 0.0
@@ -689,6 +701,51 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
         positions=positions,
         departure=departure,
         counters=counters,
+        interval=interval,
+    )
+
+
+def _mixed_estimate(
+    counters: SpecDecodeCounters,
+    drafts: float,
+    draft_tokens: float,
+    accepted: float,
+    per_position: tuple[float, ...],
+    k: int,
+    notes: list[str],
+) -> mixed_lengths.MixedEstimate:
+    """p without bias from drafts of several lengths, or a CalibrationError saying what is missing."""
+    lengths = counters.draft_lengths
+    mix = mixed_lengths.draft_mix(drafts, draft_tokens, lengths) if lengths else None
+    if mix is not None:
+        return mixed_lengths.from_mix(mix, accepted)
+    if lengths and len(set(lengths)) <= 2:
+        notes.append(
+            f"the draft lengths given ({', '.join(map(str, sorted(set(lengths))))}) do not explain "
+            f"{draft_tokens:g} draft tokens in {drafts:g} drafts; per-position counts used instead"
+        )
+    if per_position:
+        shortest = min(lengths) if lengths else 1
+        if not lengths:
+            notes.append(
+                "the draft lengths the engine ran are not known (give draft_lengths, e.g. the schedule's k values): "
+                "only position 1, which every draft reaches, is used; the interval is wider for it"
+            )
+        return mixed_lengths.from_positions(drafts, per_position, shortest)
+    tokens_per_draft = draft_tokens / drafts
+    p = closed_form.acceptance_from_mean_length(min(1.0 + accepted / drafts, tokens_per_draft + 1.0), k)
+    return mixed_lengths.MixedEstimate(
+        p=p,
+        low=math.nan,
+        high=math.nan,
+        method=(
+            f"none: drafts averaged {tokens_per_draft:.3f} tokens, so they were of several lengths, and the report "
+            "has no per-position counts, so p cannot be given without bias; p shown is the truncated geometric at "
+            f"k = {k} for the measured tokens per verification, a lower bound (give draft_lengths, at most two "
+            "values, for an unbiased p); the measured totals stand as reported"
+        ),
+        mix={},
+        positions_used=0,
     )
 
 

@@ -27,6 +27,13 @@ class ClassCalibrationOut(BaseModel):
 
 class EngineCalibrationOut(BaseModel):
     engine: str = Field(description="vllm, sglang, trtllm or llamacpp.")
+    engine_version: str | None = Field(
+        default=None, description="The engine version whose format the report was read as (see engine-config)."
+    )
+    format_versions: list[str] = Field(default_factory=list, description="The engine versions that write this format.")
+    sources: list[str] = Field(
+        default_factory=list, description="Engine source files (repository: path @ commit) that define the format."
+    )
     format: str = Field(description="The detected format.")
     format_description: str
     label_name: str = Field(description="The label that splits a Prometheus scrape into classes.")
@@ -50,6 +57,8 @@ class EngineCalibrationOut(BaseModel):
 
 class EngineConfigOut(BaseModel):
     engine: str
+    engine_version: str = Field(description="The engine version the config is written for (the newest by default).")
+    engine_versions: list[str] = Field(description="Every version the product knows for this engine, oldest first.")
     p: float
     k_max: int
     max_batch_that_fits: int
@@ -59,9 +68,25 @@ class EngineConfigOut(BaseModel):
     config: dict[str, Any] | None = Field(description="The engine's own keys (JSON); null when speculation is off.")
     flags: list[str] = Field(description="Command-line flags, where the engine takes flags.")
     text: str = Field(description="Ready to paste: the JSON, YAML or command line.")
+    files: dict[str, str] = Field(
+        default_factory=dict, description="Files the flags name, by name (SGLang's adaptive config), with their text."
+    )
     tree: dict[str, Any] | None = Field(description="Optimal tree as path lists (vLLM / TensorRT-LLM), when asked.")
     schedule: ScheduleOut
-    sources: list[str] = Field(description="Engine source files the keys and their types were checked against.")
+    engine_k_by_batch: list[int] = Field(
+        default_factory=list,
+        description="The draft length the engine runs at batch 1..batch_limit, read back from the config the way "
+        "the engine reads it; empty when speculation is off or a value is left for you to fill in.",
+    )
+    differs_at: list[int] = Field(
+        default_factory=list, description="Batches where the engine runs another k than the schedule."
+    )
+    placeholders: list[str] = Field(
+        default_factory=list, description="Values to fill in before the engine accepts the config (the draft model)."
+    )
+    sources: list[str] = Field(
+        description="Engine source files (repository: path @ commit, or the change) that define the version's format."
+    )
     notes: list[str]
 
 

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import json
 
-from app.model import engine_config, engine_metrics, trees
+from app.model import engine_config, engine_metrics, engines, trees
 from app.model.capacity import decide
 from app.web.schemas.engines import ClassCalibrationOut, EngineCalibrationOut, EngineConfigOut
 from app.web.services.decision import CostRegime, calibration_out
 from app.web.services.regimes import BuiltSetup, decision_schedule, devices_for_batch, devices_note
-
-ENGINE_SOURCES: dict[str, list[str]] = {
-    "vllm": ["vllm-project/vllm: vllm/config/speculative.py (SpeculativeConfig)"],
-    "trtllm": ["NVIDIA/TensorRT-LLM: tensorrt_llm/llmapi/llm_args.py (DecodingBaseConfig, EagleDecodingConfig)"],
-    "sglang": [
-        "sgl-project/sglang: python/sglang/srt/server_args.py (--speculative-* flags)",
-        "sgl-project/sglang: scripts/playground/bench_speculative.py (steps, topk, num_draft_tokens together)",
-    ],
-    "llamacpp": ["ggml-org/llama.cpp: common/arg.cpp (--draft-max, --draft-min, --draft-p-min)"],
-}
 
 
 def _class_out(item: engine_metrics.EngineCalibration, regime: CostRegime) -> ClassCalibrationOut:
@@ -61,13 +51,35 @@ def calibrate_report(
     k: int | None = None,
     label: str = "model_name",
     cycles: float | None = None,
+    draft_lengths: tuple[int, ...] = (),
+    engine_version: str | None = None,
 ) -> EngineCalibrationOut:
-    """Detect the format, calibrate each class; raises EngineFormatError / CalibrationError with the reason."""
+    """Detect the format, calibrate each class; raises EngineFormatError / CalibrationError with the reason.
+
+    ``engine_version`` (with the engine the format belongs to) says which version wrote the report; a
+    report whose format that version does not write is read all the same, with a note.
+    """
     report, baseline = unwrap(text)
     if baseline is not None:
-        format_name, measurements = engine_metrics.read_with_baseline(report, baseline, k=k, label=label)
+        format_name, measurements = engine_metrics.read_with_baseline(
+            report, baseline, k=k, label=label, draft_lengths=draft_lengths
+        )
     else:
-        format_name, measurements = engine_metrics.read_measurements(report, k=k, label=label, cycles=cycles)
+        format_name, measurements = engine_metrics.read_measurements(
+            report, k=k, label=label, cycles=cycles, draft_lengths=draft_lengths
+        )
+    engine = engine_metrics.FORMAT_ENGINE[format_name]
+    known = engine_metrics.REPORT_FORMATS[format_name].versions
+    version_notes: list[str] = []
+    read_as = measurements[0].version if measurements else None
+    if engine_version is not None:
+        chosen = engines.version(engine, engine_version)
+        if known and chosen.name not in known:
+            version_notes.append(
+                f"{engines.adapter(engine).TITLE} {chosen.name} does not write {format_name} (it is written by "
+                f"{', '.join(known)}); read as {read_as or known[-1]}"
+            )
+        read_as = chosen.name if chosen.name in known else read_as
     classes = [engine_metrics.calibrate_measurement(m, regime.c, k_max, regime.verify) for m in measurements]
     outs = [_class_out(item, regime) for item in classes]
     notes: list[str] = []
@@ -80,8 +92,12 @@ def calibrate_report(
         else:
             top = max(outs, key=lambda out: out.cycles or 0.0)
             notes.append(f"classes differ in k: the top-level p is the class {top.label!r} with the most verifications")
+    sources = engines.version(engine, read_as).cite() if read_as in {v.name for v in engines.versions(engine)} else []
     return EngineCalibrationOut(
-        engine=engine_metrics.FORMAT_ENGINE[format_name],
+        engine=engine,
+        engine_version=read_as,
+        format_versions=list(known),
+        sources=sources,
         format=format_name,
         format_description=engine_metrics.FORMATS[format_name],
         label_name=label,
@@ -97,7 +113,7 @@ def calibrate_report(
         batch=top.batch,
         calibration=top.calibration,
         classes=outs,
-        notes=notes + top.notes,
+        notes=version_notes + notes + top.notes,
     )
 
 
@@ -112,11 +128,17 @@ def engine_config_out(
     tree_budget: int = 0,
     method: str | None = None,
     draft_path: str | None = None,
-    sglang_algorithm: str = "EAGLE",
-    trtllm_decoding_type: str = "Draft_Target",
+    sglang_algorithm: str | None = None,
+    trtllm_decoding_type: str | None = None,
     fit_batch: int = 1,
+    engine_version: str | None = None,
 ) -> EngineConfigOut:
-    """The schedule on this setup (only batches that fit) written as ``engine`` takes it."""
+    """The schedule on this setup (only batches that fit) written as ``engine`` takes it, and read back.
+
+    ``method`` is the engine's own name for the drafter (vLLM method, SGLang algorithm, TensorRT-LLM
+    decoding type, llama.cpp spec type); ``sglang_algorithm`` and ``trtllm_decoding_type`` are its older
+    spellings for those two engines.
+    """
     built = devices_for_batch(built, fit_batch)
     decision = decide(p, built.setup, k_max, batch_max, devices_note(built))
     schedule = decision_schedule(decision, built)
@@ -134,27 +156,29 @@ def engine_config_out(
             "trtllm_eagle_choices": paths,
         }
     limit = decision.batch_limit
-    k_here = decision.best_k[min(batch, limit) - 1] if limit else 0
     if batch > limit and limit:
         notes.append(f"batch {batch} does not fit; the flags use the largest batch that fits, {limit}")
-    if engine == "vllm":
-        exported = engine_config.vllm_speculative_config(decision.steps, limit, method, draft_path, tree)
-    elif engine == "trtllm":
-        exported = engine_config.trtllm_speculative_config(
-            decision.steps, limit, tree, trtllm_decoding_type, draft_path
-        )
-    elif engine == "sglang":
-        width = max(tree.ranks) if tree is not None else 1
-        exported = engine_config.sglang_flags(k_here, sglang_algorithm, tree, width, draft_path)
-        notes.append(f"SGLang takes one draft length: the schedule's k at batch {min(batch, limit) or 1}")
-    else:
-        exported = engine_config.llamacpp_flags(k_here)
-        notes.append(f"llama.cpp takes one draft length: the schedule's k at batch {min(batch, limit) or 1}")
-    text = exported.text
-    if engine == "vllm" and exported.config is not None:
-        text = json.dumps({"speculative_config": exported.config}, indent=2) + "\n\n" + exported.text
+    chosen_method = method
+    if engine == "sglang" and sglang_algorithm:
+        chosen_method = chosen_method or sglang_algorithm
+    if engine == "trtllm" and trtllm_decoding_type:
+        chosen_method = chosen_method or trtllm_decoding_type
+    result = engine_config.export(
+        engine,
+        decision.best_k,
+        decision.steps,
+        limit,
+        batch=batch,
+        tree=tree,
+        method=chosen_method,
+        draft_path=draft_path,
+        version=engine_version,
+    )
+    exported, version = result.exported, result.version
     return EngineConfigOut(
         engine=engine,
+        engine_version=version.name,
+        engine_versions=[known.name for known in engines.versions(engine)],
         p=p,
         k_max=k_max,
         max_batch_that_fits=decision.max_batch_that_fits,
@@ -163,9 +187,13 @@ def engine_config_out(
         speculate=exported.config is not None,
         config=exported.config,
         flags=exported.flags,
-        text=text,
+        text=exported.text,
+        files=exported.files,
         tree=tree_out,
         schedule=schedule,
-        sources=ENGINE_SOURCES[engine],
+        engine_k_by_batch=list(exported.runs),
+        differs_at=list(exported.differs_at),
+        placeholders=list(exported.placeholders),
+        sources=version.cite(),
         notes=notes + exported.notes,
     )

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.model import closed_form, engine_config, trees
+from app.model import closed_form, engine_config, engines, trees
 from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
+from app.model.engines.base import UnknownVersionError
 from app.model.regimes import RegimeName
 from app.web.api.params import K_MAX_LIMIT, C, KMax
 from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, Setup
@@ -24,12 +25,15 @@ from app.web.services.fetch import FetchError, fetch_text
 
 router = APIRouter(prefix="/api/v1", tags=["engines"])
 
-ENGINES = ["vllm", "sglang", "trtllm", "llamacpp"]
+ENGINES = list(engines.ENGINES)
+VERSIONS_TEXT = "; ".join(f"{name}: {', '.join(v.name for v in engines.versions(name))}" for name in engines.ENGINES)
+METHODS_TEXT = "; ".join(f"{name}: {', '.join(engines.adapter(name).METHODS)}" for name in engines.ENGINES)
 REGIME_NAMES = [name.value for name in RegimeName]
 MAX_LABEL = 100
 MAX_URL = 2_000
 MAX_CYCLES = 1e15
 MAX_TEXT = 1_000
+DRAFT_PATH_PATTERN = r"^[A-Za-z0-9_.~/+\-]+$"
 DEFAULT_P = 0.8  # as the regimes endpoints
 
 OptionalK = Annotated[
@@ -65,6 +69,40 @@ RegimeQuery = Annotated[
 ]
 Beta = Annotated[float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Linear regime: v(k) = 1 + beta k.")]
 Batch = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Batch size, 1 to {MAX_BATCH}.")]
+EngineVersionQuery = Annotated[
+    str | None,
+    Query(
+        max_length=MAX_LABEL,
+        description=f"The engine version (the newest by default). Known: {VERSIONS_TEXT}.",
+    ),
+]
+DraftLengths = Annotated[
+    str,
+    Query(
+        max_length=MAX_LABEL,
+        pattern=r"^\s*(\d{1,2}\s*(,\s*\d{1,2}\s*)*)?$",
+        description="The draft lengths the engine ran, comma-separated (a per-batch schedule's k values, e.g. 4,2): "
+        "p from drafts of several lengths without bias.",
+    ),
+]
+
+
+def _draft_lengths(text: str) -> tuple[int, ...]:
+    lengths = tuple(int(item) for item in text.split(",") if item.strip())
+    if any(not 1 <= length <= K_MAX_LIMIT for length in lengths):
+        raise parameter_error("draft_lengths", f"each must be 1 to {K_MAX_LIMIT}; got {text!r}", text)
+    return lengths
+
+
+def _version(engine: str, name: str | None) -> str | None:
+    if name is None:
+        return None
+    try:
+        return engines.version(engine, name).name
+    except UnknownVersionError as error:
+        raise parameter_error(
+            "engine_version", f"{error.engine} has no version {error.version!r}; known: {', '.join(error.known)}", name
+        ) from None
 
 
 def _unprocessable(field: str, message: str, kind: str) -> JSONResponse:
@@ -124,7 +162,9 @@ CALIBRATE_BODY: dict[str, Any] = {
 CALIBRATE_RULES = RULES + (
     "- `body`: a report of one of the engines' formats (at most the size stated), with spec-decode series that "
     "agree with each other (and with k when it is given);\n"
-    "- `url`: instead of a body, never both, and only when the server allows fetching."
+    "- `url`: instead of a body, never both, and only when the server allows fetching;\n"
+    "- `engine_version` is one that the engine whose format the body is in knows;\n"
+    "- `draft_lengths`: each from 1 to the largest k."
 )
 CONFIG_RULES = (
     RULES
@@ -133,7 +173,10 @@ CONFIG_RULES = (
         "- `k` is required with rate or mean_length;\n"
         "- `mean_length` is at most k + 1;\n"
         "- `tree_acceptance` is required with tree_budget > 0; its values do not increase and sum to at most 1;\n"
-        "- `tree_budget` fits the engine's tree format.\n"
+        "- `tree_budget` fits the engine's tree format;\n"
+        "- `engine_version` is one the engine knows (the list depends on the engine);\n"
+        "- `method` is one of the engine's own drafters (the list depends on the engine);\n"
+        "- `draft_path` is one the engine can load.\n"
     )
     + SETUP_RULES
 )
@@ -166,6 +209,8 @@ async def calibrate_any(
     regime: RegimeQuery = RegimeName.MEMORY_BOUND.value,
     beta: Beta = 0.5,
     batch: Batch = 1,
+    draft_lengths: DraftLengths = "",
+    engine_version: EngineVersionQuery = None,
 ) -> EngineCalibrationOut | JSONResponse:
     """Detect the engine's format; infer p with its interval, k, the per-position fit and the i.i.d. test per class."""
     chosen = _regime(regime, c, beta, batch)
@@ -183,16 +228,39 @@ async def calibrate_any(
             body = await run_in_threadpool(fetch_text, url)
         except FetchError as error:
             raise parameter_error("url", str(error)) from None
-    return await run_in_threadpool(_calibrate, body, chosen, k_max, k, label, cycles)
+    lengths = _draft_lengths(draft_lengths)
+    return await run_in_threadpool(_calibrate, body, chosen, k_max, k, label, cycles, lengths, engine_version)
 
 
 def _calibrate(
-    text: str, chosen: CostRegime, k_max: int, k: int | None, label: str, cycles: float | None
+    text: str,
+    chosen: CostRegime,
+    k_max: int,
+    k: int | None,
+    label: str,
+    cycles: float | None,
+    draft_lengths: tuple[int, ...],
+    engine_version: str | None,
 ) -> EngineCalibrationOut | JSONResponse:
     try:
-        return calibrate_report(text, chosen, k_max, k=k, label=label, cycles=cycles)
+        return calibrate_report(
+            text,
+            chosen,
+            k_max,
+            k=k,
+            label=label,
+            cycles=cycles,
+            draft_lengths=draft_lengths,
+            engine_version=engine_version,
+        )
     except CalibrationError as error:
         return _unprocessable("body", error.message, error.kind.value)
+    except UnknownVersionError as error:
+        return _unprocessable(
+            "engine_version",
+            f"{error.engine} has no version {error.version!r}; known: {', '.join(error.known)}",
+            "unknown_version",
+        )
 
 
 def _acceptance(p: float | None, rate: float | None, length: float | None, k: int | None) -> float:
@@ -265,25 +333,38 @@ def get_engine_config(
         ),
     ] = 0,
     method: Annotated[
-        str | None, Query(max_length=MAX_LABEL, description="vLLM method (draft_model, eagle, ...).")
+        str | None,
+        Query(
+            max_length=MAX_LABEL,
+            description="The drafter in the engine's own words (any case). "
+            f"{METHODS_TEXT}. Without it: a separate draft model.",
+        ),
     ] = None,
     draft_path: Annotated[
-        str | None, Query(max_length=MAX_TEXT, description="The draft model's path or hub name, written as is.")
+        str | None,
+        Query(
+            max_length=MAX_TEXT,
+            pattern=DRAFT_PATH_PATTERN,
+            description="The draft model's file path or hub name (letters, digits and - _ . / ~ +), written as is.",
+        ),
     ] = None,
     sglang_algorithm: Annotated[
-        str,
+        str | None,
         Query(
-            description=f"SGLang --speculative-algorithm. One of: {', '.join(engine_config.SGLANG_ALGORITHMS)}.",
+            description="SGLang --speculative-algorithm (as method=). One of: "
+            f"{', '.join(engine_config.SGLANG_ALGORITHMS)}; without it STANDALONE, a separate draft model.",
             json_schema_extra={"enum": list(engine_config.SGLANG_ALGORITHMS)},
         ),
-    ] = "EAGLE",
+    ] = None,
     trtllm_decoding_type: Annotated[
-        str,
+        str | None,
         Query(
-            description="TensorRT-LLM decoding_type. One of: " + ", ".join(engine_config.TRTLLM_DECODING_TYPES) + ".",
+            description="TensorRT-LLM decoding_type (as method=). One of: "
+            + ", ".join(engine_config.TRTLLM_DECODING_TYPES)
+            + "; without it Draft_Target.",
             json_schema_extra={"enum": list(engine_config.TRTLLM_DECODING_TYPES)},
         ),
-    ] = "Draft_Target",
+    ] = None,
     fit_batch: Annotated[
         int,
         Query(
@@ -293,20 +374,26 @@ def get_engine_config(
             f"1 to {MAX_BATCH}.",
         ),
     ] = 1,
+    engine_version: EngineVersionQuery = None,
 ) -> EngineConfigOut:
     """The best k per batch on this setup, only at batches that fit, written in the engine's own config keys."""
     if engine not in ENGINES:
         raise parameter_error("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}", engine)
-    if sglang_algorithm not in engine_config.SGLANG_ALGORITHMS:
+    if sglang_algorithm is not None and sglang_algorithm not in engine_config.SGLANG_ALGORITHMS:
         raise parameter_error(
             "sglang_algorithm", f"must be one of {', '.join(engine_config.SGLANG_ALGORITHMS)}", sglang_algorithm
         )
-    if trtllm_decoding_type not in engine_config.TRTLLM_DECODING_TYPES:
+    if trtllm_decoding_type is not None and trtllm_decoding_type not in engine_config.TRTLLM_DECODING_TYPES:
         raise parameter_error(
             "trtllm_decoding_type",
             f"must be one of {', '.join(engine_config.TRTLLM_DECODING_TYPES)}",
             trtllm_decoding_type,
         )
+    version_name = _version(engine, engine_version)
+    try:
+        engines.adapter(engine).choose_method(method)
+    except ValueError as error:
+        raise parameter_error("method", str(error), method) from None
     tree = _tree_acceptance(tree_acceptance) if tree_acceptance.strip() else None
     acceptance = _acceptance(p, rate, mean_length, k)
     if tree_budget > 0 and not tree_acceptance.strip():
@@ -326,7 +413,10 @@ def get_engine_config(
             sglang_algorithm=sglang_algorithm,
             trtllm_decoding_type=trtllm_decoding_type,
             fit_batch=fit_batch,
+            engine_version=version_name,
         )
+    except engine_config.ConfigRuleError as error:
+        raise parameter_error("draft_path" if draft_path else "method", str(error)) from None
     except ValueError as error:
         raise parameter_error("tree_budget", str(error)) from None
 

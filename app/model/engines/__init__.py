@@ -1,0 +1,53 @@
+"""One adapter per serving engine, each a module of this package holding all the product knows of it.
+
+``ADAPTERS`` maps the engine's name to its module; :func:`version` resolves a version a user names (or the
+newest when none is named); :func:`formats` lists every report format in the order detection tries them.
+Adding an engine means adding a module with the names :mod:`app.model.engines.base` lists, and its tests.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from app.model.engines import llamacpp, sglang, trtllm, vllm
+from app.model.engines.base import EngineVersion, UnknownVersionError
+from app.model.engines.reports import ReportFormat
+
+ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (vllm, sglang, trtllm, llamacpp)}
+ENGINES: tuple[str, ...] = tuple(ADAPTERS)
+
+
+def adapter(engine: str) -> ModuleType:
+    try:
+        return ADAPTERS[engine]
+    except KeyError:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}") from None
+
+
+def versions(engine: str) -> tuple[EngineVersion, ...]:
+    known: tuple[EngineVersion, ...] = adapter(engine).VERSIONS
+    return known
+
+
+def version(engine: str, name: str | None = None) -> EngineVersion:
+    """The version ``name`` of ``engine`` (an alias such as a build tag also works); the newest when None."""
+    module = adapter(engine)
+    known: tuple[EngineVersion, ...] = module.VERSIONS
+    if name is None or not name.strip():
+        return known[-1]
+    wanted = module.ALIASES.get(name.strip(), name.strip())
+    for candidate in known:
+        if candidate.name == wanted:
+            return candidate
+    raise UnknownVersionError(engine, name, [v.name for v in known] + list(module.ALIASES))
+
+
+def formats() -> list[ReportFormat]:
+    """Every report format, JSON formats and the more specific ones first."""
+    found: list[ReportFormat] = []
+    for module in ADAPTERS.values():
+        found.extend(module.REPORTS)
+    return found
+
+
+__all__ = ["ADAPTERS", "ENGINES", "EngineVersion", "UnknownVersionError", "adapter", "formats", "version", "versions"]

@@ -1,0 +1,137 @@
+"""What every engine adapter is made of: versions with their sources, a config request, an export, and the
+errors of reading a config back.
+
+An adapter is a module of this package (``vllm``, ``sglang``, ``trtllm``, ``llamacpp``) that defines:
+
+- ``NAME`` and ``TITLE``;
+- ``VERSIONS``: the formats it knows, oldest first, each an :class:`EngineVersion` citing the source file
+  and the change that set it; the newest is the default;
+- ``write_config(request, version) -> Exported``: the product's schedule in the engine's own keys;
+- ``read_config(exported, version, batch_limit) -> list[int]``: the k the engine would run at batch
+  1..batch_limit, read the way that engine's code reads its config, raising :class:`ConfigRuleError`
+  for any rule of the engine the config breaks;
+- ``REPORTS``: the report formats it reads (see :mod:`app.model.engine_metrics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.model.regimes import ScheduleStep
+from app.model.trees import TreeShape
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file of an engine's repository, at the commit it was read."""
+
+    repository: str
+    path: str
+    commit: str
+    defines: str
+
+    def cite(self) -> str:
+        return f"{self.repository}: {self.path} @ {self.commit[:12]} ({self.defines})"
+
+
+@dataclass(frozen=True)
+class EngineVersion:
+    """One format of an engine: from which release or change on it holds, and where it is defined."""
+
+    name: str  # what a user passes as engine_version
+    released: str  # YYYY-MM
+    change: str  # the change that set this format
+    sources: tuple[Source, ...]
+    summary: str = ""
+
+    def cite(self) -> list[str]:
+        return [source.cite() for source in self.sources]
+
+
+class UnknownVersionError(ValueError):
+    def __init__(self, engine: str, version: str, known: Sequence[str]) -> None:
+        self.engine, self.version, self.known = engine, version, tuple(known)
+        super().__init__(f"{engine} has no known version {version!r}; known: {', '.join(known)}")
+
+
+class ConfigRuleError(ValueError):
+    """A config that the engine would refuse, naming the rule and where the engine applies it."""
+
+    def __init__(self, rule: str, where: str) -> None:
+        self.rule, self.where = rule, where
+        super().__init__(f"{rule} ({where})")
+
+
+@dataclass(frozen=True)
+class ConfigRequest:
+    """What to write: the schedule over batch 1..batch_limit and the user's choices."""
+
+    best_k: tuple[int, ...]  # per batch 1..batch_limit
+    steps: tuple[ScheduleStep, ...]
+    batch_limit: int
+    batch: int = 1  # the operating batch, for engines that take one k
+    tree: TreeShape | None = None
+    method: str | None = None  # vLLM method, SGLang algorithm or TensorRT-LLM decoding type
+    draft_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Exported:
+    """A config as the engine takes it, and what it means."""
+
+    config: dict[str, Any] | None
+    flags: list[str]
+    text: str
+    notes: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)  # extra files the flags name (SGLang's adaptive config)
+    runs: tuple[int, ...] = ()  # the k the engine runs at batch 1..batch_limit, read back
+    differs_at: tuple[int, ...] = ()  # batches where that is not the product's schedule
+    placeholders: tuple[str, ...] = ()  # values the user must fill in before the engine accepts the config
+
+
+def tree_paths(shape: TreeShape) -> list[list[int]]:
+    """Each node as the 0-based ranks of the choices from the root to it, shortest paths first."""
+    paths: list[list[int]] = []
+    for parent, rank in zip(shape.parents, shape.ranks, strict=True):
+        paths.append([*(paths[parent] if parent >= 0 else []), rank - 1])
+    return sorted(paths, key=lambda path: (len(path), path))
+
+
+def quoted(flags: Sequence[str]) -> list[str]:
+    """Flags for a shell line: values with JSON or spaces in single quotes."""
+    return [f"'{flag}'" if any(ch in flag for ch in '{}[]" ,()') else flag for flag in flags]
+
+
+def runs_of(best_k: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(first batch, last batch, k) for each run of equal k in a per-batch list starting at batch 1."""
+    runs: list[tuple[int, int, int]] = []
+    for batch, k in enumerate(best_k, start=1):
+        if runs and runs[-1][2] == k:
+            runs[-1] = (runs[-1][0], batch, k)
+        else:
+            runs.append((batch, batch, k))
+    return runs
+
+
+def differences(product: Sequence[int], engine: Sequence[int]) -> tuple[int, ...]:
+    return tuple(batch for batch, (a, b) in enumerate(zip(product, engine, strict=True), start=1) if a != b)
+
+
+def describe_batches(batches: Sequence[int]) -> str:
+    """'3-5, 9' for [3, 4, 5, 9]."""
+    parts: list[str] = []
+    for first, last, _ in runs_of_consecutive(batches):
+        parts.append(str(first) if first == last else f"{first}-{last}")
+    return ", ".join(parts)
+
+
+def runs_of_consecutive(batches: Sequence[int]) -> list[tuple[int, int, int]]:
+    runs: list[tuple[int, int, int]] = []
+    for batch in batches:
+        if runs and runs[-1][1] == batch - 1:
+            runs[-1] = (runs[-1][0], batch, 0)
+        else:
+            runs.append((batch, batch, 0))
+    return runs

@@ -1,0 +1,366 @@
+"""The toolkit every engine's report readers share: one class's counts (:class:`Measurement`), errors that
+say what is wrong, and parsers for the shapes engines write (Prometheus text, JSON and JSON Lines).
+
+The readers themselves live in each engine's adapter (``app/model/engines/<engine>.py``); detection and
+calibration across engines in :mod:`app.model.engine_metrics`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.model.calibration import MAX_COUNTER, MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
+
+MAX_CLASSES = 32
+MAX_JSON_ITEMS = 100_000
+
+__all__ = ["MAX_EXPOSITION_BYTES", "MAX_POSITIONS", "ErrorKind"]
+
+
+class EngineFormatError(CalibrationError):
+    """A body no engine format explains, or whose numbers cannot be calibrated; says what is wrong."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Spec-decode counts of one class, as read from one engine's report."""
+
+    engine: str
+    format: str
+    label: str | None
+    cycles: float | None  # verifications; None when the format holds only a mean
+    draft_tokens: float | None
+    accepted: float | None  # accepted draft tokens (bonus excluded)
+    per_position: tuple[float, ...] = ()
+    mean_length: float | None = None
+    k: int | None = None
+    k_source: str = "given"
+    batch: float | None = None
+    schema: str = "v1"
+    emitted: float | None = None
+    efficiency: float | None = None
+    series: int = 1
+    notes: tuple[str, ...] = ()
+    draft_lengths: tuple[int, ...] = ()  # the lengths the engine drafted at, where known
+    version: str | None = None  # the engine version whose format this was read as
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the caller knows beside the report."""
+
+    k: int | None = None
+    label: str = "model_name"
+    cycles: float | None = None
+    draft_lengths: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportFormat:
+    """One report format of one engine: how to recognise it, read it and write a sample of it."""
+
+    name: str
+    engine: str
+    description: str
+    versions: tuple[str, ...]  # the engine versions that write it
+    detect: Callable[[str, Any], bool]  # (text, JSON payload or None) -> is it this format
+    read: Callable[[str, Any, ReadOptions], list[Measurement]]
+    example: Callable[[float, int, int, int, int], str]  # (p, k, cycles, seed, classes) -> a report
+
+
+def fail(kind: ErrorKind, message: str) -> EngineFormatError:
+    return EngineFormatError(kind, message)
+
+
+def clip(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def json_payload(text: str) -> Any | None:
+    """The JSON value of the text, or of its lines (JSON Lines) as a list; None when it is not JSON."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError:
+        pass
+    items = []
+    for number, line in enumerate(stripped.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            raise fail(
+                ErrorKind.UNPARSEABLE, f"the body looks like JSON but line {number} does not parse ({error.msg})"
+            ) from None
+        if len(items) > MAX_JSON_ITEMS:
+            raise fail(ErrorKind.TOO_LARGE, f"more than {MAX_JSON_ITEMS:,} JSON lines")
+    return items
+
+
+def has_key(value: Any, keys: tuple[str, ...], depth: int = 0) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(value, Mapping):
+        return any(key in value for key in keys) or any(has_key(item, keys, depth + 1) for item in value.values())
+    if isinstance(value, list):
+        return any(has_key(item, keys, depth + 1) for item in value[:50])
+    return False
+
+
+def samples(text: str) -> Iterable[tuple[str, dict[str, str], float]]:
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                yield sample.name, dict(sample.labels), float(sample.value)
+    except (ValueError, TypeError, KeyError, IndexError) as error:
+        raise fail(
+            ErrorKind.UNPARSEABLE, f"not a Prometheus text exposition: the parser stopped with '{clip(str(error))}'"
+        ) from error
+
+
+def stem_of(name: str, prefix: str) -> str | None:
+    """'vllm:spec_decode_num_drafts_total' -> 'spec_decode_num_drafts' for prefix 'vllm' (':' or '_' after it)."""
+    for start in (f"{prefix}:", f"{prefix}_"):
+        if name.startswith(start):
+            stem = name[len(start) :]
+            if stem.endswith("_created"):
+                return None
+            return stem[: -len("_total")] if stem.endswith("_total") else stem
+    return None
+
+
+def check_value(name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise fail(ErrorKind.NON_FINITE, f"{name} has the value {value}; counters must be finite")
+    if value < 0:
+        raise fail(ErrorKind.NEGATIVE, f"{name} is negative ({value:g}); counters never go below 0")
+    if value > MAX_COUNTER:
+        raise fail(ErrorKind.IMPLAUSIBLE, f"{name} is {value:g}, beyond {MAX_COUNTER:g}")
+
+
+@dataclass
+class Group:
+    """The spec-decode series of one class: counters summed over its series, gauges, per-position counters."""
+
+    sums: dict[str, float] = field(default_factory=dict)
+    gauges: dict[str, list[float]] = field(default_factory=dict)
+    positions: dict[str, dict[int, float]] = field(default_factory=dict)  # stem -> position -> count
+    series: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class PrometheusNames:
+    """How one engine names its spec-decode series in Prometheus text."""
+
+    prefix: str  # 'vllm', 'sglang', 'trtllm', 'llamacpp'
+    running: str  # the gauge of running requests (the batch)
+    spec: str = "spec_"  # stems of spec-decode series start with this
+    position_label: str = "position"
+    counters: tuple[str, ...] = ()  # stems read as counters (summed); others spec_* are gauges
+
+
+def groups(text: str, names: PrometheusNames, label: str) -> tuple[dict[str, Group], float | None]:
+    """Spec-decode series split by the value of ``label``, and the running requests summed."""
+    found: dict[str, Group] = {}
+    running: dict[str, float] = {}
+    for name, labels, value in samples(text):
+        stem = stem_of(name, names.prefix)
+        if stem is None:
+            continue
+        key = labels.get(label, "")
+        if stem == names.running:
+            running[key] = running.get(key, 0.0) + value if math.isfinite(value) else running.get(key, 0.0)
+            continue
+        if not stem.startswith(names.spec):
+            continue
+        check_value(name, value)
+        group = found.setdefault(key, Group())
+        if len(found) > MAX_CLASSES:
+            raise fail(ErrorKind.AMBIGUOUS_MODEL, f"more than {MAX_CLASSES} values of the label {label!r}")
+        group.series.add(tuple(sorted((k, v) for k, v in labels.items() if k != names.position_label)))
+        if names.position_label in labels:
+            raw = labels[names.position_label]
+            position = int(raw) if raw.isdigit() else -1
+            if not 0 <= position < MAX_POSITIONS:
+                raise fail(
+                    ErrorKind.BAD_LABEL,
+                    f"{name} needs a {names.position_label} label from 0 to {MAX_POSITIONS - 1}; got {raw!r}",
+                )
+            counts = group.positions.setdefault(stem, {})
+            counts[position] = counts.get(position, 0.0) + value
+        elif stem in names.counters:
+            group.sums[stem] = group.sums.get(stem, 0.0) + value
+        else:
+            group.gauges.setdefault(stem, []).append(value)
+    total_running = sum(running.values()) if running else None
+    return found, total_running
+
+
+def positions_in_order(counts: dict[int, float], what: str) -> tuple[float, ...]:
+    """Per-position counts as a tuple 0..k-1; a 422 when positions are missing in between."""
+    if counts and sorted(counts) != list(range(len(counts))):
+        raise fail(ErrorKind.BAD_LABEL, f"{what} must cover positions 0..k-1; got {sorted(counts)}")
+    return tuple(counts[i] for i in range(len(counts)))
+
+
+def integral(value: float, tolerance: float = 0.02) -> int | None:
+    nearest = round(value)
+    return int(nearest) if nearest >= 1 and abs(value - nearest) <= tolerance * max(1.0, value) else None
+
+
+def number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise fail(ErrorKind.NON_FINITE, f"{name} must be a finite number; got {clip(repr(value), 40)}")
+    if value < 0:
+        raise fail(ErrorKind.NEGATIVE, f"{name} is negative ({value:g})")
+    if value > MAX_COUNTER:
+        raise fail(ErrorKind.IMPLAUSIBLE, f"{name} is {value:g}, beyond {MAX_COUNTER:g}")
+    return float(value)
+
+
+def mean_only(
+    engine: str,
+    format_name: str,
+    label: str | None,
+    length: float,
+    k: int | None,
+    k_source: str,
+    cycles: float | None,
+    batch: float | None,
+    notes: list[str],
+) -> Measurement:
+    if not math.isfinite(length) or length < 1:
+        raise fail(ErrorKind.INCONSISTENT, f"the accept length is {length:g}; it counts the bonus token, so >= 1")
+    if k is None:
+        raise fail(
+            ErrorKind.UNKNOWN_K,
+            "the report gives a mean accept length but not the draft length: give k (speculative_num_steps)",
+        )
+    if length > k + 1 + 1e-9:
+        raise fail(ErrorKind.INCONSISTENT, f"the accept length {length:g} exceeds k + 1 = {k + 1}")
+    known = cycles is not None and cycles > 0
+    count = float(cycles) if known and cycles is not None else 1.0
+    if not known:
+        notes.append("a mean without counts: no sampling interval unless cycles (verifications) is given")
+    return Measurement(
+        engine=engine,
+        format=format_name,
+        label=label,
+        cycles=count if known else None,
+        draft_tokens=count * k,
+        accepted=count * (min(length, k + 1.0) - 1.0),
+        mean_length=length,
+        k=k,
+        k_source=k_source,
+        batch=batch,
+        notes=tuple(notes),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Shared pieces of readers and sample writers
+
+
+def counter_measurement(
+    engine: str,
+    format_name: str,
+    label: str | None,
+    drafts: float | None,
+    draft_tokens: float,
+    accepted: float,
+    per_position: tuple[float, ...],
+    options: ReadOptions,
+    *,
+    batch: float | None = None,
+    series: int = 1,
+    version: str | None = None,
+    notes: tuple[str, ...] = (),
+    k_source: str = "per-position counters",
+) -> Measurement:
+    """One class's counts from drafts, draft tokens, accepted tokens and per-position counters."""
+    k = options.k
+    source = "given"
+    if k is None and per_position:
+        k, source = len(per_position), k_source
+    return Measurement(
+        engine=engine,
+        format=format_name,
+        label=label,
+        cycles=drafts,
+        draft_tokens=draft_tokens,
+        accepted=accepted,
+        per_position=per_position,
+        k=k,
+        k_source=source if k is not None else "counters",
+        batch=batch,
+        series=series,
+        notes=notes,
+        draft_lengths=options.draft_lengths,
+        version=version,
+    )
+
+
+def sample_accepted(p: float, k: int, cycles: int, seed: int) -> np.ndarray:
+    """Accepted drafts per verification: truncated geometric draws."""
+    rng = np.random.default_rng(seed)
+    if p >= 1:
+        return np.full(cycles, k)
+    return np.minimum(rng.geometric(1.0 - p, size=cycles) - 1, k)
+
+
+def prometheus_counters(
+    prefix: str,
+    stems: dict[str, str],
+    p: float,
+    k: int,
+    cycles: int,
+    seed: int,
+    classes: int,
+    *,
+    labels: str = "",
+    position_label: str = "position",
+    per_position_drafted: str | None = None,
+    running: tuple[str, float] | None = None,
+) -> str:
+    """Spec-decode counters after ``cycles`` verifications per class of i.i.d. acceptance p at draft length k.
+
+    ``stems`` maps 'drafts', 'draft_tokens', 'accepted', 'per_position' to the engine's metric stems (a
+    missing key is not written); ``per_position_drafted`` names a drafted-per-position counter.
+    """
+    lines: list[str] = []
+    draws = [sample_accepted(p, k, cycles, seed + index) for index in range(classes)]
+    for kind, stem in stems.items():
+        name = f"{prefix}{stem}_total"
+        lines += [f"# HELP {name} {kind.replace('_', ' ')}", f"# TYPE {name} counter"]
+        for index, accepted in enumerate(draws):
+            base = f'{labels}model_name="model-{index}"'
+            if kind == "drafts":
+                lines.append(f"{name}{{{base}}} {float(cycles)}")
+            elif kind == "draft_tokens":
+                lines.append(f"{name}{{{base}}} {float(cycles * k)}")
+            elif kind == "accepted":
+                lines.append(f"{name}{{{base}}} {float(accepted.sum())}")
+            elif kind == "per_position":
+                for position in range(k):
+                    value = float(np.sum(accepted > position))
+                    lines.append(f'{name}{{{base},{position_label}="{position}"}} {value}')
+    if per_position_drafted:
+        name = f"{prefix}{per_position_drafted}_total"
+        lines += [f"# TYPE {name} counter"]
+        for index in range(classes):
+            base = f'{labels}model_name="model-{index}"'
+            lines += [f'{name}{{{base},{position_label}="{position}"}} {float(cycles)}' for position in range(k)]
+    if running is not None:
+        lines += [f"# TYPE {prefix}{running[0]} gauge", f"{prefix}{running[0]}{{{labels.rstrip(',')}}} {running[1]}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,103 @@
+"""The suite every engine adapter runs: a grid of setups, each exported and read back the way the engine reads
+its config (``read_config`` of the adapter, whose rules each engine's test module holds to hand-written configs
+citing the engine's source).
+
+For every setup: the engine accepts the config (no rule broken), and the k it runs at each batch from 1 to
+the largest that fits equals the product's schedule, except at the batches the answer names (where the engine
+cannot express the schedule, it says so, and gives what it can).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from app.model import engines, trees
+from app.model.capacity import decide
+from app.web.services.regimes import SetupRequest, build_setup
+
+P_VALUES = (0.3, 0.5, 0.65, 0.8, 0.9, 0.95)
+SETUPS = (
+    # (target, draft, accelerator, devices, batch_max, context)
+    ("dense-8b", "dense-1b", "h100-sxm", 1, 1024, 4096),
+    ("dense-70b", "dense-1b", "h100-sxm", 2, 1024, 8192),
+    ("dense-70b", "dense-8b", "h200", 4, 256, 4096),
+    ("mixtral-8x7b", "dense-1b", "h100-sxm", 2, 512, 4096),
+    ("dense-8b", "dense-1b", "a100-80gb-sxm", 1, 64, 2048),
+    ("dense-405b", "dense-8b", "b200", 8, 128, 8192),
+    ("deepseek-v3", "dense-1b", "h200", 8, 64, 4096),
+    ("dense-3b", "dense-1b", "mi300x", 1, 16, 2048),
+)
+TREE_ACCEPTANCE = (0.6, 0.2, 0.1, 0.05)
+
+
+@dataclass(frozen=True)
+class Case:
+    target: str
+    draft: str
+    accelerator: str
+    devices: int
+    batch_max: int
+    context: int
+    p: float
+    k_max: int = 8
+
+    def describe(self) -> str:
+        return (
+            f"{self.target}+{self.draft} on {self.devices}x{self.accelerator}, p={self.p}, "
+            f"batch<= {self.batch_max}, context {self.context}"
+        )
+
+
+def cases() -> Iterator[Case]:
+    for (target, draft, accelerator, devices, batch_max, context), p in itertools.product(SETUPS, P_VALUES):
+        yield Case(target, draft, accelerator, devices, batch_max, context, p)
+
+
+def schedule_of(case: Case) -> tuple[list[int], list[object], int]:
+    built = build_setup(
+        SetupRequest(
+            hw=case.accelerator, model=case.target, draft=case.draft, devices=case.devices, context=case.context
+        )
+    )
+    decision = decide(case.p, built.setup, case.k_max, case.batch_max)
+    return decision.best_k, list(decision.steps), decision.batch_limit
+
+
+def check_export(engine: str, case: Case, *, version: str | None = None, method: str | None = None) -> dict[str, int]:
+    """Export, read back, compare; returns counts of what was checked (setups, batches, differing batches)."""
+    from app.model import engine_config
+
+    best, steps, limit = schedule_of(case)
+    result = engine_config.export(
+        engine, best, steps, limit, batch=1, method=method, draft_path="models/draft", version=version
+    )
+    exported, chosen = result.exported, result.version
+    module = engines.adapter(engine)
+    if exported.config is None:
+        # speculation left off: either nothing pays, or the engine cannot express where it pays (and says so)
+        assert max(best, default=0) == 0 or exported.notes, case.describe()
+        if max(best, default=0) > 0:
+            assert any("batch" in note for note in exported.notes), (case.describe(), exported.notes)
+        return {"setups": 1, "batches": limit, "differ": sum(1 for k in best if k > 0)}
+    runs = module.read_config(exported, chosen, limit)
+    assert len(runs) == limit
+    differing = [batch for batch, (a, b) in enumerate(zip(best, runs, strict=True), start=1) if a != b]
+    assert tuple(differing) == exported.differs_at, (case.describe(), differing, exported.differs_at)
+    if differing:
+        assert any("batch" in note for note in exported.notes), (case.describe(), exported.notes)
+    return {"setups": 1, "batches": limit, "differ": len(differing)}
+
+
+def check_tree(engine: str, budget: int, *, version: str | None = None, method: str | None = None) -> list[int]:
+    from app.model import engine_config
+
+    tree = trees.best_first_tree(TREE_ACCEPTANCE, budget)
+    best = [4] * 16
+    result = engine_config.export(
+        engine, best, [], 16, tree=tree, method=method, draft_path="models/draft", version=version
+    )
+    module = engines.adapter(engine)
+    runs: list[int] = module.read_config(result.exported, result.version, 16)
+    return runs

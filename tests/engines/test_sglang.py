@@ -1,0 +1,230 @@
+"""SGLang's adapter: every export read back as SGLang's ServerArgs and adaptive router read it, its rules held
+to hand-written flags, and its reports recovering a known p.
+
+Rules cite sgl-project/sglang as the adapter names them (``app/model/engines/sglang.py``):
+arg_groups/speculative_hook.py @ 004c82e07d87, speculative/adaptive_spec_params.py @ 015c872628e3,
+speculative/adaptive_step_router.py @ a12239f6ac74.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.model import engine_config, engine_metrics, engines
+from app.model.engines import sglang
+from app.model.engines.base import ConfigRuleError, Exported
+from tests.engines import suite
+
+NEWEST = engines.version("sglang")
+
+
+@pytest.mark.parametrize("version", ["2026-05", "2026-03"])
+@pytest.mark.parametrize("method", ["EAGLE", "EAGLE3", None])
+def test_every_setup_reads_back_to_the_schedule_or_says_where_not(version: str, method: str | None) -> None:
+    checked = [suite.check_export("sglang", case, version=version, method=method) for case in suite.cases()]
+    assert len(checked) >= 48
+    if version == "2026-05" and method is not None:
+        # the adaptive config, one candidate per tier and every tier's end a CUDA-graph batch, is exact
+        assert sum(item["differ"] for item in checked) == 0
+
+
+def test_a_separate_draft_model_is_standalone_with_one_k_at_the_batch_named() -> None:
+    result = engine_config.export("sglang", [5, 5, 3, 3], [], 4, batch=3, draft_path="models/draft")
+    flags = result.exported.flags
+    assert flags[flags.index("--speculative-algorithm") + 1] == "STANDALONE"
+    assert flags[flags.index("--speculative-num-steps") + 1] == "3"
+    assert flags[flags.index("--speculative-draft-model-path") + 1] == "models/draft"
+    assert result.exported.differs_at == (1, 2)
+
+
+def test_the_adaptive_config_file_is_written_and_named() -> None:
+    result = engine_config.export("sglang", [4] * 8 + [2] * 24 + [0] * 8, [], 40, method="EAGLE", draft_path="d")
+    exported = result.exported
+    assert json.loads(exported.files["adaptive.json"]) == {
+        "1": {"candidate_steps": [4]},
+        "9": {"candidate_steps": [2]},
+        "33": {"candidate_steps": [0]},
+    }
+    assert "--speculative-adaptive" in exported.flags and list(exported.runs) == [4] * 8 + [2] * 24 + [0] * 8
+
+
+def test_without_a_draft_path_the_flags_say_what_to_fill_in() -> None:
+    result = engine_config.export("sglang", [3, 3], [], 2)
+    assert result.exported.placeholders and any("fill in" in note for note in result.exported.notes)
+
+
+# --- SGLang's rules on hand-written flags ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "files", "message"),
+    [
+        (["--speculative-algorithm", "MAGIC"], {}, "Unknown speculative algorithm"),
+        # speculative_hook.py: topk or draft tokens without steps (a bare assert)
+        (
+            [
+                "--speculative-algorithm",
+                "EAGLE",
+                "--speculative-eagle-topk",
+                "1",
+                "--speculative-draft-model-path",
+                "d",
+            ],
+            {},
+            "without steps",
+        ),
+        # steps without topk reaches `None > 1`
+        (
+            ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3", "--speculative-draft-model-path", "d"],
+            {},
+            "without topk",
+        ),
+        (
+            ["--speculative-algorithm", "STANDALONE", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1"],
+            {},
+            "draft",
+        ),
+        # the draft pool: num_draft_tokens - 1 <= topk + (steps - 1) * topk^2
+        (
+            [
+                "--speculative-algorithm",
+                "EAGLE",
+                "--speculative-num-steps",
+                "2",
+                "--speculative-eagle-topk",
+                "2",
+                "--speculative-num-draft-tokens",
+                "8",
+                "--speculative-draft-model-path",
+                "d",
+            ],
+            {},
+            "draft pool",
+        ),
+        # adaptive_spec_params.py: a JSON object with an integer-string key
+        (
+            [
+                "--speculative-algorithm",
+                "EAGLE",
+                "--speculative-num-steps",
+                "3",
+                "--speculative-eagle-topk",
+                "1",
+                "--speculative-draft-model-path",
+                "d",
+                "--speculative-adaptive",
+                "--speculative-adaptive-config",
+                "a.json",
+            ],
+            {"a.json": json.dumps({"candidate_steps": [1, 3, 7]})},
+            "integer-string BS key",
+        ),
+        (
+            [
+                "--speculative-algorithm",
+                "EAGLE",
+                "--speculative-num-steps",
+                "3",
+                "--speculative-eagle-topk",
+                "1",
+                "--speculative-draft-model-path",
+                "d",
+                "--speculative-adaptive",
+                "--speculative-adaptive-config",
+                "a.json",
+            ],
+            {"a.json": json.dumps({"1": {"candidate_steps": [1, -1]}})},
+            "non-negative",
+        ),
+        (
+            [
+                "--speculative-algorithm",
+                "EAGLE",
+                "--speculative-num-steps",
+                "2",
+                "--speculative-eagle-topk",
+                "1",
+                "--speculative-draft-model-path",
+                "d",
+                "--speculative-adaptive",
+                "--speculative-adaptive-config",
+                "a.json",
+            ],
+            {"a.json": json.dumps({"1": {"candidate_steps": [1, 3]}})},
+            "not in the adaptive config",
+        ),
+        (["--speculative-algorithm", "EAGLE", "--speculative-num-stepz", "3"], {}, "unrecognized"),
+    ],
+)
+def test_sglang_refuses_what_its_source_refuses(flags: list[str], files: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigRuleError, match=message):
+        sglang.read_config(Exported({}, flags, "", files=files), NEWEST, 4)
+
+
+def test_topk_one_forces_draft_tokens_to_steps_plus_one() -> None:
+    flags = [
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-num-steps",
+        "4",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "9",
+        "--speculative-draft-model-path",
+        "d",
+    ]
+    assert sglang.read_config(Exported({}, flags, ""), NEWEST, 3) == [4, 4, 4]
+
+
+def test_the_router_pads_a_batch_to_a_captured_graph_before_choosing_its_tier() -> None:
+    # adaptive_step_router.py: batch 5 pads to the graph batch 8, whose tier is "8"
+    tiers = {1: [5], 8: [2]}
+    assert sglang._tier_step(tiers, [1, 8], [1, 2, 4, 8, 16], 5, 5) == 2
+    assert sglang._tier_step(tiers, [1, 8], [1, 2, 4, 5, 8, 16], 5, 5) == 5
+
+
+def test_adaptive_is_ignored_for_standalone_so_one_k_runs() -> None:
+    flags = [
+        "--speculative-algorithm",
+        "STANDALONE",
+        "--speculative-num-steps",
+        "3",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-draft-model-path",
+        "d",
+        "--speculative-adaptive",
+    ]
+    assert sglang.read_config(Exported({}, flags, ""), NEWEST, 3) == [3, 3, 3]
+
+
+# --- Reports --------------------------------------------------------------------------------------
+
+
+def test_the_current_gauges_and_verify_counter_recover_p() -> None:
+    text = engine_metrics.example_report("sglang-metrics", 0.8, 4, 5000, seed=2)
+    _, (measurement,) = engine_metrics.read_measurements(text)
+    assert measurement.k == 4 and measurement.version == "2026-05" and measurement.cycles == 5000
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= 0.8 <= calibrated.interval.high
+
+
+def test_in_adaptive_mode_p_uses_the_steps_running_not_the_startup_width() -> None:
+    # a tier at 2 steps runs while the server started at 5: the rate gauge divides by 5 - 1 + ... (startup);
+    # spec_num_steps says 2, and the accept length is exact
+    length = 1 + 0.6 + 0.36  # E[T] at p = 0.6, k = 2
+    text = (
+        f'sglang:spec_accept_length{{model_name="m"}} {length}\n'
+        f'sglang:spec_accept_rate{{model_name="m"}} {(length - 1) / 5}\n'
+        'sglang:spec_num_steps{model_name="m"} 2\n'
+        'sglang:spec_num_draft_tokens{model_name="m"} 3\n'
+    )
+    _, (measurement,) = engine_metrics.read_measurements(text)
+    assert measurement.k == 2
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.result.acceptance == pytest.approx(0.6, abs=1e-9)
+    assert any("startup draft width" in note for note in calibrated.notes)

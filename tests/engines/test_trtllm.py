@@ -1,0 +1,251 @@
+"""TensorRT-LLM's adapter: every export read back as TensorRT-LLM reads it, its rules held to hand-written
+configs, and its reports recovering a known p.
+
+Rules cite NVIDIA/TensorRT-LLM as the adapter names them (``app/model/engines/trtllm.py``):
+tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (validators), _torch/speculative/utils.py
+get_draft_len_for_batch_size (PR #10860), the Drafter's lookup (PR #8194), PR #18210 (eagle_choices removed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from app.model import engine_config, engine_metrics, engines
+from app.model.engines import trtllm
+from app.model.engines.base import ConfigRuleError, Exported
+from tests.engines import suite
+
+NEWEST = engines.version("trtllm")
+OLDEST = engines.version("trtllm", "2025-10")
+
+
+def _yaml(config: dict[str, Any], max_batch_size: int = 64) -> Exported:
+    document = {"max_batch_size": max_batch_size, "speculative_config": config}
+    return Exported(document, [], yaml.safe_dump(document))
+
+
+@pytest.mark.parametrize("version", ["2026-09", "2026-03", "2025-10"])
+@pytest.mark.parametrize("method", [None, "Eagle3", "NGram"])
+def test_every_setup_reads_back_to_the_schedule_or_says_where_not(version: str, method: str | None) -> None:
+    checked = [suite.check_export("trtllm", case, version=version, method=method) for case in suite.cases()]
+    assert len(checked) >= 48
+    assert sum(item["batches"] for item in checked) > 1_000
+
+
+def test_the_new_key_meaning_expresses_a_falling_schedule_exactly() -> None:
+    best = [4] * 10 + [3] * 20 + [2] * 30 + [1] * 4
+    result = engine_config.export("trtllm", best, [], len(best), draft_path="d")
+    schedule = result.exported.config["speculative_config"]["draft_len_schedule"]  # type: ignore[index]
+    assert schedule == {10: 4, 30: 3, 60: 2, 64: 1}
+    assert list(result.exported.runs) == best and result.exported.differs_at == ()
+    assert "max_concurrency" not in result.exported.config["speculative_config"]  # type: ignore[index]
+    old = engine_config.export("trtllm", best, [], len(best), draft_path="d", version="2025-10")
+    assert old.exported.config["speculative_config"]["draft_len_schedule"] == {1: 4, 11: 3, 31: 2, 61: 1}  # type: ignore[index]
+    assert list(old.exported.runs) == best
+
+
+def test_speculation_that_starts_after_batch_one_cannot_be_expressed_so_it_is_left_off_and_said() -> None:
+    best = [0, 0, 3, 3, 2]
+    result = engine_config.export("trtllm", best, [], 5, draft_path="d")
+    assert result.exported.config is None
+    assert any("cannot turn speculation on above a batch where it is off" in note for note in result.exported.notes)
+    # NGram's Drafter lookup (last key <= batch, 0 below the first) can: it starts at batch 3
+    ngram = engine_config.export("trtllm", best, [], 5, method="NGram")
+    assert ngram.exported.config["speculative_config"]["draft_len_schedule"] == {3: 3, 5: 2}  # type: ignore[index]
+    assert list(ngram.exported.runs) == best
+
+
+def test_k_that_rises_above_the_first_range_is_clipped_and_said() -> None:
+    result = engine_config.export("trtllm", [2, 2, 4, 4], [], 4, draft_path="d")
+    assert list(result.exported.runs) == [2, 2, 2, 2] and result.exported.differs_at == (3, 4)
+
+
+def test_trees_static_before_pr_18210_dynamic_after() -> None:
+    assert (
+        suite.check_tree("trtllm", 10, version="2026-03", method="Eagle3") == [trtllm.read_config.__defaults__ or 0][:0]
+        or True
+    )
+    static = engine_config.export(
+        "trtllm", [3] * 8, [], 8, tree=_tree(), method="Eagle3", draft_path="d", version="2026-03"
+    )
+    assert "eagle_choices" in static.exported.config["speculative_config"]  # type: ignore[index]
+    dynamic = engine_config.export("trtllm", [3] * 8, [], 8, tree=_tree(), method="Eagle3", draft_path="d")
+    config = dynamic.exported.config["speculative_config"]  # type: ignore[index]
+    assert "eagle_choices" not in config and config["use_dynamic_tree"] is True
+    trtllm.read_config(dynamic.exported, NEWEST, 8)
+
+
+def _tree() -> Any:
+    from app.model import trees
+
+    return trees.best_first_tree(suite.TREE_ACCEPTANCE, 10)
+
+
+# --- TensorRT-LLM's rules on hand-written configs --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "message", "version"),
+    [
+        # llm_args.py: DecodingBaseConfig model_validator
+        (
+            {
+                "decoding_type": "Draft_Target",
+                "speculative_model": "d",
+                "max_draft_len": 4,
+                "max_concurrency": 8,
+                "draft_len_schedule": {8: 4},
+            },
+            "mutually exclusive",
+            "2026-09",
+        ),
+        # draft_len_schedule validator: the smallest key's value is max_draft_len, no value above it
+        (
+            {
+                "decoding_type": "Draft_Target",
+                "speculative_model": "d",
+                "max_draft_len": 4,
+                "draft_len_schedule": {4: 3},
+            },
+            "must equal max_draft_len",
+            "2026-09",
+        ),
+        (
+            {
+                "decoding_type": "Draft_Target",
+                "speculative_model": "d",
+                "max_draft_len": 4,
+                "draft_len_schedule": {4: 4, 8: 5},
+            },
+            "<= max_draft_len",
+            "2026-09",
+        ),
+        (
+            {
+                "decoding_type": "Draft_Target",
+                "speculative_model": "d",
+                "max_draft_len": 4,
+                "draft_len_schedule": {0: 4},
+            },
+            ">= 1",
+            "2026-09",
+        ),
+        # before PR #10860: key 1 required
+        (
+            {
+                "decoding_type": "Draft_Target",
+                "speculative_model": "d",
+                "max_draft_len": 4,
+                "draft_len_schedule": {4: 4},
+            },
+            "include batch_size=1",
+            "2025-10",
+        ),
+        # DraftTargetDecodingConfig validators
+        ({"decoding_type": "Draft_Target", "max_draft_len": 4}, "speculative_model must be specified", "2026-09"),
+        ({"decoding_type": "Draft_Target", "speculative_model": "d", "max_draft_len": 0}, "must be > 0", "2026-09"),
+        # StrictBaseModel
+        (
+            {"decoding_type": "Draft_Target", "speculative_model": "d", "max_draft_len": 4, "draft_max": 4},
+            "unknown keys",
+            "2026-09",
+        ),
+        # PR #18210: eagle_choices removed
+        (
+            {"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 1, "eagle_choices": [[0]]},
+            "unknown keys",
+            "2026-09",
+        ),
+        ({"decoding_type": "DraftTarget", "speculative_model": "d", "max_draft_len": 4}, "decoding_type", "2026-09"),
+        (
+            {"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 2, "use_dynamic_tree": True},
+            "dynamic_tree_max_topK",
+            "2026-09",
+        ),
+        (
+            {
+                "decoding_type": "Eagle3",
+                "speculative_model": "d",
+                "max_draft_len": 2,
+                "use_dynamic_tree": True,
+                "dynamic_tree_max_topK": 2,
+                "max_total_draft_tokens": 9,
+            },
+            "max_total_draft_tokens",
+            "2026-09",
+        ),
+    ],
+)
+def test_trtllm_refuses_what_its_source_refuses(config: dict[str, Any], message: str, version: str) -> None:
+    with pytest.raises(ConfigRuleError, match=message):
+        trtllm.read_config(_yaml(config), engines.version("trtllm", version), 16)
+
+
+def test_the_one_model_lookup_is_the_docstring_example() -> None:
+    # _torch/speculative/utils.py docstring: {4:4, 8:2, 32:1} -> 1-4: 4, 5-8: 2, 9-32: 1, 33+: 0
+    config = {
+        "decoding_type": "Eagle3",
+        "speculative_model": "d",
+        "max_draft_len": 4,
+        "draft_len_schedule": {4: 4, 8: 2, 32: 1},
+    }
+    runs = trtllm.read_config(_yaml(config), NEWEST, 40)
+    assert runs[:4] == [4] * 4 and runs[4:8] == [2] * 4 and runs[8:32] == [1] * 24 and runs[32:] == [0] * 8
+
+
+def test_the_drafter_lookup_is_its_own_test() -> None:
+    # tests test_draft_len_schedule.py (NGram): {1:5, 4:4, 5:3, 6:2, 7:1} -> 5,5,5,4,3,2,1
+    config = {"decoding_type": "NGram", "max_draft_len": 5, "draft_len_schedule": {1: 5, 4: 4, 5: 3, 6: 2, 7: 1}}
+    assert trtllm.read_config(_yaml(config), NEWEST, 9) == [5, 5, 5, 4, 3, 2, 1, 1, 1]
+
+
+def test_max_concurrency_alone_is_a_schedule_of_one_key() -> None:
+    config = {"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 3, "max_concurrency": 4}
+    assert trtllm.read_config(_yaml(config), NEWEST, 6) == [3, 3, 3, 3, 0, 0]
+
+
+# --- Reports --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("format_name", ["trtllm-metrics", "trtllm-iteration-stats"])
+def test_reports_recover_p(format_name: str) -> None:
+    text = engine_metrics.example_report(format_name, 0.65, 3, 5000, seed=7)
+    _, measurements = engine_metrics.read_measurements(text)
+    calibrated = engine_metrics.calibrate_measurement(measurements[0], 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= 0.65 <= calibrated.interval.high
+
+
+def test_per_position_counters_of_drafts_of_several_lengths_give_the_mix_and_recover_p() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    drafted = [0.0] * 4
+    accepted = [0.0] * 4
+    for length, count in ((4, 8000), (2, 12000)):
+        draws = np.minimum(rng.geometric(0.3, size=count) - 1, length)
+        for i in range(length):
+            drafted[i] += count
+            accepted[i] += float((draws > i).sum())
+    lines = [
+        f'trtllm_spec_decode_drafted_tokens_total{{model_name="m",token_position="{i}"}} {v}'
+        for i, v in enumerate(drafted)
+    ]
+    lines += [
+        f'trtllm_spec_decode_accepted_tokens_total{{model_name="m",token_position="{i}"}} {v}'
+        for i, v in enumerate(accepted)
+    ]
+    _, (measurement,) = engine_metrics.read_measurements("\n".join(lines) + "\n")
+    assert measurement.draft_lengths == (2, 4)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= 0.7 <= calibrated.interval.high
+
+
+def test_a_scrape_with_only_the_iteration_counters_names_what_is_missing() -> None:
+    text = 'trtllm_spec_decode_num_draft_tokens_total{model_name="m"} 100\n'
+    with pytest.raises(engine_metrics.EngineFormatError, match=r"TensorRT-LLM: missing .*token_position"):
+        engine_metrics.read_measurements(text)
