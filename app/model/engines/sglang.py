@@ -170,7 +170,9 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
         adaptive = {str(first): {"candidate_steps": [k]} for first, _last, k in tiers}
         steps, topk, draft_tokens = max(best), 1, max(best) + 1  # a slot starts at its own single candidate
         runs = best
-        files[ADAPTIVE_FILE] = json.dumps(adaptive, indent=2) + "\n"
+        files[ADAPTIVE_FILE] = (
+            "{\n" + ",\n".join(f"  {json.dumps(key)}: {json.dumps(entry)}" for key, entry in adaptive.items()) + "\n}\n"
+        )
         notes.append(
             "the schedule as SGLang's adaptive config: each tier's lowest batch with its one candidate k "
             "(0 = no drafting); --cuda-graph-bs holds every tier's last batch so that padding a batch up to a "

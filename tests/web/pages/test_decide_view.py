@@ -440,3 +440,34 @@ def test_the_two_trees_are_named_apart_and_the_assumption_is_said() -> None:
     assert "best-speedup tree" in speedups and "most-tokens tree" not in speedups
     assert result["trees"]["assumption"].startswith("Roofline of")
     assert view("tree_regime=memory-bound")["trees"]["assumption"].startswith("Memory-bound")
+
+
+def test_the_config_takes_the_draft_model_the_drafter_and_the_engine_version(client: TestClient) -> None:
+    query = "engine=sglang&method=EAGLE3&draft_path=org/eagle3&model=dense-70b"
+    config = view(query)["config"]
+    assert config["engine_version"] == "SGLang 2026-05"
+    assert "--speculative-algorithm EAGLE3" in config["text"] and "org/eagle3" in config["text"]
+    assert config["files"][0]["name"] == "adaptive.json"
+    api = client.get(
+        f"/api/v1/engine-config?engine=sglang&p={0.8!r}&model=dense-70b&method=EAGLE3&draft_path=org/eagle3"
+    )
+    assert api.status_code == 200
+    older = view("engine=trtllm&engine_version=2025-10&draft_path=org/draft")["config"]
+    assert older["engine_version"] == "TensorRT-LLM 2025-10"
+    empty = view("engine=vllm")["config"]
+    assert empty["placeholders"] and any("fill in model" in note for note in empty["notes"])
+
+
+@pytest.mark.parametrize(
+    ("query", "label"),
+    [
+        ("engine=vllm&engine_version=0.1", "Engine version"),
+        ("engine=llamacpp&method=medusa", "Drafter"),
+        ("engine=vllm&draft_path=a%20b;c", "Draft model (path or name)"),
+    ],
+)
+def test_a_bad_config_choice_is_refused_naming_its_label(client: TestClient, query: str, label: str) -> None:
+    response = client.get(f"{VIEW}?{query}")
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["label"] == label
+    assert view(query)["notes"][0].startswith(label)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from app.model import calibration, capacity, closed_form, draft_sources, engine_metrics, regimes, trees
+from app.model import calibration, capacity, closed_form, draft_sources, engine_metrics, engines, regimes, trees
 from app.model.calibration import CalibrationError
 from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
 from app.model.regimes import RegimeName
@@ -183,6 +184,34 @@ ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "
 ENGINE = Control(
     "engine", "Engine", "select", "vllm", options=tuple((name, ENGINE_LABELS[name]) for name in engine_metrics.ENGINES)
 )
+DRAFT_PATH = Control(
+    "draft_path",
+    "Draft model (path or name)",
+    "text",
+    "",
+    max_length=300,
+    help="written into the config; left empty, the config shows what to fill in",
+)
+METHOD = Control(
+    "method",
+    "Drafter",
+    "text",
+    "",
+    max_length=40,
+    help="as the engine names it (vLLM eagle3, ngram; SGLang EAGLE3; TensorRT-LLM Eagle3; llama.cpp "
+    "ngram-simple); empty: a separate draft model",
+)
+ENGINE_VERSION = Control(
+    "engine_version",
+    "Engine version",
+    "text",
+    "",
+    max_length=40,
+    help="empty: the newest known; "
+    + "; ".join(
+        f"{ENGINE_LABELS[name]} {', '.join(v.name for v in engines.versions(name))}" for name in engines.ENGINES
+    ),
+)
 TREE_REGIME = Control(
     "tree_regime",
     "Verification cost of a tree",
@@ -206,6 +235,9 @@ CONTROLS: tuple[Control, ...] = (
     URL,
     *SETUP_CONTROLS,
     ENGINE,
+    DRAFT_PATH,
+    METHOD,
+    ENGINE_VERSION,
     TREE_REGIME,
     *(control for pair in SOURCE_CONTROLS.values() for control in pair),
     ACCEPTANCE,
@@ -794,14 +826,49 @@ def setup_query(reading: Reading) -> str:
     )
 
 
+def _config_choice(reading: Reading, control: Control, check: Any) -> str | None:
+    """A text control's value for the engine, or None (the default) with the reason on the page when refused."""
+    text = reading.text(control.name).strip()
+    if not text:
+        return None
+    try:
+        check(text)
+    except ValueError as error:
+        reading.correct(control, "", f"{control.label}: {error}")
+        return None
+    return text
+
+
+def _check_draft_path(text: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9_.~/+\-]+", text):
+        raise ValueError("a file path or hub name of letters, digits and - _ . / ~ +")
+
+
 def config_part(reading: Reading, p: float, built: BuiltSetup) -> dict[str, Any]:
     """The schedule written as the chosen engine takes it, by the service behind /api/v1/engine-config."""
     engine = reading.text("engine")
-    out = engine_config_out(engine, p, reading.integer("k_max"), MAX_BATCH, built)
+    module = engines.adapter(engine)
+    version = _config_choice(reading, ENGINE_VERSION, lambda name: engines.version(engine, name))
+    method = _config_choice(reading, METHOD, module.choose_method)
+    draft_path = _config_choice(reading, DRAFT_PATH, _check_draft_path)
+    out = engine_config_out(
+        engine,
+        p,
+        reading.integer("k_max"),
+        MAX_BATCH,
+        built,
+        batch=reading.integer("batch"),
+        method=method,
+        draft_path=draft_path,
+        engine_version=version,
+    )
     return {
         "engine": ENGINE_LABELS[engine],
+        "engine_version": f"{ENGINE_LABELS[engine]} {out.engine_version}",
         "headline": out.headline,
         "text": out.text,
+        "files": [{"name": name, "text": text} for name, text in out.files.items()],
+        "placeholders": list(out.placeholders),
         "notes": list(out.notes),
         "sources": list(out.sources),
     }
@@ -957,6 +1024,9 @@ def build(reading: Reading) -> View:
     tree_cost = _chosen_tree(reading)
     tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, tree_cost)
     p_query = f"engine={reading.text('engine')}&p={result.acceptance!r}&k_max={reading.integer('k_max')}{query}"
+    for name in ("draft_path", "method", "engine_version"):
+        if reading.text(name).strip():
+            p_query += f"&{name}={url_text(reading.text(name).strip())}"
     calibrated = calibration_part(reading, result)
     calibrated["engine"] = engine
     return {
