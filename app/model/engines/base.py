@@ -33,7 +33,9 @@ class Source:
     defines: str
 
     def cite(self) -> str:
-        return f"{self.repository}: {self.path} @ {self.commit[:12]} ({self.defines})"
+        if all(ch in "0123456789abcdef" for ch in self.commit) and len(self.commit) >= 7:
+            return f"{self.repository}: {self.path} @ {self.commit[:12]} ({self.defines})"
+        return f"{self.repository}: {self.path} as of {self.commit} ({self.defines})"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,45 @@
+"""The registry of adapters: every engine module has what the product asks of it, and docs/engines.md says
+what the adapters say."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.model import engine_metrics, engines
+from app.model.engines import doc
+
+REQUIRED = (
+    "NAME",
+    "TITLE",
+    "VERSIONS",
+    "ALIASES",
+    "REPORTS",
+    "METHODS",
+    "write_config",
+    "read_config",
+    "choose_method",
+)
+
+
+@pytest.mark.parametrize("engine", engines.ENGINES)
+def test_each_adapter_has_what_the_product_asks_of_it(engine: str) -> None:
+    module = engines.adapter(engine)
+    assert all(hasattr(module, name) for name in REQUIRED)
+    names = [version.name for version in module.VERSIONS]
+    assert names == sorted(names) and len(set(names)) == len(names)  # oldest first, named by month
+    for version in module.VERSIONS:
+        assert version.sources and all(source.repository and source.path for source in version.sources)
+    for report in module.REPORTS:
+        assert report.engine == engine and set(report.versions) <= set(names)
+        assert engine_metrics.detect_format(report.example(0.7, 3, 300, 1, 1)) == report.name
+    assert set(module.ALIASES.values()) <= set(names)
+
+
+def test_the_doc_is_written_from_the_adapters() -> None:
+    text = doc.DOC.read_text()
+    assert doc.updated(text) == text, "run: python -m app.model.engines.doc --write"
+
+
+def test_an_unknown_engine_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="vllm, sglang, trtllm, llamacpp"):
+        engines.adapter("tgi")
