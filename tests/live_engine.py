@@ -25,6 +25,13 @@ START_TIMEOUT = 120.0
 REPEATING_PROMPT = "Count with me: " + " ".join(["one two three four five six seven eight"] * 12)
 # Text that does not repeat: n-gram drafts rarely find a match.
 NOVEL_PROMPT = "Write a short story about a lighthouse keeper who finds a map in a bottle."
+# For n-gram speculation with short n-grams (--spec-ngram-simple-size-n 2): copying a line drafts well; counting
+# on drafts the previous numbers' n-grams, which the target rejects.
+COPY_PROMPT = "Copy this line ten times:\n" + (
+    "The quick brown fox jumps over the lazy dog near the river bank while the sun sets slowly.\n" * 6
+)
+COUNT_PROMPT = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,"
+NGRAM_FLAGS = ("--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "2", "--spec-ngram-simple-size-m", "4")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import stats
 
-from app.model import calibration, closed_form, engines
+from app.model import calibration, closed_form, engines, mixed_lengths
 from app.model.calibration import MAX_EXPOSITION_BYTES, MAX_POSITIONS, ErrorKind
 from app.model.engines.reports import (
     MAX_CLASSES,
@@ -215,6 +215,15 @@ def acceptance_interval(measurement: Measurement, p: float, k: int, level: float
     if measurement.schema == "v0" and measurement.draft_tokens and measurement.accepted is not None:
         low, high = _wilson(measurement.accepted, measurement.draft_tokens, level)
         return Interval(low, high, level, "Wilson score: accepted / drafted estimates p directly (V0 counters)")
+    cycles, drafted = measurement.cycles, measurement.draft_tokens
+    if measurement.per_position and cycles and drafted is not None and drafted < k * cycles * (1 - 1e-9):
+        lengths = measurement.draft_lengths
+        mix = mixed_lengths.draft_mix(cycles, drafted, lengths) if lengths else None
+        if mix is not None and measurement.accepted is not None:
+            estimate = mixed_lengths.from_mix(mix, measurement.accepted, level)
+        else:
+            estimate = mixed_lengths.from_positions(cycles, measurement.per_position, min(lengths or (1,)), level)
+        return Interval(estimate.low, estimate.high, level, estimate.method)
     if measurement.per_position and measurement.cycles:
         successes = float(sum(measurement.per_position))
         rejections = measurement.cycles - measurement.per_position[-1]

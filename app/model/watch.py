@@ -1,8 +1,9 @@
-"""Acceptance and implied speedup per interval, from the counter deltas of two vLLM /metrics scrapes.
+"""Acceptance and implied speedup per interval, from the counter deltas of two /metrics scrapes (vLLM,
+llama.cpp or TensorRT-LLM: any engine whose counters carry drafts and accepted tokens per position).
 
 Counters only grow while a server runs; when any of them goes down (or the number of positions
 changes), the server was restarted: that interval is reported as a reset and the new scrape becomes
-the baseline.  An interval without drafts says so.  The batch is the gauge vllm:num_requests_running.
+the baseline.  An interval without drafts says so.  The batch is the engine's running-requests gauge.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from app.model.engine_metrics import Measurement
 from app.model.regimes import RooflineSetup, roofline_speedup
 
 DRIFT_LEVEL = 0.999
+COUNTER_FORMATS = ("vllm-metrics", "llamacpp-metrics", "trtllm-metrics")
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,8 @@ class Scrape:
     accepted: float
     per_position: tuple[float, ...]
     running: float | None
+    format: str = "vllm-metrics"
+    draft_lengths: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,10 +51,10 @@ class IntervalReport:
 def read_scrape(text: str, label: str = "model_name", value: str | None = None) -> Scrape:
     """One scrape's spec-decode counters summed over engines (and classes, unless ``value`` picks one)."""
     format_name, measurements = engine_metrics.read_measurements(text, label=label)
-    if format_name != "vllm-metrics":
+    if format_name not in COUNTER_FORMATS:
         raise engine_metrics.EngineFormatError(
             ErrorKind.UNRELATED,
-            f"watch reads vLLM V1 counters (vllm:spec_decode_num_drafts_total); this is {format_name}",
+            f"watch reads spec-decode counters ({', '.join(COUNTER_FORMATS)}); this is {format_name}",
         )
     if value is not None:
         measurements = [m for m in measurements if m.label == value]
@@ -68,6 +72,8 @@ def read_scrape(text: str, label: str = "model_name", value: str | None = None) 
             sum(m.per_position[i] if i < len(m.per_position) else 0.0 for m in measurements) for i in range(width)
         ),
         running=measurements[0].batch,
+        format=format_name,
+        draft_lengths=measurements[0].draft_lengths,
     )
 
 
@@ -76,11 +82,11 @@ def went_down(before: Scrape, after: Scrape) -> str | None:
     if len(before.per_position) != len(after.per_position):
         return "the number of draft positions"
     pairs = [
-        ("vllm:spec_decode_num_drafts_total", before.drafts, after.drafts),
-        ("vllm:spec_decode_num_draft_tokens_total", before.draft_tokens, after.draft_tokens),
-        ("vllm:spec_decode_num_accepted_tokens_total", before.accepted, after.accepted),
+        ("the drafts counter", before.drafts, after.drafts),
+        ("the draft tokens counter", before.draft_tokens, after.draft_tokens),
+        ("the accepted tokens counter", before.accepted, after.accepted),
         *(
-            (f"vllm:spec_decode_num_accepted_tokens_per_pos_total{{position={i}}}", a, b)
+            (f"accepted tokens at position {i}", a, b)
             for i, (a, b) in enumerate(zip(before.per_position, after.per_position, strict=True))
         ),
     ]
@@ -102,13 +108,14 @@ def interval_report(
     if drafts <= 0:
         return IntervalReport("idle", message="no drafts this interval: nothing to measure")
     measurement = Measurement(
-        engine="vllm",
-        format="vllm-metrics",
+        engine=engine_metrics.FORMAT_ENGINE[after.format],
+        format=after.format,
         label=None,
         cycles=drafts,
         draft_tokens=after.draft_tokens - before.draft_tokens,
         accepted=after.accepted - before.accepted,
         per_position=tuple(b - a for a, b in zip(before.per_position, after.per_position, strict=True)),
+        draft_lengths=after.draft_lengths,
     )
     try:
         calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
