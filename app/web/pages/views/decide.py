@@ -180,7 +180,7 @@ URL = Control("url", "Report URL", "text", "", max_length=MAX_URL, help="the eng
 # The user's own setup, as the batch page defines it (one definition of every bound); the address keys are its own.
 SETUP_NAMES = ("hw", "devices", "model", "draft", "weights", "kv_cache", "context")
 SETUP_CONTROLS = tuple(replace(control, legacy=()) for control in batch_view.SETUP if control.name in SETUP_NAMES)
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp"}
+ENGINE_LABELS = {name: str(module.TITLE) for name, module in engines.ADAPTERS.items()}
 ENGINE = Control(
     "engine", "Engine", "select", "vllm", options=tuple((name, ENGINE_LABELS[name]) for name in engine_metrics.ENGINES)
 )
