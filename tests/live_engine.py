@@ -112,7 +112,7 @@ def llama_server(arguments: Sequence[str], model: str | None = None) -> Iterator
         "--port",
         str(port),
         "--threads",
-        "2",
+        "1",  # two threads spin-wait in this build: with anything else running, requests slow a hundredfold
         "--ctx-size",
         "2048",
         "--metrics",

@@ -1,0 +1,227 @@
+"""`specdec-lab measure URL [URL ...]`: measure acceptance, costs and speedup per draft length on live llama-servers.
+
+The sweep runs one server per k (this llama-server takes no per-request draft length; see
+:mod:`app.measure_client`), and :mod:`app.model.measure` turns the counts and times into the acceptance
+profile, tokens per verification, the draft cost c, the verification cost v(k), the measured speedup
+and the closed form's prediction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from app.cli_arguments import bounded as _bounded
+from app.model import limits
+
+DEFAULT_N_PREDICT = 64
+DEFAULT_REPEATS = 2
+DEFAULT_MAX_REQUESTS = 200
+DEFAULT_TIMEOUT_S = 600.0
+MAX_REQUESTS = 100_000
+MAX_SWEEP_K = 64
+
+
+def _k_list(text: str) -> list[int]:
+    parse = _bounded(int, 0, MAX_SWEEP_K)
+    values = [int(parse(item.strip())) for item in text.split(",") if item.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one k, e.g. 0,1,2,4,8")
+    return sorted(set(values))
+
+
+def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    description = (
+        "measure each draft length on live llama-servers (one server per k; k = 0 is a server without "
+        "speculation): acceptance profile, tokens per verification, draft cost c, verification cost v(k), "
+        "measured and predicted speedup"
+    )
+    parser = subparsers.add_parser("measure", help=description, description=description)
+    parser.add_argument(
+        "urls",
+        nargs="+",
+        metavar="URL",
+        help="llama-server addresses (started with --metrics); each one's k is read from its /slots and /metrics",
+    )
+    parser.add_argument(
+        "--k",
+        type=_k_list,
+        metavar="LIST",
+        help="draft lengths the servers must cover, e.g. 0,1,2,4,8 (default: whatever they serve); this "
+        "llama-server build takes no per-request speculative.n_max, so each k is a server started with it",
+    )
+    parser.add_argument("--prompts", metavar="FILE", help="workload, one prompt per line (default: built-in prompts)")
+    parser.add_argument(
+        "--n-predict", type=_bounded(int, 2, 4096), default=DEFAULT_N_PREDICT, help="tokens decoded per request"
+    )
+    parser.add_argument(
+        "--repeats", type=_bounded(int, 1, 1000), default=DEFAULT_REPEATS, help="rounds over the workload"
+    )
+    parser.add_argument(
+        "--max-requests",
+        type=_bounded(int, 1, MAX_REQUESTS),
+        default=DEFAULT_MAX_REQUESTS,
+        help="most requests in all, warm-up included",
+    )
+    parser.add_argument(
+        "--timeout", type=_bounded(float, 1.0, 86_400.0), default=DEFAULT_TIMEOUT_S, help="most seconds in all"
+    )
+    parser.add_argument(
+        "--server-log",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a llama-server log at -lv 4 (repeat for each server; matched by its 'listening on' line): the "
+        "engine's own draft-generation time, which separates c from v(k)",
+    )
+    parser.add_argument(
+        "--c",
+        type=_bounded(float, 0.0, limits.MAX_DRAFT_COST),
+        help="draft cost per drafted token in plain steps when no --server-log gives the engine's draft time "
+        "(default: 0 for n-gram lookup, unknown for a draft model)",
+    )
+    parser.add_argument(
+        "--write-calibration",
+        metavar="FILE",
+        help="write one k's /metrics counter deltas in llama.cpp's Prometheus format (specdec-lab calibrate --from)",
+    )
+    parser.add_argument(
+        "--calibration-k",
+        type=_bounded(int, 1, MAX_SWEEP_K),
+        help="the k --write-calibration writes (default: the largest measured)",
+    )
+    parser.add_argument(
+        "--write-step-fit",
+        metavar="FILE",
+        help="write batch,tokens,ms: a plain step and each k's verification pass (specdec-lab step-fit)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    parser.set_defaults(handler=run_measure)
+
+
+def _fail(message: str) -> int:
+    print(f"specdec-lab measure: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run_measure(arguments: argparse.Namespace) -> int:
+    try:
+        import httpx
+    except ImportError:  # a dependency of the test extra in pyproject.toml, not of the server
+        return _fail("this command needs httpx: pip install httpx")
+
+    from app.measure_client import BUILTIN_PROMPTS, MeasureClientError, Sweep, read_prompts, stderr_progress
+    from app.model.measure import MeasureError, analyze, metrics_delta, step_times_csv
+
+    try:
+        prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
+        with httpx.Client() as client:
+            run = Sweep(
+                client,
+                arguments.urls,
+                prompts,
+                arguments.n_predict,
+                arguments.repeats,
+                arguments.max_requests,
+                arguments.timeout,
+                logs=arguments.server_log,
+                expected_k=arguments.k,
+                progress=None if arguments.no_progress else stderr_progress(),
+            ).run()
+        notes = list(run.notes)
+        kinds = {server.kind for server in run.servers if server.speculative}
+        timed = any(sample.draft_ms is not None for sample in run.samples)
+        draft_cost, source = arguments.c, "given (--c)"
+        if timed and arguments.c is not None:
+            notes.append("--c not used: the engine's own draft time was measured")
+        if draft_cost is None and not timed and kinds and all(kind.startswith("ngram") for kind in kinds):
+            draft_cost, source = 0.0, "assumed 0 for n-gram lookup (give --server-log for the engine's draft time)"
+        analysis = analyze(run.samples, draft_cost, source)
+        if run.stopped:
+            notes.append(f"stopped early: {run.stopped}")
+        notes += analysis.notes
+        if arguments.write_calibration:
+            measured = [sample for sample in run.samples if sample.k > 0 and sample.drafts > 0]
+            wanted = arguments.calibration_k or max((sample.k for sample in measured), default=0)
+            chosen = next((sample for sample in measured if sample.k == wanted), None)
+            if chosen is None:
+                raise MeasureError(f"--calibration-k {wanted}: no server at that k drafted")
+            Path(arguments.write_calibration).write_text(metrics_delta(chosen), encoding="utf-8")
+        if arguments.write_step_fit:
+            Path(arguments.write_step_fit).write_text(step_times_csv(analysis), encoding="utf-8")
+    except (MeasureClientError, MeasureError) as error:
+        return _fail(str(error))
+    except httpx.HTTPError as error:
+        return _fail(f"HTTP: {error}")
+    except OSError as error:
+        return _fail(f"{error.filename}: {error.strerror}")
+    report: dict[str, Any] = {
+        "servers": [
+            {
+                "url": server.url,
+                "k": server.k,
+                "kind": server.kind,
+                "speculative": server.speculative,
+                "draft_time_from_log": server.log is not None,
+                "requests": server.requests,
+            }
+            for server in run.servers
+        ],
+        "workload": {"prompts": len(prompts), "n_predict": arguments.n_predict, "repeats": arguments.repeats},
+        "requests": run.requests,
+        "seconds": run.seconds,
+        "stopped": run.stopped,
+        "samples": [asdict(sample) for sample in run.samples],
+        **asdict(analysis),
+        "notes": notes,
+    }
+    if arguments.format == "json":
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        return 0
+    sys.stdout.write(render_text(report) + "\n")
+    return 0
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def render_text(report: dict[str, Any]) -> str:
+    kinds = {server["k"]: server["kind"] for server in report["servers"]}
+    lines = [
+        f"plain decoding: {report['plain_ms_per_token']:.2f} ms per token; {report['requests']} requests in "
+        f"{report['seconds']:.0f} s",
+        f"c: {_number(report['c'])} ({report['c_source']})",
+        f"cost model: {report['cost_model']}"
+        + (
+            f": v0 = {report['v0']:.3f}, beta = {report['beta']:.3f}"
+            if report["v0"] is not None
+            else f": a = {report['cycle_intercept']:.3f}, gamma = {report['cycle_slope']:.3f}"
+        ),
+        "",
+        f"{'k':>3}  {'drafter':<13} {'tok/verif':>9} {'L':>5} {'share':>5} {'c':>6} {'v(k)':>6} {'v model':>7} "
+        f"{'measured':>8} {'predicted':>9} {'mixed':>6} {'holdout':>7}  profile",
+    ]
+    for item in report["results"]:
+        profile = " ".join(f"{value:.2f}" for value in item["profile"][:12])
+        lines.append(
+            f"{item['k']:>3}  {kinds.get(item['k'], '?'):<13} {_number(item['tokens_per_verification']):>9} "
+            f"{_number(item['mean_draft_length'], 2):>5} {_number(item['draft_share'], 2):>5} "
+            f"{_number(item['c']):>6} {_number(item['v'], 2):>6} {_number(item['v_model'], 2):>7} "
+            f"{_number(item['measured_speedup']):>8} {_number(item['predicted_speedup']):>9} "
+            f"{_number(item['predicted_speedup_mixed']):>6} {_number(item['predicted_speedup_holdout']):>7}  {profile}"
+        )
+    lines += [
+        "",
+        f"best k: measured {report['best_k_measured']}, predicted {report['best_k_predicted']} (closed form), "
+        f"{report['best_k_predicted_mixed']} (with the steps that had no draft)",
+        "share: verifications over decoding steps; mixed: the prediction with that share, the rest plain steps; "
+        "holdout: v(k) fitted without that k",
+    ]
+    lines += [f"note: {note}" for note in report["notes"]]
+    return "\n".join(lines)

@@ -1,0 +1,532 @@
+"""Drive live llama-servers through a draft-length sweep and collect what :mod:`app.model.measure` analyses.
+
+One server per draft length.  The llama-server this was written against (build b11312, vendored by
+llama-cpp-python 0.3.36) compiles the per-request ``speculative.n_max`` out (``tools/server/server-schema.cpp``:
+the speculative fields sit inside ``#if 0``; a request that sends one is decoded at the server's own length),
+so k is what a server was started with: ``--spec-draft-n-max K`` for a draft model,
+``--spec-ngram-simple-size-m K`` for n-gram lookup, and k = 0 is a server without speculation.
+
+Each server's k is read from the engine, never guessed from a mean: ``/slots`` says whether it speculates
+(``[i].speculative``) and with what (``[i].params["speculative.types"]``); ``/props`` holds no draft length in
+this build, so the configured maximum comes from ``/metrics``, whose
+``llamacpp:spec_decode_num_accepted_tokens_per_pos_total`` has one series per position up to it
+(``n_accepted_per_pos.resize(common_speculative_n_max(spec))`` in ``tools/server/server-context.cpp``).
+
+The workload runs at temperature 0 with ``ignore_eos`` (every request decodes ``n_predict`` tokens), one
+request at a time: each prompt goes to every server in turn before the next prompt (the order rotated per
+prompt), so slow spells of a shared machine fall on every k alike.  Around each request the client scrapes
+``/metrics`` and keeps the counter deltas; with ``--server-log`` (a llama-server log at ``-lv 4``) it also
+reads the engine's draft-generation time from the ``statistics`` line (``dur(b,g,a)``, cumulative).  With
+several rounds (``--repeats``), each prompt counts once per k: its fastest round, with that request's own
+counts (:func:`samples_from`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from app.model.measure import Sample
+
+BUILTIN_PROMPTS = (
+    "Write a short story about a lighthouse keeper who finds a map in a bottle.",
+    "Explain in plain words why the sky is blue and why sunsets are red.",
+    "The history of the printing press begins",
+    "List the steps to bake a loaf of bread at home, with a sentence on each.",
+)
+MAX_PROMPTS = 1_000
+MAX_PROMPT_CHARS = 20_000
+WARMUP_TOKENS = 16
+LOG_WAIT_S = 3.0
+REQUEST_TIMEOUT_CAP_S = 300.0
+PREFIX = "llamacpp:"
+METRIC_LINE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
+POSITION = re.compile(r'position="(\d+)"')
+STATISTICS = re.compile(
+    r"statistics\s+(?P<kind>[\w-]+)\s*:.*?#gen tokens\s*=\s*(?P<tokens>\d+).*?"
+    r"dur\(b,g,a\)\s*=\s*(?P<b>[0-9.]+),\s*(?P<g>[0-9.]+),\s*(?P<a>[0-9.]+)\s*ms"
+)
+LISTENING = re.compile(r"listening on (https?://\S+)")
+
+Progress = Callable[[int, int, str], None]
+
+
+class MeasureClientError(RuntimeError):
+    """The servers cannot be measured, with the reason."""
+
+
+@dataclass(frozen=True)
+class Counters:
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    per_position: tuple[int, ...] = ()
+
+    def minus(self, before: Counters) -> Counters:
+        width = max(len(self.per_position), len(before.per_position))
+        now = self.per_position + (0,) * (width - len(self.per_position))
+        then = before.per_position + (0,) * (width - len(before.per_position))
+        delta = Counters(
+            self.drafts - before.drafts,
+            self.draft_tokens - before.draft_tokens,
+            self.accepted - before.accepted,
+            tuple(a - b for a, b in zip(now, then, strict=True)),
+        )
+        if min(delta.drafts, delta.draft_tokens, delta.accepted, *delta.per_position, 0) < 0:
+            raise MeasureClientError("a speculative counter went down: the server restarted during the measurement")
+        return delta
+
+    def plus(self, other: Counters) -> Counters:
+        width = max(len(self.per_position), len(other.per_position))
+        mine = self.per_position + (0,) * (width - len(self.per_position))
+        theirs = other.per_position + (0,) * (width - len(other.per_position))
+        return Counters(
+            self.drafts + other.drafts,
+            self.draft_tokens + other.draft_tokens,
+            self.accepted + other.accepted,
+            tuple(a + b for a, b in zip(mine, theirs, strict=True)),
+        )
+
+
+def parse_metrics(text: str) -> Counters:
+    """llama.cpp's speculative counters from a /metrics scrape (all 0 where the engine has not drafted)."""
+    values: dict[str, float] = {}
+    positions: dict[int, float] = {}
+    seen = False
+    for line in text.splitlines():
+        match = METRIC_LINE.match(line.strip())
+        if match is None or not match["name"].startswith(PREFIX):
+            continue
+        seen = True
+        try:
+            value = float(match["value"])
+        except ValueError:
+            continue
+        name = match["name"][len(PREFIX) :]
+        if name == "spec_decode_num_accepted_tokens_per_pos_total":
+            position = POSITION.search(match["labels"] or "")
+            if position is not None:
+                positions[int(position.group(1))] = value
+        else:
+            values[name] = value
+    if not seen:
+        raise MeasureClientError("/metrics has no llamacpp:* series: is this a llama-server started with --metrics?")
+    count = max(positions) + 1 if positions else 0
+    return Counters(
+        int(values.get("spec_decode_num_drafts_total", 0)),
+        int(values.get("spec_decode_num_draft_tokens_total", 0)),
+        int(values.get("spec_decode_num_accepted_tokens_total", 0)),
+        tuple(int(positions.get(index, 0)) for index in range(count)),
+    )
+
+
+def draft_time(text: str) -> tuple[int, float] | None:
+    """(drafted tokens, draft-generation ms) since start-up: the last statistics line of each drafter, summed."""
+    last: dict[str, re.Match[str]] = {}
+    for match in STATISTICS.finditer(text):
+        last[match["kind"]] = match
+    if not last:
+        return None
+    return sum(int(m["tokens"]) for m in last.values()), sum(float(m["g"]) for m in last.values())
+
+
+def base_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise MeasureClientError(f"{url!r}: give the server's http(s) address, e.g. http://127.0.0.1:8080")
+    path = parts.path.rstrip("/")
+    for suffix in ("/metrics", "/completion", "/slots", "/props", "/health"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def read_prompts(path: str) -> list[str]:
+    lines = [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    prompts = [line for line in lines if line]
+    if not prompts:
+        raise MeasureClientError(f"{path}: no prompt (one per line)")
+    if len(prompts) > MAX_PROMPTS:
+        raise MeasureClientError(f"{path}: more than {MAX_PROMPTS:,} prompts")
+    if max(len(prompt) for prompt in prompts) > MAX_PROMPT_CHARS:
+        raise MeasureClientError(f"{path}: a prompt is longer than {MAX_PROMPT_CHARS:,} characters")
+    return prompts
+
+
+@dataclass
+class _Log:
+    path: Path
+    offset: int = 0
+    text: str = ""
+
+    def read(self) -> str:
+        with self.path.open("rb") as handle:
+            handle.seek(self.offset)
+            chunk = handle.read()
+        self.offset += len(chunk)
+        self.text = self.text[-4096:] + chunk.decode("utf-8", errors="replace")  # keep a partial last line
+        return self.text
+
+
+@dataclass
+class Server:
+    url: str
+    speculative: bool
+    kind: str = "none"
+    k: int | None = None
+    log: _Log | None = None
+    counters: Counters = field(default_factory=Counters)  # cumulative, at the last scrape
+    draft: tuple[int, float] | None = None  # cumulative (drafted tokens, draft ms) from the log
+    requests: int = 0  # measured requests that count (every k ran that prompt in that round)
+    mismatches: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"k={self.k if self.k is not None else '?'} {self.kind}"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measured request: the server (index), the round, the prompt (index), its timings and counter deltas."""
+
+    server: int
+    repeat: int
+    prompt: int
+    generated: int
+    decode_ms: float
+    delta: Counters
+    draft_ms: float
+
+
+@dataclass(frozen=True)
+class Run:
+    servers: list[Server]
+    records: list[Record]
+    samples: list[Sample]  # per server, per prompt the fastest round (see samples_from)
+    requests: int
+    seconds: float
+    stopped: str | None
+    notes: list[str]
+
+
+def samples_from(
+    servers: Sequence[Server], records: Sequence[Record], repeats: Sequence[int] | None = None
+) -> list[Sample]:
+    """One Sample per server: for each prompt, the fastest of its rounds (``repeats``: only those rounds).
+
+    At temperature 0 every round of a prompt decodes the same tokens with the same drafts, so the rounds
+    differ only in how much of the machine others took; the fastest is the least disturbed (as
+    benchmarks/timing.py's best_time), and the counts of that same request go with it.
+    """
+    chosen: dict[tuple[int, int], Record] = {}
+    for record in records:
+        if repeats is not None and record.repeat not in repeats:
+            continue
+        key = (record.server, record.prompt)
+        if key not in chosen or record.decode_ms < chosen[key].decode_ms:
+            chosen[key] = record
+    samples = []
+    for index, server in enumerate(servers):
+        mine = [record for (owner, _prompt), record in sorted(chosen.items()) if owner == index]
+        total = Counters()
+        for record in mine:
+            total = total.plus(record.delta)
+        k = server.k or 0
+        samples.append(
+            Sample(
+                k=k,
+                requests=len(mine),
+                generated=sum(record.generated for record in mine),
+                decode_ms=sum(record.decode_ms for record in mine),
+                drafts=total.drafts,
+                draft_tokens=total.draft_tokens,
+                accepted=total.accepted,
+                accepted_per_position=total.per_position[:k],
+                draft_ms=sum(record.draft_ms for record in mine) if server.log is not None and k > 0 else None,
+            )
+        )
+    return samples
+
+
+def _json(response: httpx.Response, what: str) -> Any:
+    if response.status_code != 200:
+        raise MeasureClientError(f"{what}: HTTP {response.status_code}: {response.text[:200]}")
+    try:
+        return response.json()
+    except ValueError:
+        raise MeasureClientError(f"{what}: not JSON") from None
+
+
+class Sweep:
+    """The servers of one sweep, the workload and the bounds; :meth:`run` measures."""
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        urls: Sequence[str],
+        prompts: Sequence[str],
+        n_predict: int,
+        repeats: int,
+        max_requests: int,
+        timeout: float,
+        logs: Sequence[str] = (),
+        expected_k: Sequence[int] | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.client = client
+        self.urls = [base_url(url) for url in urls]
+        if len(set(self.urls)) != len(self.urls):
+            raise MeasureClientError("the same server is given twice")
+        self.prompts = list(prompts)
+        self.n_predict = n_predict
+        self.repeats = repeats
+        self.max_requests = max_requests
+        self.timeout = timeout
+        self.log_paths = [Path(path) for path in logs]
+        self.expected_k = expected_k
+        self.progress = progress
+        self.started = time.monotonic()
+        self.requests = 0
+        self.notes: list[str] = []
+
+    # -- the engine's own answers
+
+    def _remaining(self) -> float:
+        return self.timeout - (time.monotonic() - self.started)
+
+    def _scrape(self, server: Server) -> Counters:
+        response = self.client.get(f"{server.url}/metrics", timeout=10.0)
+        if response.status_code != 200:
+            raise MeasureClientError(
+                f"{server.url}/metrics: HTTP {response.status_code} (start llama-server with --metrics)"
+            )
+        return parse_metrics(response.text)
+
+    def _slot(self, server: str) -> dict[str, Any]:
+        slots = _json(self.client.get(f"{server}/slots", timeout=10.0), f"{server}/slots (llama-server's slots)")
+        if not isinstance(slots, list) or not slots or not isinstance(slots[0], dict):
+            raise MeasureClientError(f"{server}/slots: expected a list of slots (is this llama-server?)")
+        slot: dict[str, Any] = slots[0]
+        return slot
+
+    def _complete(self, server: Server, prompt: str, n_predict: int) -> dict[str, Any]:
+        body = {
+            "prompt": prompt,
+            "n_predict": n_predict,
+            "temperature": 0.0,
+            "ignore_eos": True,
+            "cache_prompt": False,
+            "seed": 0,
+        }
+        budget = min(max(self._remaining(), 1.0), REQUEST_TIMEOUT_CAP_S)
+        result = _json(self.client.post(f"{server.url}/completion", json=body, timeout=budget), f"{server.url}")
+        self.requests += 1
+        timings = result.get("timings") if isinstance(result, dict) else None
+        if not isinstance(timings, dict) or "predicted_n" not in timings or "predicted_ms" not in timings:
+            raise MeasureClientError(f"{server.url}/completion: the response has no timings.predicted_n/_ms")
+        return timings
+
+    def _draft_time(self, server: Server, drafted_total: int) -> tuple[int, float] | None:
+        """The log's cumulative draft time once it has caught up with /metrics (the logger is asynchronous)."""
+        if server.log is None or not server.speculative:
+            return None
+        deadline = time.monotonic() + LOG_WAIT_S
+        while True:
+            found = draft_time(server.log.read())
+            if found is not None and found[0] == drafted_total:
+                return found
+            if found is not None and found[0] > drafted_total:
+                raise MeasureClientError(f"{server.log.path}: more drafted tokens than {server.url}/metrics reports")
+            if time.monotonic() > deadline:
+                if drafted_total == 0:
+                    return (0, 0.0)
+                raise MeasureClientError(
+                    f"{server.log.path}: no statistics line with {drafted_total} drafted tokens: start llama-server "
+                    "with -lv 4 (the statistics line, with dur(b,g,a), is a trace-level line)"
+                )
+            time.sleep(0.02)
+
+    # -- set-up
+
+    def _servers(self) -> list[Server]:
+        servers = []
+        for url in self.urls:
+            try:
+                health = self.client.get(f"{url}/health", timeout=10.0)
+            except httpx.HTTPError as error:
+                raise MeasureClientError(f"{url}: no answer ({error})") from None
+            if health.status_code != 200:
+                raise MeasureClientError(f"{url}/health: HTTP {health.status_code} (still loading?)")
+            slot = self._slot(url)
+            if "speculative" not in slot:
+                raise MeasureClientError(f"{url}/slots: no 'speculative' field: not a llama-server this client knows")
+            servers.append(Server(url, bool(slot["speculative"])))
+        self._attach_logs(servers)
+        return servers
+
+    def _attach_logs(self, servers: list[Server]) -> None:
+        by_address = {urlsplit(server.url).netloc: server for server in servers}
+        for path in self.log_paths:
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError as error:
+                raise MeasureClientError(f"{path}: {error.strerror}") from None
+            addresses = [urlsplit(found).netloc for found in LISTENING.findall(text)]
+            owner = next((by_address[address] for address in reversed(addresses) if address in by_address), None)
+            if owner is None:
+                raise MeasureClientError(
+                    f"{path}: its 'listening on' line names none of the servers given ({', '.join(by_address)})"
+                )
+            if owner.log is not None:
+                raise MeasureClientError(f"two logs for {owner.url}")
+            owner.log = _Log(path)
+
+    def _identify(self, server: Server) -> None:
+        """k and the drafter from the engine: /slots' speculative types, /metrics' per-position series."""
+        slot = self._slot(server.url)
+        found = slot.get("params")
+        params: dict[str, Any] = found if isinstance(found, dict) else {}
+        types = [name for name in str(params.get("speculative.types", "")).split(",") if name and name != "none"]
+        if not server.speculative:
+            server.k, server.kind = 0, "plain"
+            return
+        server.kind = ",".join(types) or "speculative"
+        if server.counters.per_position:
+            server.k = len(server.counters.per_position)
+
+    def _warm_up(self, servers: list[Server]) -> None:
+        for server in servers:
+            self._complete(server, self.prompts[0], WARMUP_TOKENS)
+            server.counters = self._scrape(server)
+            server.draft = self._draft_time(server, server.counters.draft_tokens)
+            if server.log is not None and server.speculative and server.draft is None:
+                raise MeasureClientError(f"{server.log.path}: no statistics line: start llama-server with -lv 4")
+            self._identify(server)
+
+    def _check_ks(self, servers: list[Server]) -> None:
+        known = [server.k for server in servers if server.k is not None]
+        twice = sorted({k for k in known if known.count(k) > 1})
+        if twice:
+            raise MeasureClientError(f"two servers with the same k ({', '.join(map(str, twice))}): one server per k")
+        if self.expected_k is not None and all(server.k is not None for server in servers):
+            missing = sorted(set(self.expected_k) - set(known))
+            extra = sorted(set(known) - set(self.expected_k))
+            if missing or extra:
+                served = ", ".join(f"{server.url} k={server.k}" for server in servers)
+                raise MeasureClientError(
+                    f"--k {','.join(map(str, self.expected_k))} does not match the servers ({served}): "
+                    "this llama-server takes no per-request draft length, so each k needs a server started with it"
+                )
+
+    # -- the sweep
+
+    def _one(self, server: Server, prompt: str) -> tuple[int, float, Counters, float]:
+        before = self._scrape(server)
+        timings = self._complete(server, prompt, self.n_predict)
+        after = self._scrape(server)
+        delta = after.minus(before)
+        drafted = int(timings.get("draft_n", 0) or 0)
+        accepted = int(timings.get("draft_n_accepted", 0) or 0)
+        if (drafted, accepted) != (delta.draft_tokens, delta.accepted):
+            server.mismatches += 1
+        if not server.speculative and delta.drafts:
+            raise MeasureClientError(f"{server.url} drafted, but /slots says it does not speculate")
+        draft_ms = 0.0
+        if server.log is not None:
+            now = self._draft_time(server, after.draft_tokens)
+            if now is not None and server.draft is not None:
+                draft_ms = now[1] - server.draft[1]
+            server.draft = now
+        server.counters = after
+        return int(timings["predicted_n"]), float(timings["predicted_ms"]), delta, draft_ms
+
+    def run(self) -> Run:
+        servers = self._servers()
+        if self.max_requests < 2 * len(servers):
+            raise MeasureClientError(
+                f"--max-requests {self.max_requests} is too few for {len(servers)} servers: each needs a warm-up "
+                "request and one per prompt"
+            )
+        self._warm_up(servers)
+        self._check_ks(servers)
+        units = [(repeat, index) for repeat in range(self.repeats) for index in range(len(self.prompts))]
+        planned = min(len(units) * len(servers), self.max_requests - self.requests)
+        planned -= planned % len(servers)
+        stopped = None
+        done = 0
+        records: list[Record] = []
+        for number, (repeat, index) in enumerate(units):
+            if done + len(servers) > planned:
+                stopped = f"--max-requests {self.max_requests} reached"
+                break
+            if self._remaining() <= 0:
+                stopped = f"--timeout {self.timeout:g} s reached"
+                break
+            order = servers[number % len(servers) :] + servers[: number % len(servers)]
+            results = []
+            try:
+                for server in order:
+                    if self.progress is not None:
+                        self.progress(done, planned, server.label)
+                    results.append((server, self._one(server, self.prompts[index])))
+                    done += 1
+            except httpx.TimeoutException:
+                stopped = f"--timeout {self.timeout:g} s reached during a request (that prompt's round dropped)"
+                break
+            for server, (generated, ms, delta, draft_ms) in results:  # a prompt counts once every k has run it
+                server.requests += 1
+                records.append(Record(servers.index(server), repeat, index, generated, ms, delta, draft_ms))
+        if self.progress is not None:
+            self.progress(done, planned, "done")
+        for server in servers:
+            if server.k is None:
+                server.counters = self._scrape(server)
+                self._identify(server)
+        unknown = [server.url for server in servers if server.k is None]
+        if unknown:
+            raise MeasureClientError(
+                f"{', '.join(unknown)} drafted nothing, so /metrics has no per-position series to read its draft "
+                "length from (an n-gram lookup on text that does not repeat?)"
+            )
+        self._check_ks(servers)
+        if not any(server.requests for server in servers):
+            raise MeasureClientError(f"no prompt ran on every server within the bounds ({stopped})")
+        for server in servers:
+            if server.mismatches:
+                self.notes.append(
+                    f"{server.url}: {server.mismatches} responses' timings.draft_n disagree with the /metrics delta "
+                    "(other traffic on the server?); the /metrics deltas are used"
+                )
+        samples = samples_from(servers, records)
+        return Run(servers, records, samples, self.requests, time.monotonic() - self.started, stopped, self.notes)
+
+
+def stderr_progress(stream: Any = None) -> Progress:
+    """A plain-text progress bar on stderr: redrawn in place on a terminal, a line per tenth otherwise."""
+    out = stream if stream is not None else sys.stderr
+    started = time.monotonic()
+    shown = {"tenth": -1}
+    tty = bool(getattr(out, "isatty", lambda: False)())
+
+    def show(done: int, total: int, label: str) -> None:
+        width = 30
+        share = done / total if total else 1.0
+        bar = "#" * round(width * share) + "." * (width - round(width * share))
+        text = f"measure [{bar}] {done}/{total} requests, {time.monotonic() - started:.0f} s, {label}"
+        if tty:
+            out.write("\r" + text.ljust(100) + ("\n" if label == "done" else ""))
+            out.flush()
+        elif int(share * 10) > shown["tenth"] or label == "done":
+            shown["tenth"] = int(share * 10)
+            out.write(text + "\n")
+            out.flush()
+
+    return show

@@ -1,0 +1,131 @@
+"""`specdec-lab measure` against the real llama-server: a draft model and n-gram lookup, one server per k.
+
+Each test starts a server without speculation (k = 0) and one per draft length, all at -lv 4 so that the
+engine logs its own draft time, runs the sweep and checks what it reports against the engine's counters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.cli import main
+from app.measure_client import Counters, Run, Sweep, parse_metrics
+from app.model.measure import Analysis, analyze
+from app.model.step_fit import read_step_times
+from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, Server, engine, llama_server
+
+KS = (1, 2, 4)
+N_PREDICT = 32
+# -lv 4: the statistics line with dur(b,g,a) is a trace-level line.  One thread: this build's OpenMP threads
+# spin at their barriers, so two threads on two shared cores slow down a hundredfold whenever anything else
+# runs; one thread loses about a fifth of the speed and degrades in proportion.
+FLAGS = ["-lv", "4", "--threads", "1"]
+
+
+@contextlib.contextmanager
+def _servers(per_k: dict[int, list[str]]) -> Iterator[dict[int, Server]]:
+    with contextlib.ExitStack() as stack:
+        yield {k: stack.enter_context(llama_server([*arguments, *FLAGS])) for k, arguments in per_k.items()}
+
+
+def _measure(servers: dict[int, Server], prompts: Sequence[str]) -> tuple[Run, dict[int, Counters]]:
+    """The sweep, with each server's own counters scraped when the measured requests start and after they end."""
+    started: dict[int, Counters] = {}
+
+    def on_progress(done: int, total: int, label: str) -> None:
+        if not started:  # the first call comes after the warm-up requests, before the first measured one
+            started.update({k: parse_metrics(server.metrics()) for k, server in servers.items()})
+
+    with httpx.Client() as client:
+        run = Sweep(
+            client,
+            [server.url for server in servers.values()],
+            prompts,
+            n_predict=N_PREDICT,
+            repeats=1,
+            max_requests=100,
+            timeout=120.0,
+            logs=[str(server.log_path) for server in servers.values()],
+            expected_k=sorted(servers),
+            progress=on_progress,
+        ).run()
+    deltas = {k: parse_metrics(server.metrics()).minus(started[k]) for k, server in servers.items()}
+    return run, deltas
+
+
+def _check(run: Run, deltas: dict[int, Counters], analysis: Analysis, kind: str, prompts: int) -> None:
+    assert {server.k: server.kind for server in run.servers} == {0: "plain", **{k: kind for k in KS}}
+    plain = analysis.results[0]
+    assert plain.k == 0 and plain.requests == prompts and plain.tokens == prompts * (N_PREDICT - 1)
+    assert plain.ms_per_token > 0 and analysis.plain_ms_per_token == plain.ms_per_token
+    assert deltas[0] == Counters()
+    for result in analysis.results[1:]:
+        engine_counts = deltas[result.k]
+        assert engine_counts.drafts > 0
+        assert result.drafts == engine_counts.drafts and result.accepted == engine_counts.accepted
+        assert result.tokens_per_verification == 1 + engine_counts.accepted / engine_counts.drafts
+        assert len(result.profile) == result.k == len(engine_counts.per_position)
+        assert result.profile == tuple(count / engine_counts.drafts for count in engine_counts.per_position)
+        assert all(1 >= a >= b >= 0 for a, b in zip(result.profile, (*result.profile[1:], 0.0), strict=True))
+        assert result.mean_draft_length is not None and 0 < result.mean_draft_length <= result.k
+        assert result.c is not None and result.c >= 0
+        assert result.v is not None and result.v > 0
+        assert result.cycle_cost == pytest.approx(result.mean_draft_length * result.c + result.v)
+        assert result.measured_speedup > 0 and result.predicted_speedup is not None
+
+
+def test_a_draft_model_sweep_reports_profile_costs_and_speedup_per_k() -> None:
+    built = engine()
+    draft = ["--spec-type", "draft-simple", "-md", built.drafts["requantized"], "--spec-draft-p-min", "0"]
+    prompts = [NOVEL_PROMPT, "Explain in plain words why the sky is blue."]
+    with _servers({0: [], **{k: [*draft, "--spec-draft-n-max", str(k)] for k in KS}}) as servers:
+        run, deltas = _measure(servers, prompts)
+    analysis = analyze(run.samples)
+    _check(run, deltas, analysis, "draft-simple", len(prompts))
+    assert analysis.c is not None and 0.02 < analysis.c < 5.0  # a draft model pass costs something
+    for result in analysis.results[1:]:
+        assert result.c is not None and result.c > 0.02
+        assert result.draft_share is not None and result.draft_share > 0.9  # a draft at nearly every step
+
+
+def test_an_ngram_sweep_on_repeating_text_and_the_files_it_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ngram = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1"]
+    with _servers({0: [], **{k: [*ngram, "--spec-ngram-simple-size-m", str(k)] for k in KS}}) as servers:
+        run, deltas = _measure(servers, [REPEATING_PROMPT])
+        analysis = analyze(run.samples)
+        _check(run, deltas, analysis, "ngram-simple", 1)
+        assert analysis.c is not None and analysis.c < 0.05  # a lookup in the context: next to nothing
+        four = analysis.results[3]
+        assert four.tokens_per_verification is not None and four.tokens_per_verification > 2.5
+        assert four.profile[0] > 0.8
+
+        prompts = tmp_path / "prompts.txt"
+        prompts.write_text(REPEATING_PROMPT + "\n")
+        calibration, steps = tmp_path / "k4.prom", tmp_path / "steps.csv"
+        logs = [argument for server in servers.values() for argument in ("--server-log", str(server.log_path))]
+        arguments = [
+            "measure",
+            *(server.url for server in servers.values()),
+            *("--prompts", str(prompts), "--k", "0,1,2,4", "--repeats", "1", "--n-predict", "24"),
+            *("--format", "json", "--no-progress", *logs),
+            *("--write-calibration", str(calibration), "--calibration-k", "4", "--write-step-fit", str(steps)),
+        ]
+        status = main(arguments)
+    report = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert [item["k"] for item in report["results"]] == [0, 1, 2, 4]
+    assert report["results"][0]["measured_speedup"] == 1.0
+    assert parse_metrics(calibration.read_text()).per_position == tuple(report["samples"][3]["accepted_per_position"])
+    assert main(["calibrate", "--from", str(calibration), "--format", "json"]) == 0
+    calibrated = json.loads(capsys.readouterr().out)
+    assert calibrated["k"] == 4 and 0.5 < calibrated["p"] <= 1.0
+    name, rows = read_step_times(steps.read_text())
+    assert name == "csv" and [row.tokens for row in rows] == [1, 2, 3, 5]
