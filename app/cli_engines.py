@@ -113,6 +113,16 @@ def add_commands(
     )
     config.add_argument("--engine-version", help="the engine version to write for (default: the newest known)")
     config.add_argument(
+        "--profile",
+        help="a measured acceptance profile: share of drafts accepted at least to position 1, 2, ... (comma-separated)",
+    )
+    config.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE_OR_URL",
+        help="calibrate from this engine report and configure in one step (its p and per-position profile)",
+    )
+    config.add_argument(
         "--fit-batch", type=_bounded(int, 1, 1024), default=1, help="with --devices 0: devices that hold this batch"
     )
     add_roofline_arguments(config)
@@ -151,12 +161,35 @@ def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Name
         return None
 
 
+def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ...], str]:
+    """p and the per-position profile of an engine report, and a line saying where they came from."""
+    from app.web.services.decision import cost_regime
+    from app.web.services.engines import calibrate_report
+
+    report = calibrate_report(read_source(source), cost_regime("memory-bound", 0.0), k_max)
+    profile = tuple(position.rate for position in report.calibration.positions)
+    where = f"p = {report.p:.4f} from {report.format_description} ({report.engine})"
+    return report.p, profile, where + (f", profile measured up to k = {len(profile)}" if profile else "")
+
+
 def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
     from app.model import trees
+    from app.model.calibration import CalibrationError
     from app.web.services.engines import engine_config_out
 
     built = _built(arguments, setup_request, "config")
     if built is None:
+        return 2
+    p, where = arguments.p, ""
+    profile: tuple[float, ...] = ()
+    try:
+        if arguments.source:
+            p, profile, where = _calibrated_profile(arguments.source, arguments.k_max)
+        if arguments.profile:
+            profile = tuple(float(item) for item in arguments.profile.split(",") if item.strip())
+    except (OSError, ValueError) as error:
+        message = error.message if isinstance(error, CalibrationError) else str(error)
+        print(f"specdec-lab config: error: {message}", file=sys.stderr)
         return 2
     try:
         acceptance = (
@@ -166,7 +199,7 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
         )
         out = engine_config_out(
             arguments.engine,
-            arguments.p,
+            p,
             arguments.k_max,
             arguments.batch_max,
             built,
@@ -177,6 +210,7 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
             draft_path=arguments.draft_path,
             fit_batch=arguments.fit_batch,
             engine_version=arguments.engine_version,
+            profile=profile,
         )
     except ValueError as error:  # an unknown version, method or tree: the message names it
         print(f"specdec-lab config: error: {error}", file=sys.stderr)
@@ -185,6 +219,8 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
         sys.stdout.write(out.model_dump_json(indent=2) + "\n")
         return 0
     lines = [out.headline, f"{out.engine} {out.engine_version} (known: {', '.join(out.engine_versions)})", ""]
+    if where:
+        lines.insert(0, where)
     lines.append(out.text.rstrip() if out.speculate else "(leave speculation off)")
     lines += [f"note: {note}" for note in out.notes]
     lines += [f"keys checked against {source}" for source in out.sources]

@@ -74,3 +74,15 @@ def test_config_command_matches_the_api(engine: str, client: TestClient, capsys:
     assert body["config"] == api["config"] and body["max_batch_that_fits"] == 44
     assert main(["config", "--engine", engine, "--model", "dense-70b", "--p", "0.75"]) == 0
     assert "44 sequences fit" in capsys.readouterr().out
+
+
+def test_config_from_a_report_calibrates_and_configures_in_one_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "metrics.txt"
+    report.write_text(em.example_report("vllm-metrics", 0.75, 4, 4000, 5))
+    arguments = ["config", "--engine", "vllm", "--from", str(report), "--draft-path", "org/draft", "--format", "json"]
+    assert main(arguments) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert 0.72 < body["p"] < 0.78 and "measured profile up to k = 4" in body["acceptance_model"]
+    assert body["config"]["model"] == "org/draft"

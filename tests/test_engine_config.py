@@ -107,7 +107,7 @@ def test_the_contract_fields_stay_and_the_version_and_its_sources_are_said(clien
         body = _get(client, engine=engine, p=0.8, draft_path="models/draft")
         assert set(body) >= CONTRACT_FIELDS
         assert body["engine_version"] == newest == body["engine_versions"][-1]
-        assert body["sources"] and all("@" in source for source in body["sources"])
+        assert body["sources"] and all("@" in source or "PR #" in source for source in body["sources"])
 
 
 def test_an_unknown_version_lists_the_known_ones(client: TestClient) -> None:
@@ -151,3 +151,23 @@ def test_sglang_follows_the_draft_type_and_writes_its_adaptive_file(client: Test
     assert eagle["differs_at"] == []
     legacy = _get(client, engine="sglang", p=0.8, sglang_algorithm="EAGLE", draft_path="models/eagle")
     assert legacy["config"]["speculative_algorithm"] == "EAGLE"
+
+
+def test_a_measured_profile_decides_and_the_iid_schedule_is_shown_beside_it(client: TestClient) -> None:
+    params = {"engine": "vllm", "p": 0.8, "draft_path": "d", "k_max": 8}
+    iid = _get(client, **params)
+    # a profile that accepts the first positions far more often than i.i.d. p = 0.8 says (bursty acceptance)
+    measured = _get(client, profile="0.95,0.93,0.91,0.89", **params)
+    assert "measured profile up to k = 4" in measured["acceptance_model"]
+    assert measured["engine_k_by_batch"][0] > iid["engine_k_by_batch"][0]
+    assert measured["iid_differs_at"] and 1 in measured["iid_differs_at"]
+    assert any("i.i.d. model at p = 0.800 would run another k" in note for note in measured["notes"])
+    same = _get(client, profile="0.8,0.64,0.512", **params)  # exactly the i.i.d. shares: the same schedule
+    assert same["iid_differs_at"] == []
+
+
+@pytest.mark.parametrize("profile", ["0.5,0.9", "1.5", "a,b"])
+def test_a_bad_profile_is_refused_naming_it(client: TestClient, profile: str) -> None:
+    response = client.get(CONFIG, params={"engine": "vllm", "p": 0.8, "profile": profile})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["msg"].startswith("profile")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from app.model.acceptance import Acceptance, iid_p
 from app.model.regimes import (
     RooflineSetup,
     ScheduleStep,
@@ -86,8 +87,12 @@ def _times(value: float) -> str:
     return f"{value:.2f}x"
 
 
-def decide(p: float, setup: RooflineSetup, k_max: int, batch_max: int, devices_note: str = "") -> Decision:
-    """The schedule over batch 1..min(batch_max, largest that fits), with a plain headline."""
+def decide(p: Acceptance, setup: RooflineSetup, k_max: int, batch_max: int, devices_note: str = "") -> Decision:
+    """The schedule over batch 1..min(batch_max, largest that fits), with a plain headline.
+
+    ``p`` is the i.i.d. acceptance, or a measured profile whose tokens per verification it uses."""
+    acceptance = p
+    p = iid_p(p)
     max_fit = max_batch_that_fits(setup, batch_max)
     limit = min(batch_max, max_fit)
     capacity = memory_capacity_gb(setup)
@@ -100,7 +105,7 @@ def decide(p: float, setup: RooflineSetup, k_max: int, batch_max: int, devices_n
         )
         return Decision(p, k_max, batch_max, max_fit, 0, [], [], [], None, False, needed_one, capacity, headline)
     batches = np.arange(1, limit + 1, dtype=np.int64)
-    best_k, best_speedup = best_k_by_batch(p, setup, batches, k_max)
+    best_k, best_speedup = best_k_by_batch(acceptance, setup, batches, k_max)
     steps = schedule_from(batches, best_k, best_speedup)
     off_from = crossover_batch(batches, np.where(best_k > 0, best_speedup, 1.0))
     loses_at_one = bool(best_k[0] == 0)

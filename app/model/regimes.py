@@ -30,7 +30,8 @@ from enum import StrEnum
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from app.model import closed_form, limits
+from app.model import acceptance, closed_form, limits
+from app.model.acceptance import Acceptance
 from app.model.closed_form import VerifyCost
 from app.model.presets import ACCELERATORS, MODELS, Accelerator, ModelSpec
 
@@ -223,13 +224,15 @@ def roofline_verification(setup: RooflineSetup, batch: int) -> VerifyCost:
     return verify
 
 
-def roofline_speedup(p: float, k: int, setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
-    """S(B) = E[T] t(B, 1) / (k t_draft(B, 1) + t(B, k + 1)), computed as E[T] / (k c + v)."""
+def roofline_speedup(p: Acceptance, k: int, setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
+    """S(B) = E[T] t(B, 1) / (k t_draft(B, 1) + t(B, k + 1)), computed as E[T] / (k c + v).
+
+    ``p`` is the i.i.d. acceptance or a measured profile (:mod:`app.model.acceptance`)."""
     batch_array = np.asarray(batch, dtype=np.float64)
     if k == 0:
         return np.ones_like(batch_array)
     cost = k * roofline_draft_cost(setup, batch_array) + verification_costs(setup, batch_array, k)
-    return closed_form.expected_tokens(p, k) / cost
+    return acceptance.expected_tokens(p, k) / cost
 
 
 def operations_ratio(setup: RooflineSetup) -> float:
@@ -305,18 +308,18 @@ class BatchSweep:
     best_crossover_batch: int | None
 
 
-def speedup_grid(p: float, setup: RooflineSetup, batches: ArrayLike, k_max: int) -> FloatArray:
+def speedup_grid(p: Acceptance, setup: RooflineSetup, batches: ArrayLike, k_max: int) -> FloatArray:
     """Speedup for every batch (rows) and every k = 0..k_max (columns); column 0 is exactly 1."""
     batch_column = np.asarray(batches, dtype=np.float64)[:, None]
     k_row = np.arange(k_max + 1, dtype=np.float64)[None, :]
     cost = k_row * roofline_draft_cost(setup, batch_column) + verification_costs(setup, batch_column, k_row)
-    tokens = np.array([closed_form.expected_tokens(p, k) for k in range(k_max + 1)])[None, :]
+    tokens = np.array([acceptance.expected_tokens(p, k) for k in range(k_max + 1)])[None, :]
     grid = tokens / cost
     grid[:, 0] = 1.0
     return grid
 
 
-def best_k_by_batch(p: float, setup: RooflineSetup, batches: ArrayLike, k_max: int) -> tuple[IntArray, FloatArray]:
+def best_k_by_batch(p: Acceptance, setup: RooflineSetup, batches: ArrayLike, k_max: int) -> tuple[IntArray, FloatArray]:
     """argmax over k = 0..k_max of speedup per batch, ties to the smaller k, 0 when none beats 1."""
     grid = speedup_grid(p, setup, batches, k_max)
     best = np.argmax(grid, axis=1)

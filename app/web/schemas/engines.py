@@ -84,6 +84,13 @@ class EngineConfigOut(BaseModel):
     placeholders: list[str] = Field(
         default_factory=list, description="Values to fill in before the engine accepts the config (the draft model)."
     )
+    acceptance_model: str = Field(
+        default="", description="Where tokens per verification come from: the measured profile, or the i.i.d. p."
+    )
+    iid_differs_at: list[int] = Field(
+        default_factory=list,
+        description="With a measured profile: batches where the i.i.d. model at p would run another k.",
+    )
     sources: list[str] = Field(
         description="Engine source files (repository: path @ commit, or the change) that define the version's format."
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 from app.model import engine_config, engine_metrics, engines, trees
+from app.model.acceptance import AcceptanceProfile
 from app.model.capacity import decide
+from app.model.engines.base import describe_batches
 from app.web.schemas.engines import ClassCalibrationOut, EngineCalibrationOut, EngineConfigOut
 from app.web.services.decision import CostRegime, calibration_out
 from app.web.services.regimes import BuiltSetup, decision_schedule, devices_for_batch, devices_note
@@ -132,6 +134,7 @@ def engine_config_out(
     trtllm_decoding_type: str | None = None,
     fit_batch: int = 1,
     engine_version: str | None = None,
+    profile: tuple[float, ...] = (),
 ) -> EngineConfigOut:
     """The schedule on this setup (only batches that fit) written as ``engine`` takes it, and read back.
 
@@ -140,8 +143,23 @@ def engine_config_out(
     spellings for those two engines.
     """
     built = devices_for_batch(built, fit_batch)
-    decision = decide(p, built.setup, k_max, batch_max, devices_note(built))
+    accepted = AcceptanceProfile.of(p, profile)
+    decision = decide(accepted if profile else p, built.setup, k_max, batch_max, devices_note(built))
     schedule = decision_schedule(decision, built)
+    model_notes: list[str] = [f"tokens per verification from {accepted.describe()}"]
+    iid_differs: list[int] = []
+    if profile:
+        iid = decide(p, built.setup, k_max, batch_max, devices_note(built))
+        iid_differs = [
+            batch for batch, (a, b) in enumerate(zip(decision.best_k, iid.best_k, strict=True), start=1) if a != b
+        ]
+        if iid_differs:
+            model_notes.append(
+                f"the i.i.d. model at p = {p:.3f} would run another k at batches {describe_batches(iid_differs)} "
+                f"(at batch 1: k = {iid.best_k[0]} against {decision.best_k[0]} from the profile)"
+            )
+        else:
+            model_notes.append(f"the i.i.d. model at p = {p:.3f} gives the same schedule")
     tree = None
     tree_out = None
     notes: list[str] = []
@@ -195,5 +213,7 @@ def engine_config_out(
         differs_at=list(exported.differs_at),
         placeholders=list(exported.placeholders),
         sources=version.cite(),
-        notes=notes + exported.notes,
+        acceptance_model=accepted.describe(),
+        iid_differs_at=iid_differs,
+        notes=model_notes + notes + exported.notes,
     )

@@ -471,3 +471,14 @@ def test_a_bad_config_choice_is_refused_naming_its_label(client: TestClient, que
     assert response.status_code == 422
     assert response.json()["detail"][0]["label"] == label
     assert view(query)["notes"][0].startswith(label)
+
+
+def test_a_report_with_per_position_counts_decides_from_its_measured_profile(client: TestClient) -> None:
+    report = engine_metrics.example_report("vllm-metrics", 0.75, 4, cycles=4_000, seed=5)
+    result = client.post(VIEW, json={"metrics": report}).json()
+    assert "measured profile up to k = 4" in result["schedule"]["acceptance_model"]
+    assert result["schedule"]["summary"].startswith("From the measured acceptance profile")
+    assert "profile=" in result["links"]["config"]
+    mean_only = engine_metrics.example_report("sglang-server-info", 0.75, 4, cycles=4_000, seed=5)
+    result = client.post(VIEW, json={"metrics": mean_only}).json()
+    assert "i.i.d. model" in result["schedule"]["acceptance_model"]

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.model import closed_form, engine_config, engines, trees
+from app.model.acceptance import AcceptanceProfile
 from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines.base import UnknownVersionError
 from app.model.regimes import RegimeName
@@ -94,6 +95,18 @@ def _draft_lengths(text: str) -> tuple[int, ...]:
     return lengths
 
 
+def _profile(text: str) -> tuple[float, ...]:
+    try:
+        shares = tuple(float(item) for item in text.split(",") if item.strip())
+        AcceptanceProfile.of(0.5, shares)
+    except ValueError as error:
+        message = str(error) if "could not convert" not in str(error) else "must be comma-separated numbers"
+        raise parameter_error("profile", f"{message}; got {text[:60]!r}", text) from None
+    if len(shares) > K_MAX_LIMIT:
+        raise parameter_error("profile", f"takes at most {K_MAX_LIMIT} positions; got {len(shares)}", text)
+    return shares
+
+
 def _version(engine: str, name: str | None) -> str | None:
     if name is None:
         return None
@@ -176,7 +189,8 @@ CONFIG_RULES = (
         "- `tree_budget` fits the engine's tree format;\n"
         "- `engine_version` is one the engine knows (the list depends on the engine);\n"
         "- `method` is one of the engine's own drafters (the list depends on the engine);\n"
-        "- `draft_path` is one the engine can load.\n"
+        "- `draft_path` is one the engine can load;\n"
+        "- `profile`: each share from 0 to 1, not increasing along the positions.\n"
     )
     + SETUP_RULES
 )
@@ -375,6 +389,16 @@ def get_engine_config(
         ),
     ] = 1,
     engine_version: EngineVersionQuery = None,
+    profile: Annotated[
+        str,
+        Query(
+            max_length=MAX_TEXT,
+            pattern=r"^\s*([0-9.]+\s*(,\s*[0-9.]+\s*)*)?$",
+            description="A measured acceptance profile: the share of drafts accepted at least to position 1, 2, ... "
+            "(each 0 to 1, not increasing), comma-separated, as calibrate's calibration.positions[].rate or "
+            "measure's profile; tokens per verification then come from it, the i.i.d. p only beyond it.",
+        ),
+    ] = "",
 ) -> EngineConfigOut:
     """The best k per batch on this setup, only at batches that fit, written in the engine's own config keys."""
     if engine not in ENGINES:
@@ -390,6 +414,7 @@ def get_engine_config(
             trtllm_decoding_type,
         )
     version_name = _version(engine, engine_version)
+    shares = _profile(profile)
     try:
         engines.adapter(engine).choose_method(method)
     except ValueError as error:
@@ -414,6 +439,7 @@ def get_engine_config(
             trtllm_decoding_type=trtllm_decoding_type,
             fit_batch=fit_batch,
             engine_version=version_name,
+            profile=shares,
         )
     except engine_config.ConfigRuleError as error:
         raise parameter_error("draft_path" if draft_path else "method", str(error)) from None

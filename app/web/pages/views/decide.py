@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from app.model import calibration, capacity, closed_form, draft_sources, engine_metrics, engines, regimes, trees
+from app.model.acceptance import Acceptance, AcceptanceProfile, iid_p
 from app.model.calibration import CalibrationError
 from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
 from app.model.regimes import RegimeName
@@ -733,10 +734,11 @@ def setup_text(built: BuiltSetup) -> str:
 
 
 def schedule_part(
-    p: float, k_max: int, built: BuiltSetup, setup_query: str
+    accepted: Acceptance, k_max: int, built: BuiltSetup, setup_query: str
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], capacity.Decision]:
     """Best k per batch on the user's setup over the batches that fit in its memory, as the API decides it."""
-    decision = capacity.decide(p, built.setup, k_max, MAX_BATCH, devices_note(built))
+    decision = capacity.decide(accepted, built.setup, k_max, MAX_BATCH, devices_note(built))
+    p = iid_p(accepted)
     steps = decision.steps
     batches = np.arange(1, decision.batch_limit + 1, dtype=np.int64)
     best_k, best_speedup = np.asarray(decision.best_k), np.asarray(decision.best_speedup)
@@ -756,6 +758,8 @@ def schedule_part(
         for step in steps
     ]
     summary = f"At p = {fixed(p, 3)}: {decision.headline}"
+    if isinstance(accepted, AcceptanceProfile) and accepted.measured:
+        summary = f"From the measured acceptance profile (p = {fixed(p, 3)} beyond it): {decision.headline}"
     fits = (
         f"The largest batch that fits in {fixed(decision.capacity_gb, 0)} GB: {decision.max_batch_that_fits}"
         if decision.max_batch_that_fits
@@ -844,7 +848,7 @@ def _check_draft_path(text: str) -> None:
         raise ValueError("a file path or hub name of letters, digits and - _ . / ~ +")
 
 
-def config_part(reading: Reading, p: float, built: BuiltSetup) -> dict[str, Any]:
+def config_part(reading: Reading, p: float, built: BuiltSetup, profile: tuple[float, ...] = ()) -> dict[str, Any]:
     """The schedule written as the chosen engine takes it, by the service behind /api/v1/engine-config."""
     engine = reading.text("engine")
     module = engines.adapter(engine)
@@ -861,6 +865,7 @@ def config_part(reading: Reading, p: float, built: BuiltSetup) -> dict[str, Any]
         method=method,
         draft_path=draft_path,
         engine_version=version,
+        profile=profile,
     )
     return {
         "engine": ENGINE_LABELS[engine],
@@ -1017,13 +1022,16 @@ def build(reading: Reading) -> View:
     sources, sources_chart, sources_link = sources_part(reading, chosen.verify)
     built = user_setup(reading)
     query = setup_query(reading)
-    schedule, schedule_chart, schedule_links, _ = schedule_part(
-        result.acceptance, reading.integer("k_max"), built, query
-    )
-    config = config_part(reading, result.acceptance, built)
+    profile = tuple(position.rate for position in result.positions)
+    accepted = AcceptanceProfile.of(result.acceptance, profile)
+    schedule, schedule_chart, schedule_links, _ = schedule_part(accepted, reading.integer("k_max"), built, query)
+    schedule["acceptance_model"] = "Tokens per verification from " + accepted.describe() + "."
+    config = config_part(reading, result.acceptance, built, profile)
     tree_cost = _chosen_tree(reading)
     tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, tree_cost)
     p_query = f"engine={reading.text('engine')}&p={result.acceptance!r}&k_max={reading.integer('k_max')}{query}"
+    if profile:
+        p_query += "&profile=" + ",".join(f"{share:.6g}" for share in profile)
     for name in ("draft_path", "method", "engine_version"):
         if reading.text(name).strip():
             p_query += f"&{name}={url_text(reading.text(name).strip())}"
