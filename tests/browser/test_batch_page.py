@@ -75,7 +75,9 @@ def api_crossover(live_server: str, **params: object) -> tuple[int | None, str]:
     """The API's crossover at p = 0.8, k = 4 (over the batches that fit), and the readout that says it."""
     sweep = httpx.get(live_server + "/api/v1/regimes/speedup-vs-batch", params={"k_max": K_SEARCH_MAX, **params}).json()
     crossover, fits = sweep["crossover_batch"], min(sweep["max_batch_that_fits"], sweep["batch_max"])
-    return crossover, str(crossover) if crossover else f"still pays at {fits}"
+    if crossover:
+        return crossover, str(crossover)
+    return crossover, f"never: it pays at every batch that fits (1 to {fits})" if fits > 1 else "nothing fits"
 
 
 def view_requests(page: Page) -> list[str]:

@@ -65,17 +65,28 @@ def times(value: float) -> str:
     return f"{fixed(value, 2)}×"
 
 
+def pays_text(batch: int | None, fits: int) -> str:
+    if batch is not None:
+        return str(batch)
+    if not fits:
+        return "nothing fits"
+    return f"never: it pays at every batch that fits (1 to {fits})" if fits > 1 else "never: it pays at batch 1"
+
+
 def assert_view_matches_api(
     shown: dict[str, Any], sweep: dict[str, Any], schedule: dict[str, Any], grid: dict[str, Any]
 ) -> None:
     """The view shows the API's numbers: readouts, chart, schedule and both tables."""
     readouts, point = shown["readouts"], sweep["current"]
-    assert readouts["speedup"] == times(point["speedup"])
-    best = f"{point['best_k']} ({times(point['best_speedup'])})" if point["best_k"] else "off"
-    assert readouts["best_k"].removeprefix("≥ ") == best
+    if point["fits"]:
+        assert readouts["speedup"] == times(point["speedup"])
+        best = f"{point['best_k']} ({times(point['best_speedup'])})" if point["best_k"] else "off"
+        assert readouts["best_k"].removeprefix("≥ ") == best
+    else:  # no speedup is shown for a batch that does not fit
+        assert readouts["speedup"] == readouts["best_k"] == "does not fit" and readouts["fit_note"]
     fits = min(sweep["max_batch_that_fits"], sweep["batch_max"])  # crossovers count only batches that fit
     for key, name in (("crossover", "crossover_batch"), ("best_crossover", "best_crossover_batch")):
-        assert readouts[key] == (f"still pays at {fits}" if sweep[name] is None else str(sweep[name]))
+        assert readouts[key] == pays_text(sweep[name], fits)
     assert readouts["headline"] == sweep["headline"] and shown["schedule_headline"] == schedule["headline"]
     assert readouts["draft_cost"] == fixed(point["draft_cost"], 2)
     assert readouts["verification_cost"] == fixed(point["verification_cost"], 2)
@@ -313,8 +324,12 @@ def test_an_edit_equal_to_the_preset_is_no_edit() -> None:
 
 def test_nothing_fitting_is_said_plainly() -> None:
     shown = view({"model": "dense-405b", "devices": "1"})
-    assert shown["readouts"]["crossover"] == shown["readouts"]["best_crossover"] == "not even batch 1 fits"
+    assert shown["readouts"]["crossover"] == shown["readouts"]["best_crossover"] == "nothing fits"
     assert shown["readouts"]["memory"].endswith("(does not fit)")
+    assert shown["readouts"]["speedup"] == shown["readouts"]["best_k"] == "does not fit"
+    assert (
+        shown["readouts"]["fit_note"].startswith("Not even batch 1 fits") and "hold it" in shown["readouts"]["fit_note"]
+    )
     unfit = shown["figures"]["batch-chart"]["layout"]["shapes"][-1]
     assert (unfit["type"], unfit["x0"], unfit["x1"]) == ("rect", 1, limits.MAX_BATCH)
 
@@ -404,7 +419,7 @@ HOSTILE_VALUES = [
 def test_hostile_values_fall_back_and_never_appear_raw(client: TestClient, value: str) -> None:
     query = {control.name: value for control in PAGE.controls}
     shown = view(query)
-    assert shown["readouts"]["speedup"].endswith("×") and len(shown["tables"]["a"]["rows"]) == 10
+    assert shown["readouts"]["speedup"].endswith(("×", "does not fit")) and len(shown["tables"]["a"]["rows"]) == 10
     response = client.get("/batch", params=query)
     assert response.status_code == 200
     main = response.text.split('<main class="wrap" id="main">', 1)[1].split("</main>", 1)[0]
@@ -424,5 +439,26 @@ def test_hostile_values_fall_back_and_never_appear_raw(client: TestClient, value
 )
 def test_any_address_gives_a_page(query: dict[str, str]) -> None:
     shown = view(query)
-    assert shown["readouts"]["speedup"].endswith("×")
+    assert shown["readouts"]["speedup"].endswith(("×", "does not fit"))
     assert len(shown["tables"]["a"]["rows"]) == 10
+
+
+def test_a_70b_target_on_one_h100_shows_no_speedup_and_the_devices_that_hold_it() -> None:
+    shown = view({"model": "dense-70b", "devices": "1", "hw": "h100-sxm"})
+    readouts = shown["readouts"]
+    assert readouts["speedup"] == "does not fit" and readouts["best_k"] == "does not fit"
+    assert "Not even batch 1 fits" in readouts["fit_note"] and "2 × H100 SXM hold it" in readouts["fit_note"]
+
+
+def test_a_batch_past_the_largest_that_fits_shows_no_speedup() -> None:
+    readouts = view({"batch": "446"})["readouts"]
+    assert readouts["speedup"] == "does not fit"
+    assert (
+        readouts["fit_note"].startswith("Batch 446 does not fit")
+        and "at most 366 sequences fit" in readouts["fit_note"]
+    )
+
+
+def test_every_headline_says_what_the_roofline_leaves_out() -> None:
+    readouts = view({})["readouts"]
+    assert "tensor-parallel communication" in readouts["leaves_out"] and "step-fit" in readouts["leaves_out"]

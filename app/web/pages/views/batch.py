@@ -13,13 +13,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 from app.model import limits
+from app.model.capacity import fewest_devices
 from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
 from app.model.regimes import RegimeName
 from app.web.pages.controls import Control, ControlError, Reading, url_text
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
-from app.web.schemas.regimes import BatchSweepOut, ScheduleOut, TableOut
+from app.web.schemas.regimes import BatchSweepOut, ScheduleOut, SetupOut, TableOut
 from app.web.services.regimes import (
     DEFAULT_DRAFT,
     DEFAULT_HW,
@@ -241,10 +242,12 @@ def roofline(reading: Reading) -> tuple[BuiltSetup, dict[str, float | int]]:
 
 
 def _pays(batch: int | None, fits: int) -> str:
-    """A batch from which speculation stops paying, counted over the batches that fit in memory."""
+    """A batch from which speculation stops paying, counted over the batches that fit in memory, said plainly."""
     if batch is not None:
         return str(batch)
-    return f"still pays at {fits}" if fits else "not even batch 1 fits"
+    if not fits:
+        return "nothing fits"
+    return f"never: it pays at every batch that fits (1 to {fits})" if fits > 1 else "never: it pays at batch 1"
 
 
 def _best(best_k: int, best_speedup: float) -> str:
@@ -253,15 +256,48 @@ def _best(best_k: int, best_speedup: float) -> str:
     return f"{'≥ ' if best_k == K_SEARCH_MAX else ''}{best_k} ({times(best_speedup)})"
 
 
-def readouts(sweep: BatchSweepOut) -> dict[str, str]:
+ROOFLINE_LEAVES_OUT = (
+    "The roofline counts weight and KV-cache reads and FLOPs only. It leaves out tensor-parallel communication, "
+    "kernel launch and scheduling overhead, and the draft's own KV cache, so real servers gain less: vLLM's blog "
+    "reports 1.5× for a 70B target with a separate draft model on ShareGPT at low load on 4 H100s. Fit the "
+    "efficiencies and the per-step overhead below to your server's step times with step-fit."
+)
+
+
+def _devices_that_fit(setup: SetupOut, batch: int, built: BuiltSetup) -> str:
+    devices = fewest_devices(built.setup, batch, limits.MAX_DEVICES)
+    if devices is None:
+        return f"no count up to {limits.MAX_DEVICES} × {setup.accelerator.name} holds it"
+    return f"{devices} × {setup.accelerator.name} hold{'s' if devices == 1 else ''} it"
+
+
+def readouts(sweep: BatchSweepOut, built: BuiltSetup | None = None) -> dict[str, str]:
     point, setup = sweep.current, sweep.setup
     memory = f"{fixed(point.memory_needed_gb, 1)} / {fixed(setup.memory_capacity_gb, 0)} GB"
+    fits = min(sweep.max_batch_that_fits, sweep.batch_max)
+    speedup, best_k, fit_note = times(point.speedup), _best(point.best_k, point.best_speedup), ""
+    if not point.fits:
+        speedup = best_k = "does not fit"
+        where = f"{setup.devices} × {setup.accelerator.name}"
+        if sweep.max_batch_that_fits:
+            fit_note = (
+                f"Batch {sweep.batch} does not fit in {fixed(setup.memory_capacity_gb, 0)} GB on {where}: at most "
+                f"{sweep.max_batch_that_fits} sequences fit"
+            )
+        else:
+            fit_note = f"Not even batch 1 fits in {fixed(setup.memory_capacity_gb, 0)} GB on {where}"
+        if built is not None:
+            fit_note += f"; {_devices_that_fit(setup, sweep.batch, built)}."
+        else:
+            fit_note += "."
     return {
-        "speedup": times(point.speedup),
-        "best_k": _best(point.best_k, point.best_speedup),
-        "crossover": _pays(sweep.crossover_batch, min(sweep.max_batch_that_fits, sweep.batch_max)),
-        "best_crossover": _pays(sweep.best_crossover_batch, min(sweep.max_batch_that_fits, sweep.batch_max)),
+        "speedup": speedup,
+        "best_k": best_k,
+        "crossover": _pays(sweep.crossover_batch, fits),
+        "best_crossover": _pays(sweep.best_crossover_batch, fits),
         "headline": sweep.headline,
+        "fit_note": fit_note,
+        "leaves_out": ROOFLINE_LEAVES_OUT,
         "draft_cost": fixed(point.draft_cost, 2),
         "verification_cost": fixed(point.verification_cost, 2),
         "step": f"{fixed(point.target_step_ms, 2)} ms plain, {fixed(point.verify_step_ms, 2)} ms verifying",
@@ -498,7 +534,7 @@ def build(reading: Reading) -> View:
         value = edits.get(control.name, preset)
         fields[control.name] = {"value": url_text(value), "preset": url_text(preset), "edited": control.name in edits}
     return {
-        "readouts": readouts(sweep),
+        "readouts": readouts(sweep, built),
         "fields": fields,
         "open": {group: any(name.startswith(f"{group}_") for name in edits) for group in GROUPS},
         "regime_inputs": {
