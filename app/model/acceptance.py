@@ -66,8 +66,8 @@ class AcceptanceProfile:
         if not self.measured:
             return f"the i.i.d. model at p = {self.p:.3f} (no profile measured)"
         return (
-            f"the measured profile up to k = {len(self.measured)}, beyond it each further position accepted with "
-            f"the last measured conditional acceptance {self.tail:.3f}"
+            f"the measured profile up to k = {len(self.measured)}, beyond it the last measured conditional "
+            f"acceptance {self.tail:.3f} per position"
         )
 
 

@@ -154,12 +154,15 @@ def engine_config_out(
             batch for batch, (a, b) in enumerate(zip(decision.best_k, iid.best_k, strict=True), start=1) if a != b
         ]
         if iid_differs:
-            model_notes.append(
-                f"the i.i.d. model at p = {p:.3f} would run another k at batches {describe_batches(iid_differs)} "
-                f"(at batch 1: k = {iid.best_k[0]} against {decision.best_k[0]} from the profile)"
+            where = "batch" if len(iid_differs) == 1 else "batches"
+            first = (
+                f" (at batch 1: k = {iid.best_k[0]} against {decision.best_k[0]} from the profile)"
+                if iid.best_k[0] != decision.best_k[0]
+                else ""
             )
-        else:
-            model_notes.append(f"the i.i.d. model at p = {p:.3f} gives the same schedule")
+            model_notes.append(
+                f"the i.i.d. model at p = {p:.3f} would run another k at {where} {describe_batches(iid_differs)}{first}"
+            )
     tree = None
     tree_out = None
     notes: list[str] = []

@@ -20,7 +20,7 @@ import numpy as np
 
 from app.model import calibration, capacity, closed_form, draft_sources, engine_metrics, engines, regimes, trees
 from app.model.acceptance import Acceptance, AcceptanceProfile, iid_p
-from app.model.calibration import CalibrationError
+from app.model.calibration import CalibrationError, ErrorKind
 from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
 from app.model.regimes import RegimeName
 from app.web.core.config import get_settings
@@ -140,6 +140,17 @@ RATE = Control("rate", "Draft acceptance rate", "number", DEFAULT_RATE, 0.0, 1.0
 LENGTH = Control(
     "length", "Mean acceptance length", "number", DEFAULT_LENGTH, 1.0, K_MAX_LIMIT + 1, legacy=("cal_length",)
 )
+REPORT_K = Control(
+    "report_k",
+    "Draft length k, if the report does not say it",
+    "number",
+    0,
+    0,
+    K_MAX_LIMIT,
+    1,
+    integer=True,
+    help="0: read from the report (llama.cpp's --spec-draft-n-max, vLLM's num_speculative_tokens)",
+)
 K = Control(
     "k",
     "Draft length k it was measured at",
@@ -191,7 +202,7 @@ DRAFT_PATH = Control(
     "text",
     "",
     max_length=300,
-    help="written into the config; left empty, the config shows what to fill in",
+    help="empty: the config shows what to fill in",
 )
 METHOD = Control(
     "method",
@@ -199,8 +210,7 @@ METHOD = Control(
     "text",
     "",
     max_length=40,
-    help="as the engine names it (vLLM eagle3, ngram; SGLang EAGLE3; TensorRT-LLM Eagle3; llama.cpp "
-    "ngram-simple); empty: a separate draft model",
+    help="as the engine names it (eagle3, ngram, ...); empty: a separate draft model",
 )
 ENGINE_VERSION = Control(
     "engine_version",
@@ -232,6 +242,7 @@ CONTROLS: tuple[Control, ...] = (
     RATE,
     LENGTH,
     K,
+    REPORT_K,
     EXAMPLE,
     URL,
     *SETUP_CONTROLS,
@@ -316,6 +327,8 @@ def notes_of(info: Mapping[str, object]) -> list[str]:
 
 
 def _engine_error(control: Control, error: CalibrationError) -> ControlError:
+    if error.kind == ErrorKind.UNKNOWN_K:
+        return ControlError(REPORT_K, f"{REPORT_K.label}: {error.message}; give it in this field")
     return ControlError(control, f"{control.label}: {error.message}")
 
 
@@ -351,17 +364,18 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     """p from any engine's report, its format detected; per class where the report has several."""
     report, baseline, fetch_message = _report_text(reading)
     k_max = reading.integer("k_max")
+    given_k = reading.integer("report_k") or None
     if fetch_message is not None:
         report = example_scrape(reading.number("example_p"))
     try:
         if baseline.strip():
             try:
-                format_name, measurements = engine_metrics.read_with_baseline(report, baseline)
+                format_name, measurements = engine_metrics.read_with_baseline(report, baseline, k=given_k)
             except CalibrationError as error:
-                engine_metrics.read_measurements(report)  # a fault in the report itself names the report
+                engine_metrics.read_measurements(report, k=given_k)  # a fault in the report names the report
                 raise _engine_error(BASELINE, error) from None
         else:
-            format_name, measurements = engine_metrics.read_measurements(report)
+            format_name, measurements = engine_metrics.read_measurements(report, k=given_k)
         classes = [engine_metrics.calibrate_measurement(m, chosen.c, k_max, chosen.verify) for m in measurements]
         pooled = engine_metrics.pooled(measurements)
         top = (
@@ -596,6 +610,29 @@ def calibration_part(reading: Reading, result: calibration.Calibration) -> dict[
     }
 
 
+def recommendation(
+    decision: capacity.Decision, batch: int, result: calibration.Calibration, chosen: CostRegime
+) -> dict[str, str]:
+    """One recommendation, on the user's setup (the schedule of step 2 at the batch asked for); the generic
+    cost's figures stay only in the predictions table, labelled as not being the user's hardware."""
+    generic = (
+        f"On a generic cost: c = {fixed(chosen.c, 2)} per draft step and {chosen.regime.label} verification, "
+        f"best k {result.best_k or 'off'} ({times(result.best_speedup)}). Not your hardware: the recommendation "
+        "above is the schedule of step 2 on your setup."
+    )
+    if decision.batch_limit < 1:
+        return {"best_k": "nothing fits", "best_speedup": "–", "where": decision.headline, "generic": generic}
+    at = min(max(batch, 1), decision.batch_limit)
+    k, speedup = decision.best_k[at - 1], decision.best_speedup[at - 1]
+    where = f"On your setup at batch {at}" + (f" (batch {batch} does not fit)" if batch > decision.batch_limit else "")
+    return {
+        "best_k": str(k) if k else "off",
+        "best_speedup": times(speedup) if k else times(1.0),
+        "where": f"{where}, from step 2's schedule: " + (f"k = {k}, {times(speedup)}." if k else "leave it off."),
+        "generic": generic,
+    }
+
+
 # ---------------------------------------------------------------------------
 # 2. Draft sources
 
@@ -694,6 +731,7 @@ def sources_part(reading: Reading, verify: closed_form.VerifyCost) -> tuple[dict
     part = {
         "rows": rows,
         "summary": summary,
+        "uses": "Each source is priced with its own cited p and c, not your calibration: edit its p to use yours.",
         "citations": citations,
         "derivation": " ".join(draft_sources.DERIVATION.split()),
     }
@@ -874,7 +912,8 @@ def config_part(reading: Reading, p: float, built: BuiltSetup, profile: tuple[fl
         "text": out.text,
         "files": [{"name": name, "text": text} for name, text in out.files.items()],
         "placeholders": list(out.placeholders),
-        "notes": list(out.notes),
+        # where tokens per verification come from is said under the schedule (step 2), once
+        "notes": [note for note in out.notes if not note.startswith("tokens per verification from")],
         "sources": list(out.sources),
     }
 
@@ -914,8 +953,29 @@ def _family_style(index: int, kind: str) -> dict[str, Any]:
     }
 
 
-def trees_part(reading: Reading, chosen: CostRegime) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]:
+def calibrated_tree_acceptance(p: float) -> tuple[float, ...]:
+    """Positional acceptance from a chain's calibrated p: P1 = p (the top candidate is the chain's draft), and
+    P2, P3, ... in the default's proportions over the remaining 1 - p, never above the one before."""
+    default = DEFAULT_TREE_ACCEPTANCE
+    rest = [value * (1.0 - p) / (1.0 - default[0]) for value in default[1:]]
+    values = [p]
+    for value in rest:
+        values.append(min(value, values[-1]))
+    return trees.positional_acceptance(values)
+
+
+def trees_part(
+    reading: Reading, chosen: CostRegime, calibrated_p: float | None = None
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], str]:
     acceptance = _acceptance(reading)
+    if calibrated_p is not None and reading.text("acceptance") == ACCEPTANCE.default:
+        acceptance = calibrated_tree_acceptance(calibrated_p)
+        uses = (
+            f"Uses P1 = {fixed(acceptance[0], 3)}, the calibrated p, and P2.. in the default's proportions over the "
+            "rest (a chain's counters say nothing of second choices): edit the field with your tree's own."
+        )
+    else:
+        uses = "Uses the positional acceptance in the field (" + ",".join(f"{v:g}" for v in acceptance) + ")."
     budget = reading.integer("budget")
     comparison = trees.compare_trees(acceptance, budget, chosen.c, chosen.verify, DEFAULT_TREE_WIDTHS)
     budgets = list(range(budget + 1))
@@ -1006,6 +1066,7 @@ def trees_part(reading: Reading, chosen: CostRegime) -> tuple[dict[str, Any], di
     )
     part = {
         "summary": summary,
+        "uses": uses,
         "assumption": tree_verification_assumption(chosen),
         "most_tokens": trees.MOST_TOKENS_TREE,
         "best_speedup": trees.BEST_SPEEDUP_TREE,
@@ -1024,11 +1085,11 @@ def build(reading: Reading) -> View:
     query = setup_query(reading)
     profile = tuple(position.rate for position in result.positions)
     accepted = AcceptanceProfile.of(result.acceptance, profile)
-    schedule, schedule_chart, schedule_links, _ = schedule_part(accepted, reading.integer("k_max"), built, query)
+    schedule, schedule_chart, schedule_links, decision = schedule_part(accepted, reading.integer("k_max"), built, query)
     schedule["acceptance_model"] = "Tokens per verification from " + accepted.describe() + "."
     config = config_part(reading, result.acceptance, built, profile)
     tree_cost = _chosen_tree(reading)
-    tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, tree_cost)
+    tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, tree_cost, result.acceptance)
     p_query = f"engine={reading.text('engine')}&p={result.acceptance!r}&k_max={reading.integer('k_max')}{query}"
     if profile:
         p_query += "&profile=" + ",".join(f"{share:.6g}" for share in profile)
@@ -1037,6 +1098,7 @@ def build(reading: Reading) -> View:
             p_query += f"&{name}={url_text(reading.text(name).strip())}"
     calibrated = calibration_part(reading, result)
     calibrated["engine"] = engine
+    calibrated.update(recommendation(decision, reading.integer("batch"), result, chosen))
     return {
         "cost": {"regime": chosen.regime.label, "c": fixed(chosen.c, 3)},
         "calibration": calibrated,
