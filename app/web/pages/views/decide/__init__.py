@@ -1,0 +1,103 @@
+"""Decide for my server: from what the server reports to the config it takes.
+
+One step per section, each with its own results: (1) p from a draft acceptance rate, a mean acceptance
+length or any engine's report (vLLM or SGLang /metrics, SGLang /server_info, TensorRT-LLM iteration stats,
+a llama.cpp log; POSTed to the view as a JSON body, never in the URL; a URL only where the server may fetch);
+(2) the best k per batch on the user's setup at the calibrated p, only at batches that fit; (3) that schedule
+as the chosen engine's config; (4) the draft sources side by side; (5) chains against trees.
+"""
+
+from __future__ import annotations
+
+from app.model.acceptance import AcceptanceProfile
+from app.web.pages.controls import Reading, url_text
+from app.web.pages.page import Page, View
+from app.web.pages.text import fixed
+from app.web.pages.views.decide.calibrate import (
+    calibrate,
+    calibration_figure,
+    calibration_part,
+    example_link,
+    positions_figure,
+    recommendation,
+)
+from app.web.pages.views.decide.controls import (
+    BASELINE,
+    CONTROLS,
+    EXAMPLE_DRAFTS,
+    EXAMPLE_K,
+    EXAMPLE_P,
+    EXAMPLE_SEED,
+    METRICS,
+    SOURCE_CONTROLS,
+    chosen_cost,
+    tree_cost,
+)
+from app.web.pages.views.decide.schedule import config_part, schedule_part, setup_query, user_setup
+from app.web.pages.views.decide.sources import sources_part
+from app.web.pages.views.decide.trees import trees_part
+
+
+def build(reading: Reading) -> View:
+    chosen = chosen_cost(reading, reading.number("c"))
+    result, calibration_link, engine = calibrate(reading, chosen)
+    sources, sources_chart, sources_link = sources_part(reading, chosen.verify)
+    built = user_setup(reading)
+    query = setup_query(reading)
+    profile = tuple(position.rate for position in result.positions)
+    accepted = AcceptanceProfile.of(result.acceptance, profile)
+    schedule, schedule_chart, schedule_links, decision = schedule_part(accepted, reading.integer("k_max"), built, query)
+    schedule["acceptance_model"] = "Tokens per verification from " + accepted.describe() + "."
+    config = config_part(reading, result.acceptance, built, profile)
+    trees_cost = tree_cost(reading)
+    tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, trees_cost, result.acceptance)
+    p_query = f"engine={reading.text('engine')}&p={result.acceptance!r}&k_max={reading.integer('k_max')}{query}"
+    if profile:
+        p_query += "&profile=" + ",".join(f"{share:.6g}" for share in profile)
+    for name in ("draft_path", "method", "engine_version"):
+        if reading.text(name).strip():
+            p_query += f"&{name}={url_text(reading.text(name).strip())}"
+    calibrated = calibration_part(reading, result)
+    calibrated["engine"] = engine
+    calibrated.update(recommendation(decision, reading.integer("batch"), result, chosen))
+    return {
+        "cost": {"regime": chosen.regime.label, "c": fixed(chosen.c, 3)},
+        "calibration": calibrated,
+        "sources": sources,
+        "schedule": schedule,
+        "config": config,
+        "trees": tree_part,
+        "figures": {
+            "calibration": calibration_figure(result),
+            "positions": positions_figure(result),
+            "sources": sources_chart,
+            "schedule": schedule_chart,
+            "trees": trees_chart,
+            "trees_speedup": trees_speedup_chart,
+        },
+        "links": {
+            "calibration": calibration_link["href"],
+            "calibration_text": calibration_link["text"],
+            "example": example_link(reading.number("example_p")),
+            "sources": sources_link,
+            **schedule_links,
+            "config": f"/api/v1/engine-config?{p_query}",
+            "trees": trees_link,
+        },
+    }
+
+
+PAGE = Page(
+    name="decide",
+    path="/decide",
+    nav="Decide for my server",
+    title="From serving metrics to a decision",
+    question="What p does my server see, which draft source and k should I run, and do trees pay?",
+    template="pages/decide.html",
+    controls=CONTROLS,
+    build=build,
+    body_controls=(METRICS, BASELINE),
+    legacy_keys=("dec_", "cal_", "src_", "tree_"),
+)
+
+__all__ = ["EXAMPLE_DRAFTS", "EXAMPLE_K", "EXAMPLE_P", "EXAMPLE_SEED", "PAGE", "SOURCE_CONTROLS", "build"]

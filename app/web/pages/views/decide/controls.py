@@ -1,0 +1,270 @@
+"""The controls of the decide page, their defaults and bounds, and the cost they set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from app.model import calibration, draft_sources, engine_metrics, engines, regimes, trees
+from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
+from app.model.regimes import RegimeName
+from app.web.pages.controls import Control, Reading, Value
+from app.web.pages.views import batch as batch_view
+from app.web.services.decision import (
+    DEFAULT_K_MAX,
+    DEFAULT_TREE_ACCEPTANCE,
+    DEFAULT_TREE_BUDGET,
+    MAX_BATCH,
+    CostRegime,
+    cost_regime,
+)
+
+# The example scrape the page opens with: vLLM's counters after EXAMPLE_DRAFTS drafts of i.i.d. acceptance.
+EXAMPLE_P = 0.8
+EXAMPLE_K = 5
+EXAMPLE_DRAFTS = 20_000
+EXAMPLE_SEED = 7
+# What the page asks for first in the rate and length modes (any typical engine reading).
+DEFAULT_RATE = 0.55
+DEFAULT_LENGTH = 3.2
+DEFAULT_MEASURED_K = 5
+MAX_LIST_TEXT = 1_000  # characters of the positional acceptance list
+
+SETUP = regimes.default_setup()
+SETUP_TEXT = f"{SETUP.accelerator.name}, target {SETUP.target.name}, draft {SETUP.draft.name}"
+REGIME_LABELS = {
+    RegimeName.MEMORY_BOUND: "memory-bound: v = 1",
+    RegimeName.LINEAR: "linear: v = 1 + β·k",
+    RegimeName.COMPUTE_BOUND: "compute-bound: v = k + 1",
+    RegimeName.ROOFLINE: "roofline of the default setup",
+}
+MODES = (
+    ("metrics", "an engine's report (vLLM, SGLang, TensorRT-LLM, llama.cpp)"),
+    ("rate", "a draft acceptance rate (accepted / drafted)"),
+    ("length", "a mean acceptance length (tokens per step)"),
+)
+# Draft sources: p and c of each, editable; the defaults are the cited values (derived from Spec-Bench).
+SOURCE_DIGITS = 4
+SCHEDULE_POINTS = 120  # batches drawn on the schedule's log axis, besides the ends of every step
+
+
+@dataclass(frozen=True)
+class SourceControl(Control):
+    """p or c of one draft source; the one-page version carried every edit in one key, src_edit=id:p:c,..."""
+
+    source: str = ""
+    part: int = 1  # where the value sits in id:p:c
+
+    def from_legacy(self, value: str) -> str | None:
+        items = (item.split(":") for item in value.split(","))
+        return next((item[self.part] for item in items if len(item) == 3 and item[0].strip() == self.source), None)
+
+    def read(self, raw: str | None, strict: bool) -> tuple[Value | None, str | None]:
+        return super().read(self.from_legacy(raw) if raw is not None and ":" in raw else raw, strict)
+
+
+def _source_controls(source: draft_sources.DraftSource) -> tuple[Control, Control]:
+    p, c = round(source.acceptance, SOURCE_DIGITS), round(source.draft_cost, SOURCE_DIGITS)
+    p_label, c_label = f"Acceptance p of {source.name}", f"Draft cost c of {source.name}"
+    legacy = ("src_edit",)
+    return (
+        SourceControl(f"{source.id}_p", p_label, "number", p, 0.0, 1.0, legacy=legacy, source=source.id, part=1),
+        SourceControl(
+            f"{source.id}_c", c_label, "number", c, 0.0, MAX_DRAFT_COST, legacy=legacy, source=source.id, part=2
+        ),
+    )
+
+
+SOURCE_CONTROLS = {source.id: _source_controls(source) for source in draft_sources.DEFAULT_SOURCES}
+
+C = Control(
+    "c",
+    "Draft cost c per draft step",
+    "number",
+    DEFAULT_C,
+    0.0,
+    MAX_DRAFT_COST,
+    help="in target passes; the roofline derives it from the batch",
+    legacy=("dec_c",),
+)
+REGIME = Control(
+    "regime",
+    "Verification cost",
+    "select",
+    RegimeName.MEMORY_BOUND.value,
+    options=tuple((name.value, label) for name, label in REGIME_LABELS.items()),
+    legacy=("dec_regime",),
+)
+BETA = Control("beta", "β (linear)", "number", ROOFLINE_BETA, 0.0, 1.0, legacy=("dec_beta",))
+BATCH = Control(
+    "batch",
+    "Batch size (roofline)",
+    "number",
+    1,
+    1,
+    MAX_BATCH,
+    1,
+    integer=True,
+    help=SETUP_TEXT,
+    legacy=("dec_batch",),
+)
+K_MAX = Control(
+    "k_max", "Largest k searched", "number", DEFAULT_K_MAX, 1, K_MAX_LIMIT, 1, integer=True, legacy=("dec_kmax",)
+)
+MODE = Control("mode", "I have", "select", "metrics", options=MODES, legacy=("cal_mode",))
+RATE = Control("rate", "Draft acceptance rate", "number", DEFAULT_RATE, 0.0, 1.0, legacy=("cal_rate",))
+LENGTH = Control(
+    "length", "Mean acceptance length", "number", DEFAULT_LENGTH, 1.0, K_MAX_LIMIT + 1, legacy=("cal_length",)
+)
+REPORT_K = Control(
+    "report_k",
+    "Draft length k, if the report does not say it",
+    "number",
+    0,
+    0,
+    K_MAX_LIMIT,
+    1,
+    integer=True,
+    help="0: read from the report (llama.cpp's --spec-draft-n-max, vLLM's num_speculative_tokens)",
+)
+K = Control(
+    "k",
+    "Draft length k it was measured at",
+    "number",
+    DEFAULT_MEASURED_K,
+    1,
+    K_MAX_LIMIT,
+    1,
+    integer=True,
+    legacy=("cal_k",),
+)
+EXAMPLE = Control("example_p", "Example scrape with p =", "number", EXAMPLE_P, 0.0, 1.0)
+ACCEPTANCE = Control(
+    "acceptance",
+    "Positional acceptance P1 ≥ P2 ≥ …",
+    "text",
+    ",".join(f"{value:g}" for value in DEFAULT_TREE_ACCEPTANCE),
+    max_length=MAX_LIST_TEXT,
+    help="comma-separated, sum at most 1",
+    legacy=("tree_p",),
+)
+BUDGET = Control(
+    "budget",
+    "Tokens verified per step (budget)",
+    "range",
+    DEFAULT_TREE_BUDGET,
+    1,
+    trees.MAX_TREE_BUDGET,
+    1,
+    integer=True,
+    legacy=("tree_budget",),
+)
+METRICS = Control(
+    "metrics", "Engine report", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES, help="pasted text"
+)
+BASELINE = Control("baseline", "Earlier report", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES)
+MAX_URL = 2_000
+URL = Control("url", "Report URL", "text", "", max_length=MAX_URL, help="the engine's /metrics or /server_info")
+# The user's own setup, as the batch page defines it (one definition of every bound); the address keys are its own.
+SETUP_NAMES = ("hw", "devices", "model", "draft", "weights", "kv_cache", "context")
+SETUP_CONTROLS = tuple(replace(control, legacy=()) for control in batch_view.SETUP if control.name in SETUP_NAMES)
+ENGINE_LABELS = {name: str(module.TITLE) for name, module in engines.ADAPTERS.items()}
+ENGINE = Control(
+    "engine", "Engine", "select", "vllm", options=tuple((name, ENGINE_LABELS[name]) for name in engine_metrics.ENGINES)
+)
+DRAFT_PATH = Control(
+    "draft_path",
+    "Draft model (path or name)",
+    "text",
+    "",
+    max_length=300,
+    help="empty: the config shows what to fill in",
+)
+METHOD = Control(
+    "method",
+    "Drafter",
+    "text",
+    "",
+    max_length=40,
+    help="as the engine names it (eagle3, ngram, ...); empty: a separate draft model",
+)
+ENGINE_VERSION = Control(
+    "engine_version",
+    "Engine version",
+    "text",
+    "",
+    max_length=40,
+    help="empty: the newest known; "
+    + "; ".join(
+        f"{ENGINE_LABELS[name]} {', '.join(v.name for v in engines.versions(name))}" for name in engines.ENGINES
+    ),
+)
+TREE_REGIME = Control(
+    "tree_regime",
+    "Verification cost of a tree",
+    "select",
+    RegimeName.ROOFLINE.value,
+    options=tuple((name.value, label) for name, label in REGIME_LABELS.items()),
+    legacy=("dec_regime",),  # the one-page version priced trees with the cost of every step
+)
+
+CONTROLS: tuple[Control, ...] = (
+    C,
+    REGIME,
+    BETA,
+    BATCH,
+    K_MAX,
+    MODE,
+    RATE,
+    LENGTH,
+    K,
+    REPORT_K,
+    EXAMPLE,
+    URL,
+    *SETUP_CONTROLS,
+    ENGINE,
+    DRAFT_PATH,
+    METHOD,
+    ENGINE_VERSION,
+    TREE_REGIME,
+    *(control for pair in SOURCE_CONTROLS.values() for control in pair),
+    ACCEPTANCE,
+    BUDGET,
+)
+
+
+def query_text(**params: Any) -> str:
+    return "&".join(
+        f"{name}={value!r}" if isinstance(value, float) else f"{name}={value}" for name, value in params.items()
+    )
+
+
+def chosen_cost(reading: Reading, c: float) -> CostRegime:
+    return cost_regime(reading.text("regime"), c, beta=reading.number("beta"), batch=reading.integer("batch"))
+
+
+def cost_query(reading: Reading) -> dict[str, Any]:
+    """The API parameters of the cost regime, as the page's controls set them."""
+    params: dict[str, Any] = {"regime": reading.text("regime")}
+    if reading.text("regime") == RegimeName.LINEAR.value:
+        params["beta"] = reading.number("beta")
+    if reading.text("regime") == RegimeName.ROOFLINE.value:
+        params["batch"] = reading.integer("batch")
+    return params
+
+
+def tree_cost(reading: Reading) -> CostRegime:
+    """The trees' verification cost: by default the roofline of the default setup, so a tree's size costs."""
+    return cost_regime(
+        reading.text("tree_regime"), reading.number("c"), beta=reading.number("beta"), batch=reading.integer("batch")
+    )
+
+
+def tree_cost_query(reading: Reading) -> dict[str, Any]:
+    name = reading.text("tree_regime")
+    params: dict[str, Any] = {"regime": name}
+    if name == RegimeName.LINEAR.value:
+        params["beta"] = reading.number("beta")
+    if name == RegimeName.ROOFLINE.value:
+        params["batch"] = reading.integer("batch")
+    return params

@@ -1,0 +1,205 @@
+"""Steps 2 and 3: the best k per batch on the user's setup, and that schedule as the engine's config."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from app.model import capacity, engines
+from app.model.acceptance import Acceptance, AcceptanceProfile, iid_p
+from app.web.pages.controls import Control, ControlError, Reading, url_text
+from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.text import fixed, times
+from app.web.pages.views.decide.calibrate import cells
+from app.web.pages.views.decide.controls import (
+    DRAFT_PATH,
+    ENGINE_LABELS,
+    ENGINE_VERSION,
+    METHOD,
+    SCHEDULE_POINTS,
+    SETUP_CONTROLS,
+    query_text,
+)
+from app.web.services.decision import (
+    MAX_BATCH,
+)
+from app.web.services.engines import engine_config_out
+from app.web.services.regimes import BuiltSetup, SetupError, SetupRequest, build_setup, devices_note
+
+# ---------------------------------------------------------------------------
+# 3. The k schedule on the default setup
+
+
+def user_setup(reading: Reading) -> BuiltSetup:
+    """The roofline of the user's setup; a setup the model refuses is refused naming the control's label."""
+    request = SetupRequest(
+        hw=reading.text("hw"),
+        model=reading.text("model"),
+        draft=reading.text("draft"),
+        weights=reading.text("weights"),
+        kv_cache=reading.text("kv_cache"),
+        devices=reading.integer("devices"),
+        context=reading.integer("context"),
+    )
+    try:
+        return build_setup(request)
+    except SetupError as error:
+        control = next((item for item in SETUP_CONTROLS if item.name == error.name), SETUP_CONTROLS[0])
+        raise ControlError(control, f"{control.label}: {error.message}") from None
+
+
+def setup_text(built: BuiltSetup) -> str:
+    setup = built.setup
+    return (
+        f"{setup.devices} × {setup.accelerator.name}{devices_note(built)}, target {setup.target.name}, "
+        f"draft {setup.draft.name}, context {setup.context_tokens} tokens"
+    )
+
+
+def schedule_part(
+    accepted: Acceptance, k_max: int, built: BuiltSetup, setup_query: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], capacity.Decision]:
+    """Best k per batch on the user's setup over the batches that fit in its memory, as the API decides it."""
+    decision = capacity.decide(accepted, built.setup, k_max, MAX_BATCH, devices_note(built))
+    p = iid_p(accepted)
+    steps = decision.steps
+    batches = np.arange(1, decision.batch_limit + 1, dtype=np.int64)
+    best_k, best_speedup = np.asarray(decision.best_k), np.asarray(decision.best_speedup)
+    # The chart needs every step's ends and enough batches between them for a smooth curve on a log axis.
+    ends = [index for step in steps for index in (step.batch_from - 1, step.batch_to - 1)]
+    spread = np.round(np.geomspace(1, max(decision.batch_limit, 1), SCHEDULE_POINTS)).astype(np.int64) - 1
+    shown = np.unique(np.concatenate((spread, ends))) if steps else np.array([], dtype=np.int64)
+    rows = [
+        cells(
+            f"{step.batch_from}–{step.batch_to}" if step.batch_to > step.batch_from else str(step.batch_from),
+            str(step.k) if step.k else "off",
+            f"{times(step.speedup_at_from)} → {times(step.speedup_at_to)}"
+            if step.batch_to > step.batch_from
+            else times(step.speedup_at_from),
+            header=True,
+        )
+        for step in steps
+    ]
+    summary = f"At p = {fixed(p, 3)}: {decision.headline}"
+    if isinstance(accepted, AcceptanceProfile) and accepted.measured:
+        summary = f"From the measured acceptance profile (p = {fixed(p, 3)} beyond it): {decision.headline}"
+    fits = (
+        f"The largest batch that fits in {fixed(decision.capacity_gb, 0)} GB: {decision.max_batch_that_fits}"
+        if decision.max_batch_that_fits
+        else f"Not even batch 1 fits in {fixed(decision.capacity_gb, 0)} GB: add devices"
+    )
+    ks = best_k[shown].tolist()
+    chart = figure(
+        [
+            line(
+                "speedup at the best k",
+                batches[shown].tolist(),
+                best_speedup[shown].tolist(),
+                customdata=ks,
+                line={"color": COLORS["accent"], "width": 3},
+                hovertemplate="batch %{x}: %{y:.2f}× at k = %{customdata}<extra></extra>",
+            ),
+            line(
+                "best k",
+                batches[shown].tolist(),
+                ks,
+                yaxis="y2",
+                line={"shape": "hv", "color": COLORS["good"], "dash": "dot", "width": 2},
+                hovertemplate="batch %{x}: k = %{y}<extra></extra>",
+            ),
+            line(
+                "break-even",
+                [1, max(decision.batch_limit, 1)],
+                [1, 1],
+                line={"color": COLORS["break_even"], "dash": "dash", "width": 1.5},
+                hoverinfo="skip",
+            ),
+        ],
+        "batch size (only batches that fit)",
+        "speedup ×",
+        x={"type": "log", "dtick": 1},
+        y={"rangemode": "tozero", "tickformat": ".1f"},
+        yaxis2={
+            "title": {"text": "best k", "standoff": 8},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+            "automargin": True,
+            **({"dtick": 1} if k_max <= 16 else {}),
+        },
+    )
+    query = query_text(p=p, k_max=k_max) + setup_query
+    links = {
+        "schedule": f"/api/v1/regimes/schedule?{query}",
+        "schedule_csv": f"/api/v1/regimes/schedule?{query}&format=csv",
+    }
+    part = {
+        "summary": summary,
+        "fits": fits,
+        "max_batch_that_fits": decision.max_batch_that_fits,
+        "setup": setup_text(built),
+        "table": {"columns": ["Batch sizes", "Best k", "Speedup"], "rows": rows},
+    }
+    return part, chart, links, decision
+
+
+def setup_query(reading: Reading) -> str:
+    """The setup's controls that differ from their defaults, as API parameters (after others: starts with &)."""
+    return "".join(
+        f"&{control.name}={url_text(reading[control.name])}"
+        for control in SETUP_CONTROLS
+        if reading[control.name] != control.default
+    )
+
+
+def _config_choice(reading: Reading, control: Control, check: Any) -> str | None:
+    """A text control's value for the engine, or None (the default) with the reason on the page when refused."""
+    text = reading.text(control.name).strip()
+    if not text:
+        return None
+    try:
+        check(text)
+    except ValueError as error:
+        reading.correct(control, "", f"{control.label}: {error}")
+        return None
+    return text
+
+
+def _check_draft_path(text: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9_.~/+\-]+", text):
+        raise ValueError("a file path or hub name of letters, digits and - _ . / ~ +")
+
+
+def config_part(reading: Reading, p: float, built: BuiltSetup, profile: tuple[float, ...] = ()) -> dict[str, Any]:
+    """The schedule written as the chosen engine takes it, by the service behind /api/v1/engine-config."""
+    engine = reading.text("engine")
+    module = engines.adapter(engine)
+    version = _config_choice(reading, ENGINE_VERSION, lambda name: engines.version(engine, name))
+    method = _config_choice(reading, METHOD, module.choose_method)
+    draft_path = _config_choice(reading, DRAFT_PATH, _check_draft_path)
+    out = engine_config_out(
+        engine,
+        p,
+        reading.integer("k_max"),
+        MAX_BATCH,
+        built,
+        batch=reading.integer("batch"),
+        method=method,
+        draft_path=draft_path,
+        engine_version=version,
+        profile=profile,
+    )
+    return {
+        "engine": ENGINE_LABELS[engine],
+        "engine_version": f"{ENGINE_LABELS[engine]} {out.engine_version}",
+        "headline": out.headline,
+        "text": out.text,
+        "files": [{"name": name, "text": text} for name, text in out.files.items()],
+        "placeholders": list(out.placeholders),
+        # where tokens per verification come from is said under the schedule (step 2), once
+        "notes": [note for note in out.notes if not note.startswith("tokens per verification from")],
+        "sources": list(out.sources),
+    }
