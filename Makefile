@@ -64,7 +64,7 @@ lint: install-test node_modules/.installed
 typecheck: install-test
 	$(BIN)/mypy
 
-pytest: install-test chromium engine
+pytest: install-test chromium engine prometheus
 	$(BIN)/pytest
 
 test: lint typecheck pytest

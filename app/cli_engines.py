@@ -1,4 +1,4 @@
-"""Engine commands of `specdec-lab`: calibrate --from, config, step-fit and watch."""
+"""Engine commands of `specdec-lab`: calibrate --from, config, step-fit, watch, rules and dashboard."""
 
 from __future__ import annotations
 
@@ -137,7 +137,20 @@ def add_commands(
     fit.set_defaults(handler=lambda arguments: run_step_fit(arguments, setup_request))
 
     watch = subparsers.add_parser("watch", help="poll a live vLLM /metrics and say when speculation stops paying")
-    watch.add_argument("url", help="http(s) URL of the server's /metrics")
+    watch.add_argument("url", nargs="?", help="http(s) URL of the server's /metrics (or give --prometheus)")
+    watch.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="ask this Prometheus (http://host:9090) for every instance and class instead of polling one /metrics",
+    )
+    watch.add_argument("--engine", choices=ENGINES, help="with --prometheus: the engine (default: the one scraped)")
+    watch.add_argument("--engine-version", help="with --prometheus and --engine: the engine version")
+    watch.add_argument(
+        "--since",
+        type=_bounded(float, 0.0, 30 * 86400.0),
+        default=0.0,
+        help="with --prometheus: first report the intervals of the last SINCE seconds from its history",
+    )
     watch.add_argument("--interval", type=_bounded(float, 0.05, 3600.0), default=10.0, help="seconds between scrapes")
     watch.add_argument("--samples", type=_bounded(int, 1, MAX_SAMPLES), default=60, help="intervals to report")
     watch.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a regression was seen")
@@ -147,6 +160,93 @@ def add_commands(
     watch.add_argument("--serve-port", type=_bounded(int, 0, 65535), help="serve specdec_lab_* gauges on 127.0.0.1")
     add_roofline_arguments(watch)
     watch.set_defaults(handler=lambda arguments: run_watch(arguments, setup_request))
+
+    for name, help_text in (
+        ("rules", "Prometheus recording and alerting rules for your setup and schedule (YAML)"),
+        ("dashboard", "a Grafana dashboard (JSON) over the rules of the same arguments"),
+    ):
+        command = subparsers.add_parser(name, help=help_text)
+        _add_rules_arguments(command)
+        add_roofline_arguments(command)
+        command.set_defaults(handler=lambda arguments: run_rules(arguments, setup_request))
+
+
+def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
+    from app.model import limits, rules
+
+    parser.add_argument("--engine", choices=ENGINES, required=True)
+    parser.add_argument("--engine-version", help="the engine version (default: the newest known)")
+    parser.add_argument(
+        "--p", type=_bounded(float, 0.0, 1.0), default=limits.ROOFLINE_DEFAULT_P, help="acceptance the schedule is for"
+    )
+    parser.add_argument(
+        "--p-low",
+        type=_bounded(float, 0.0, 1.0),
+        help=f"calibrated lower bound of p for the acceptance alert (default: p - {rules.DEFAULT_P_MARGIN:g})",
+    )
+    parser.add_argument("--k-max", type=_bounded(int, 1, 64), default=limits.ROOFLINE_DEFAULT_K_MAX)
+    parser.add_argument("--batch-max", type=_bounded(int, 1, 1024), default=1024)
+    parser.add_argument("--batch", type=_bounded(int, 1, 1024), default=1, help="operating batch (SGLang, llama.cpp)")
+    parser.add_argument("--method", help="the drafter in the engine's own words, as for config")
+    parser.add_argument("--label", default=rules.DEFAULT_LABEL, help="label whose values are the classes")
+    parser.add_argument("--window", default=rules.DEFAULT_WINDOW, help="rate window of the recording rules")
+    parser.add_argument("--hold", default=rules.DEFAULT_HOLD, help="how long a condition holds before it alerts")
+    parser.add_argument("--match", default="", help='label matchers added to every series read, e.g. job="vllm"')
+    parser.add_argument(
+        "--fit-batch", type=_bounded(int, 1, 1024), default=1, help="with --devices 0: devices that hold this batch"
+    )
+    parser.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
+
+
+def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+    """`specdec-lab rules` (YAML, or JSON as the API with --format json) and `specdec-lab dashboard` (JSON)."""
+    from app.model import dashboard, rules
+    from app.web.schemas.rules import rules_out
+    from app.web.services.regimes import devices_for_batch, devices_note
+
+    name = arguments.command
+    built = _built(arguments, setup_request, name)
+    if built is None:
+        return 2
+    if arguments.format == "csv":
+        print(f"specdec-lab {name}: error: --format must be text or json", file=sys.stderr)
+        return 2
+    built = devices_for_batch(built, arguments.fit_batch)
+    request = rules.RulesRequest(
+        engine=arguments.engine,
+        version=arguments.engine_version,
+        p=arguments.p,
+        p_low=arguments.p_low,
+        k_max=arguments.k_max,
+        batch_max=arguments.batch_max,
+        batch=arguments.batch,
+        method=arguments.method,
+        label=arguments.label,
+        window=arguments.window,
+        hold=arguments.hold,
+        match=arguments.match,
+    )
+    try:
+        made = rules.build(request, built.setup, devices_note(built))
+    except rules.RulesError as error:
+        print(f"specdec-lab {name}: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
+        return 2
+    if name == "dashboard":
+        text = json.dumps(dashboard.build(made), indent=2) + "\n"
+    elif arguments.format == "json":
+        text = rules_out(made).model_dump_json(indent=2) + "\n"
+    else:
+        text = made.text
+    if arguments.output:
+        try:
+            Path(arguments.output).write_text(text, encoding="utf-8")
+        except OSError as error:
+            print(f"specdec-lab {name}: error: cannot write {arguments.output}: {error.strerror}", file=sys.stderr)
+            return 2
+        print(f"wrote {arguments.output}", file=sys.stderr)
+        return 0
+    sys.stdout.write(text)
+    return 0
 
 
 def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object], name: str) -> Any:
@@ -286,6 +386,12 @@ def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     from app.model.watch import format_line, interval_report, read_scrape
     from app.web.services.fetch import FetchError, check_url, fetch_text
 
+    if arguments.prometheus is not None and arguments.url is not None:
+        print("specdec-lab watch: error: give a /metrics URL or --prometheus URL, not both", file=sys.stderr)
+        return 2
+    if arguments.prometheus is None and arguments.url is None:
+        print("specdec-lab watch: error: give the server's /metrics URL, or --prometheus URL", file=sys.stderr)
+        return 2
     built = _built(arguments, setup_request, "watch")
     if built is None:
         return 2
@@ -299,6 +405,8 @@ def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
             print("specdec-lab watch: error: --calibrated must be LOW,HIGH with 0 <= LOW <= HIGH <= 1", file=sys.stderr)
             return 2
         calibrated = (low, high)
+    if arguments.prometheus is not None:
+        return run_watch_prometheus(arguments, built.setup, calibrated)
     try:
         check_url(arguments.url)
     except FetchError as error:
@@ -350,3 +458,61 @@ def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     if regressions:
         print(f"{regressions} of {index} intervals regressed", flush=True)
     return 1 if regressions and arguments.fail_on_regression else 0
+
+
+def run_watch_prometheus(arguments: argparse.Namespace, setup: Any, calibrated: tuple[float, float] | None) -> int:
+    """`specdec-lab watch --prometheus URL`: every instance and class from Prometheus, one line per class."""
+    from app import prometheus_watch
+    from app.model.engines import UnknownVersionError
+
+    if arguments.engine_version and not arguments.engine:
+        print("specdec-lab watch: error: --engine-version needs --engine", file=sys.stderr)
+        return 2
+    gauges = None
+    try:
+        prometheus = prometheus_watch.Prometheus(arguments.prometheus, timeout=min(10.0, max(arguments.interval, 1.0)))
+        target = prometheus_watch.detect(
+            prometheus, arguments.engine, arguments.engine_version, arguments.label, arguments.label_value
+        )
+        print(
+            f"watching {target.engine} {target.version} in Prometheus at {prometheus.url} every "
+            f"{arguments.interval:g} s, per instance and {arguments.label}",
+            flush=True,
+        )
+        gauges = _Gauges(arguments.serve_port) if arguments.serve_port is not None else None
+        if gauges is not None:
+            print(f"serving specdec_lab_* gauges on http://127.0.0.1:{gauges.port}/metrics", flush=True)
+        seen: list[int] = [0]
+
+        def on_reports(reports: list[Any]) -> None:
+            measured = [report for report in reports if report.speedup is not None]
+            seen[0] += sum(1 for report in reports if report.regression)
+            if gauges is None or not measured:
+                return
+            worst = min(measured, key=lambda report: report.speedup)  # several classes: the one that pays least
+            gauges.speedup.set(worst.speedup)
+            gauges.acceptance.set(worst.p or 0.0)
+            gauges.batch.set(worst.batch or 0)
+            gauges.pays.set(1.0 if worst.speedup > 1 else 0.0)
+            gauges.regression.set(1.0 if seen[0] else 0.0)
+
+        state = prometheus_watch.run(
+            prometheus,
+            target,
+            setup,
+            interval=arguments.interval,
+            samples=arguments.samples,
+            since=arguments.since,
+            calibrated=calibrated,
+            emit=lambda text: print(text, flush=True),
+            on_reports=on_reports,
+        )
+    except (prometheus_watch.PrometheusError, UnknownVersionError) as error:
+        print(f"specdec-lab watch: error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if gauges is not None:
+            gauges.close()
+    if state.regressions:
+        print(f"{state.regressions} of {state.index} class intervals regressed", flush=True)
+    return 1 if state.regressions and arguments.fail_on_regression else 0

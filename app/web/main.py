@@ -11,7 +11,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
 
 from app import __version__
-from app.web.api.routes import core, decision, engines, regimes, sampling
+from app.web.api.routes import core, decision, engines, regimes, rules, sampling
 from app.web.core.compression import NegotiatedGZipMiddleware
 from app.web.core.config import Settings, get_settings
 from app.web.core.contract import HeadMiddleware, reject_unknown_query_parameters
@@ -38,7 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
         dependencies=[Depends(reject_unknown_query_parameters)],
     )
-    for module in (core, regimes, sampling, decision, engines, pages):
+    for module in (core, regimes, sampling, decision, engines, rules, pages):
         app.include_router(module.router)
     app.state.settings = settings
     app.state.heavy_work = HeavyWorkLimiter(settings.heavy_concurrency)

@@ -10,7 +10,8 @@ An adapter is a module of this package (``vllm``, ``sglang``, ``trtllm``, ``llam
 - ``read_config(exported, version, batch_limit) -> list[int]``: the k the engine would run at batch
   1..batch_limit, read the way that engine's code reads its config, raising :class:`ConfigRuleError`
   for any rule of the engine the config breaks;
-- ``REPORTS``: the report formats it reads (see :mod:`app.model.engine_metrics`).
+- ``REPORTS``: the report formats it reads (see :mod:`app.model.engine_metrics`);
+- ``RULES_METRICS``: per version, the Prometheus series rules are built from (:class:`RulesMetrics`).
 """
 
 from __future__ import annotations
@@ -137,3 +138,30 @@ def runs_of_consecutive(batches: Sequence[int]) -> list[tuple[int, int, int]]:
         else:
             runs.append((batch, batch, 0))
     return runs
+
+
+@dataclass(frozen=True)
+class RulesMetrics:
+    """The Prometheus series one engine version exports that Prometheus rules can be built from, by full name.
+
+    Empty names are series the version does not export.  ``k_from`` says how the draft length the engine runs
+    shows: ``gauge`` (a gauge of the k running now), ``positions`` (the number of per-position series: the one
+    k a server runs at every batch), ``mean-draft-length`` and ``longest-draft`` (lower bounds of the k run,
+    since drafts can end early), or empty when it does not show.  ``missing`` is non-empty for a version that
+    exports no spec-decode series at all, and says what is missing.
+    """
+
+    running: str  # the gauge of running requests: the batch
+    drafts: str = ""  # counter: verifications of a draft
+    draft_tokens: str = ""  # counter: drafted tokens
+    accepted: str = ""  # counter: accepted draft tokens (bonus excluded)
+    per_position: str = ""  # counter per position: drafts whose token at that position was accepted
+    drafted_per_position: str = ""  # counter per position: drafts that reached the position
+    position_label: str = "position"
+    verify_calls: str = ""  # counter: verifications (SGLang)
+    generated: str = ""  # counter: generated tokens (SGLang)
+    accept_length: str = ""  # gauge: mean accepted length with the bonus token (SGLang)
+    running_k: str = ""  # gauge: the draft length running now (SGLang)
+    k_from: str = ""
+    missing: str = ""
+    loses: tuple[str, ...] = ()  # what rules built from these series cannot tell

@@ -34,6 +34,7 @@ from app.model.engines.base import (
     ConfigRuleError,
     EngineVersion,
     Exported,
+    RulesMetrics,
     Source,
     describe_batches,
     differences,
@@ -615,3 +616,31 @@ METHODS = WRITTEN_TYPES
 def choose_method(given: str | None) -> str | None:
     """The --spec-type (None: draft-simple with a draft model)."""
     return spec_type(given, None) if given else None
+
+
+# ---------------------------------------------------------------------------
+# Prometheus rules: the series each version exports (tools/server/server-task.cpp, --metrics)
+
+RULES_METRICS = {
+    "2026-03": RulesMetrics(
+        running="llamacpp:requests_processing",
+        missing="llama.cpp 2026-03 reports speculation only in its log: llamacpp:spec_decode_num_drafts_total, "
+        "llamacpp:spec_decode_num_accepted_tokens_total and llamacpp:spec_decode_num_accepted_tokens_per_pos_total "
+        "came with PR #22397 (2026-10, build b11312)",
+    ),
+    "2026-10": RulesMetrics(
+        running="llamacpp:requests_processing",
+        drafts="llamacpp:spec_decode_num_drafts_total",
+        draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
+        accepted="llamacpp:spec_decode_num_accepted_tokens_total",
+        per_position="llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+        k_from="positions",
+        loses=(
+            "llama-server exports /metrics only when started with --metrics",
+            "the per-position series appear once a request that drafted has finished: until then after a start "
+            "there is no p and no k",
+            "steps where the n-gram drafter found nothing to draft are plain decoding and are not verifications: "
+            "tokens per verification and the speedup cover the steps that drafted",
+        ),
+    ),
+}

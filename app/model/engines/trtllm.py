@@ -32,6 +32,7 @@ from app.model.engines.base import (
     ConfigRuleError,
     EngineVersion,
     Exported,
+    RulesMetrics,
     Source,
     describe_batches,
     differences,
@@ -684,3 +685,32 @@ METHODS = DECODING_TYPES
 def choose_method(given: str | None) -> str | None:
     """The decoding_type as TensorRT-LLM spells it (None: Draft_Target)."""
     return decoding_type(given) if given else None
+
+
+# ---------------------------------------------------------------------------
+# Prometheus rules: the series each version exports (tensorrt_llm/metrics/collector.py)
+
+RULES_METRICS = {
+    "2025-10": RulesMetrics(
+        running="trtllm_num_requests_running",
+        missing="TensorRT-LLM 2025-10 exports no spec-decode series to Prometheus: "
+        "trtllm_spec_decode_drafted_tokens_total and trtllm_spec_decode_accepted_tokens_total per token_position "
+        "came with PR #12545 and PR #12636 (2026-03); read its iteration statistics with calibrate instead",
+    ),
+    **{
+        name: RulesMetrics(
+            running="trtllm_num_requests_running",
+            per_position="trtllm_spec_decode_accepted_tokens_total",
+            drafted_per_position="trtllm_spec_decode_drafted_tokens_total",
+            position_label="token_position",
+            k_from="longest-draft",
+            loses=(
+                "the counters need return_perf_metrics: true; without it they stay empty and no rule has data",
+                "the k run at each batch is not exported: the schedule check takes the longest draft in the window "
+                "(the last token_position drafted), which sees a server drafting longer than the schedule, not one "
+                "drafting shorter",
+            ),
+        )
+        for name in ("2026-03", "2026-09")
+    },
+}

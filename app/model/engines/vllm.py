@@ -28,6 +28,7 @@ from app.model.engines.base import (
     ConfigRuleError,
     EngineVersion,
     Exported,
+    RulesMetrics,
     Source,
     describe_batches,
     differences,
@@ -231,8 +232,8 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
         config["model"] = PLACEHOLDER_MODEL
         placeholders = (PLACEHOLDER_MODEL,)
         notes.append(
-            f"fill in model: {config['method']} needs the draft model's path or hub name (vLLM refuses a config "
-            "without one); or choose a method that needs none (ngram, suffix, mtp)"
+            f"fill in model: {config['method']} needs the draft's path or hub name (vLLM refuses it without), or "
+            "choose a method that needs none (ngram, suffix, mtp)"
         )
     limit = request.batch_limit
     runs: list[int]
@@ -263,9 +264,9 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
     differ = differences(best, runs) if request.tree is None else ()
     if differ:
         notes.append(f"vLLM {version.name} runs another k than the schedule at batches {describe_batches(differ)}")
-    text = (
-        json.dumps({"speculative_config": config}, indent=2) + "\n\nvllm serve TARGET_MODEL " + " ".join(quoted(flags))
-    )
+    shown = json.dumps({"speculative_config": config}, indent=2)
+    shown = re.sub(r"\[\s+(\d+),\s+(\d+),\s+(\d+)\s+\]", r"[\1, \2, \3]", shown)  # one range per line
+    text = shown + "\n\nvllm serve TARGET_MODEL " + " ".join(quoted(flags))
     return Exported(config, flags, text, notes, runs=tuple(runs), differs_at=differ, placeholders=placeholders)
 
 
@@ -633,3 +634,28 @@ REPORTS = (
 def choose_method(given: str | None) -> str | None:
     """The method as vLLM spells it; a ValueError naming the choices."""
     return method_name(given)
+
+
+# ---------------------------------------------------------------------------
+# Prometheus rules: the series each version exports (vllm/v1/spec_decode/metrics.py, vllm/v1/metrics/loggers.py)
+
+RULES_METRICS = {
+    version.name: RulesMetrics(
+        running="vllm:num_requests_running",
+        drafts="vllm:spec_decode_num_drafts_total",
+        draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+        accepted="vllm:spec_decode_num_accepted_tokens_total",
+        per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
+        # 2025-10 runs one num_speculative_tokens at every batch: one series per position from 0 to it.  Later
+        # versions look the k up per batch and export no gauge of it: the mean draft length bounds it from below.
+        k_from="positions" if version.name == "2025-10" else "mean-draft-length",
+        loses=()
+        if version.name == "2025-10"
+        else (
+            "the k vLLM runs at each batch is not exported: the schedule check compares the mean draft length "
+            "(drafted / drafts), which is at most the k run, so it sees a server drafting longer than the schedule, "
+            "not one drafting shorter",
+        ),
+    )
+    for version in VERSIONS
+}

@@ -1,0 +1,460 @@
+"""`specdec-lab watch --prometheus URL`: the watch over a Prometheus server instead of one /metrics.
+
+Each interval is asked of Prometheus's HTTP API for every instance and class at once: the increase of the
+engine's spec-decode counters over the interval (by instance and class, and by position where the engine
+counts per position), the running batch averaged over it, and the counter resets in it.  That is at most
+``QUERIES_PER_EVALUATION`` queries per interval, instant queries (``/api/v1/query``) while watching and range
+queries (``/api/v1/query_range``, at most ``MAX_HISTORY`` steps) for the history asked with ``--since``; each
+has a timeout and a size cap.  Each class's interval is then judged as the /metrics watch judges it
+(:func:`app.model.watch.interval_report`): acceptance with its interval, the batch, the speedup this implies on
+the setup, and a regression when speculation stops paying or acceptance leaves its calibrated interval.
+
+Counter resets (a restart) need no new baseline here: ``increase`` counts across them, and the line says so.
+A Prometheus that does not answer, or answers an error, ends the watch with a plain message (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from app.model import engine_metrics, engines
+from app.model.calibration import CalibrationError
+from app.model.capacity import max_batch_that_fits
+from app.model.engines.base import RulesMetrics
+from app.model.engines.reports import mean_only
+from app.model.regimes import RooflineSetup, roofline_speedup
+from app.model.watch import DRIFT_LEVEL, IntervalReport, Scrape, interval_report
+
+QUERIES_PER_EVALUATION = 6
+MAX_HISTORY = 1000  # steps of one range query
+MAX_CLASSES = 32
+MAX_RESPONSE_BYTES = 8_000_000
+MAX_FAILURES = 3  # consecutive failed intervals before the watch gives up
+COUNTER_FORMATS = {"vllm": "vllm-metrics", "llamacpp": "llamacpp-metrics", "trtllm": "trtllm-metrics"}
+
+
+class PrometheusError(Exception):
+    """Prometheus did not answer, or answered an error: the message says which, in words."""
+
+
+@dataclass(frozen=True)
+class Prometheus:
+    """A Prometheus server's HTTP API at ``url`` (its root, as in http://host:9090)."""
+
+    url: str
+    timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise PrometheusError(
+                f"--prometheus must be an http(s) URL such as http://127.0.0.1:9090; got {self.url!r}"
+            )
+
+    def _get(self, path: str, params: dict[str, str]) -> Any:
+        url = self.url.rstrip("/") + path
+        try:
+            with (
+                httpx.Client(timeout=self.timeout, follow_redirects=False) as client,
+                client.stream("GET", url, params={**params, "timeout": f"{self.timeout:g}s"}) as response,
+            ):
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise PrometheusError(f"Prometheus at {self.url} sent more than {MAX_RESPONSE_BYTES:,} bytes")
+                    chunks.append(chunk)
+                status = response.status_code
+            body = b"".join(chunks)
+        except httpx.TimeoutException:
+            raise PrometheusError(f"Prometheus at {self.url} did not answer within {self.timeout:g} s") from None
+        except httpx.HTTPError as error:
+            raise PrometheusError(f"Prometheus at {self.url} does not answer: {error}") from None
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            raise PrometheusError(
+                f"{url} answered HTTP {status} with something that is not Prometheus's JSON: is this a Prometheus?"
+            ) from None
+        if not isinstance(payload, dict) or payload.get("status") != "success":
+            reason = payload.get("error", "no reason given") if isinstance(payload, dict) else "no reason given"
+            kind = payload.get("errorType", "error") if isinstance(payload, dict) else "error"
+            raise PrometheusError(f"Prometheus at {self.url} answered HTTP {status}, {kind}: {reason}")
+        return payload.get("data")
+
+    def query(self, expr: str, at: float) -> list[dict[str, Any]]:
+        data = self._get("/api/v1/query", {"query": expr, "time": f"{at:.3f}"})
+        return _vector(data, self.url)
+
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        data = self._get(
+            "/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+        )
+        if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+            raise PrometheusError(f"Prometheus at {self.url} answered a range query without a matrix")
+        return list(data["result"])
+
+
+def _vector(data: Any, url: str) -> list[dict[str, Any]]:
+    if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+        raise PrometheusError(f"Prometheus at {url} answered an instant query without a vector")
+    return list(data["result"])
+
+
+# ---------------------------------------------------------------------------
+# What to ask
+
+
+@dataclass(frozen=True)
+class Target:
+    engine: str
+    version: str
+    metrics: RulesMetrics
+    label: str
+    matcher: str  # added to every selector, e.g. model_name="m"
+
+    @property
+    def by(self) -> str:
+        return "instance" if self.label == "instance" else f"instance, {self.label}"
+
+    def series(self, name: str, extra: str = "") -> str:
+        inside = ", ".join(part for part in (extra, self.matcher) if part)
+        return f"{name}{{{inside}}}" if inside else name
+
+    def queries(self, seconds: float) -> dict[str, str]:
+        """Name -> PromQL over one interval of ``seconds``; at most QUERIES_PER_EVALUATION of them."""
+        m, window, by = self.metrics, f"[{max(1, round(seconds))}s]", self.by
+        position = m.position_label
+
+        def increase(name: str, extra: str = "", per_position: bool = False) -> str:
+            grouping = f"{by}, {position}" if per_position else by
+            return f"sum by ({grouping}) (increase({self.series(name, extra)}{window}))"
+
+        asked = {"running": f"sum by ({by}) (avg_over_time({self.series(m.running)}{window}))"}
+        if self.engine == "sglang":
+            asked["drafts"] = increase(m.verify_calls)
+            asked["generated"] = increase(m.generated)
+            asked["k"] = f"max by ({by}) (avg_over_time({self.series(m.running_k)}{window}))"
+            asked["resets"] = f"sum by ({by}) (resets({self.series(m.verify_calls)}{window}))"
+            return asked
+        if m.drafts:
+            asked["drafts"] = increase(m.drafts)
+            asked["draft_tokens"] = increase(m.draft_tokens)
+            asked["resets"] = f"sum by ({by}) (resets({self.series(m.drafts)}{window}))"
+        else:
+            asked["drafted_at"] = increase(m.drafted_per_position, per_position=True)
+            first = self.series(m.drafted_per_position, f'{position}="0"')
+            asked["resets"] = f"sum by ({by}) (resets({first}{window}))"
+        asked["accepted_at"] = increase(m.per_position, per_position=True)
+        return asked
+
+
+def detect(prometheus: Prometheus, engine: str | None, version: str | None, label: str, value: str | None) -> Target:
+    """The engine whose series Prometheus holds (or the one named), and its newest version with counters."""
+    candidates: dict[str, tuple[str, RulesMetrics]] = {}
+    for name in engines.ENGINES if engine is None else (engine,):
+        known: dict[str, RulesMetrics] = engines.adapter(name).RULES_METRICS
+        chosen = engines.version(name, version) if engine is not None else engines.versions(name)[-1]
+        metrics = known[chosen.name]
+        if metrics.missing:
+            raise PrometheusError(metrics.missing)
+        if not (metrics.drafts or metrics.drafted_per_position or metrics.verify_calls):
+            raise PrometheusError(
+                f"{engines.adapter(name).TITLE} {chosen.name} exports only gauges of acceptance: the watch needs "
+                "counters of verifications (sglang:spec_verify_calls_total, SGLang 2026-05)"
+            )
+        candidates[name] = (chosen.name, metrics)
+    identifying = {(m.drafts or m.drafted_per_position or m.verify_calls): name for name, (_, m) in candidates.items()}
+    names = "|".join(identifying)
+    found = prometheus.query(f'count by (__name__) ({{__name__=~"{names}"}})', time.time())
+    names_found = {_metric(item).get("__name__", "") for item in found}
+    present = sorted({identifying[name] for name in names_found if name in identifying})
+    if not present:
+        which = ", ".join(engines.adapter(name).TITLE for name in candidates)
+        raise PrometheusError(
+            f"Prometheus at {prometheus.url} holds no spec-decode counters of {which} ({', '.join(identifying)}): "
+            "is the engine scraped, with speculative decoding on?"
+        )
+    if len(present) > 1:
+        raise PrometheusError(
+            f"Prometheus at {prometheus.url} holds spec-decode counters of {', '.join(present)}: name one with --engine"
+        )
+    matcher = f'{label}="{_escaped(value)}"' if value is not None else ""
+    chosen_version, metrics = candidates[present[0]]
+    return Target(present[0], chosen_version, metrics, label, matcher)
+
+
+def _escaped(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+# ---------------------------------------------------------------------------
+# From answers to reports
+
+
+Key = tuple[str, str]  # (instance, class)
+
+
+@dataclass
+class Interval:
+    """What Prometheus said of one interval, per class."""
+
+    values: dict[str, dict[Key, float]] = field(default_factory=dict)
+    positions: dict[str, dict[Key, dict[int, float]]] = field(default_factory=dict)
+
+    def classes(self) -> list[Key]:
+        found = set(self.values.get("drafts", {})) | set(self.positions.get("drafted_at", {}))
+        found |= set(self.values.get("running", {}))
+        return sorted(found)
+
+
+def _key(metric: dict[str, str], label: str) -> Key:
+    return metric.get("instance", ""), "" if label == "instance" else metric.get(label, "")
+
+
+def _number(raw: Any) -> float | None:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _store(interval: Interval, name: str, metric: dict[str, str], raw: Any, target: Target) -> None:
+    value = _number(raw)
+    if value is None:
+        return
+    key = _key(metric, target.label)
+    if name.endswith("_at"):
+        position = metric.get(target.metrics.position_label, "")
+        if position.isdigit():
+            interval.positions.setdefault(name, {}).setdefault(key, {})[int(position)] = value
+    else:
+        interval.values.setdefault(name, {})[key] = value
+
+
+def _metric(item: Any) -> dict[str, str]:
+    metric = item.get("metric") if isinstance(item, dict) else None
+    return {str(key): str(value) for key, value in metric.items()} if isinstance(metric, dict) else {}
+
+
+def evaluate(prometheus: Prometheus, target: Target, seconds: float, times: Sequence[float]) -> list[Interval]:
+    """One Interval per time (each covering the ``seconds`` before it): instant queries for one time, range
+    queries for several."""
+    try:
+        return _evaluate(prometheus, target, seconds, times)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
+        raise PrometheusError(
+            f"Prometheus at {prometheus.url} answered samples of an unexpected shape ({error})"
+        ) from None
+
+
+def _evaluate(prometheus: Prometheus, target: Target, seconds: float, times: Sequence[float]) -> list[Interval]:
+    intervals = [Interval() for _ in times]
+    for name, expr in target.queries(seconds).items():
+        if len(times) == 1:
+            for item in prometheus.query(expr, times[0]):
+                _store(intervals[0], name, _metric(item), item.get("value", [0, None])[1], target)
+            continue
+        index_of = {round(at, 3): index for index, at in enumerate(times)}
+        for item in prometheus.query_range(expr, times[0], times[-1], seconds):
+            for at, raw in item.get("values", []):
+                index = index_of.get(round(float(at), 3))
+                if index is not None:
+                    _store(intervals[index], name, _metric(item), raw, target)
+    return intervals
+
+
+def class_report(
+    interval: Interval,
+    key: Key,
+    target: Target,
+    setup: RooflineSetup,
+    calibrated: tuple[float, float] | None,
+) -> IntervalReport:
+    """One class's interval judged as the /metrics watch judges one: acceptance, batch, speedup, regression."""
+    values, positions = interval.values, interval.positions
+    running = values.get("running", {}).get(key)
+    if target.engine == "sglang":
+        return _sglang_report(values, key, running, setup, calibrated)
+    accepted_at = positions.get("accepted_at", {}).get(key, {})
+    width = max(accepted_at) + 1 if accepted_at else 0
+    per_position = tuple(accepted_at.get(i, 0.0) for i in range(width))
+    lengths: tuple[int, ...] = ()
+    if target.metrics.drafts:
+        drafts = values.get("drafts", {}).get(key, 0.0)
+        draft_tokens = values.get("draft_tokens", {}).get(key, 0.0)
+    else:
+        drafted_at = positions.get("drafted_at", {}).get(key, {})
+        width = max([width, *(position + 1 for position in drafted_at)])
+        per_position = tuple(accepted_at.get(i, 0.0) for i in range(width))
+        drafted = [drafted_at.get(i, 0.0) for i in range(width)]
+        drafts, draft_tokens = (drafted[0] if drafted else 0.0), float(sum(drafted))
+        reached = [*drafted, 0.0]
+        if any(abs(value - drafts) > 1e-9 * max(drafts, 1.0) for value in drafted):
+            lengths = tuple(i for i in range(1, width + 1) if reached[i - 1] - reached[i] > 1e-9 * max(drafts, 1.0))
+    if not per_position:
+        return IntervalReport("idle", message="no per-position counts yet: nothing to measure")
+    before = Scrape(0.0, 0.0, 0.0, (0.0,) * len(per_position), running, COUNTER_FORMATS[target.engine])
+    after = Scrape(
+        drafts, draft_tokens, float(sum(per_position)), per_position, running, COUNTER_FORMATS[target.engine], lengths
+    )
+    return interval_report(before, after, setup, calibrated)
+
+
+def _sglang_report(
+    values: dict[str, dict[Key, float]],
+    key: Key,
+    running: float | None,
+    setup: RooflineSetup,
+    calibrated: tuple[float, float] | None,
+) -> IntervalReport:
+    verifications = values.get("drafts", {}).get(key, 0.0)
+    generated = values.get("generated", {}).get(key)
+    steps = values.get("k", {}).get(key)
+    if verifications <= 0 or generated is None:
+        return IntervalReport("idle", message="no verifications this interval: nothing to measure")
+    if steps is None or round(steps) < 1:
+        return IntervalReport("idle", drafts=verifications, message="no sglang:spec_num_steps: the k is not known")
+    k = round(steps)
+    length = min(max(generated / verifications, 1.0), k + 1.0)
+    try:
+        measurement = mean_only(
+            "sglang", "sglang-metrics", None, length, k, "sglang:spec_num_steps", verifications, running, []
+        )
+        calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
+    except CalibrationError as error:
+        return IntervalReport("idle", drafts=verifications, message=f"counts do not calibrate: {error.message}")
+    p = calibrated_now.result.acceptance
+    batch = max(1, round(running)) if running is not None else 1
+    speedup = float(roofline_speedup(p, k, setup, batch))
+    low, high = calibrated_now.interval.low, calibrated_now.interval.high
+    base = IntervalReport("ok", p=p, p_low=low, p_high=high, k=k, batch=batch, speedup=speedup, drafts=verifications)
+    fit = max_batch_that_fits(setup, 1024)
+    note = f" (batch {batch} is more than the {fit} that fit this setup)" if batch > fit else ""
+    strict = engine_metrics.acceptance_interval(measurement, p, k, DRIFT_LEVEL)
+    drift = None
+    if calibrated is not None and strict.high is not None and strict.low is not None:
+        shown = f"[{calibrated[0]:.3f}, {calibrated[1]:.3f}]"
+        if strict.high < calibrated[0]:
+            drift = ("acceptance-dropped", f"acceptance dropped below its calibrated {shown}")
+        elif strict.low > calibrated[1]:
+            drift = ("acceptance-rose", f"acceptance rose above its calibrated {shown}")
+    if speedup <= 1.0:
+        message = f"speculation stops paying: {speedup:.2f}x at batch {batch} with k = {k}{note}"
+        return replace(base, status="stops-paying", message=message + (f"; {drift[1]}" if drift else ""))
+    if drift is not None:
+        return replace(base, status=drift[0], message=drift[1] + note)
+    return replace(base, message="ok" + note)
+
+
+def who(key: Key, label: str) -> str:
+    instance, value = key
+    return f"{instance}" if label == "instance" or not value else f"{instance} {label}={value}"
+
+
+def line(index: int, key: Key, label: str, report: IntervalReport, reset: bool) -> str:
+    head = f"interval {index:>4} {who(key, label)}:"
+    tail = "; counters reset in this interval (restart?): increase() counts across it" if reset else ""
+    if report.p is None:
+        return f"{head} {report.message}{tail}"
+    interval = f"[{report.p_low:.3f}, {report.p_high:.3f}]" if report.p_low is not None else "[?]"
+    return (
+        f"{head} p {report.p:.3f} {interval}  k {report.k}  batch {report.batch}  drafts {report.drafts:,.0f}  "
+        f"speedup {report.speedup:.2f}x  {report.message}{tail}"
+    )
+
+
+@dataclass
+class WatchState:
+    """Across intervals: each class's calibrated interval, the regressions seen, the intervals reported."""
+
+    calibrated: tuple[float, float] | None
+    per_class: dict[Key, tuple[float, float]] = field(default_factory=dict)
+    regressions: int = 0
+    index: int = 0
+    failures: int = 0
+
+
+def report_interval(
+    interval: Interval,
+    target: Target,
+    setup: RooflineSetup,
+    state: WatchState,
+    emit: Callable[[str], None],
+) -> list[IntervalReport]:
+    """One line per class; updates the calibrated intervals and the count of regressions."""
+    state.index += 1
+    classes = interval.classes()
+    if not classes:
+        emit(f"interval {state.index:>4}: no spec-decode series in Prometheus this interval")
+        return []
+    if len(classes) > MAX_CLASSES:
+        emit(f"interval {state.index:>4}: {len(classes)} classes; reporting the first {MAX_CLASSES}")
+        classes = classes[:MAX_CLASSES]
+    reports = []
+    for key in classes:
+        calibrated = state.calibrated or state.per_class.get(key)
+        report = class_report(interval, key, target, setup, calibrated)
+        reset = interval.values.get("resets", {}).get(key, 0.0) > 0
+        text = line(state.index, key, target.label, report, reset)
+        if calibrated is None and report.status == "ok" and report.p_low is not None and report.p_high is not None:
+            state.per_class[key] = (report.p_low, report.p_high)
+            text += f"; calibrated interval [{report.p_low:.3f}, {report.p_high:.3f}]"
+        emit(text)
+        if report.regression:
+            state.regressions += 1
+        reports.append(report)
+    return reports
+
+
+def run(
+    prometheus: Prometheus,
+    target: Target,
+    setup: RooflineSetup,
+    *,
+    interval: float,
+    samples: int,
+    since: float,
+    calibrated: tuple[float, float] | None,
+    emit: Callable[[str], None],
+    on_reports: Callable[[list[IntervalReport]], None] = lambda reports: None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> WatchState:
+    """History (``since`` seconds, in range queries), then ``samples`` live intervals (instant queries).
+
+    Raises PrometheusError when Prometheus fails MAX_FAILURES intervals in a row (or the history)."""
+    state = WatchState(calibrated)
+    start = clock()
+    steps = min(MAX_HISTORY, int(since // interval))
+    if steps >= 1:
+        times = [start - interval * (steps - index) for index in range(steps)]
+        for answered in evaluate(prometheus, target, interval, times):
+            on_reports(report_interval(answered, target, setup, state, emit))
+    for sample in range(samples):
+        due = start + interval * sample
+        wait = due - clock()
+        if wait > 0:
+            sleep(wait)
+        try:
+            answered = evaluate(prometheus, target, interval, [due])[0]
+        except PrometheusError as error:
+            state.index += 1
+            state.failures += 1
+            emit(f"interval {state.index:>4}: Prometheus query failed: {error}")
+            if state.failures >= MAX_FAILURES:
+                raise PrometheusError(f"{error} ({state.failures} intervals in a row)") from None
+            continue
+        state.failures = 0
+        on_reports(report_interval(answered, target, setup, state, emit))
+    return state
