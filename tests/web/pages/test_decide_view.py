@@ -510,3 +510,12 @@ def test_a_llama_log_without_its_draft_length_asks_for_it_in_a_field_the_page_ha
     answered = client.post(f"{VIEW}?report_k=5", json={"metrics": log})
     assert answered.status_code == 200, answered.text
     assert answered.json()["calibration"]["engine"]["k"].startswith("5 ")
+
+
+def test_the_rules_and_dashboard_for_this_setup_are_linked_and_answer(client: TestClient) -> None:
+    result = view()
+    rules = client.get(result["links"]["rules"])
+    assert rules.status_code == 200, rules.text
+    assert "SpeculativeDecodingNotPaying" in rules.text and "p_low=" in result["links"]["rules"]
+    dashboard = client.get(result["links"]["dashboard"])
+    assert dashboard.status_code == 200 and dashboard.json()["panels"]

@@ -57,6 +57,14 @@ def build(reading: Reading) -> View:
     for name in ("draft_path", "method", "engine_version"):
         if reading.text(name).strip():
             p_query += f"&{name}={url_text(reading.text(name).strip())}"
+    # the rules and the dashboard watch this setup at the calibrated p, alerting below its interval's lower end
+    watch_query = f"engine={reading.text('engine')}&p={result.acceptance!r}&k_max={reading.integer('k_max')}{query}"
+    low = engine.get("p_low")
+    if isinstance(low, float) and low <= result.acceptance:
+        watch_query += f"&p_low={low!r}"
+    for name in ("method", "engine_version"):
+        if reading.text(name).strip():
+            watch_query += f"&{name}={url_text(reading.text(name).strip())}"
     calibrated = calibration_part(reading, result)
     calibrated["engine"] = engine
     calibrated.update(recommendation(decision, reading.integer("batch"), result, chosen))
@@ -82,6 +90,8 @@ def build(reading: Reading) -> View:
             "sources": sources_link,
             **schedule_links,
             "config": f"/api/v1/engine-config?{p_query}",
+            "rules": f"/api/v1/rules?{watch_query}&format=yaml",
+            "dashboard": f"/api/v1/dashboard?{watch_query}",
             "trees": trees_link,
         },
     }
