@@ -407,5 +407,7 @@ def test_rules_of_three_engines_side_by_side_record_the_expected_values(tmp_path
             found = [line for line in capsys.readouterr().out.splitlines() if line.startswith("interval")]
             assert len(found) == 2, found  # one instance x two classes
             lines += found
-    assert all(f"p {P:.3f}" in line and f"k {K}" in line and f"batch {BATCH}" in line for line in lines), lines
-    assert {line.split()[3] for line in lines} == {"model_name=m0:", "model_name=m1:"}
+    # an interval in which a loaded machine let a stand-in add no drafts says so; every other line has the values
+    measured = [line for line in lines if "no drafts this interval" not in line]
+    assert all(f"p {P:.3f}" in line and f"k {K}" in line and f"batch {BATCH}" in line for line in measured), lines
+    assert {line.split()[3] for line in measured} == {"model_name=m0:", "model_name=m1:"}, lines
