@@ -52,6 +52,10 @@ class QueryParameter:
     exclusive_maximum: float | None
     choices: tuple[Any, ...]
     description: str
+    # A page's view names a control by its label on the page (x-label), and reads an empty value as the
+    # default (allowEmptyValue), as the page's own address does.
+    label: str | None = None
+    empty_is_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class BadRequest:
     label: str
     expected_status: int | None  # None: free text; any answer but a 5xx, and a 4xx must name the parameter
     bounds: tuple[str, ...] = ()
+    on_screen: str | None = None  # the parameter's label on the page, where the operation refuses by label
 
     @property
     def url(self) -> str:
@@ -103,6 +108,8 @@ def _parameter(raw: dict[str, Any]) -> QueryParameter:
         exclusive_maximum=schema.get("exclusiveMaximum"),
         choices=tuple(schema.get("enum", ())),
         description=str(raw.get("description") or schema.get("description") or ""),
+        label=raw.get("x-label"),
+        empty_is_default=bool(raw.get("allowEmptyValue", False)),
     )
 
 
@@ -234,11 +241,14 @@ def catalogue() -> Iterator[BadRequest]:
             bounds = bounds_of(parameter) if parameter.kind in NUMERIC else ()
             for label, raw in cases:
                 query = "&".join([*rest, f"{parameter.name}={raw}"])
-                yield BadRequest(operation, query, parameter.name, label, 422, bounds)
+                if raw == "" and parameter.empty_is_default:
+                    yield BadRequest(operation, query, parameter.name, "empty is the default", 200)
+                    continue
+                yield BadRequest(operation, query, parameter.name, label, 422, bounds, parameter.label)
             if parameter.kind == "string" and not parameter.choices:
                 for label, raw in FREE_TEXT:
                     query = "&".join([*rest, f"{parameter.name}={quote(raw, safe='')}"])
-                    yield BadRequest(operation, query, parameter.name, label, None)
+                    yield BadRequest(operation, query, parameter.name, label, None, (), parameter.label)
         if operation.parameters:
             first = operation.parameters[0]
             value = quote(str(dict(operation.required_values).get(first.name, valid_value(first))))
@@ -263,6 +273,8 @@ def problems_with(request: BadRequest, response: Answer) -> list[str]:
             return []
     elif response.status_code != request.expected_status:
         return [f"{where}: status {response.status_code}, expected {request.expected_status}: {response.text[:200]}"]
+    elif response.status_code < 400:
+        return []
     try:
         detail = response.json()["detail"]
     except (ValueError, KeyError, TypeError):
@@ -270,10 +282,19 @@ def problems_with(request: BadRequest, response: Answer) -> list[str]:
     messages = [str(item.get("msg", "")) for item in detail if isinstance(item, dict)]
     if request.parameter == "query":
         naming = [message for message in messages if "query string" in message and str(MAX_QUERY_LENGTH) in message]
+    elif request.on_screen is not None:
+        # Refused by its label on the page, and located by its name in the address.
+        naming = [
+            str(item.get("msg", ""))
+            for item in detail
+            if isinstance(item, dict)
+            and request.on_screen in str(item.get("msg", ""))
+            and list(item.get("loc", []))[-1:] == [request.parameter]
+        ]
     else:
         naming = [message for message in messages if request.parameter in message]
     if not naming:
-        return [f"{where}: no message names {request.parameter!r}: {messages}"]
+        return [f"{where}: no message names {request.on_screen or request.parameter!r}: {messages}"]
     found: list[str] = []
     for bound in request.bounds:
         if not any(any(text in message for text in bound.split("|")) for message in naming):

@@ -93,6 +93,25 @@ def documented_rules(case: schemathesis.Case[Any]) -> str:
     return rules if found else ""
 
 
+def refuses_by_label(case: schemathesis.Case[Any]) -> bool:
+    """A page's view (/api/v1/views/<name>): it reads the page's controls as the page does, so that a value the
+    page would correct, or a pasted text it cannot read, is refused naming the control by its on-screen label."""
+    return bool(case.operation.definition.raw.get("x-refuses-by-label"))
+
+
+def named_by_its_label(item: dict[str, Any], case: schemathesis.Case[Any]) -> bool:
+    """A view's refusal: a value error at a control of the operation, whose message opens with the control's label."""
+    documented = {parameter.name for parameter in case.operation.iter_parameters()}
+    where, name = item["loc"][0], item["loc"][-1]
+    return (
+        item.get("type") == "value_error"
+        and (where == "body" or name in documented)
+        and bool(item.get("label"))
+        and item["msg"].startswith(item["label"])
+        and len(item["msg"]) > len(item["label"]) + 10
+    )
+
+
 def cross_parameter_rules_only(
     ctx: schemathesis.CheckContext, response: schemathesis.Response, case: schemathesis.Case[Any]
 ) -> None:
@@ -108,6 +127,10 @@ def cross_parameter_rules_only(
     """
     if case.meta is None or not case.meta.generation.mode.is_positive or response.status_code != 422:
         return
+    if refuses_by_label(case):
+        for item in response.json()["detail"]:
+            assert named_by_its_label(item, case), f"a view's refusal must name the control by its label: {item}"
+        return
     documented = {parameter.name for parameter in case.operation.iter_parameters()}
     rules = documented_rules(case)
     for item in response.json()["detail"]:
@@ -122,6 +145,8 @@ def refused_by_a_documented_rule(failure: BaseException, response: Any, case: sc
     """positive_data_acceptance failed only because a documented rule between parameters refused the input."""
     if not isinstance(failure, RejectedPositiveData) or response.status_code != 422:
         return False
+    if refuses_by_label(case):
+        return all(named_by_its_label(item, case) for item in response.json()["detail"])
     rules = documented_rules(case)
     return all(item["type"] == "value_error" and f"`{item['loc'][-1]}`" in rules for item in response.json()["detail"])
 

@@ -23,6 +23,8 @@ async function copy(button) {
     await navigator.clipboard.writeText(text);
     status(button, "Copied.");
   } catch {
+    const folded = target.closest("details");
+    if (folded) folded.open = true; // a selection the user cannot see cannot be copied by hand
     selectText(target);
     status(button, "Selected: press Ctrl+C (⌘C) to copy.");
   }

@@ -1,16 +1,25 @@
 // The demo's browser-only parts: readouts and the curve follow a drag at once (from the closed form's ES
-// module), and the run is animated token by token. Everything else comes from the page's view.
+// module, once per animation frame), and the run is animated token by token. Everything else comes from the
+// page's view.
 
 import * as closedForm from "./closed_form.js";
-import { drawFigure, onView, refresh, view } from "./driver.js";
+import { drawFigure, onInput, onView, refresh, view } from "./driver.js";
 
 const TOKEN_DELAY_MS = 45;
+const RUN_MS = 3500; // a long run (low p) is revealed faster, so that it never takes longer than this
 const sliders = ["k", "p", "c"].map((id) => document.getElementById(id)).filter(Boolean);
 const times = (value) => `${value.toFixed(2)}×`;
 let timers = [];
 
+const readoutElements = new Map(); // readout key -> the elements that show it
+
 function setReadout(key, text) {
-  for (const element of document.querySelectorAll(`[data-text="readouts.${key}"]`)) element.textContent = text;
+  if (!readoutElements.has(key)) {
+    readoutElements.set(key, [...document.querySelectorAll(`[data-text="readouts.${key}"]`)]);
+  }
+  for (const element of readoutElements.get(key)) {
+    if (element.textContent !== text) element.textContent = text;
+  }
 }
 
 // The readouts the server's view carries, computed here while a slider moves (held equal by a browser test).
@@ -51,19 +60,21 @@ function localCurve(figure, p, k, c, chart) {
   return next;
 }
 
-function onDrag() {
+// Once per animation frame of a drag, whatever number of input events it had: readouts and curve at once.
+function onDrag(changed) {
+  if (!changed.some((element) => sliders.includes(element))) return undefined;
   const current = view();
   const [k, p, c] = sliders.map((slider) => Number(slider.value));
   const readouts = localReadouts(p, k, c, current.chart.k_search_max);
   for (const [key, text] of Object.entries(readouts)) setReadout(key, text);
   const curve = document.getElementById("curve");
-  if (!curve) return;
-  drawFigure(curve, localCurve(current.figures.curve, p, k, c, current.chart)).then(() => {
+  if (!curve || !current.figures.curve) return undefined;
+  return drawFigure(curve, localCurve(current.figures.curve, p, k, c, current.chart)).then(() => {
     curve.dataset.k = String(k);
   });
 }
 
-sliders.forEach((slider) => slider.addEventListener("input", onDrag));
+onInput(onDrag);
 
 // ---------------------------------------------------------------- the run, token by token
 
@@ -80,11 +91,13 @@ function drawRun(run, figure, shown) {
   return drawFigure(document.getElementById("run"), partial);
 }
 
+// The strip's tokens: per cycle the accepted drafts, the rejected one, the drafts after it (narrow: never
+// checked) and the target's own token.
 function buildStrip(run) {
   const strip = document.getElementById("run-tokens");
   const tokens = [];
-  run.events.forEach((events, cycle) => {
-    events.forEach((kind, position) => {
+  run.strip.forEach((kinds, cycle) => {
+    kinds.forEach((kind, position) => {
       const token = document.createElement("span");
       token.className = `token ${kind}${position === 0 ? " cycle-start" : ""}`;
       token.title = kind;
@@ -96,7 +109,8 @@ function buildStrip(run) {
   return tokens;
 }
 
-// Every token is laid out from the start and only revealed in turn, so the run's height never changes.
+// Every token is laid out from the start and only revealed in turn, so the run's height never changes; the
+// summary says where the animation is from its first frame (cycle 0), and a long run is revealed faster.
 function animate(current) {
   stopAnimation();
   const { run } = current;
@@ -104,27 +118,29 @@ function animate(current) {
   const tokens = buildStrip(run);
   const summary = document.getElementById("run-summary");
   const reduced = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-  const done = () => { document.getElementById("run").dataset.cycles = String(run.events.length); };
-  if (reduced || run.events.length === 0) {
-    summary.textContent = run.summaries[run.summaries.length - 1] || "";
-    drawRun(run, figure, run.events.length).then(done);
+  const done = () => { document.getElementById("run").dataset.cycles = String(run.strip.length); };
+  if (reduced || run.strip.length === 0) {
+    summary.textContent = run.summaries[run.summaries.length - 1] || run.start;
+    drawRun(run, figure, run.strip.length).then(done);
     return;
   }
   tokens.forEach((token) => token.classList.add("pending"));
+  summary.textContent = run.start;
   drawRun(run, figure, 0);
+  const step = Math.min(TOKEN_DELAY_MS, RUN_MS / Math.max(tokens.length, 1));
   let delay = 0;
   let index = 0;
-  run.events.forEach((events, cycle) => {
-    events.forEach(() => {
+  run.strip.forEach((kinds, cycle) => {
+    kinds.forEach(() => {
       const token = tokens[index];
       timers.push(window.setTimeout(() => token.classList.remove("pending"), delay));
       index += 1;
-      delay += TOKEN_DELAY_MS;
+      delay += step;
     });
     timers.push(window.setTimeout(() => {
       summary.textContent = run.summaries[cycle];
       const drawn = drawRun(run, figure, cycle + 1);
-      if (cycle === run.events.length - 1) drawn.then(done);
+      if (cycle === run.strip.length - 1) drawn.then(done);
     }, delay));
   });
 }
@@ -132,12 +148,16 @@ function animate(current) {
 onView((current) => {
   document.getElementById("curve")?.setAttribute("data-k", String(current.controls.k.value));
   document.getElementById("histogram")?.setAttribute("data-k", String(current.controls.k.value));
-  if (document.getElementById("run-tokens")) animate(current);
+  if (document.getElementById("run-tokens") && current.run) animate(current);
 });
 
 document.getElementById("replay")?.addEventListener("click", () => animate(view()));
 document.getElementById("new-run")?.addEventListener("click", () => {
   const seed = document.getElementById("seed");
+  if (!seed) return;
+  // The run on screen is not the new one: nothing of it is said while the new one is on its way.
+  stopAnimation();
+  document.getElementById("run-summary").textContent = "Drawing a new run…";
   seed.value = String((Number(seed.value) + 1) % 2 ** 32);
   refresh(0);
 });

@@ -23,22 +23,33 @@
 // A form with data-method="post" sends its named textareas (a pasted scrape: never in the address) as a JSON
 // object in the body of a POST to the same /api/v1/views/<name>; the short controls stay in the query.
 //
-// Page scripts add what only a browser can do (animating a run, copying a config) through onView().
+// Page scripts add what only a browser can do (animating a run, copying a config) through onView(), and follow a
+// drag through onInput().
+//
+// Plotly (1.4 MB) is loaded without blocking: the controls, the readouts and the address work before it arrives,
+// each chart shows a placeholder of its own size until then, and the latest figure of each chart is drawn once it
+// is there. Input events are coalesced: however many arrive in one animation frame, the page is updated once, in
+// that frame (timed as the User Timing measure "specdec:input-frame").
 
 const form = document.querySelector("form[data-view]");
 const listeners = [];
+const inputListeners = [];
 let current = JSON.parse(document.getElementById("view-data").textContent);
 let inflight = null;
 let requested = null;
 let shown = null; // the request whose view is on screen
 let changes = 0; // how often the user changed a control
 let timer = null;
+const ADDRESS_MS = 200;
+let addressTimer = 0;
+let addressWritten = -Infinity;
 
+const phone = window.matchMedia("(max-width: 720px)");
 const plotConfig = () => ({
   displaylogo: false,
   responsive: true,
   // The mode bar covers legends on a phone; on larger screens it shows on hover only.
-  displayModeBar: window.matchMedia("(max-width: 720px)").matches ? false : "hover",
+  displayModeBar: phone.matches ? false : "hover",
   modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
 });
 
@@ -77,11 +88,46 @@ function renderTable(table, spec) {
   if (spec.caption !== undefined && table.caption) table.caption.textContent = spec.caption;
 }
 
-export function drawFigure(element, figure) {
-  if (!figure || !window.Plotly) return Promise.resolve();
+// Plotly arrives when it arrives (an async script in the page's head); null if it could not be loaded.
+const plotly = new Promise((resolve) => {
+  const script = document.getElementById("plotly-script");
+  if (window.Plotly || !script) {
+    resolve(window.Plotly || null);
+    return;
+  }
+  script.addEventListener("load", () => resolve(window.Plotly || null));
+  script.addEventListener("error", () => resolve(null));
+}).then((library) => {
+  if (!library) {
+    for (const element of document.querySelectorAll("[data-figure], .chart")) element.dataset.failed = "1";
+  }
+  return library;
+});
+const waiting = new Map(); // chart element -> the figure to draw once Plotly is there, and the promise of it
+
+function react(element, figure) {
   return window.Plotly.react(element, figure.data, figure.layout, plotConfig()).then(() => {
     element.dataset.ready = "1";
   });
+}
+
+// Draws a figure now, or, before Plotly has arrived, once it has: only the latest figure of each chart is drawn,
+// and every caller's promise settles when it is.
+export function drawFigure(element, figure) {
+  if (!figure) return Promise.resolve();
+  if (window.Plotly) return react(element, figure);
+  const entry = waiting.get(element);
+  if (entry) {
+    entry.figure = figure;
+    return entry.drawn;
+  }
+  const created = { figure };
+  created.drawn = plotly.then((library) => {
+    waiting.delete(element);
+    return library ? react(element, created.figure) : undefined;
+  });
+  waiting.set(element, created);
+  return created.drawn;
 }
 
 function patch(view) {
@@ -149,7 +195,11 @@ function writeAddress(params) {
   window.history.replaceState(null, "", `${window.location.pathname}${query ? `?${query}` : ""}${window.location.hash}`);
 }
 
+let staleShown = null;
+
 function setStale(stale) {
+  if (stale === staleShown) return; // once per change of state, not on every frame of a drag
+  staleShown = stale;
   for (const element of document.querySelectorAll("[data-results]")) {
     element.classList.toggle("stale", stale);
     element.setAttribute("aria-busy", stale ? "true" : "false");
@@ -213,6 +263,10 @@ async function fetchView() {
     showError("");
     current = body;
     shown = key;
+    // The address says what is on screen once the view for it is painted, whatever its throttle had pending.
+    window.clearTimeout(addressTimer);
+    addressWritten = performance.now();
+    writeAddress(state());
     await patch(body);
     listeners.forEach((listener) => listener(body, { initial: false }));
     // Patching and page scripts may set controls themselves; only the user's changes leave the view stale.
@@ -226,12 +280,25 @@ async function fetchView() {
   }
 }
 
-// Called when a control changed: the address follows at once, the view after a short pause; a request for
-// controls that have changed since is cancelled at once.
+// The address follows a change at once, and a drag at most every ADDRESS_MS (then once more when it stops): the
+// browser takes a millisecond or more per change of address, and ignores them past 200 in 10 s.
+function followAddress() {
+  const now = performance.now();
+  window.clearTimeout(addressTimer);
+  if (now - addressWritten >= ADDRESS_MS) {
+    addressWritten = now;
+    writeAddress(state());
+  } else {
+    addressTimer = window.setTimeout(followAddress, addressWritten + ADDRESS_MS - now);
+  }
+}
+
+// Called when a control changed: the address follows, the view after a short pause; a request for controls that
+// have changed since is cancelled at once.
 export function refresh(delay = Number(form?.dataset.debounce || 80)) {
   if (!form) return;
   changes += 1;
-  writeAddress(state());
+  followAddress();
   setStale(true);
   if (inflight && requestKey().key !== requested) {
     inflight.abort();
@@ -247,14 +314,25 @@ export function onView(listener) {
   if (document.readyState !== "loading") listener(current, { initial: true });
 }
 
+// Called once per animation frame in which controls changed, with the controls that did, after the driver has
+// written their outputs and the address; what it returns (a promise, say) is waited for by the frame's timing.
+export function onInput(listener) {
+  inputListeners.push(listener);
+}
+
 export function view() {
   return current;
 }
 
+const outputs = new Map(); // control name -> its <output> elements
+
 function liveOutputs(element) {
-  for (const output of document.querySelectorAll(`output[data-control="${element.name}"]`)) {
-    const digits = Number(output.dataset.digits || 0);
-    output.textContent = Number(element.value).toFixed(digits);
+  if (!outputs.has(element.name)) {
+    outputs.set(element.name, [...document.querySelectorAll(`output[data-control="${element.name}"]`)]);
+  }
+  for (const output of outputs.get(element.name)) {
+    const text = Number(element.value).toFixed(Number(output.dataset.digits || 0));
+    if (output.textContent !== text) output.textContent = text;
   }
 }
 
@@ -266,24 +344,69 @@ function showWhen() {
   }
 }
 
+// ---------------------------------------------------------------- input, one update per animation frame
+//
+// The first change after a quiet frame is answered at once; changes that follow it within the same frame (a fast
+// drag, a held key) wait for the next animation frame and are answered together there: never more than one
+// update per frame, and a single change is not delayed by a frame.
+
+const touched = new Set(); // controls changed since the last update
+let updatedThisFrame = false;
+let frame = 0;
+let fallback = 0;
+
+function nextFrame() {
+  if (frame) return;
+  const run = () => {
+    window.cancelAnimationFrame(frame);
+    window.clearTimeout(fallback);
+    frame = 0;
+    fallback = 0;
+    updatedThisFrame = false;
+    if (touched.size) applyInputs();
+  };
+  frame = window.requestAnimationFrame(run);
+  fallback = window.setTimeout(run, 100); // a page in the background gets no frames
+}
+
+// The controls changed since the last update: outputs, the address, the view request, then the page scripts.
+async function applyInputs() {
+  updatedThisFrame = true;
+  nextFrame();
+  const start = performance.now();
+  const changed = [];
+  for (const element of touched) {
+    if (element.dataset.steps) {
+      const target = form.elements.namedItem(element.dataset.target);
+      const steps = lookup(current, element.dataset.steps)?.steps;
+      if (!target || !steps) continue;
+      target.value = String(steps[Number(element.value)]);
+      element.setAttribute("aria-valuetext", target.value);
+      liveOutputs(target);
+      changed.push(target);
+    } else {
+      liveOutputs(element);
+      changed.push(element);
+    }
+  }
+  touched.clear();
+  if (changed.length === 0) return;
+  showWhen();
+  refresh();
+  await Promise.all(inputListeners.map((listener) => listener(changed)));
+  performance.measure("specdec:input-frame", { start, end: performance.now() });
+}
+
+function onInputEvent(event) {
+  const element = event.target;
+  if (!element.name && !element.dataset.steps) return;
+  touched.add(element);
+  if (!updatedThisFrame) applyInputs();
+}
+
 if (form) {
   form.addEventListener("submit", (event) => event.preventDefault());
-  form.addEventListener("input", (event) => {
-    const slider = event.target;
-    if (slider.dataset.steps) {
-      const target = form.elements.namedItem(slider.dataset.target);
-      const steps = lookup(current, slider.dataset.steps)?.steps;
-      if (!target || !steps) return;
-      target.value = String(steps[Number(slider.value)]);
-      slider.setAttribute("aria-valuetext", target.value);
-      liveOutputs(target);
-      refresh();
-    } else if (event.target.name) {
-      liveOutputs(event.target);
-      showWhen();
-      refresh();
-    }
-  });
+  form.addEventListener("input", onInputEvent);
   form.addEventListener("change", (event) => {
     if (event.target.name && event.target.tagName === "SELECT") {
       showWhen();
@@ -328,6 +451,7 @@ function start() {
     document.body.dataset.ready = "1";
   });
   listeners.forEach((listener) => listener(current, { initial: true }));
+  document.body.dataset.live = "1"; // the controls answer from here on, whether or not Plotly has arrived
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -433,6 +433,35 @@ def test_the_copy_button_puts_the_config_on_the_clipboard(browser: Browser, live
         context.close()
 
 
+def test_the_rules_and_dashboard_for_this_setup_are_shown_and_copied(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
+    page = context.new_page()
+    try:
+        open_decide(page, live_server + "/decide")
+        expect(page.locator("#watch-headline")).to_contain_text("vLLM")
+        rules = page.text_content("#rules-text")
+        assert rules and rules.startswith("#") and "SpeculativeDecodingNotPaying" in rules
+        page.click("#rules-copy")
+        expect(page.locator("#rules-copy + a + [role=status]")).to_have_text("Copied.", timeout=UPDATE_MS)
+        assert page.evaluate("navigator.clipboard.readText()") == rules
+        page.click("#dashboard-copy")
+        expect(page.locator("#dashboard-copy + a + [role=status]")).to_have_text("Copied.", timeout=UPDATE_MS)
+        assert json.loads(page.evaluate("navigator.clipboard.readText()"))["panels"]
+
+        page.select_option("#engine", "sglang")  # the shown files follow the engine
+        expect(page.locator("#watch-headline")).to_contain_text("SGLang", timeout=UPDATE_MS)
+        assert "sglang" in (page.text_content("#rules-text") or "")
+        assert (
+            page.get_attribute("#rules-link", "href")
+            == json.loads(page.evaluate("fetch('/api/v1/views/decide?engine=sglang').then(r => r.text())"))["links"][
+                "rules"
+            ]
+        )
+    finally:
+        context.close()
+
+
 def test_without_a_clipboard_the_copy_button_selects_the_text(browser: Browser, live_server: str) -> None:
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     context.add_init_script("Object.defineProperty(navigator, 'clipboard', { value: undefined });")

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
+import re
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from app.model import closed_form as cf
 from tests.conftest import PageWatch
@@ -64,14 +66,13 @@ def test_moving_a_slider_updates_readouts_chart_and_url(page: Page, live_server:
     expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.75, 4, 0.15):.2f}×")
     wait_until(page, "document.getElementById('curve').dataset.k === '4'")
     assert "current k = 4" in trace_names(page)
-    query = parse_qs(urlsplit(page.url).query)
-    assert query["k"] == ["4"]
+    wait_until(page, "location.search === '?k=4'")  # a quick second change reaches the address within 200 ms
 
     page.fill("#p", "0.5")  # range inputs accept fill(), which fires input
     expect(page.locator("#p-value")).to_have_text("0.50")
     expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.5, 4, 0.15):.2f}×")
     expect(page.locator("#best-k")).to_have_text(str(cf.best_k(0.5, 0.15, 64)[0]))
-    assert parse_qs(urlsplit(page.url).query)["p"] == ["0.5"]
+    wait_until(page, "new URLSearchParams(location.search).get('p') === '0.5'")
     band_top: list[float] = page.evaluate("document.getElementById('curve').data[0].y")
     assert band_top[4] == pytest.approx(cf.speedup(0.6, 4, 0.15))
     assert_clean(watch)
@@ -238,6 +239,7 @@ def test_the_local_readouts_are_the_views(page: Page, live_server: str, watch: P
         page.fill("#k", str(k))
         page.fill("#p", str(p))
         page.fill("#c", str(c))
+        page.evaluate(NEXT_FRAME)  # the page answers the input events of a frame once, in that frame
         local = {key: text for key, text in page.evaluate(READOUTS).items() if key not in SERVER_ONLY}
         wait_until(
             page,
@@ -250,7 +252,161 @@ def test_the_local_readouts_are_the_views(page: Page, live_server: str, watch: P
 
 
 SERVER_ONLY = {"readouts.simulation", "readouts.operations", "readouts.best_limit"}
+NEXT_FRAME = "new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))"
 READOUTS = (
     "Object.fromEntries([...document.querySelectorAll('[data-text^=\"readouts.\"]')]"
     ".map((e) => [e.dataset.text, e.textContent]))"
 )
+
+
+# ---------------------------------------------------------------- before Plotly, one frame per update, the run
+
+PLOTLY = "**/vendor/plotly.min.js"
+
+
+def test_controls_and_readouts_work_before_plotly_arrives(page: Page, live_server: str, watch: PageWatch) -> None:
+    """Plotly's 1.4 MB load without blocking: sliders, readouts and the address answer while the charts wait."""
+    held: list[Route] = []
+    page.route(PLOTLY, lambda route: held.append(route))
+    page.goto(live_server + "/", wait_until="commit")  # the load event waits for Plotly
+    wait_until(page, "document.body?.dataset.live === '1'")
+    assert held and page.evaluate("typeof window.Plotly") == "undefined"
+    placeholder = page.evaluate(
+        """(() => { const chart = document.getElementById('curve');
+          return { empty: chart.childElementCount === 0, height: chart.getBoundingClientRect().height,
+                   text: getComputedStyle(chart, '::before').content }; })()"""
+    )
+    assert placeholder["empty"] and placeholder["height"] >= 200 and "Loading the chart" in placeholder["text"]
+    page.fill("#p", "0.9")
+    expect(page.locator("#speedup")).to_have_text(f"{cf.speedup(0.9, 6, 0.15):.2f}×")
+    expect(page.locator("#best-k")).to_have_text(str(cf.best_k(0.9, 0.15, 64)[0]))
+    wait_until(page, "new URLSearchParams(location.search).get('p') === '0.9'")
+    assert page.evaluate("typeof window.Plotly") == "undefined", "all of that without Plotly"
+    held[0].continue_()
+    wait_until(page, CURVE_READY)
+    speedups: list[float] = page.evaluate(
+        "document.getElementById('curve').data.find((trace) => trace.meta === 'speedup').y"
+    )
+    assert speedups[6] == pytest.approx(cf.speedup(0.9, 6, 0.15)), "the chart is drawn for the controls as they are"
+    assert_clean(watch)
+
+
+COUNT_REDRAWS = """async ([frames, perFrame]) => {
+  const slider = document.getElementById('k');
+  const react = window.Plotly.react;
+  const redraws = []; // the animation frame (its time) of each redraw of the curve
+  window.Plotly.react = (element, ...rest) => {
+    if (element.id === 'curve') redraws.push(document.timeline.currentTime);
+    return react(element, ...rest);
+  };
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+  let value = 0;
+  for (let f = 0; f < frames; f += 1) {
+    await frame();
+    for (let j = 0; j < perFrame; j += 1) {
+      value += 1;
+      slider.value = String(value);
+      slider.dispatchEvent(new Event('input', { bubbles: true }));
+    }
+  }
+  for (let f = 0; f < 3; f += 1) await frame();
+  window.Plotly.react = react;
+  return { redraws, frames: new Set(redraws).size, tokens: document.getElementById('tokens').textContent,
+           measures: performance.getEntriesByName('specdec:input-frame').length };
+}"""
+
+
+def test_a_drag_updates_the_page_once_per_animation_frame(page: Page, live_server: str, watch: PageWatch) -> None:
+    """However many input events a frame has, the page is updated at most once in it: at once for the first change
+    after a quiet frame, then in the next frame for all that came since."""
+    open_demo(page, live_server + "/")
+    page.route("**/api/v1/views/**", lambda route: None)  # only the drag itself redraws
+    result = page.evaluate(COUNT_REDRAWS, [4, 3])
+    assert len(result["redraws"]) == result["frames"], f"two redraws in one frame: {result['redraws']}"
+    assert len(result["redraws"]) <= 5, "twelve input events in four frames: at most one redraw per frame, and one"
+    assert result["tokens"] == f"{cf.expected_tokens(0.75, 12):.2f}", "of the last value"
+    assert result["measures"] >= 1, "each update is timed for the benchmark (User Timing)"
+    expect(page.locator("#k-value")).to_have_text("12")
+    assert "current k = 12" in trace_names(page)
+
+
+RUN_WATCH = """
+window.__runRecords = [];
+window.__runViolations = [];
+document.addEventListener('DOMContentLoaded', () => {
+  const strip = document.getElementById('run-tokens');
+  const summary = document.getElementById('run-summary');
+  const check = () => {
+    const text = summary.textContent;
+    const found = /\\(cycle (\\d+) of (\\d+)\\)/.exec(text);
+    const tokens = [...strip.querySelectorAll('.token')];
+    if (!found || tokens.length === 0 || !tokens.some((token) => token.classList.contains('pending'))
+        && window.__runRecords.length === 0) return;
+    const cycle = Number(found[1]);
+    const revealed = tokens.filter((token) => !token.classList.contains('pending')).length;
+    const before = tokens.filter((token) => Number(token.dataset.cycle) < cycle).length;
+    const upTo = tokens.filter((token) => Number(token.dataset.cycle) <= cycle).length;
+    window.__runRecords.push([text, revealed, tokens.length]);
+    if (revealed < before || revealed > upTo) window.__runViolations.push([text, revealed, before, upTo]);
+  };
+  const observer = new MutationObserver(check);
+  observer.observe(strip, { subtree: true, childList: true, attributes: true, attributeFilter: ['class'] });
+  observer.observe(summary, { subtree: true, childList: true, characterData: true });
+});
+"""
+
+
+def test_the_summary_follows_the_run_from_its_start(browser: Browser, live_server: str) -> None:
+    """The summary never says more than the strip shows: not the last cycle over an empty strip on load, and not
+    the previous run's last cycle while a new run begins."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.add_init_script(RUN_WATCH)
+    page.goto(live_server + "/?p=0.9")
+    wait_until(page, "document.getElementById('run')?.dataset.cycles !== undefined", timeout=20)
+    records: list[list[Any]] = page.evaluate("window.__runRecords")
+    assert records and "(cycle 0 of" in records[0][0], records[:3]
+    cycles = int(records[-1][0].split(" of ")[-1].rstrip(")"))
+    assert records[-1][0].endswith(f"(cycle {cycles} of {cycles})") and records[-1][1] == records[-1][2]
+    page.evaluate("window.__runRecords = []; delete document.getElementById('run').dataset.cycles")
+    page.click("#new-run")
+    wait_until(page, "document.getElementById('run').dataset.cycles !== undefined", timeout=20)
+    renewed: list[list[Any]] = page.evaluate("window.__runRecords")
+    assert renewed and "(cycle 0 of" in renewed[0][0], renewed[:3]
+    assert page.evaluate("window.__runViolations") == []
+    context.close()
+
+
+def test_the_run_takes_the_space_and_time_it_needs(browser: Browser, live_server: str) -> None:
+    """At p = 0.1 most drafts are never checked: they are drawn narrow, and the long run is revealed quickly."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    page.goto(live_server + "/?p=0.1")
+    wait_until(page, "document.querySelector('#run-tokens .token.pending') !== null")
+    started = page.evaluate("performance.now()")
+    strip = page.evaluate("document.getElementById('run-tokens').getBoundingClientRect().height")
+    assert strip <= 340, f"the strip reserves {strip} px on a phone"
+    widths = page.evaluate(
+        """(() => { const width = (kind) => document.querySelector(`#run-tokens .token.${kind}`)
+          .getBoundingClientRect().width; return { discarded: width('discarded'), rejected: width('rejected') }; })()"""
+    )
+    assert widths["discarded"] <= widths["rejected"] / 2
+    wait_until(page, "document.querySelector('#run-tokens .token.pending') === null", timeout=20)
+    assert page.evaluate("performance.now()") - started < 5000, "the whole run is revealed within 5 s"
+    assert page.evaluate("document.getElementById('run-tokens').getBoundingClientRect().height") == strip
+    legend = page.text_content(".run-legend") or ""
+    assert "rejected draft" in legend and "never checked" in legend
+    context.close()
+
+
+MULTIPLICATION = re.compile(r"×\s?\d|\d(?:\.\d+)?\s?x\b")
+
+
+@pytest.mark.parametrize("path", ["/?k=4&p=0.8&c=0.1", "/embed?parts=controls,readouts,curve,run,histogram"])
+def test_one_multiplication_sign_style(page: Page, live_server: str, path: str) -> None:
+    """Factors are written 2.04×, never ×2.04 or 2.04x."""
+    open_demo(page, live_server + path)
+    wait_until(page, "document.getElementById('run')?.dataset.cycles !== undefined", timeout=20)
+    text = page.inner_text("body")
+    assert MULTIPLICATION.findall(text) == []
+    assert re.search(r"\d\.\d\d×", text)

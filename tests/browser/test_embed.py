@@ -317,3 +317,36 @@ def test_the_readme_host_snippet_sizes_the_frame(live_server: str, serve_host: A
 def _embed_frame(page: Page, demo_base: str) -> Frame | None:
     page.wait_for_timeout(50)
     return next((frame for frame in page.frames if frame.url.startswith(demo_base + "/embed")), None)
+
+
+def test_an_unknown_part_is_named_in_the_frame(live_server: str, serve_host: Any, visit: Any) -> None:
+    site = serve_host(live_server, query="/embed?k=4&parts=readout,curve")
+    seen = visit(site)
+    frame = demo_frame(seen.page, live_server)
+    wait_until(frame, CHART_DRAWN)
+    note = frame.text_content(".notes") or ""
+    assert "no part named `readout` (did you mean `readouts`?)" in note and "showing curve" in note
+    assert frame.evaluate("document.querySelector('.notes').checkVisibility()")
+    assert frame.evaluate("document.getElementById('tokens') === null")
+    assert seen.console_errors == []
+
+
+def test_an_embed_asks_only_for_what_it_shows(live_server: str, serve_host: Any, visit: Any) -> None:
+    site = serve_host(live_server, query="/embed?k=4&p=0.8&parts=controls,curve")
+    seen = visit(site)
+    frame = demo_frame(seen.page, live_server)
+    wait_until(frame, CHART_DRAWN)
+    views: list[str] = []
+    seen.page.on("request", lambda request: "/api/v1/views/" in request.url and views.append(request.url))
+    frame.fill("#k", "2")
+    wait_until(frame, "document.getElementById('curve').dataset.k === '2'")
+    for _ in range(100):
+        if views:
+            break
+        seen.page.wait_for_timeout(50)
+    assert len(views) == 1 and urlsplit(views[0]).path == "/api/v1/views/embed"
+    query = dict(item.split("=") for item in urlsplit(views[0]).query.split("&"))
+    assert query == {"k": "2", "p": "0.8", "parts": "controls%2Ccurve"}
+    wait_until(frame, "!document.querySelector('[data-results].stale')")
+    assert frame.evaluate("document.getElementById('run') === null && document.getElementById('histogram') === null")
+    assert seen.console_errors == []

@@ -131,7 +131,7 @@ def test_first_paint_is_the_view_and_the_driver_keeps_it(
     assert requests == [], "the first paint needs no view request"
     assert page.url == f"{live_server}/exact{query}", "the address is left as it was"
     names = page.evaluate("Array.from(document.getElementById('exact-histogram').data, (trace) => trace.name)")
-    assert names == ["target p", "draft q", "Exact rule", "Accept on argmax", "Resample from p"]
+    assert names == ["target t", "draft q", "Exact rule", "Accept on argmax", "Resample from the target"]
     assert_clean(watch)
 
 
@@ -303,4 +303,17 @@ def test_the_page_is_under_six_thousand_pixels_on_a_desktop(page: Page, live_ser
     page.set_viewport_size({"width": 1366, "height": 900})
     open_page(page, f"{live_server}/exact?chain_k=1")  # the longest chain list
     assert page.evaluate("document.documentElement.scrollHeight") < 6000
+    assert_clean(watch)
+
+
+def test_p_is_only_the_acceptance(page: Page, live_server: str, watch: PageWatch) -> None:
+    """The target's distribution is t (the draft's q): p names the acceptance, as on every other page."""
+    open_page(page, f"{live_server}/exact")
+    text = page.inner_text("main")
+    for wrong in ("min(p,", "min(1, p(", "TV(p", "target p", "Resample from p", "samples p", "max(0, p"):
+        assert wrong not in text, wrong
+    assert "min(1, t(x)/q(x))" in text and "Σ min(t, q) = 1 − TV" in text
+    assert "the acceptance p" in text
+    names = page.evaluate("Array.from(document.getElementById('exact-histogram').data, (trace) => trace.name)")
+    assert names[:2] == ["target t", "draft q"]
     assert_clean(watch)

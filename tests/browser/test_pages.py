@@ -87,3 +87,44 @@ def test_scroll_containers_say_they_scroll(browser: Browser, live_server: str) -
             assert region.get_attribute("aria-label")
             assert region.evaluate("(element) => getComputedStyle(element).overflowX") == "auto"
     context.close()
+
+
+TERMS = {
+    "/": ["c-ops"],
+    "/batch": ["v-k"],
+    "/exact": ["chi-square"],
+    "/decide": ["wilson", "chi-square", "tau", "sps", "pld", "positional", "tree-budget"],
+}
+
+
+@pytest.mark.parametrize("path", list(TERMS))
+def test_terms_are_explained_on_hover_and_on_focus(page: Page, live_server: str, watch: PageWatch, path: str) -> None:
+    page.goto(live_server + path)
+    wait_until(page, READY)
+    for term in TERMS[path]:
+        selector = f".term[data-term='{term}']"
+        wait_until(page, f'document.querySelector("{selector}") !== null')
+        element = page.locator(selector).first
+        assert element.get_attribute("tabindex") == "0"
+        assert element.get_attribute("aria-describedby") == "glossary-tip"
+        element.focus()
+        tip = page.locator("#glossary-tip")
+        assert tip.is_visible() and tip.get_attribute("data-term") == term
+        assert tip.get_attribute("role") == "tooltip" and len(tip.text_content() or "") > 80
+        page.keyboard.press("Escape")
+        assert not tip.is_visible()
+        element.hover()
+        assert tip.is_visible() and tip.get_attribute("data-term") == term
+        page.mouse.move(0, 0)
+    assert watch.console_errors == []
+
+
+def test_a_term_s_explanation_fits_a_phone(browser: Browser, live_server: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(live_server + "/")
+    wait_until(page, READY)
+    page.locator(".term[data-term='c-ops']").tap()
+    box = page.locator("#glossary-tip").bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    context.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -16,41 +17,43 @@ from starlette.concurrency import run_in_threadpool
 from app import __version__
 from app.web.core.assets import asset_table, asset_url, asset_version
 from app.web.core.compression import accepts_gzip
-from app.web.pages.controls import ControlError
+from app.web.pages import glossary
+from app.web.pages.controls import Control, ControlError
 from app.web.pages.page import Page
 from app.web.pages.registry import DEMO, PAGES, page_for_legacy_keys
 from app.web.pages.text import fixed
+from app.web.pages.views import demo
+from app.web.pages.views import embed as embed_view
 from app.web.schemas.core import Health
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parents[3] / "templates")
 TEMPLATES.env.globals["asset"] = asset_url
 TEMPLATES.env.filters["fixed"] = fixed
+TEMPLATES.env.globals["glossary_terms"] = glossary.terms
+EMBED = embed_view.PAGE
 
 router = APIRouter()
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 # What /embed may show; `parts=` picks a subset, in this order.
-EMBED_PARTS = ("controls", "readouts", "curve", "run", "histogram")
-DEFAULT_EMBED_PARTS = ("controls", "readouts", "curve", "run")
-
-
-def embed_parts(raw: str | None) -> tuple[str, ...]:
-    """The parts an embed shows: the known names in `parts=`, or the default set when none is known."""
-    wanted = {part.strip() for part in (raw or "").split(",")}
-    chosen = tuple(part for part in EMBED_PARTS if part in wanted)
-    return chosen or DEFAULT_EMBED_PARTS
+EMBED_PARTS = demo.PARTS
+# Views served as /api/v1/views/<name>: every page's, and the embed's.
+VIEWS: tuple[Page, ...] = (*PAGES, EMBED)
 
 
 def render_page(request: Request, page: Page, embed: bool = False) -> HTMLResponse:
     query = request.query_params
     embed = embed or query.get("embed") in ("1", "true", "yes")
+    if embed and page is DEMO:
+        page = EMBED  # the demo's parts that `parts=` names, computed alone
+    view = page.view(query, strict=False)
     context: dict[str, Any] = {
         "page": page,
         "pages": PAGES,
         "embed": embed,
-        "parts": embed_parts(query.get("parts")) if embed else EMBED_PARTS,
+        "parts": tuple(view.get("parts", EMBED_PARTS)),
+        "view": view,
     }
-    context["view"] = page.view(query, strict=False)
     return TEMPLATES.TemplateResponse(request, page.template, context)
 
 
@@ -86,7 +89,7 @@ def get_embed_page(request: Request) -> HTMLResponse:
 
 
 def _view_page(name: str) -> Page | None:
-    return next((page for page in PAGES if page.name == name), None)
+    return next((page for page in VIEWS if page.name == name), None)
 
 
 def _no_view(name: str) -> JSONResponse:
@@ -98,7 +101,12 @@ def _view_response(page: Page, query: Mapping[str, str], body: Mapping[str, str]
         return JSONResponse(page.view(query, strict=True, body=body))
     except ControlError as error:
         where = "body" if error.control in page.body_controls else "query"
-        detail = {"loc": [where, error.control.name], "msg": error.message, "label": error.control.label}
+        detail = {
+            "loc": [where, error.control.name],
+            "msg": error.message,
+            "type": "value_error",
+            "label": error.control.label,
+        }
         return JSONResponse({"detail": [detail]}, status_code=422)
 
 
@@ -120,7 +128,8 @@ async def post_view(name: str, request: Request) -> JSONResponse:
     if page is None:
         return _no_view(name)
     if not page.body_controls:
-        return JSONResponse({"detail": [{"loc": ["body"], "msg": f"the {name} view takes no body"}]}, 405)
+        detail = {"detail": [{"loc": ["body"], "msg": f"the {name} view takes no body: GET it"}]}
+        return JSONResponse(detail, 405, headers={"allow": "GET, HEAD"})
     names = {control.name for control in page.body_controls}
     # Each text up to twice its length once JSON escapes quotes and newlines, + framing.
     limit = 2 * sum(control.max_length for control in page.body_controls) + 65_536
@@ -143,13 +152,76 @@ async def post_view(name: str, request: Request) -> JSONResponse:
     return await run_in_threadpool(_view_response, page, request.query_params, body)
 
 
+@dataclass(frozen=True)
+class PlainPage:
+    """A page without a view or controls (the API docs, the glossary, "not found"): the nav, a heading, a line."""
+
+    name: str
+    path: str
+    nav: str
+    title: str
+    question: str
+
+
+DOCS = PlainPage(
+    "docs",
+    "/docs",
+    "API",
+    "The JSON API",
+    "Every number of these pages as JSON: GETs with query parameters, and POSTs where a report or step times are "
+    "pasted. Try any operation below; each page's own view is here too, under “page views”.",
+)
+GLOSSARY = PlainPage(
+    "glossary",
+    "/glossary",
+    "Glossary",
+    "Glossary",
+    "The words these pages use that a newcomer may not know. On every page, a dotted underline explains one on hover "
+    "or focus.",
+)
+
+
+def _plain_context(page: PlainPage) -> dict[str, Any]:
+    return {"page": page, "pages": PAGES, "embed": False}
+
+
+@router.api_route(
+    "/api/v1/views/{name}", methods=["PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"], include_in_schema=False
+)
+def refuse_view_method(name: str) -> JSONResponse:
+    """405 with the methods the view has: GET (and HEAD), and POST where the page takes pasted texts."""
+    page = _view_page(name)
+    if page is None:
+        return _no_view(name)
+    allow = "GET, HEAD, POST" if page.body_controls else "GET, HEAD"
+    return JSONResponse({"detail": f"Method Not Allowed: {allow}"}, 405, headers={"allow": allow})
+
+
 @router.get("/docs", response_class=HTMLResponse, include_in_schema=False)
 def get_docs(request: Request) -> HTMLResponse:
-    """Interactive API documentation (Swagger UI served from this origin)."""
-    return TEMPLATES.TemplateResponse(request, "docs.html", {})
+    """Interactive API documentation (Swagger UI served from this origin), under the site's nav."""
+    return TEMPLATES.TemplateResponse(request, "docs.html", _plain_context(DOCS))
 
 
-@router.get("/healthz", response_model=Health, tags=["service"])
+@router.get("/glossary", response_class=HTMLResponse, include_in_schema=False)
+def get_glossary(request: Request) -> HTMLResponse:
+    """Every term the pages explain on hover and focus, with its explanation."""
+    return TEMPLATES.TemplateResponse(request, "glossary.html", {**_plain_context(GLOSSARY), "terms": glossary.TERMS})
+
+
+def not_found_page(request: Request) -> HTMLResponse:
+    """The 404 of an address that is no page: the nav, and the pages there are."""
+    page = PlainPage(
+        "not-found",
+        request.url.path,
+        "Not found",
+        "No page here",
+        f"There is no page at {request.url.path}. These are the pages there are:",
+    )
+    return TEMPLATES.TemplateResponse(request, "not_found.html", _plain_context(page), status_code=404)
+
+
+@router.get("/healthz", summary="Is the server up?", response_model=Health, tags=["service"])
 def get_health() -> Health:
     """Liveness probe."""
     return Health(status="ok", version=__version__)
@@ -179,3 +251,128 @@ def _matches_etag(if_none_match: str, etag: str) -> bool:
     """RFC 9110 weak comparison against a list of tags, or *."""
     tags = [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
     return "*" in tags or etag in tags
+
+
+# ---------------------------------------------------------------- the views in the OpenAPI document
+
+VIEW_ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "detail": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["loc", "msg"],
+                "properties": {
+                    "loc": {"type": "array", "items": {"type": "string"}},
+                    "msg": {"type": "string"},
+                    "type": {"type": "string"},
+                    "label": {"type": "string", "description": "The control's label on the page."},
+                },
+            },
+        }
+    },
+}
+VIEW_SCHEMA = {
+    "type": "object",
+    "description": "The page's view: numbers, display strings, tables and chart figures (Plotly JSON).",
+    "required": ["page", "controls", "links", "notes"],
+    "properties": {
+        "page": {"type": "string"},
+        "controls": {"type": "object", "description": "Each control's value and its text as the page shows it."},
+        "links": {"type": "object", "description": "The page's address (self), this view (json) and the API calls."},
+        "notes": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+
+def _control_schema(control: Control) -> dict[str, Any]:
+    schema: dict[str, Any]
+    if control.kind == "select":
+        schema = {"type": "string", "enum": [value for value, _ in control.options]}
+    elif control.kind == "text":
+        schema = {"type": "string", "maxLength": control.max_length}
+    else:
+        schema = {"type": "integer" if control.integer else "number", "minimum": control.low, "maximum": control.high}
+    if control.default is not None:
+        schema["default"] = control.default
+    return schema
+
+
+def _control_parameter(control: Control) -> dict[str, Any]:
+    described = f"{control.label}" + (f": {control.help}" if control.help else "") + f"; {control.bounds}."
+    return {
+        "name": control.name,
+        "in": "query",
+        "required": False,
+        "description": described,
+        "schema": _control_schema(control),
+        "allowEmptyValue": True,  # an empty value is the default, as in the page's address
+        "x-label": control.label,  # the name a refusal gives it: its label on the page
+    }
+
+
+def _view_operation(page: Page, method: str) -> dict[str, Any]:
+    where = "the demo without the page's chrome, the parts `parts` names" if page is EMBED else f"the page {page.path}"
+    description = (
+        f'{page.question}\n\nThe same object {where} is rendered from (its "This page as JSON" link). The query is '
+        "the page's own controls, named as in the page's address and left out at their defaults. A value the page "
+        "would correct (out of its bounds, or breaking a rule between its controls) is refused with a 422 that names "
+        "the control by its label on the page (`label`) and states its bounds. Keys the page does not know are "
+        "ignored, so that old addresses keep working."
+    )
+    controls = page.controls
+    operation: dict[str, Any] = {
+        "tags": ["page views"],
+        "summary": f"Page {'/embed' if page is EMBED else page.path} as JSON ({page.nav})",
+        "operationId": f"{method}_view_{page.name}",
+        "description": description,
+        "parameters": [_control_parameter(control) for control in controls if control not in page.body_controls],
+        "x-accepts-unknown-parameters": True,
+        "x-refuses-by-label": True,
+        "responses": {
+            "200": {"description": "The page's view", "content": {"application/json": {"schema": VIEW_SCHEMA}}},
+            "422": {
+                "description": "A control's value the page would correct, named by its label",
+                "content": {"application/json": {"schema": VIEW_ERROR_SCHEMA}},
+            },
+        },
+    }
+    if method == "post":
+        operation["summary"] += ", with pasted texts in the body"
+        operation["description"] += (
+            " The long texts (a pasted report) travel as a JSON object of strings in the body, never in the address."
+        )
+        operation["requestBody"] = {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            control.name: {
+                                "type": "string",
+                                "maxLength": control.max_length,
+                                "description": control.label,
+                            }
+                            for control in page.body_controls
+                        },
+                    }
+                }
+            },
+        }
+    return operation
+
+
+def document_views(openapi: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI document with /api/v1/views/<name> of every page: GET, and POST where a page takes texts."""
+    documented = dict(openapi)
+    paths = dict(documented.get("paths", {}))
+    for page in VIEWS:
+        operations = {"get": _view_operation(page, "get")}
+        if page.body_controls:
+            operations["post"] = _view_operation(page, "post")
+        paths[f"/api/v1/views/{page.name}"] = operations
+    documented["paths"] = paths
+    return documented

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import pytest
@@ -519,3 +522,38 @@ def test_the_rules_and_dashboard_for_this_setup_are_linked_and_answer(client: Te
     assert "SpeculativeDecodingNotPaying" in rules.text and "p_low=" in result["links"]["rules"]
     dashboard = client.get(result["links"]["dashboard"])
     assert dashboard.status_code == 200 and dashboard.json()["panels"]
+
+
+def test_the_page_shows_the_rules_and_dashboard_the_api_serves_for_this_setup(client: TestClient) -> None:
+    result = view("engine=trtllm&hw=h200&batch=8")
+    watch = result["watch"]
+    assert watch["available"] is True
+    served = client.get(result["links"]["rules"])
+    assert served.status_code == 200 and watch["rules_text"] == served.text
+    assert "&batch=8" in result["links"]["rules"] and "hw=h200" in result["links"]["rules"]
+    assert json.loads(watch["dashboard_text"]) == client.get(result["links"]["dashboard"]).json()
+    names = [line.split(":", 1)[0] for line in watch["alerts"]]
+    assert names == [
+        "SpeculativeDecodingNotPaying",
+        "SpeculativeAcceptanceBelowCalibrated",
+        "SpeculativeDraftLengthOffSchedule",
+    ]
+    assert "TensorRT-LLM 2026-09" in watch["headline"] and "below p = " in watch["headline"]
+
+
+def test_the_rules_shown_on_the_page_load_into_prometheus(tmp_path: Path) -> None:
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is required: `make prometheus`"
+    for engine in ("vllm", "sglang", "trtllm", "llamacpp"):
+        text = view(f"engine={engine}")["watch"]["rules_text"]
+        path = tmp_path / f"{engine}.rules.yml"
+        path.write_text(text)
+        checked = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True)
+        assert checked.returncode == 0, (engine, checked.stdout, checked.stderr)
+
+
+def test_an_engine_version_without_counters_says_what_is_missing_and_shows_no_file() -> None:
+    watch = view("engine=llamacpp&engine_version=2026-03")["watch"]
+    assert watch["available"] is False
+    assert watch["rules_text"] == "" and watch["dashboard_text"] == ""
+    assert "llama.cpp cannot be watched" in watch["unavailable"] and "only in its log" in watch["unavailable"]

@@ -52,7 +52,9 @@ def test_defaults_are_what_the_api_returns_for_the_same_requests(client: TestCli
     assert shown["rule"]["acceptance"] == f"{first['acceptance']:.3f} ± {first['acceptance_standard_error']:.3f}"
     assert cells(shown["rule"]["table"]) == [
         [
-            {"exact": "Exact rule", "argmax": "Accept on argmax", "resample_target": "Resample from p"}[rule["rule"]],
+            {"exact": "Exact rule", "argmax": "Accept on argmax", "resample_target": "Resample from the target"}[
+                rule["rule"]
+            ],
             f"{rule['acceptance']:.3f} ({rule['acceptance_expected']:.3f})",
             f"{rule['bias']:.3f}",
             p_value(rule["p_value"]),
@@ -70,7 +72,7 @@ def test_defaults_are_what_the_api_returns_for_the_same_requests(client: TestCli
         f"{chain['generated']} tokens in {len(chain['cycles'])} cycles "
         f"({chain['mean_tokens_per_cycle']:.2f} per cycle), "
         f"{chain['rollbacks']} rollbacks; acceptance {chain['acceptance']:.3f}, "
-        f"mean Σ min(p, q) {chain['mean_overlap']:.3f}."
+        f"mean Σ min(t, q) {chain['mean_overlap']:.3f}."
     )
 
     run = api(client, shown["links"]["ngram"])
@@ -133,7 +135,7 @@ def test_figures_are_built_from_the_model() -> None:
     shown = view({"vocab": "20", "draft_distance": "0"})
     histogram = shown["figures"]["exact-histogram"]
     names = [trace["name"] for trace in histogram["data"]]
-    assert names == ["target p", "draft q", "Exact rule", "Accept on argmax", "Resample from p"]
+    assert names == ["target t", "draft q", "Exact rule", "Accept on argmax", "Resample from the target"]
     pair = sampling.make_pair(20, 1.0, 1.0, 0.0, 0)
     assert histogram["data"][0]["y"] == pytest.approx(sorted(pair.target, reverse=True))
     assert histogram["data"][0]["x"][0] == "#1" and "rest" not in histogram["data"][0]["x"]  # 20 tokens, all shown

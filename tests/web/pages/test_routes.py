@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import closed_form
+from app.model import closed_form, monte_carlo
 from app.web.pages.views.demo import readouts
 
 
@@ -86,3 +88,102 @@ def test_one_number_for_the_largest_useful_draft_cost_and_the_engine_s_rate(clie
     assert 'id="max-cost"' not in html
     assert "largest draft cost that breaks even" in html
     assert closed_form.max_draft_cost(0.7, 5) == pytest.approx(closed_form.draft_acceptance_rate(0.7, 5))
+
+
+@pytest.mark.parametrize(
+    ("parts", "named", "guess", "shown"),
+    [
+        ("foo", "foo", None, {"controls", "readouts", "curve", "run"}),
+        ("readout,curve", "readout", "readouts", {"curve"}),
+        ("run,histgram", "histgram", "histogram", {"run"}),
+    ],
+)
+def test_an_unknown_part_is_named(
+    client: TestClient, parts: str, named: str, guess: str | None, shown: set[str]
+) -> None:
+    html = client.get("/embed", params={"parts": parts}).text
+    note = html.split('<ul class="notes"')[1].split("</ul>")[0]
+    assert f"no part named `{named}`" in note
+    assert (f"did you mean `{guess}`?" in note) is (guess is not None)
+    assert "the parts are controls, readouts, curve, run, histogram" in note
+    assert ('id="curve"' in html) is ("curve" in shown) and ('id="run-tokens"' in html) is ("run" in shown)
+    assert ('id="k"' in html) is ("controls" in shown) and ('id="histogram"' in html) is ("histogram" in shown)
+    refused = client.get("/api/v1/views/embed", params={"parts": parts})
+    assert refused.status_code == 422
+    detail = refused.json()["detail"][0]
+    assert detail["loc"] == ["query", "parts"] and detail["label"] == "Parts"
+    assert detail["msg"].startswith(f"Parts: no part named `{named}`")
+
+
+def test_known_parts_get_no_note(client: TestClient) -> None:
+    html = client.get("/embed", params={"parts": "readouts,curve"}).text
+    assert '<ul class="notes" data-list="notes" hidden>' in html
+
+
+@pytest.mark.parametrize(
+    ("parts", "simulations", "runs"),
+    [("curve", 0, 0), ("readouts,curve", 0, 0), ("run", 0, 1), ("histogram", 1, 0), (None, 0, 1)],
+)
+def test_an_embed_computes_only_what_it_shows(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, parts: str | None, simulations: int, runs: int
+) -> None:
+    calls = {"simulate": 0, "run_trace": 0}
+    for name in calls:
+        original = getattr(monte_carlo, name)
+
+        def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            calls[_name] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(monte_carlo, name, counted)
+    query = {} if parts is None else {"parts": parts}
+    assert client.get("/embed", params=query).status_code == 200
+    assert calls == {"simulate": simulations, "run_trace": runs}
+    view = client.get("/api/v1/views/embed", params=query).json()
+    assert calls == {"simulate": 2 * simulations, "run_trace": 2 * runs}, "and its JSON twin the same"
+    assert set(view["figures"]) == {"curve", "run", "histogram"} & set(view["parts"])
+    assert ("simulation" in view["readouts"]) is ("histogram" in view["parts"])
+
+
+def test_the_demo_s_json_twin_is_still_whole(client: TestClient) -> None:
+    view = client.get("/api/v1/views/demo").json()
+    assert set(view["figures"]) == {"curve", "run", "histogram"}
+    assert view["parts"] == ["controls", "readouts", "curve", "run", "histogram"]
+    assert view["run"]["start"].endswith(f"(cycle 0 of {len(view['run']['events'])})")
+    assert [len(kinds) for kinds in view["run"]["strip"]] == [len(kinds) for kinds in view["run"]["events"]]
+
+
+def test_an_unknown_page_is_a_page_with_the_nav(client: TestClient) -> None:
+    response = client.get("/no-such-page")
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/html")
+    html = response.text
+    assert '<nav aria-label="Pages"' in html and "There is no page at /no-such-page" in html
+    for path in ("/", "/batch", "/exact", "/decide", "/docs"):
+        assert f'href="{path}"' in html
+    assert client.head("/no-such-page").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/v1/no-such-operation", "/api/nothing", "/api/v1/views/nothing"])
+def test_an_unknown_api_path_keeps_answering_json(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/json"
+    assert "detail" in response.json()
+
+
+def test_the_glossary_lists_every_term(client: TestClient) -> None:
+    html = client.get("/glossary").text
+    for anchor, words in [
+        ("v-k", "v(k)"),
+        ("tau", "τ (tau)"),
+        ("c-ops", "c_ops"),
+        ("sps", "SpS"),
+        ("pld", "PLD"),
+        ("wilson", "Wilson score"),
+        ("chi-square", "χ² on 4 df"),
+        ("positional", "Positional acceptance P_i"),
+        ("tree-budget", "Tree budget n"),
+    ]:
+        assert f'<dt id="{anchor}">' in html and words in html
+    assert '<nav aria-label="Pages"' in html and 'href="/glossary"' in client.get("/").text

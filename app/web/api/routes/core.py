@@ -50,7 +50,7 @@ COps = Annotated[
 KPositive = Annotated[int, Query(ge=1, le=K_MAX_LIMIT, description=f"Draft length k, 1 to {K_MAX_LIMIT}.")]
 
 
-@router.get("/expected-tokens", response_model=ExpectedTokens)
+@router.get("/expected-tokens", summary="Expected tokens per cycle", response_model=ExpectedTokens)
 def get_expected_tokens(p: P = DEFAULT_P, k: K = DEFAULT_K) -> ExpectedTokens:
     """Expected tokens per cycle and the distribution of accepted drafts."""
     return ExpectedTokens(
@@ -61,19 +61,19 @@ def get_expected_tokens(p: P = DEFAULT_P, k: K = DEFAULT_K) -> ExpectedTokens:
     )
 
 
-@router.get("/cost", response_model=Cost)
+@router.get("/cost", summary="Cost of one cycle", response_model=Cost)
 def get_cost(k: K = DEFAULT_K, c: C = DEFAULT_C) -> Cost:
     """Cost of one cycle in target passes."""
     return Cost(k=k, c=c, cost_per_cycle=closed_form.cost_per_cycle(k, c))
 
 
-@router.get("/speedup", response_model=Speedup)
+@router.get("/speedup", summary="Speedup over plain decoding", response_model=Speedup)
 def get_speedup(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> Speedup:
     """Speedup of speculative decoding over plain decoding."""
     return build_speedup(p, k, c)
 
 
-@router.get("/optimal-k", response_model=OptimalK)
+@router.get("/optimal-k", summary="Best draft length k", response_model=OptimalK)
 def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = K_SEARCH_MAX) -> OptimalK:
     """Draft length with the highest speedup over 1..k_max, or 0 when speculation never pays.
 
@@ -81,7 +81,7 @@ def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = K_SEARCH_MAX
     return build_optimal_k(p, c, k_max)
 
 
-@router.get("/break-even", response_model=BreakEven)
+@router.get("/break-even", summary="Break-even acceptance and largest useful draft cost", response_model=BreakEven)
 def get_break_even(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> BreakEven:
     """Break-even acceptance, largest useful draft cost and Leviathan's guarantee."""
     return BreakEven(
@@ -94,7 +94,7 @@ def get_break_even(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> Brea
     )
 
 
-@router.get("/serving-metrics", response_model=ServingMetrics)
+@router.get("/serving-metrics", summary="What an engine reports at p and k", response_model=ServingMetrics)
 def get_serving_metrics(p: P = DEFAULT_P, k: KPositive = DEFAULT_K) -> ServingMetrics:
     """What a serving engine would report at acceptance p and draft length k."""
     return ServingMetrics(
@@ -105,13 +105,13 @@ def get_serving_metrics(p: P = DEFAULT_P, k: KPositive = DEFAULT_K) -> ServingMe
     )
 
 
-@router.get("/operations", response_model=Operations)
+@router.get("/operations", summary="Extra arithmetic of speculation", response_model=Operations)
 def get_operations(p: P = DEFAULT_P, k: K = DEFAULT_K, c_ops: COps = 0.0) -> Operations:
     """Increase in arithmetic operations (Leviathan Thm 3.11)."""
     return Operations(p=p, k=k, c_ops=c_ops, operations_increase=closed_form.operations_increase(p, k, c_ops))
 
 
-@router.get("/curve", response_model=Curve)
+@router.get("/curve", summary="Speedup for every k, with the band and every readout", response_model=Curve)
 def get_curve(
     p: P = DEFAULT_P,
     k: K = DEFAULT_K,
@@ -128,7 +128,7 @@ def get_curve(
     return build_curve(p, k, c, k_max, band, c_ops)
 
 
-@router.get("/run", response_model=Run, dependencies=HEAVY)
+@router.get("/run", summary="One seeded run, cycle by cycle", response_model=Run, dependencies=HEAVY)
 @in_worker_process
 @with_rules(RHO_RULES)
 def get_run(
@@ -141,7 +141,9 @@ def get_run(
     return filled(Run, trace, p=p, k=k, c=c, seed=seed, rho=rho, cycles=cycles)
 
 
-@router.get("/simulate", response_model=Simulation, dependencies=HEAVY)
+@router.get(
+    "/simulate", summary="Many simulated cycles against the closed form", response_model=Simulation, dependencies=HEAVY
+)
 @in_worker_process
 @with_rules(RHO_RULES)
 def get_simulation(

@@ -200,7 +200,12 @@ def _numbers(name: str, text: str, limit: int) -> list[float]:
 # Calibration
 
 
-@router.get("/calibrate/rate", response_model=CalibrationOut, dependencies=HEAVY)
+@router.get(
+    "/calibrate/rate",
+    summary="Acceptance p from a draft acceptance rate",
+    response_model=CalibrationOut,
+    dependencies=HEAVY,
+)
 @in_worker_process
 def get_calibration_from_rate(
     rate: DraftRate,
@@ -222,7 +227,12 @@ def rate_calibration(rate: float, k: int, c: float, k_max: int, regime: str, bet
     return calibration_out(result, chosen)
 
 
-@router.get("/calibrate/length", response_model=CalibrationOut, dependencies=HEAVY)
+@router.get(
+    "/calibrate/length",
+    summary="Acceptance p from a mean acceptance length",
+    response_model=CalibrationOut,
+    dependencies=HEAVY,
+)
 @in_worker_process
 @with_rules(LENGTH_RULES)
 def get_calibration_from_length(
@@ -261,7 +271,12 @@ def _counter_parameter(error: CalibrationError) -> str:
     return "accepted"
 
 
-@router.get("/calibrate/counters", response_model=CalibrationOut, dependencies=HEAVY)
+@router.get(
+    "/calibrate/counters",
+    summary="Acceptance p from spec-decode counters",
+    response_model=CalibrationOut,
+    dependencies=HEAVY,
+)
 @in_worker_process
 @with_rules(COUNTER_RULES)
 def get_calibration_from_counters(
@@ -384,6 +399,7 @@ METRICS_BODY = {
 
 @router.post(
     "/calibrate/metrics",
+    summary="Acceptance p from a pasted vLLM /metrics scrape",
     response_model=CalibrationOut,
     dependencies=HEAVY,
     openapi_extra=METRICS_BODY,
@@ -446,7 +462,12 @@ def counters_calibration(
     return calibration_out(result, chosen)
 
 
-@router.get("/calibrate/example-metrics", response_class=PlainTextResponse, dependencies=HEAVY)
+@router.get(
+    "/calibrate/example-metrics",
+    summary="An example vLLM /metrics scrape",
+    response_class=PlainTextResponse,
+    dependencies=HEAVY,
+)
 @in_worker_process
 @with_rules(EXAMPLE_RULES)
 def get_example_metrics(
@@ -480,7 +501,7 @@ def get_example_metrics(
 # Draft sources
 
 
-@router.get("/draft-sources", response_model=DraftSourcesOut)
+@router.get("/draft-sources", summary="Draft sources side by side", response_model=DraftSourcesOut)
 @with_rules(SOURCES_RULES)
 def get_draft_sources(
     k_max: KMax = DEFAULT_K_MAX,
@@ -517,7 +538,9 @@ def draft_sources_report(k_max: int, regime: str, beta: float, batch: int, overr
 # Trees
 
 
-@router.get("/trees", response_model=TreesOut, dependencies=HEAVY)
+@router.get(
+    "/trees", summary="Chains against trees for a budget of drafted tokens", response_model=TreesOut, dependencies=HEAVY
+)
 @in_worker_process
 @with_rules(TREES_RULES)
 def get_trees(

@@ -109,13 +109,18 @@ CSV_RESPONSE: dict[int | str, dict[str, Any]] = {
 FormatQuery = Annotated[str, _choice_query(["json", "csv"], "Response format.")]
 
 
-@router.get("/presets", response_model=PresetList)
+@router.get("/presets", summary="Hardware and model presets", response_model=PresetList)
 def get_presets() -> PresetList:
     """Accelerator and model presets, weight and KV-cache formats, regime names and the default setup."""
     return presets_out()
 
 
-@router.get("/regimes/verification-cost", response_model=VerificationCostOut, dependencies=HEAVY)
+@router.get(
+    "/regimes/verification-cost",
+    summary="Verification cost v(k) and speedup under one regime",
+    response_model=VerificationCostOut,
+    dependencies=HEAVY,
+)
 @in_worker_process
 @with_rules(ROOFLINE_RULES)
 def get_verification_cost(
@@ -134,7 +139,9 @@ def get_verification_cost(
     return verification_out(chosen, p, k, k_max, built)
 
 
-@router.get("/regimes/speedup-vs-batch", response_model=BatchSweepOut, dependencies=HEAVY)
+@router.get(
+    "/regimes/speedup-vs-batch", summary="Speedup against batch size", response_model=BatchSweepOut, dependencies=HEAVY
+)
 @in_worker_process
 @with_rules(SWEEP_RULES)
 def get_speedup_vs_batch(
@@ -152,7 +159,13 @@ def get_speedup_vs_batch(
     return sweep_out(p, k, k_max, batch_max, batch, points, built)
 
 
-@router.get("/regimes/schedule", response_model=ScheduleOut, responses=CSV_RESPONSE, dependencies=HEAVY)
+@router.get(
+    "/regimes/schedule",
+    summary="Best k for every batch size",
+    response_model=ScheduleOut,
+    responses=CSV_RESPONSE,
+    dependencies=HEAVY,
+)
 @in_worker_process
 @with_rules(ROOFLINE_RULES)
 def get_schedule(
@@ -167,7 +180,13 @@ def get_schedule(
     return _csv(schedule_csv(schedule), "speculation-schedule.csv") if _format(format) == "csv" else schedule
 
 
-@router.get("/regimes/table", response_model=TableOut, responses=CSV_RESPONSE, dependencies=HEAVY)
+@router.get(
+    "/regimes/table",
+    summary="Speedup over p and k under two regimes",
+    response_model=TableOut,
+    responses=CSV_RESPONSE,
+    dependencies=HEAVY,
+)
 @in_worker_process
 @with_rules(TABLE_RULES)
 def get_table(

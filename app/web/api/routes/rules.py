@@ -7,12 +7,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
 
-from app.model import dashboard, engines, limits, rules
+from app.model import engines, limits, rules
 from app.web.api.params import KMax
 from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, Setup, _choice_query
 from app.web.core.errors import parameter_error, with_rules
 from app.web.schemas.rules import RulesOut, rules_out
-from app.web.services.regimes import BuiltSetup, devices_for_batch, devices_note
+from app.web.services.regimes import BuiltSetup
+from app.web.services.watch import dashboard_document, watch_rules
 
 router = APIRouter(prefix="/api/v1", tags=["rules"])
 
@@ -139,9 +140,8 @@ RulesQuery = Annotated[tuple[rules.RulesRequest, int], Depends(rules_request)]
 
 def made_rules(built: BuiltSetup, query: tuple[rules.RulesRequest, int]) -> rules.RulesFile:
     request, fit_batch = query
-    built = devices_for_batch(built, fit_batch)
     try:
-        return rules.build(request, built.setup, devices_note(built))
+        return watch_rules(built, request, fit_batch)
     except rules.RulesError as error:
         raise parameter_error(error.name, error.message) from None
 
@@ -192,4 +192,4 @@ def get_rules(
 @with_rules(RULES_RULES)
 def get_dashboard(built: Setup, query: RulesQuery) -> JSONResponse:
     """A Grafana dashboard over the rules of the same parameters: tokens against break-even, speedup, acceptance."""
-    return JSONResponse(dashboard.build(made_rules(built, query)))
+    return JSONResponse(dashboard_document(made_rules(built, query)))

@@ -181,7 +181,9 @@ def _rule_outcome(result: sampling.RuleResult, shown: np.ndarray) -> RuleOutcome
     )
 
 
-@router.get("/exact-rule", response_model=ExactRule, dependencies=HEAVY)
+@router.get(
+    "/exact-rule", summary="The exact rule against two wrong rules", response_model=ExactRule, dependencies=HEAVY
+)
 @in_worker_process
 def get_exact_rule(
     vocab: Vocab = DEFAULT_VOCAB,
@@ -215,7 +217,7 @@ def get_exact_rule(
     )
 
 
-@router.get("/chain", response_model=ChainTrace, dependencies=HEAVY)
+@router.get("/chain", summary="Several drafts per cycle, with rollback", response_model=ChainTrace, dependencies=HEAVY)
 @in_worker_process
 def get_chain(
     vocab: ChainVocab = DEFAULT_CHAIN_VOCAB,
@@ -244,7 +246,7 @@ def get_chain(
     )
 
 
-@router.get("/ngram", response_model=NgramRun, dependencies=HEAVY)
+@router.get("/ngram", summary="A real n-gram draft and target", response_model=NgramRun, dependencies=HEAVY)
 @with_rules(NGRAM_RULES)
 def get_ngram(
     request: Request,
@@ -287,7 +289,9 @@ def get_ngram(
     )
 
 
-@router.get("/bursty", response_model=Bursty, dependencies=HEAVY)
+@router.get(
+    "/bursty", summary="Bursty (Markov) acceptance against the closed form", response_model=Bursty, dependencies=HEAVY
+)
 @in_worker_process
 @with_rules(RHO_RULES)
 def get_bursty(

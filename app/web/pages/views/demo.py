@@ -1,7 +1,12 @@
-"""The seed demo: three sliders, four readouts, the speedup curve, one animated run and many cycles."""
+"""The seed demo: three sliders, four readouts, the speedup curve, one animated run and many cycles.
+
+``build_parts`` builds only the parts a page shows (the embed picks them with ``parts=``), so that an embed of the
+curve alone never runs the 100,000-cycle simulation; ``build`` is the whole demo.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from app.model import closed_form, monte_carlo
@@ -192,6 +197,10 @@ def histogram_figure(aggregate: monte_carlo.Aggregate) -> dict[str, Any]:
     )
 
 
+# What /embed may show, in this order; `parts=` picks a subset.
+PARTS = ("controls", "readouts", "curve", "run", "histogram")
+
+
 def _events(trace: monte_carlo.Trace) -> list[list[str]]:
     """Per cycle, what each token of the strip is: accepted or rejected drafts, then the target's token."""
     return [
@@ -200,7 +209,19 @@ def _events(trace: monte_carlo.Trace) -> list[list[str]]:
     ]
 
 
+def _strip(trace: monte_carlo.Trace) -> list[list[str]]:
+    """The events as the strip draws them: the first rejected draft, then the drafts after it, never checked."""
+    strip = []
+    for cycle in trace.cycles:
+        unchecked = max(cycle.drafted - cycle.accepted - 1, 0)
+        rejected = ["rejected"] if cycle.drafted > cycle.accepted else []
+        strip.append(["accepted"] * cycle.accepted + rejected + ["discarded"] * unchecked + [cycle.target_token])
+    return strip
+
+
 def run_summary(tokens: int, passes: float, shown: int, cycles: int) -> str:
+    if shown == 0:
+        return f"0 tokens in 0.00 passes (cycle 0 of {cycles})"
     return f"{tokens} tokens in {fixed(passes, 2)} passes: {times(tokens / passes)} (cycle {shown} of {cycles})"
 
 
@@ -225,43 +246,61 @@ def readouts(p: float, k: int, c: float) -> dict[str, str]:
     }
 
 
-def build(reading: Reading) -> View:
-    p, k, c, seed = reading.number("p"), reading.integer("k"), reading.number("c"), reading.integer("seed")
-    best, best_value = closed_form.best_k(p, c, K_MAX_LIMIT)
-    trace = monte_carlo.run_trace(p, k, c, DEMO_RUN_TOKENS, seed)
-    aggregate = monte_carlo.simulate(p, k, c, DEMO_SIMULATED_CYCLES, seed)
-    low, high = aggregate.interval_low, aggregate.interval_high
-    query = f"k={k}&p={p!r}&c={c!r}"
+def _run(trace: monte_carlo.Trace) -> View:
+    cycles = len(trace.cycles)
     return {
-        "readouts": {
-            **readouts(p, k, c),
-            "operations": f"×{fixed(closed_form.operations_increase(p, k), 2)}",
-            "simulation": (
-                f"{fixed(aggregate.mean_tokens_per_cycle, 2)} tokens per cycle "
-                f"(95% interval {fixed(low, 3)} to {fixed(high, 3)}); "
-                f"closed form {fixed(aggregate.expected_tokens, 2)}; "
-                f"speedup {times(aggregate.empirical_speedup)}"
-            ),
-        },
-        "figures": {
-            "curve": curve_figure(p, k, c, best, best_value),
-            "run": run_figure(trace),
-            "histogram": histogram_figure(aggregate),
-        },
-        "run": {
-            "events": _events(trace),
-            "summaries": [
-                run_summary(cycle.total_tokens, cycle.total_passes, shown, len(trace.cycles))
-                for shown, cycle in enumerate(trace.cycles, start=1)
-            ],
-        },
+        "events": _events(trace),
+        "strip": _strip(trace),
+        "start": run_summary(0, 0.0, 0, cycles),
+        "summaries": [
+            run_summary(cycle.total_tokens, cycle.total_passes, shown, cycles)
+            for shown, cycle in enumerate(trace.cycles, start=1)
+        ],
+    }
+
+
+def _simulation(aggregate: monte_carlo.Aggregate) -> str:
+    low, high = aggregate.interval_low, aggregate.interval_high
+    return (
+        f"{fixed(aggregate.mean_tokens_per_cycle, 2)} tokens per cycle "
+        f"(95% interval {fixed(low, 3)} to {fixed(high, 3)}); "
+        f"closed form {fixed(aggregate.expected_tokens, 2)}; "
+        f"speedup {times(aggregate.empirical_speedup)}"
+    )
+
+
+def build_parts(reading: Reading, parts: Sequence[str]) -> View:
+    """The view of the parts shown: the closed form's readouts always (they are cheap, and the page's text uses
+    them), the curve, the run and the many-cycle simulation only where shown."""
+    p, k, c, seed = reading.number("p"), reading.integer("k"), reading.number("c"), reading.integer("seed")
+    query = f"k={k}&p={p!r}&c={c!r}"
+    view: View = {
+        "readouts": {**readouts(p, k, c), "operations": times(closed_form.operations_increase(p, k))},
+        "figures": {},
         "chart": {"k_min": DEMO_CHART_K_MIN, "band": DEMO_BAND, "k_search_max": K_MAX_LIMIT},
         "links": {
             "curve": f"/api/v1/curve?{query}",
             "simulate": f"/api/v1/simulate?{query}&cycles={DEMO_SIMULATED_CYCLES}&seed={seed}",
             "run": f"/api/v1/run?{query}&tokens={DEMO_RUN_TOKENS}&seed={seed}",
         },
+        "parts": [part for part in PARTS if part in parts],
     }
+    if "curve" in parts:
+        best, best_value = closed_form.best_k(p, c, K_MAX_LIMIT)
+        view["figures"]["curve"] = curve_figure(p, k, c, best, best_value)
+    if "run" in parts:
+        trace = monte_carlo.run_trace(p, k, c, DEMO_RUN_TOKENS, seed)
+        view["figures"]["run"] = run_figure(trace)
+        view["run"] = _run(trace)
+    if "histogram" in parts:
+        aggregate = monte_carlo.simulate(p, k, c, DEMO_SIMULATED_CYCLES, seed)
+        view["figures"]["histogram"] = histogram_figure(aggregate)
+        view["readouts"]["simulation"] = _simulation(aggregate)
+    return view
+
+
+def build(reading: Reading) -> View:
+    return build_parts(reading, PARTS)
 
 
 PAGE = Page(

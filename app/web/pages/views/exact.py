@@ -143,7 +143,7 @@ CONTROLS = (
     K,
 )
 
-RULE_NAMES = {"exact": "Exact rule", "argmax": "Accept on argmax", "resample_target": "Resample from p"}
+RULE_NAMES = {"exact": "Exact rule", "argmax": "Accept on argmax", "resample_target": "Resample from the target"}
 RULE_COLORS = {"exact": COLORS["good"], "argmax": COLORS["bad"], "resample_target": COLORS["purple"]}
 RULE_COLUMNS = ["Rule", "Acceptance (expected)", "Bias (TV)", "χ² p-value", "Output = target?"]
 ACTION_COLORS = {
@@ -269,7 +269,7 @@ def rule_figure(pair: sampling.DistributionPair, results: dict[sampling.RuleName
     data = [
         {
             "type": "bar",
-            "name": "target p",
+            "name": "target t",
             "x": labels,
             "y": with_rest(pair.target),
             "marker": {"color": COLORS["reference"]},
@@ -339,7 +339,7 @@ def chain_panel(chain: sampling.Chain, vocab: int) -> View:
         "summary": (
             f"{chain.generated} tokens in {cycles} cycles ({fixed(chain.mean_tokens_per_cycle, 2)} per cycle), "
             f"{chain.rollbacks} rollbacks; acceptance {fixed(chain.acceptance, 3)}, "
-            f"mean Σ min(p, q) {fixed(chain.mean_overlap, 3)}."
+            f"mean Σ min(t, q) {fixed(chain.mean_overlap, 3)}."
         ),
         "caption": f"All {cycles} cycles of the run, in order",
         "source": (
@@ -412,7 +412,7 @@ def ngram_figure(run: ngram.PairRun) -> View:
                 "hovertemplate": "position %{x}: %{y:.3f} (%{text})<extra></extra>",
             },
             line(
-                "mean Σ min(p, q)",
+                "mean Σ min(t, q)",
                 x,
                 [position.mean_overlap for position in positions],
                 mode="lines+markers",

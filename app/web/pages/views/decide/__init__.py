@@ -36,6 +36,7 @@ from app.web.pages.views.decide.controls import (
 from app.web.pages.views.decide.schedule import config_part, schedule_part, setup_query, user_setup
 from app.web.pages.views.decide.sources import sources_part
 from app.web.pages.views.decide.trees import trees_part
+from app.web.pages.views.decide.watch import api_query, watch_part, watch_request
 
 
 def build(reading: Reading) -> View:
@@ -58,13 +59,10 @@ def build(reading: Reading) -> View:
         if reading.text(name).strip():
             p_query += f"&{name}={url_text(reading.text(name).strip())}"
     # the rules and the dashboard watch this setup at the calibrated p, alerting below its interval's lower end
-    watch_query = f"engine={reading.text('engine')}&p={result.acceptance!r}&k_max={reading.integer('k_max')}{query}"
     low = engine.get("p_low")
-    if isinstance(low, float) and low <= result.acceptance:
-        watch_query += f"&p_low={low!r}"
-    for name in ("method", "engine_version"):
-        if reading.text(name).strip():
-            watch_query += f"&{name}={url_text(reading.text(name).strip())}"
+    p_low = low if isinstance(low, float) else None
+    watch = watch_part(reading, result.acceptance, p_low, built)
+    watch_query = api_query(watch_request(reading, result.acceptance, p_low), query)
     calibrated = calibration_part(reading, result)
     calibrated["engine"] = engine
     calibrated.update(recommendation(decision, reading.integer("batch"), result, chosen))
@@ -74,6 +72,7 @@ def build(reading: Reading) -> View:
         "sources": sources,
         "schedule": schedule,
         "config": config,
+        "watch": watch,
         "trees": tree_part,
         "figures": {
             "calibration": calibration_figure(result),

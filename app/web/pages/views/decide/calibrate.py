@@ -253,7 +253,7 @@ def calibration_figure(result: calibration.Calibration) -> dict[str, Any]:
                 hovertemplate="measured k = %{x}<br>%{y:.2f}×<extra></extra>",
             ),
             line(
-                f"recommended k = {best}" if best else "recommended: do not speculate",
+                f"best k under this cost = {best}" if best else "under this cost: do not speculate",
                 [best],
                 [result.best_speedup],
                 mode="markers",

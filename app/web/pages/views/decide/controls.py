@@ -125,7 +125,7 @@ REPORT_K = Control(
     K_MAX_LIMIT,
     1,
     integer=True,
-    help="0: read from the report (llama.cpp's --spec-draft-n-max, vLLM's num_speculative_tokens)",
+    help="0: the report's own (--spec-draft-n-max, num_speculative_tokens)",
 )
 K = Control(
     "k",

@@ -1,0 +1,69 @@
+"""The API's documentation says what the API does: methods, every page's view, summaries written for people."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.web.main import api_routes, app
+from app.web.pages.registry import PAGES
+
+METHODS = {"get", "post", "put", "patch", "delete"}
+
+
+def operations() -> list[tuple[str, str, dict[str, Any]]]:
+    paths = app.openapi()["paths"]
+    return [(method, path, operation) for path, item in paths.items() for method, operation in item.items()]
+
+
+def test_the_description_does_not_say_every_endpoint_is_a_get() -> None:
+    description = app.openapi()["info"]["description"]
+    assert "Every endpoint is a GET" not in description
+    assert any(method == "post" for method, _, _ in operations()), "there are POST operations"
+    assert "POST" in description and "[Back to the site](/)" in description
+
+
+def test_every_page_s_view_is_documented(client: TestClient) -> None:
+    paths = app.openapi()["paths"]
+    for page in PAGES:
+        operation = paths[f"/api/v1/views/{page.name}"]["get"]
+        documented = {parameter["name"] for parameter in operation["parameters"]}
+        assert documented == {control.name for control in page.controls if control not in page.body_controls}
+        assert page.question in operation["description"]
+        assert ("post" in paths[f"/api/v1/views/{page.name}"]) is bool(page.body_controls)
+        twin = client.get(f"/api/v1/views/{page.name}")
+        assert twin.status_code == 200 and twin.json()["page"] == page.name
+    embed = paths["/api/v1/views/embed"]["get"]
+    parts = next(parameter for parameter in embed["parameters"] if parameter["name"] == "parts")
+    assert "controls, readouts, curve, run, histogram" in parts["description"]
+
+
+def test_a_view_parameter_states_its_label_and_bounds() -> None:
+    operation = app.openapi()["paths"]["/api/v1/views/demo"]["get"]
+    k = next(parameter for parameter in operation["parameters"] if parameter["name"] == "k")
+    assert k["schema"] == {"type": "integer", "minimum": 0, "maximum": 16, "default": 6}
+    assert k["description"].startswith("Draft length k") and "an integer from 0 to 16" in k["description"]
+
+
+def generated(name: str) -> str:
+    """The summary FastAPI would make of a function's name."""
+    return name.replace("_", " ").title()
+
+
+@pytest.mark.parametrize("route", [route for route in api_routes(app.routes) if route.include_in_schema])
+def test_no_summary_is_a_function_s_name(route: Any) -> None:
+    paths = app.openapi()["paths"]
+    for method in route.methods:
+        summary = paths[route.path][method.lower()]["summary"]
+        assert summary != generated(route.name), f"{method} {route.path}: {summary!r}"
+        assert summary[0] == summary[0].upper() or summary[0] == "/"
+
+
+def test_view_summaries_are_written_for_people() -> None:
+    summaries = {
+        path: operation["summary"] for method, path, operation in operations() if path.startswith("/api/v1/views/")
+    }
+    assert summaries["/api/v1/views/demo"] == "Page / as JSON (Demo)"
+    assert all(" as JSON " in summary for summary in summaries.values())
