@@ -9,6 +9,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 import httpx
 import pytest
@@ -25,6 +26,7 @@ HEAVY_PATHS = [
     "/api/v1/run?tokens=60&seed=3",
     "/api/v1/trees",
     "/api/v1/simulate?cycles=1000",
+    "/api/v1/ngram?tokens=200",
 ]
 
 
@@ -139,3 +141,27 @@ def test_a_broken_pool_is_started_afresh() -> None:
     finally:
         pool.close()
     assert set(pool_processes(os.getpid())) - others == set()
+
+
+def test_the_ngram_run_is_done_in_a_heavy_work_process() -> None:
+    """Training two n-gram models and sampling hold the interpreter for a while: not in the worker's own."""
+    from app.web.api.routes.sampling import ngram_answer
+
+    app = create_app()
+    with TestClient(app) as client:
+        pool = heavy_pool(app)
+        sent: list[Any] = []
+        original = pool.run
+
+        async def recording(call: Any) -> Any:
+            sent.append(call)
+            return await original(call)
+
+        pool.run = recording  # type: ignore[method-assign]
+        answer = client.get("/api/v1/ngram", params={"tokens": 120, "seed": 2})
+        assert answer.status_code == 200, answer.text
+        assert len(sent) == 1 and sent[0].func is ngram_answer
+        assert answer.json()["tokens"] == 120
+        refused = client.get("/api/v1/ngram", params={"draft_order": 6, "target_order": 5})
+        assert refused.status_code == 422 and "draft_order" in refused.text
+        assert len(sent) == 1, "a refused request never reaches the pool"

@@ -84,7 +84,7 @@ class Decision:
 
 
 def _times(value: float) -> str:
-    return f"{value:.2f}x"
+    return f"{value:.2f}×"
 
 
 def decide(p: Acceptance, setup: RooflineSetup, k_max: int, batch_max: int, devices_note: str = "") -> Decision:
@@ -97,7 +97,7 @@ def decide(p: Acceptance, setup: RooflineSetup, k_max: int, batch_max: int, devi
     limit = min(batch_max, max_fit)
     capacity = memory_capacity_gb(setup)
     needed_one = float(memory_needed_gb(setup, 1))
-    where = f"{setup.devices} x {setup.accelerator.name}{devices_note}"
+    where = f"{setup.devices} × {setup.accelerator.name}{devices_note}"
     if limit < 1:
         headline = (
             f"Nothing fits: both models and one sequence need {needed_one:.1f} GB, {where} holds {capacity:.0f} GB. "
@@ -177,7 +177,7 @@ def fitting_marks(
         needed = float(memory_needed_gb(setup, 1))
         headline = (
             f"Nothing fits: both models and one sequence need {needed:.1f} GB; "
-            f"{setup.devices} x {setup.accelerator.name} holds {memory_capacity_gb(setup):.0f} GB."
+            f"{setup.devices} × {setup.accelerator.name} holds {memory_capacity_gb(setup):.0f} GB."
         )
         return FittingMarks(0, None, None, None, headline)
     b, s = batches[inside], speedup[inside]

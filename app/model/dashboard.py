@@ -95,7 +95,7 @@ def _about(made: RulesFile) -> str:
         "",
         "| batches | k (schedule) | speedup at the first batch |",
         "| --- | --- | --- |",
-        *(f"| {step.batch_from}-{step.batch_to} | {step.k} | {step.speedup_at_from:.2f}x |" for step in decision.steps),
+        *(f"| {step.batch_from}-{step.batch_to} | {step.k} | {step.speedup_at_from:.2f}× |" for step in decision.steps),
         "",
         f"Acceptance is held to p >= {made.p_low:g} (the schedule is for p = {made.p:g}).",
     ]

@@ -324,7 +324,7 @@ def _rules_metrics(engine: str, version: EngineVersion) -> RulesMetrics:
 
 def setup_text(setup: RooflineSetup) -> str:
     return (
-        f"{setup.target.name} verified with {setup.draft.name} drafts on {setup.devices} x {setup.accelerator.name}, "
+        f"{setup.target.name} verified with {setup.draft.name} drafts on {setup.devices} × {setup.accelerator.name}, "
         f"{setup.context_tokens:,} tokens of context"
     )
 

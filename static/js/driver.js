@@ -57,9 +57,10 @@ function lookup(view, path) {
   return path.split(".").reduce((value, key) => (value === null || value === undefined ? undefined : value[key]), view);
 }
 
-function cell(tag, spec) {
+function cell(tag, spec, label) {
   const element = document.createElement(spec.header ? "th" : tag);
   if (spec.header) element.scope = "row";
+  if (label) element.dataset.label = label; // a stacked table (a phone) shows it before the value
   element.textContent = spec.text;
   if (spec.class) element.className = spec.class;
   if (spec.style) element.setAttribute("style", spec.style);
@@ -79,10 +80,11 @@ function renderTable(table, spec) {
     (table.tHead || table.createTHead()).replaceChildren(head);
   }
   const body = table.tBodies[0] || table.createTBody();
+  const labels = spec.columns || [...(table.tHead?.rows[0]?.cells || [])].map((th) => th.textContent);
   body.replaceChildren(...spec.rows.map((row) => {
     const tr = document.createElement("tr");
     if (row.class) tr.className = row.class;
-    tr.append(...row.cells.map((item) => cell("td", item)));
+    tr.append(...row.cells.map((item, index) => cell("td", item, labels[index])));
     return tr;
   }));
   if (spec.caption !== undefined && table.caption) table.caption.textContent = spec.caption;
@@ -105,8 +107,15 @@ const plotly = new Promise((resolve) => {
 });
 const waiting = new Map(); // chart element -> the figure to draw once Plotly is there, and the promise of it
 
+// On a phone a legend of long names would take a line each above a small chart: a smaller font packs more a line.
+function forScreen(layout) {
+  if (!phone.matches || !layout || !layout.legend) return layout;
+  const font = { ...(layout.legend.font || {}), size: 10 };
+  return { ...layout, legend: { ...layout.legend, font, tracegroupgap: 0, itemwidth: 30 } };
+}
+
 function react(element, figure) {
-  return window.Plotly.react(element, figure.data, figure.layout, plotConfig()).then(() => {
+  return window.Plotly.react(element, figure.data, forScreen(figure.layout), plotConfig()).then(() => {
     element.dataset.ready = "1";
   });
 }
@@ -206,14 +215,44 @@ function setStale(stale) {
   }
 }
 
-function showError(message, names = []) {
+// A refused input: its message at the top and beside each control it names, and every result hidden (Copy
+// buttons disabled with them) until the controls are accepted again, so that nothing stale passes for an answer.
+function showError(message, items = []) {
   for (const element of document.querySelectorAll("[data-error]")) {
     element.textContent = message || "";
     element.hidden = !message;
   }
+  for (const note of document.querySelectorAll(".control-error")) {
+    const control = form?.elements.namedItem(note.dataset.for);
+    if (control instanceof Element) {
+      const rest = (control.getAttribute("aria-describedby") || "").split(" ").filter((id) => id && id !== note.id);
+      if (rest.length) control.setAttribute("aria-describedby", rest.join(" "));
+      else control.removeAttribute("aria-describedby");
+    }
+    note.remove();
+  }
+  const names = items.map((item) => item.name);
   for (const element of form ? form.elements : []) {
     if (names.includes(element.name)) element.setAttribute("aria-invalid", "true");
     else element.removeAttribute("aria-invalid");
+  }
+  for (const { name, text } of items) {
+    const control = form?.elements.namedItem(name);
+    if (!(control instanceof Element)) continue;
+    const note = Object.assign(document.createElement("p"), { className: "control-error", textContent: text });
+    note.id = `${name}-error`;
+    note.dataset.for = name;
+    control.setAttribute("aria-describedby", [control.getAttribute("aria-describedby"), note.id].filter(Boolean).join(" "));
+    (control.closest(".control, .metrics-field, td") || control.parentElement).append(note);
+  }
+  const refused = items.length > 0;
+  for (const element of document.querySelectorAll("[data-results]")) {
+    element.classList.toggle("failed", refused);
+    element.toggleAttribute("inert", refused);
+  }
+  for (const button of document.querySelectorAll("button[data-copy]")) {
+    if (refused && button.closest("[data-results]")) button.disabled = true;
+    else button.disabled = false;
   }
 }
 
@@ -256,7 +295,8 @@ async function fetchView() {
     if (!response.ok) {
       const items = Array.isArray(body.detail) ? body.detail : [];
       const detail = items.length ? items.map((item) => item.msg).join("; ") : String(body.detail);
-      showError(detail || `request failed with status ${response.status}`, items.map((item) => item.loc?.[1]));
+      const refused = items.map((item) => ({ name: item.loc?.[1], text: item.msg })).filter((item) => item.name);
+      showError(detail || `request failed with status ${response.status}`, refused);
       requested = null;
       return;
     }

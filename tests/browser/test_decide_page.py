@@ -197,11 +197,17 @@ def test_pasting_a_scrape_posts_it_and_keeps_it_out_of_the_address(
     assert_clean(watch)
 
 
-def test_a_bad_scrape_names_the_box_and_keeps_the_old_results_dimmed(
+HIDDEN_RESULTS = (
+    "[...document.querySelectorAll('[data-results]')].every((e) => getComputedStyle(e).visibility === 'hidden')"
+)
+
+
+def test_a_bad_scrape_is_named_beside_the_box_and_hides_every_result_and_copy(
     page: Page, live_server: str, watch: PageWatch
 ) -> None:
     open_decide(page, live_server + "/decide")
     error = page.locator("[data-error]")
+    beside = page.locator("#metrics-error")
     for text, fragment in [
         ("hello world", "unknown format"),
         ("process_cpu_seconds_total 3\n", "without speculative-decoding series"),
@@ -210,10 +216,20 @@ def test_a_bad_scrape_names_the_box_and_keeps_the_old_results_dimmed(
         page.fill("#metrics", text)
         expect(error).to_contain_text(fragment, timeout=UPDATE_MS)
         expect(error).to_contain_text("Engine report")
-        expect(page.locator("#calibrate-results")).to_have_class("stale")
+        expect(beside).to_contain_text(fragment)
+        expect(page.locator(".control-error")).to_have_count(1)
+        expect(page.locator("#calibrate-results")).to_have_class("stale failed")
+        assert page.evaluate(HIDDEN_RESULTS), "a result of the refused input is still shown"
+        for button in ("#config-copy", "#rules-copy", "#dashboard-copy"):
+            expect(page.locator(button)).to_be_disabled()
+        assert "metrics-error" in (page.get_attribute("#metrics", "aria-describedby") or "")
     page.click("#load-example")
     expect(error).to_be_hidden(timeout=UPDATE_MS)
+    expect(beside).to_have_count(0)
     expect(page.locator("#calibrate-results")).not_to_have_class("stale", timeout=UPDATE_MS)
+    expect(page.locator("#calibrate-results")).not_to_have_class("failed")
+    expect(page.locator("#config-copy")).to_be_enabled()
+    assert page.get_attribute("#metrics", "aria-describedby") == "metrics-help"
     assert page.input_value("#metrics").startswith("# HELP")
     # The only console noise allowed is the browser reporting the three 422 responses.
     assert len(watch.console_errors) == 3 and all("422" in message for message in watch.console_errors)
@@ -269,7 +285,8 @@ def test_trees_follow_the_budget_and_refuse_bad_acceptance(page: Page, live_serv
     error = page.locator("[data-error]")
     expect(error).to_contain_text("must not increase", timeout=UPDATE_MS)
     expect(error).to_contain_text("Positional acceptance")
-    expect(page.locator("#trees-results")).to_have_class("stale")
+    expect(page.locator("#trees-results")).to_have_class("stale failed")  # the refused input's results: hidden
+    expect(page.locator("#acceptance-error")).to_contain_text("must not increase")
     page.fill("#acceptance", "0.5,0.3")
     expect(error).to_be_hidden(timeout=UPDATE_MS)
     expect(page.locator("#trees-summary")).to_contain_text("a binary tree 5.00")
@@ -334,10 +351,12 @@ def test_nothing_is_wider_than_a_phone(page: Page, live_server: str, watch: Page
     )
     assert wide == []
     scrolls = page.locator(".table-scroll")
-    assert page.evaluate(
-        "(() => { const box = document.querySelector('#sources-table').closest('.table-scroll');"
-        " return box.scrollWidth > box.clientWidth && getComputedStyle(box).overflowX === 'auto'; })()"
+    # The draft sources are stacked: a card per source, every value after its column's name, all in sight.
+    cells = page.evaluate(
+        "Array.from(document.querySelectorAll('#sources-table tbody td'), (cell) => [cell.dataset.label,"
+        " cell.getBoundingClientRect().right])"
     )
+    assert len(cells) == 5 * 9 and all(label and right <= 390 for label, right in cells)
     assert scrolls.count() >= 3
     pre = page.locator("#config-text")
     assert pre.evaluate("(box) => getComputedStyle(box).overflowX") == "auto"

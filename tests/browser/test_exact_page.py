@@ -178,16 +178,24 @@ def test_results_are_dimmed_until_the_new_view_arrives(page: Page, live_server: 
     assert_clean(watch)
 
 
-def test_an_error_names_the_control_and_the_results_stay_dimmed(page: Page, live_server: str, watch: PageWatch) -> None:
+def test_an_error_names_the_control_beside_it_and_hides_the_results(
+    page: Page, live_server: str, watch: PageWatch
+) -> None:
     open_page(page, f"{live_server}/exact")
     error = page.locator("[data-error]")
     expect(error).to_be_hidden()
     page.fill("#ngram_seed", "-3")
     expect(error).to_be_visible()
     expect(error).to_contain_text("N-gram seed must be an integer from 0 to 4294967295; got -3")
+    expect(page.locator("#ngram_seed-error")).to_have_text(
+        "N-gram seed must be an integer from 0 to 4294967295; got -3"
+    )
     assert page.locator("[data-results].stale").count() >= 4
+    assert page.locator("[data-results].failed").count() == page.locator("[data-results]").count()
     page.fill("#ngram_seed", "5")
     expect(error).to_be_hidden()
+    expect(page.locator("#ngram_seed-error")).to_have_count(0)
+    expect(page.locator("[data-results].failed")).to_have_count(0)
     settled(page)
     assert url_state(page) == {"ngram_seed": ["5"]}
     watch.console_errors[:] = [message for message in watch.console_errors if "422" not in message]
@@ -285,7 +293,15 @@ def test_nothing_is_wider_than_a_phone_but_the_scroll_containers(
     scrolls = page.evaluate(
         "Array.from(document.querySelectorAll('.table-scroll'), (box) => getComputedStyle(box).overflowX)"
     )
-    assert scrolls == ["auto", "auto"]
+    assert scrolls == [
+        "visible",
+        "auto",
+    ]  # the rules' table is stacked; the cycles' table scrolls under its first column
+    verdicts = page.evaluate(
+        "Array.from(document.querySelectorAll('#exact-rules td:last-child'),"
+        " (cell) => cell.getBoundingClientRect().right)"
+    )
+    assert len(verdicts) == 3 and max(verdicts) <= 390, "Output = target? is in sight on a phone"
     wide = page.evaluate("document.querySelector('#chain-cycles').closest('.table-scroll').scrollWidth")
     assert wide > 390, "the twelve-draft table scrolls inside its container"
     legend_clear = page.evaluate(

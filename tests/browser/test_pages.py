@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Browser, Page
 
@@ -76,7 +78,7 @@ def test_nothing_is_wider_than_a_phone_but_scroll_containers(browser: Browser, l
 
 
 def test_scroll_containers_say_they_scroll(browser: Browser, live_server: str) -> None:
-    """A table wider than a phone sits in a focusable, labelled region that scrolls sideways."""
+    """A table wider than a phone sits in a focusable, labelled region that scrolls sideways, or is stacked."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     page = context.new_page()
     for path in PATHS:
@@ -85,8 +87,95 @@ def test_scroll_containers_say_they_scroll(browser: Browser, live_server: str) -
         for region in page.query_selector_all(".table-scroll"):
             assert region.get_attribute("tabindex") == "0"
             assert region.get_attribute("aria-label")
-            assert region.evaluate("(element) => getComputedStyle(element).overflowX") == "auto"
+            stacked = "stack" in (region.get_attribute("class") or "").split()
+            overflow = region.evaluate("(element) => getComputedStyle(element).overflowX")
+            assert overflow == ("visible" if stacked else "auto")
     context.close()
+
+
+# Every table on a phone: either stacked (every cell in sight, each value after its column's name) or scrolled
+# sideways under a first column that stays in sight. Collapsed sections are opened first.
+KEY_COLUMN_HIDDEN = """() => {
+  document.querySelectorAll('details').forEach((details) => { details.open = true; });
+  const problems = [];
+  for (const region of document.querySelectorAll('.table-scroll')) {
+    const name = region.getAttribute('aria-label');
+    const rows = [...region.querySelectorAll('tbody tr')];
+    if (region.classList.contains('stack')) {
+      for (const row of rows) for (const cell of row.children) {
+        const box = cell.getBoundingClientRect();
+        const off = box.left < 0 || box.right > window.innerWidth + 1;
+        if (box.width && off) problems.push(`${name}: a cell off screen`);
+        if (cell.tagName === 'TD' && !cell.dataset.label) problems.push(`${name}: a cell without its column's name`);
+      }
+      if (getComputedStyle(region.querySelector('thead')).display !== 'none') problems.push(`${name}: header shown`);
+      continue;
+    }
+    region.scrollLeft = region.scrollWidth;
+    const edge = region.getBoundingClientRect().left;
+    for (const row of region.querySelectorAll('tr')) {
+      const box = row.firstElementChild.getBoundingClientRect();
+      if (box.width && box.left < edge - 1) problems.push(`${name}: its first column scrolls out of sight`);
+    }
+    region.scrollLeft = 0;
+  }
+  return [...new Set(problems)];
+}"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_key_column_of_every_table_stays_in_sight_on_a_phone(browser: Browser, live_server: str, path: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(live_server + path)
+    wait_until(page, READY)
+    assert page.evaluate(KEY_COLUMN_HIDDEN) == []
+    context.close()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_every_nav_link_is_in_sight_on_a_phone(browser: Browser, live_server: str, path: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(live_server + path)
+    wait_until(page, READY)
+    boxes = page.eval_on_selector_all(".site-nav a", "els => els.map((a) => a.getBoundingClientRect().toJSON())")
+    assert len(boxes) == len(PATHS) + 1
+    assert all(box["left"] >= 0 and box["right"] <= 390 and box["width"] > 0 for box in boxes)
+    assert page.evaluate(
+        "(() => { const nav = document.querySelector('.site-nav'); return nav.scrollWidth <= nav.clientWidth; })()"
+    )
+    # The header stays in view, so it must leave most of the screen to the page.
+    assert page.evaluate("document.querySelector('.site-header').getBoundingClientRect().height") < 844 / 6
+    context.close()
+
+
+# ×2.04 or 2.04x or 1 x H100, on one line (a table's cells are lines of their own in the text).
+MULTIPLICATION = re.compile(r"×[ \u00a0]?\d|\d(?:\.\d+)?[ \u00a0]?x\b")
+
+
+@pytest.mark.parametrize(
+    ("path", "factors"),
+    [
+        ("/batch", True),
+        ("/batch?model=dense-70b&hw=h100-sxm&devices=1", True),
+        ("/exact", False),
+        ("/decide", True),
+        ("/decide?engine=trtllm", True),
+    ],
+)
+def test_factors_are_written_with_the_multiplication_sign(
+    page: Page, live_server: str, path: str, factors: bool
+) -> None:
+    """2.04× and 1 × H100, as on the demo: never 2.04x or 1 x H100."""
+    page.goto(live_server + path)
+    wait_until(page, READY)
+    page.evaluate("document.querySelectorAll('details').forEach((details) => { details.open = true; })")
+    text = page.inner_text("main")
+    assert MULTIPLICATION.findall(text) == []
+    assert bool(re.search(r"\d\.\d\d×", text)) is factors
+    if "devices=1" in path:
+        assert "1 × H100 SXM" in text
 
 
 TERMS = {

@@ -257,6 +257,16 @@ def _run_original(module: str, name: str, arguments: dict[str, Any]) -> Any:
     return handler(**arguments)
 
 
+async def run_heavy(app: Starlette, call: Callable[[], Any]) -> Any:
+    """`call` (a picklable function of a heavy module, with its arguments) in the app's heavy-work processes, off
+    this worker's interpreter, so that cheap requests keep their share of it; a pool that broke is a 503."""
+    try:
+        return await heavy_pool(app).run(call)
+    except BrokenProcessPool:
+        limiter: HeavyWorkLimiter | None = getattr(app.state, "heavy_work", None)
+        raise _busy(limiter.limit if limiter else 1) from None
+
+
 def in_worker_process(handler: Handler) -> Handler:
     """Run a sync handler in the app's heavy-work processes; its arguments and answer travel by pickle.
 
@@ -269,13 +279,8 @@ def in_worker_process(handler: Handler) -> Handler:
 
     @functools.wraps(handler)
     async def run(heavy_request: Request, **arguments: Any) -> Any:
-        app = heavy_request.app
         call = functools.partial(_run_original, handler.__module__, handler.__name__, arguments)
-        try:
-            return await heavy_pool(app).run(call)
-        except BrokenProcessPool:
-            limiter: HeavyWorkLimiter | None = getattr(app.state, "heavy_work", None)
-            raise _busy(limiter.limit if limiter else 1) from None
+        return await run_heavy(heavy_request.app, call)
 
     run.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*signature.parameters.values(), request_parameter]

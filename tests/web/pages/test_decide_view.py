@@ -17,6 +17,7 @@ from app.model.limits import DEFAULT_C
 from app.web.pages.controls import ControlError
 from app.web.pages.views import decide
 from app.web.pages.views.decide import EXAMPLE_DRAFTS, EXAMPLE_K, EXAMPLE_P, EXAMPLE_SEED, PAGE
+from app.web.pages.views.decide.calibrate import example_scrape
 
 VIEW = "/api/v1/views/decide"
 METRICS = "/api/v1/calibrate/metrics"
@@ -557,3 +558,12 @@ def test_an_engine_version_without_counters_says_what_is_missing_and_shows_no_fi
     assert watch["available"] is False
     assert watch["rules_text"] == "" and watch["dashboard_text"] == ""
     assert "llama.cpp cannot be watched" in watch["unavailable"] and "only in its log" in watch["unavailable"]
+
+
+def test_the_example_report_says_it_is_an_example_and_a_report_of_ones_own_does_not(client: TestClient) -> None:
+    opened = view()["calibration"]["engine"]["example"]
+    assert opened.startswith("Example:") and "synthetic report's at p = 0.80" in opened
+    example = client.post(VIEW, json={"metrics": example_scrape(0.8)}).json()
+    assert example["calibration"]["engine"]["example"] == opened
+    own = engine_metrics.example_report("sglang-server-info", 0.7, 4, cycles=3_000, seed=9)
+    assert client.post(VIEW, json={"metrics": own}).json()["calibration"]["engine"]["example"] == ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 import numpy as np
@@ -47,7 +48,7 @@ from app.model.limits import (
 )
 from app.web.api.params import RHO_RULES, K, P, Rho, Seed, check_rho
 from app.web.core.errors import parameter_error, with_rules
-from app.web.core.heavy import HEAVY, in_worker_process
+from app.web.core.heavy import HEAVY, in_worker_process, run_heavy
 from app.web.schemas.fill import filled
 from app.web.schemas.sampling import (
     Bursty,
@@ -246,9 +247,33 @@ def get_chain(
     )
 
 
+def ngram_answer(
+    k: int, tokens: int, temperature: float, draft_order: int, target_order: int, seed: int, prompt: str
+) -> NgramRun:
+    """The n-gram run and its summary; called in a heavy-work process."""
+    run = ngram.run_pair(k, tokens, seed, temperature, draft_order, target_order, prompt)
+    histogram = np.bincount([cycle.accepted for cycle in run.chain.cycles], minlength=k + 1)
+    return filled(
+        NgramRun,
+        run,
+        k=k,
+        tokens=tokens,
+        seed=seed,
+        temperature=temperature,
+        draft_order=draft_order,
+        target_order=target_order,
+        prompt=prompt,
+        corpus_characters=len(ngram.corpus()),
+        histogram=histogram.tolist(),
+        histogram_iid=[run.cycles * share for share in closed_form.accepted_distribution(run.acceptance, k)],
+        per_position=[NgramPosition(**vars(position)) for position in run.per_position],
+        segments=[TextSegment(text=segment.text, kind=segment.kind) for segment in run.segments],
+    )
+
+
 @router.get("/ngram", summary="A real n-gram draft and target", response_model=NgramRun, dependencies=HEAVY)
 @with_rules(NGRAM_RULES)
-def get_ngram(
+async def get_ngram(
     request: Request,
     k: NgramK = DEFAULT_NGRAM_K,
     tokens: NgramTokens = MAX_NGRAM_TOKENS,
@@ -269,24 +294,10 @@ def get_ngram(
     outside = sorted({character for character in prompt if not " " <= character <= "~"})
     if outside:
         raise parameter_error("prompt", f"must be printable ASCII (space to tilde); got {''.join(outside)!r}")
-    run = ngram.run_pair(k, tokens, seed, temperature, draft_order, target_order, prompt)
-    histogram = np.bincount([cycle.accepted for cycle in run.chain.cycles], minlength=k + 1)
-    return filled(
-        NgramRun,
-        run,
-        k=k,
-        tokens=tokens,
-        seed=seed,
-        temperature=temperature,
-        draft_order=draft_order,
-        target_order=target_order,
-        prompt=prompt,
-        corpus_characters=len(ngram.corpus()),
-        histogram=histogram.tolist(),
-        histogram_iid=[run.cycles * share for share in closed_form.accepted_distribution(run.acceptance, k)],
-        per_position=[NgramPosition(**vars(position)) for position in run.per_position],
-        segments=[TextSegment(text=segment.text, kind=segment.kind) for segment in run.segments],
-    )
+    # Training and sampling take a while: in a heavy-work process, off this worker's interpreter.
+    call = functools.partial(ngram_answer, k, tokens, temperature, draft_order, target_order, seed, prompt)
+    answer: NgramRun = await run_heavy(request.app, call)
+    return answer
 
 
 @router.get(

@@ -149,6 +149,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
         "several": len(classes) > 1,
         "classes": {"columns": ["Class", "p", "Interval", "k", "Verifications"], "rows": rows},
         "fetch": fetch_message or "",
+        "example": "",  # said when the numbers are the example report's
         "notes": (
             [f"{len(classes)} classes in the report: each is calibrated on its own below."] if len(classes) > 1 else []
         )
@@ -157,6 +158,9 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     if fetch_message is not None:  # nothing of the user's was read: say whose numbers these are
         info["format"] = f"the example report, not yours (the URL was not fetched); {info['format']}"
         info["notes"] = [EXAMPLE_INSTEAD, *notes_of(info)]
+    elif report.strip() == example_scrape(reading.number("example_p")).strip():
+        p = fixed(reading.number("example_p"), 2)
+        info["example"] = f"Example: the numbers below are a synthetic report's at p = {p}; paste your server's above."
     return top.result, info
 
 
@@ -173,6 +177,7 @@ NO_ENGINE: dict[str, Any] = {
     "several": False,
     "classes": {"columns": [], "rows": []},
     "fetch": "",
+    "example": "",
     "notes": [],
 }
 

@@ -21,6 +21,11 @@ from app.web.services.decision import (
 # 4. Chains and trees
 
 
+def _legend_name(name: str) -> str:
+    """A family's name short enough for two legend entries a line on a phone (the hover says it in full)."""
+    return name.replace(" independent sequences", " sequences")
+
+
 def _acceptance(reading: Reading) -> tuple[float, ...]:
     """The positional acceptance from its text; a malformed list is refused naming its label."""
     text = reading.text("acceptance")
@@ -98,7 +103,7 @@ def trees_part(
         tokens_name = trees.MOST_TOKENS_TREE if most else family.name
         tokens.append(
             line(
-                tokens_name,
+                _legend_name(tokens_name),
                 budgets,
                 values,
                 line=style,
@@ -115,9 +120,9 @@ def trees_part(
                 hovertemplate=f"{family.name}<br>n = %{{x}}: %{{y:.2f}}×<extra></extra>",
             )
         )
-    for name, value, color in (
-        ("chain bound 1/(1−P1)", comparison.chain_bound, COLORS["muted"]),
-        ("binary bound 1/(1−P1−P2)", comparison.binary_tree_bound, COLORS["accent"]),
+    for name, formula, value, color in (
+        ("chain bound", "1/(1−P1)", comparison.chain_bound, COLORS["muted"]),
+        ("binary-tree bound", "1/(1−P1−P2)", comparison.binary_tree_bound, COLORS["accent"]),
     ):
         if value is not None:
             tokens.append(
@@ -126,7 +131,7 @@ def trees_part(
                     [0, budget],
                     [value, value],
                     line={"color": color, "dash": "dash", "width": 1.5},
-                    hoverinfo="skip",
+                    hovertemplate=f"{name} {formula} = {value:.2f}<extra></extra>",
                 )
             )
     speedups.append(
