@@ -2,7 +2,7 @@
 // value (from the view), so only edits reach the address; an edited field is marked; choosing another preset
 // drops the edits of its fields (and, for the accelerator or the target, goes back to the fewest devices that fit).
 
-import { onView } from "./driver.js";
+import { onView, state } from "./driver.js";
 
 const form = document.querySelector('form[data-view="batch"]');
 
@@ -35,3 +35,51 @@ onView((view) => {
     mark(input);
   }
 });
+
+// Step times pasted here are fitted on this setup by POST /api/v1/step-fit; the three fitted values are written
+// into their fields, which then answer as if typed (the address and the view follow).
+const FITTED = { bandwidth_efficiency: 3, compute_efficiency: 3, overhead_us: 1 };
+const fitButton = document.getElementById("step-fit-run");
+const fitResult = document.getElementById("step-fit-result");
+
+async function fitStepTimes() {
+  const text = document.getElementById("step-times").value;
+  const setup = state();
+  for (const name of Object.keys(FITTED)) setup.delete(name); // fitted, not given
+  fitButton.disabled = true;
+  fitResult.textContent = "Fitting…";
+  try {
+    const response = await fetch(`/api/v1/step-fit?${setup}`, {
+      method: "POST",
+      headers: { "content-type": "text/plain", accept: "application/json" },
+      body: text,
+    });
+    const body = await response.json();
+    if (!response.ok) {
+      const items = Array.isArray(body.detail) ? body.detail : [];
+      fitResult.textContent = items.length ? items.map((item) => item.msg).join("; ") : String(body.detail);
+      return;
+    }
+    for (const [name, digits] of Object.entries(FITTED)) {
+      const input = form.elements.namedItem(name);
+      input.value = Number(body[name]).toFixed(digits);
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+    const percent = (value) => `${(100 * value).toFixed(1)}%`;
+    const bounds = body.at_bounds.length ? ` At a bound of its range: ${body.at_bounds.join(", ")}.` : "";
+    fitResult.textContent =
+      `Fitted to ${body.rows} steps (${body.format}): bandwidth efficiency ${fixed(body.bandwidth_efficiency, 3)}, ` +
+      `compute efficiency ${fixed(body.compute_efficiency, 3)}, overhead ${fixed(body.overhead_us, 1)} µs; ` +
+      `error ${percent(body.rms_relative_error)} RMS, ${percent(body.max_relative_error)} at most.${bounds}`;
+  } catch (error) {
+    fitResult.textContent = `Could not reach the server: ${error.message}`;
+  } finally {
+    fitButton.disabled = false;
+  }
+}
+
+function fixed(value, digits) {
+  return Number(value).toFixed(digits);
+}
+
+fitButton?.addEventListener("click", fitStepTimes);

@@ -17,6 +17,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from app.model import closed_form as cf
 from app.model.regimes import default_setup, sweep_batches
+from app.model.step_fit import example_step_times
 from app.web.pages.text import fixed
 from app.web.pages.views.batch import K_SEARCH_MAX
 from tests.browser.test_accessibility import blocking_violations
@@ -503,3 +504,35 @@ def test_the_driver_takes_over_showing_the_first_paints_numbers(
     scripted.close()
     assert drawn == painted
     assert patched == painted
+
+
+def test_step_times_pasted_on_the_page_are_fitted_into_the_three_fields(
+    page: Page, live_server: str, watch: PageWatch
+) -> None:
+    truth = dataclasses.replace(default_setup(), bandwidth_efficiency=0.55, compute_efficiency=0.4)
+    truth = dataclasses.replace(truth, step_overhead_us=120.0)
+    steps = example_step_times(truth, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], [1, 2, 4, 8], noise=0.0, seed=0)
+    open_batch(page, live_server + "/batch")
+    before = page.text_content("#speedup")
+    page.click("#step-fit summary")
+    page.fill("#step-times", steps)
+    page.click("#step-fit-run")
+    result = page.locator("#step-fit-result")
+    expect(result).to_contain_text("Fitted to 40 steps (csv)", timeout=UPDATE_MS)
+    assert float(page.input_value("#bandwidth_efficiency")) == pytest.approx(0.55, abs=0.02)
+    assert float(page.input_value("#compute_efficiency")) == pytest.approx(0.4, abs=0.02)
+    assert float(page.input_value("#overhead_us")) == pytest.approx(120, rel=0.05)
+    settle(page)
+    state = url_state(page)
+    assert float(state["bandwidth_efficiency"][0]) == pytest.approx(0.55, abs=0.02)
+    assert page.text_content("#speedup") != before  # the page answers for the fitted server
+    view = json.loads(page.evaluate("fetch('/api/v1/views/batch' + location.search).then((r) => r.text())"))
+    assert page.text_content("#speedup") == view["readouts"]["speedup"]
+
+    page.fill("#step-times", "batch,tokens,ms\nnot,a,row\n")
+    page.click("#step-fit-run")
+    expect(result).not_to_contain_text("Fitted", timeout=UPDATE_MS)
+    expect(result).not_to_have_text("Fitting…", timeout=UPDATE_MS)
+    assert float(page.input_value("#bandwidth_efficiency")) == pytest.approx(0.55, abs=0.02)  # kept
+    watch.console_errors[:] = [message for message in watch.console_errors if "422" not in message]
+    assert_clean(watch)
