@@ -184,7 +184,13 @@ def _rule_text(message: str) -> str:
     return RULE_FIELD.sub(lambda match: RULE_WORDS[match.group(1)], message)
 
 
-def _setup_request(reading: Reading, overrides: dict[str, float | int]) -> SetupRequest:
+TUNING = ("bandwidth_efficiency", "compute_efficiency", "overhead_us")
+
+
+def setup_request(reading: Reading, overrides: dict[str, float | int] | None = None) -> SetupRequest:
+    """The setup a page's controls describe (this page's, or /decide's, which takes the same names); the
+    efficiencies and overhead a page has no control for stay at the model's defaults."""
+    tuning = {name: reading.number(name) for name in TUNING if name in reading.values}
     return SetupRequest(
         hw=reading.text("hw"),
         model=reading.text("model"),
@@ -193,10 +199,8 @@ def _setup_request(reading: Reading, overrides: dict[str, float | int]) -> Setup
         kv_cache=reading.text("kv_cache"),
         devices=reading.integer("devices"),
         context=reading.integer("context"),
-        bandwidth_efficiency=reading.number("bandwidth_efficiency"),
-        compute_efficiency=reading.number("compute_efficiency"),
-        overhead_us=reading.number("overhead_us"),
-        overrides=overrides,
+        overrides=overrides or {},
+        **tuning,  # type: ignore[arg-type]
     )
 
 
@@ -220,7 +224,7 @@ def roofline(reading: Reading) -> tuple[BuiltSetup, dict[str, float | int]]:
     edits = edited_fields(reading)
     while True:
         try:
-            return build_setup(_setup_request(reading, edits)), edits
+            return build_setup(setup_request(reading, edits)), edits
         except SetupError as error:
             blamed = error.name if error.name in edits else next(iter(edits), None)
             if blamed is None:

@@ -12,6 +12,7 @@ from app.model.acceptance import Acceptance, AcceptanceProfile, iid_p
 from app.web.pages.controls import Control, ControlError, Reading, url_text
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.text import fixed, times
+from app.web.pages.views import batch as batch_view
 from app.web.pages.views.decide.calibrate import cells
 from app.web.pages.views.decide.controls import (
     DRAFT_PATH,
@@ -26,7 +27,7 @@ from app.web.services.decision import (
     MAX_BATCH,
 )
 from app.web.services.engines import engine_config_out
-from app.web.services.regimes import BuiltSetup, SetupError, SetupRequest, build_setup, devices_note
+from app.web.services.regimes import BuiltSetup, SetupError, build_setup, devices_note
 
 # ---------------------------------------------------------------------------
 # 3. The k schedule on the default setup
@@ -34,17 +35,8 @@ from app.web.services.regimes import BuiltSetup, SetupError, SetupRequest, build
 
 def user_setup(reading: Reading) -> BuiltSetup:
     """The roofline of the user's setup; a setup the model refuses is refused naming the control's label."""
-    request = SetupRequest(
-        hw=reading.text("hw"),
-        model=reading.text("model"),
-        draft=reading.text("draft"),
-        weights=reading.text("weights"),
-        kv_cache=reading.text("kv_cache"),
-        devices=reading.integer("devices"),
-        context=reading.integer("context"),
-    )
     try:
-        return build_setup(request)
+        return build_setup(batch_view.setup_request(reading))
     except SetupError as error:
         control = next((item for item in SETUP_CONTROLS if item.name == error.name), SETUP_CONTROLS[0])
         raise ControlError(control, f"{control.label}: {error.message}") from None
