@@ -19,7 +19,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,11 +27,10 @@ import httpx
 
 from app.model import engine_metrics, engines
 from app.model.calibration import CalibrationError
-from app.model.capacity import max_batch_that_fits
 from app.model.engines.base import RulesMetrics
 from app.model.engines.reports import mean_only
-from app.model.regimes import RooflineSetup, roofline_speedup
-from app.model.watch import DRIFT_LEVEL, IntervalReport, Scrape, interval_report
+from app.model.regimes import RooflineSetup
+from app.model.watch import IntervalReport, Scrape, interval_report, judged
 
 QUERIES_PER_EVALUATION = 6
 MAX_HISTORY = 1000  # steps of one range query
@@ -334,27 +333,7 @@ def _sglang_report(
         calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
     except CalibrationError as error:
         return IntervalReport("idle", drafts=verifications, message=f"counts do not calibrate: {error.message}")
-    p = calibrated_now.result.acceptance
-    batch = max(1, round(running)) if running is not None else 1
-    speedup = float(roofline_speedup(p, k, setup, batch))
-    low, high = calibrated_now.interval.low, calibrated_now.interval.high
-    base = IntervalReport("ok", p=p, p_low=low, p_high=high, k=k, batch=batch, speedup=speedup, drafts=verifications)
-    fit = max_batch_that_fits(setup, 1024)
-    note = f" (batch {batch} is more than the {fit} that fit this setup)" if batch > fit else ""
-    strict = engine_metrics.acceptance_interval(measurement, p, k, DRIFT_LEVEL)
-    drift = None
-    if calibrated is not None and strict.high is not None and strict.low is not None:
-        shown = f"[{calibrated[0]:.3f}, {calibrated[1]:.3f}]"
-        if strict.high < calibrated[0]:
-            drift = ("acceptance-dropped", f"acceptance dropped below its calibrated {shown}")
-        elif strict.low > calibrated[1]:
-            drift = ("acceptance-rose", f"acceptance rose above its calibrated {shown}")
-    if speedup <= 1.0:
-        message = f"speculation stops paying: {speedup:.2f}x at batch {batch} with k = {k}{note}"
-        return replace(base, status="stops-paying", message=message + (f"; {drift[1]}" if drift else ""))
-    if drift is not None:
-        return replace(base, status=drift[0], message=drift[1] + note)
-    return replace(base, message="ok" + note)
+    return judged(measurement, calibrated_now, k, running, verifications, setup, calibrated)
 
 
 def who(key: Key, label: str) -> str:

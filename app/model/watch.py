@@ -123,9 +123,23 @@ def interval_report(
         return IntervalReport(
             "idle", drafts=drafts, message=f"counters this interval do not calibrate: {error.message}"
         )
-    p, k = calibrated_now.result.acceptance, calibrated_now.result.k
-    low, high = calibrated_now.interval.low, calibrated_now.interval.high
     running = after.running if after.running is not None else before.running
+    return judged(measurement, calibrated_now, calibrated_now.result.k, running, drafts, setup, calibrated, batch_limit)
+
+
+def judged(
+    measurement: Measurement,
+    calibrated_now: engine_metrics.EngineCalibration,
+    k: int,
+    running: float | None,
+    drafts: float,
+    setup: RooflineSetup,
+    calibrated: tuple[float, float] | None,
+    batch_limit: int = 1024,
+) -> IntervalReport:
+    """An interval's counts once calibrated: the speedup at the running batch, and drift from the calibrated p."""
+    p = calibrated_now.result.acceptance
+    low, high = calibrated_now.interval.low, calibrated_now.interval.high
     batch = max(1, round(running)) if running is not None else 1
     fit = max_batch_that_fits(setup, batch_limit)
     speedup = float(roofline_speedup(p, k, setup, batch))
