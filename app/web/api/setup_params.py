@@ -139,6 +139,16 @@ def roofline_setup(
 Setup = Annotated[BuiltSetup, Depends(roofline_setup)]
 Batch = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Batch size (sequences per step), 1 to {MAX_BATCH}.")]
 BatchMax = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch size swept, 1 to {MAX_BATCH}.")]
+# A schedule's batches, as engine-config, step-fit and rules take them.
+DecidedBatchMax = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch decided, 1 to {MAX_BATCH}.")]
+OperatingBatch = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=MAX_BATCH,
+        description=f"Operating batch for engines that take one k (SGLang, llama.cpp), 1 to {MAX_BATCH}.",
+    ),
+]
 
 
 # Rules between the setup's parameters, listed in the description of every operation that takes a setup.

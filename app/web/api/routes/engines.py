@@ -14,7 +14,7 @@ from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines.base import UnknownVersionError
 from app.model.regimes import RegimeName
 from app.web.api.params import K_MAX_LIMIT, C, KMax
-from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, Setup
+from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, DecidedBatchMax, OperatingBatch, Setup
 from app.web.core.config import Settings, get_settings
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY
@@ -323,17 +323,8 @@ def get_engine_config(
     ] = None,
     k: OptionalK = None,
     k_max: KMax = 8,
-    batch_max: Annotated[
-        int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch decided, 1 to {MAX_BATCH}.")
-    ] = MAX_BATCH,
-    batch: Annotated[
-        int,
-        Query(
-            ge=1,
-            le=MAX_BATCH,
-            description=f"Operating batch for engines that take one k (SGLang, llama.cpp), 1 to {MAX_BATCH}.",
-        ),
-    ] = 1,
+    batch_max: DecidedBatchMax = MAX_BATCH,
+    batch: OperatingBatch = 1,
     tree_acceptance: Annotated[
         str,
         Query(max_length=MAX_TEXT, description="Positional acceptance P1 >= P2 >= ... for a tree, comma-separated."),
@@ -471,9 +462,7 @@ async def post_step_fit(
         float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Acceptance p: also return the schedule.")
     ] = None,
     k_max: KMax = 8,
-    batch_max: Annotated[
-        int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch decided, 1 to {MAX_BATCH}.")
-    ] = MAX_BATCH,
+    batch_max: DecidedBatchMax = MAX_BATCH,
 ) -> StepFitOut | JSONResponse:
     """Fit bandwidth and compute efficiency and the per-step overhead to measured step times; report the error."""
     body = await _body_text(request, step_fit_service.MAX_BYTES)

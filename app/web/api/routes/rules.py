@@ -9,7 +9,15 @@ from fastapi.responses import JSONResponse, Response
 
 from app.model import engines, limits, rules
 from app.web.api.params import KMax
-from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, Setup, _choice_query
+from app.web.api.setup_params import (
+    MAX_BATCH,
+    RULES,
+    SETUP_RULES,
+    DecidedBatchMax,
+    OperatingBatch,
+    Setup,
+    _choice_query,
+)
 from app.web.core.errors import parameter_error, with_rules
 from app.web.schemas.rules import RulesOut, rules_out
 from app.web.services.regimes import BuiltSetup
@@ -60,17 +68,8 @@ def rules_request(
         ),
     ] = None,
     k_max: KMax = limits.ROOFLINE_DEFAULT_K_MAX,
-    batch_max: Annotated[
-        int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch decided, 1 to {MAX_BATCH}.")
-    ] = MAX_BATCH,
-    batch: Annotated[
-        int,
-        Query(
-            ge=1,
-            le=MAX_BATCH,
-            description=f"Operating batch for engines that take one k (SGLang, llama.cpp), 1 to {MAX_BATCH}.",
-        ),
-    ] = 1,
+    batch_max: DecidedBatchMax = MAX_BATCH,
+    batch: OperatingBatch = 1,
     method: Annotated[
         str | None,
         Query(max_length=MAX_TEXT, description="The drafter in the engine's own words, as for engine-config."),
