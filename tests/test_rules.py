@@ -283,3 +283,12 @@ def test_the_watch_prints_one_line_per_class_and_says_when_counters_reset(
     assert sum("counters reset" in line for line in lines) == 4
     per_interval = (len(asked) - 1) / 2
     assert per_interval <= prometheus_watch.QUERIES_PER_EVALUATION
+
+
+def test_an_alert_described_for_any_value_names_the_k_and_both_actions() -> None:
+    template = rules.Template(
+        ("On ", rules.Field("label", "instance"), ": ", rules.Field("action", "turn it off|run k = "), ".")
+    )
+    assert template.described({"instance": "an instance"}) == "On an instance: run k = k (or turn it off)."
+    assert template.render({"instance": "a:1"}, 3.0) == "On a:1: run k = 3."
+    assert template.render({"instance": "a:1"}, 0.0) == "On a:1: turn it off."

@@ -174,6 +174,21 @@ class Template:
                 )
         return "".join(out)
 
+    def described(self, labels: dict[str, str]) -> str:
+        """The text for any value of the alert: the k as "k", an action as both its branches."""
+        out = []
+        for part in self.parts:
+            if isinstance(part, str):
+                out.append(part)
+            elif part.kind == "label":
+                out.append(labels.get(part.name, part.name))
+            elif part.kind == "k":
+                out.append("k")
+            else:
+                off, on = part.name.split("|")
+                out.append(f"{on}k (or {off})")
+        return "".join(out)
+
     def render(self, labels: dict[str, str], value: float) -> str:
         """What Prometheus writes for these labels and this value."""
         out = []

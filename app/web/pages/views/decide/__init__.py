@@ -61,8 +61,9 @@ def build(reading: Reading) -> View:
     # the rules and the dashboard watch this setup at the calibrated p, alerting below its interval's lower end
     low = engine.get("p_low")
     p_low = low if isinstance(low, float) else None
-    watch = watch_part(reading, result.acceptance, p_low, built)
-    watch_query = api_query(watch_request(reading, result.acceptance, p_low), query)
+    watched = watch_request(reading, result.acceptance, p_low)
+    watch = watch_part(watched, built)
+    watch_query = api_query(watched, query)
     calibrated = calibration_part(reading, result)
     calibrated["engine"] = engine
     calibrated.update(recommendation(decision, reading.integer("batch"), result, chosen))

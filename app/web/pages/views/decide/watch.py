@@ -43,33 +43,15 @@ def api_query(request: rules.RulesRequest, setup_query: str) -> str:
     return query
 
 
-def _in_words(template: rules.Template, label: str) -> str:
-    """An alert's text for any instance and class: labels as words, the alert's value as k."""
-    words = {"instance": "an instance", label: EXAMPLE_CLASS}
-    out = []
-    for part in template.parts:
-        if isinstance(part, str):
-            out.append(part)
-        elif part.kind == "label":
-            out.append(words.get(part.name, part.name))
-        elif part.kind == "k":
-            out.append("k")
-        else:
-            off, on = part.name.split("|")
-            out.append(f"{on}k (or {off})")
-    return "".join(out)
-
-
 def _alert_line(alert: rules.Alert, label: str) -> str:
     """An alert as the page lists it: its name and when it fires (the description's first clause)."""
-    description = _in_words(alert.description, label)
+    description = alert.description.described({"instance": "an instance", label: EXAMPLE_CLASS})
     when = min((description.split(mark, 1)[0] for mark in (": ", ". ")), key=len).rstrip(".")
     return f"{alert.name}: {when[:1].lower()}{when[1:]}."
 
 
-def watch_part(reading: Reading, p: float, p_low: float | None, built: BuiltSetup) -> dict[str, Any]:
+def watch_part(request: rules.RulesRequest, built: BuiltSetup) -> dict[str, Any]:
     """The rules file and dashboard for this setup, or why this engine version cannot be watched."""
-    request = watch_request(reading, p, p_low)
     engine = ENGINE_LABELS[request.engine]
     try:
         made = watch_rules(built, request)
