@@ -127,7 +127,7 @@ def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup_request(arguments: argparse.Namespace) -> object:
-    from app.web.services.regimes import SetupError, SetupRequest
+    from app.service.regimes import SetupError, SetupRequest
 
     overrides: dict[str, float | int | None] = {}
     for item in arguments.overrides:
@@ -198,7 +198,7 @@ def add_table_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 def run_table(arguments: argparse.Namespace) -> int:
     from app.model.regimes import RegimeName
-    from app.web.services.regimes import (
+    from app.service.regimes import (
         MAX_TABLE_ROWS,
         RegimeRequest,
         SetupError,
@@ -245,7 +245,7 @@ def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 
 def run_schedule(arguments: argparse.Namespace) -> int:
-    from app.web.services.regimes import (
+    from app.service.regimes import (
         SetupError,
         SetupRequest,
         build_setup,
@@ -336,7 +336,7 @@ def _read_text(path: str) -> str:
 
 def run_calibrate(arguments: argparse.Namespace) -> int:
     from app.model import calibration
-    from app.web.services.decision import calibration_out, cost_regime, render_calibration_text
+    from app.service.decision import calibration_out, cost_regime, render_calibration_text
 
     if arguments.source is not None:
         from app.cli_engines import run_calibrate_from
@@ -391,7 +391,7 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 def run_sources(arguments: argparse.Namespace) -> int:
     from app.model import draft_sources
-    from app.web.services.decision import cost_regime, render_sources_text, sources_out
+    from app.service.decision import cost_regime, render_sources_text, sources_out
 
     try:
         overrides = draft_sources.parse_overrides(",".join(arguments.override))
@@ -435,7 +435,7 @@ def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 def run_trees(arguments: argparse.Namespace) -> int:
     from app.model import trees
-    from app.web.services.decision import cost_regime, render_trees_text, trees_out
+    from app.service.decision import cost_regime, render_trees_text, trees_out
 
     try:
         acceptance = trees.positional_acceptance(
@@ -480,7 +480,7 @@ def add_speedup_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def run_speedup(arguments: argparse.Namespace) -> int:
-    from app.web.services.core import build_speedup
+    from app.service.core import build_speedup
 
     result = build_speedup(arguments.p, arguments.k, arguments.c)
     return _write_report(
@@ -513,7 +513,7 @@ def add_optimal_k_command(subparsers: argparse._SubParsersAction[argparse.Argume
 
 
 def run_optimal_k(arguments: argparse.Namespace) -> int:
-    from app.web.services.core import build_optimal_k
+    from app.service.core import build_optimal_k
 
     result = build_optimal_k(arguments.p, arguments.c, arguments.k_max)
     line = _best_k_text(result.best_k, result.speedup, result.k_search_max, result.limit_reached)
@@ -539,7 +539,7 @@ def _maybe(value: float | None, digits: int = 4) -> str:
 
 
 def run_curve(arguments: argparse.Namespace) -> int:
-    from app.web.services.core import build_curve
+    from app.service.core import build_curve
 
     curve = build_curve(arguments.p, arguments.k, arguments.c, arguments.k_max, arguments.band, arguments.c_ops)
     if arguments.format == "json":

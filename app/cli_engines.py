@@ -27,7 +27,7 @@ def _draft_lengths(text: str | None) -> tuple[int, ...]:
 
 def read_source(source: str) -> str:
     """A report from a file, '-' (stdin) or an http(s) URL fetched from this machine (timeout and size cap)."""
-    from app.web.services.fetch import MAX_FETCH_BYTES, fetch_text
+    from app.service.fetch import MAX_FETCH_BYTES, fetch_text
 
     if source.startswith(("http://", "https://")):
         return fetch_text(source)
@@ -42,8 +42,8 @@ def read_source(source: str) -> str:
 def run_calibrate_from(arguments: argparse.Namespace) -> int:
     """`specdec-lab calibrate --from FILE_OR_URL`: any engine's report, detected by format."""
     from app.model.calibration import CalibrationError
-    from app.web.services.decision import cost_regime
-    from app.web.services.engines import calibrate_report
+    from app.service.decision import cost_regime
+    from app.service.engines import calibrate_report
 
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     try:
@@ -98,33 +98,7 @@ def add_commands(
     config = subparsers.add_parser(
         "config", help="the schedule on your setup as vLLM, SGLang, TensorRT-LLM or llama.cpp take it"
     )
-    config.add_argument("--engine", choices=ENGINES, required=True)
-    config.add_argument("--p", type=_bounded(float, 0.0, 1.0), default=0.8, help="acceptance probability")
-    config.add_argument("--k-max", type=_bounded(int, 1, 64), default=8)
-    config.add_argument("--batch-max", type=_bounded(int, 1, 1024), default=1024)
-    config.add_argument("--batch", type=_bounded(int, 1, 1024), default=1, help="operating batch (SGLang, llama.cpp)")
-    config.add_argument("--tree-budget", type=_bounded(int, 0, 256), default=0, help="tree nodes (0 = a chain)")
-    config.add_argument("--tree-acceptance", default="0.6,0.2,0.1,0.05", help="positional acceptance for the tree")
-    config.add_argument("--draft-path", help="the draft model's path, written into the config")
-    config.add_argument(
-        "--method",
-        help="the drafter in the engine's own words: vLLM method (draft_model, eagle3, ngram, ...), SGLang "
-        "algorithm (STANDALONE, EAGLE, EAGLE3, ...), TensorRT-LLM decoding_type, llama.cpp --spec-type",
-    )
-    config.add_argument("--engine-version", help="the engine version to write for (default: the newest known)")
-    config.add_argument(
-        "--profile",
-        help="a measured acceptance profile: share of drafts accepted at least to position 1, 2, ... (comma-separated)",
-    )
-    config.add_argument(
-        "--from",
-        dest="source",
-        metavar="FILE_OR_URL",
-        help="calibrate from this engine report and configure in one step (its p and per-position profile)",
-    )
-    config.add_argument(
-        "--fit-batch", type=_bounded(int, 1, 1024), default=1, help="with --devices 0: devices that hold this batch"
-    )
+    _add_plan_arguments(config)
     add_roofline_arguments(config)
     config.set_defaults(handler=lambda arguments: run_config(arguments, setup_request))
 
@@ -171,38 +145,113 @@ def add_commands(
         command.set_defaults(handler=lambda arguments: run_rules(arguments, setup_request))
 
 
-def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.model import limits, rules
+def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """What one plan depends on (app.service.plan): config, rules and dashboard take the same arguments."""
+    from app.model import limits
 
     parser.add_argument("--engine", choices=ENGINES, required=True)
-    parser.add_argument("--engine-version", help="the engine version (default: the newest known)")
     parser.add_argument(
-        "--p", type=_bounded(float, 0.0, 1.0), default=limits.ROOFLINE_DEFAULT_P, help="acceptance the schedule is for"
+        "--p", type=_bounded(float, 0.0, 1.0), default=limits.ROOFLINE_DEFAULT_P, help="acceptance probability"
     )
+    parser.add_argument("--k-max", type=_bounded(int, 1, 64), default=limits.ROOFLINE_DEFAULT_K_MAX)
+    parser.add_argument("--batch-max", type=_bounded(int, 1, limits.MAX_BATCH), default=limits.MAX_BATCH)
+    parser.add_argument(
+        "--batch", type=_bounded(int, 1, limits.MAX_BATCH), default=1, help="operating batch (SGLang, llama.cpp)"
+    )
+    parser.add_argument("--tree-budget", type=_bounded(int, 0, 256), default=0, help="tree nodes (0 = a chain)")
+    parser.add_argument("--tree-acceptance", default="0.6,0.2,0.1,0.05", help="positional acceptance for the tree")
+    parser.add_argument("--draft-path", help="the draft model's path, written into the config")
+    parser.add_argument(
+        "--method",
+        help="the drafter in the engine's own words: vLLM method (draft_model, eagle3, ngram, ...), SGLang "
+        "algorithm (STANDALONE, EAGLE, EAGLE3, ...), TensorRT-LLM decoding_type, llama.cpp --spec-type",
+    )
+    parser.add_argument("--engine-version", help="the engine version to write for (default: the newest known)")
+    parser.add_argument(
+        "--profile",
+        help="a measured acceptance profile: share of drafts accepted at least to position 1, 2, ... (comma-separated)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE_OR_URL",
+        help="calibrate from this engine report and decide in one step (its p and per-position profile)",
+    )
+    parser.add_argument(
+        "--fit-batch",
+        type=_bounded(int, 1, limits.MAX_BATCH),
+        default=1,
+        help="with --devices 0: devices that hold this batch",
+    )
+
+
+def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
+    from app.model import rules
+
+    _add_plan_arguments(parser)
     parser.add_argument(
         "--p-low",
         type=_bounded(float, 0.0, 1.0),
         help=f"calibrated lower bound of p for the acceptance alert (default: p - {rules.DEFAULT_P_MARGIN:g})",
     )
-    parser.add_argument("--k-max", type=_bounded(int, 1, 64), default=limits.ROOFLINE_DEFAULT_K_MAX)
-    parser.add_argument("--batch-max", type=_bounded(int, 1, 1024), default=1024)
-    parser.add_argument("--batch", type=_bounded(int, 1, 1024), default=1, help="operating batch (SGLang, llama.cpp)")
-    parser.add_argument("--method", help="the drafter in the engine's own words, as for config")
     parser.add_argument("--label", default=rules.DEFAULT_LABEL, help="label whose values are the classes")
     parser.add_argument("--window", default=rules.DEFAULT_WINDOW, help="rate window of the recording rules")
     parser.add_argument("--hold", default=rules.DEFAULT_HOLD, help="how long a condition holds before it alerts")
     parser.add_argument("--match", default="", help='label matchers added to every series read, e.g. job="vllm"')
-    parser.add_argument(
-        "--fit-batch", type=_bounded(int, 1, 1024), default=1, help="with --devices 0: devices that hold this batch"
-    )
     parser.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
+
+
+def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[Any, str] | None:
+    """The plan request of config, rules or dashboard, and where its acceptance came from; None (with the
+    reason on stderr) when the report, the profile or the tree cannot be read."""
+    from app.model import trees
+    from app.model.calibration import CalibrationError
+    from app.service.plan import PlanRequest
+
+    p, where = arguments.p, ""
+    profile: tuple[float, ...] = ()
+    try:
+        if arguments.source:
+            p, profile, where = _calibrated_profile(arguments.source, arguments.k_max)
+        if arguments.profile:
+            profile = tuple(float(item) for item in arguments.profile.split(",") if item.strip())
+        tree = (
+            trees.positional_acceptance([float(v) for v in arguments.tree_acceptance.split(",") if v.strip()])
+            if arguments.tree_budget
+            else None
+        )
+    except (OSError, ValueError) as error:
+        message = error.message if isinstance(error, CalibrationError) else str(error)
+        print(f"specdec-lab {name}: error: {message}", file=sys.stderr)
+        return None
+    watch = {
+        key: getattr(arguments, key)
+        for key in ("p_low", "label", "window", "hold", "match")
+        if getattr(arguments, key, None) is not None
+    }
+    request = PlanRequest(
+        engine=arguments.engine,
+        p=p,
+        profile=profile,
+        k_max=arguments.k_max,
+        batch_max=arguments.batch_max,
+        batch=arguments.batch,
+        fit_batch=arguments.fit_batch,
+        method=arguments.method,
+        draft_path=arguments.draft_path,
+        version=arguments.engine_version,
+        tree_acceptance=tree,
+        tree_budget=arguments.tree_budget,
+        **watch,
+    )
+    return request, where
 
 
 def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
     """`specdec-lab rules` (YAML, or JSON as the API with --format json) and `specdec-lab dashboard` (JSON)."""
     from app.model import dashboard, rules
-    from app.web.schemas.rules import rules_out
-    from app.web.services.regimes import devices_for_batch, devices_note
+    from app.service import plan
+    from app.service.schemas.rules import rules_out
 
     name = arguments.command
     built = _built(arguments, setup_request, name)
@@ -211,25 +260,18 @@ def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     if arguments.format == "csv":
         print(f"specdec-lab {name}: error: --format must be text or json", file=sys.stderr)
         return 2
-    built = devices_for_batch(built, arguments.fit_batch)
-    request = rules.RulesRequest(
-        engine=arguments.engine,
-        version=arguments.engine_version,
-        p=arguments.p,
-        p_low=arguments.p_low,
-        k_max=arguments.k_max,
-        batch_max=arguments.batch_max,
-        batch=arguments.batch,
-        method=arguments.method,
-        label=arguments.label,
-        window=arguments.window,
-        hold=arguments.hold,
-        match=arguments.match,
-    )
+    planned = _plan_request(arguments, name)
+    if planned is None:
+        return 2
+    request = planned[0]
     try:
-        made = rules.build(request, built.setup, devices_note(built))
+        rules.check(request.rules_request())
+        made = plan.build(request, built).rules
     except rules.RulesError as error:
         print(f"specdec-lab {name}: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
+        return 2
+    except ValueError as error:  # an unknown version, method or tree: the message names it
+        print(f"specdec-lab {name}: error: {error}", file=sys.stderr)
         return 2
     if name == "dashboard":
         text = json.dumps(dashboard.build(made), indent=2) + "\n"
@@ -250,7 +292,7 @@ def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
 
 
 def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object], name: str) -> Any:
-    from app.web.services.regimes import SetupError, SetupRequest, build_setup
+    from app.service.regimes import SetupError, SetupRequest, build_setup
 
     try:
         request = setup_request(arguments)
@@ -263,8 +305,8 @@ def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Name
 
 def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ...], str]:
     """p and the per-position profile of an engine report, and a line saying where they came from."""
-    from app.web.services.decision import cost_regime
-    from app.web.services.engines import calibrate_report
+    from app.service.decision import cost_regime
+    from app.service.engines import calibrate_report
 
     report = calibrate_report(read_source(source), cost_regime("memory-bound", 0.0), k_max)
     profile = tuple(position.rate for position in report.calibration.positions)
@@ -273,45 +315,17 @@ def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ..
 
 
 def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
-    from app.model import trees
-    from app.model.calibration import CalibrationError
-    from app.web.services.engines import engine_config_out
+    from app.service import plan
 
     built = _built(arguments, setup_request, "config")
     if built is None:
         return 2
-    p, where = arguments.p, ""
-    profile: tuple[float, ...] = ()
-    try:
-        if arguments.source:
-            p, profile, where = _calibrated_profile(arguments.source, arguments.k_max)
-        if arguments.profile:
-            profile = tuple(float(item) for item in arguments.profile.split(",") if item.strip())
-    except (OSError, ValueError) as error:
-        message = error.message if isinstance(error, CalibrationError) else str(error)
-        print(f"specdec-lab config: error: {message}", file=sys.stderr)
+    planned = _plan_request(arguments, "config")
+    if planned is None:
         return 2
+    request, where = planned
     try:
-        acceptance = (
-            trees.positional_acceptance([float(v) for v in arguments.tree_acceptance.split(",") if v.strip()])
-            if arguments.tree_budget
-            else None
-        )
-        out = engine_config_out(
-            arguments.engine,
-            p,
-            arguments.k_max,
-            arguments.batch_max,
-            built,
-            batch=arguments.batch,
-            tree_acceptance=acceptance,
-            tree_budget=arguments.tree_budget,
-            method=arguments.method,
-            draft_path=arguments.draft_path,
-            fit_batch=arguments.fit_batch,
-            engine_version=arguments.engine_version,
-            profile=profile,
-        )
+        out = plan.build(request, built).config_out()
     except ValueError as error:  # an unknown version, method or tree: the message names it
         print(f"specdec-lab config: error: {error}", file=sys.stderr)
         return 2
@@ -329,7 +343,7 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
 
 
 def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
-    from app.web.services.step_fit import StepFitError, step_fit_out
+    from app.service.step_fit import StepFitError, step_fit_out
 
     built = _built(arguments, setup_request, "step-fit")
     if built is None:
@@ -384,7 +398,7 @@ class _Gauges:
 def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
     from app.model.calibration import CalibrationError
     from app.model.watch import format_line, interval_report, read_scrape
-    from app.web.services.fetch import FetchError, check_url, fetch_text
+    from app.service.fetch import FetchError, check_url, fetch_text
 
     if arguments.prometheus is not None and arguments.url is not None:
         print("specdec-lab watch: error: give a /metrics URL or --prometheus URL, not both", file=sys.stderr)
@@ -462,8 +476,8 @@ def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
 
 def run_watch_prometheus(arguments: argparse.Namespace, setup: Any, calibrated: tuple[float, float] | None) -> int:
     """`specdec-lab watch --prometheus URL`: every instance and class from Prometheus, one line per class."""
-    from app import prometheus_watch
     from app.model.engines import UnknownVersionError
+    from app.service.clients import prometheus as prometheus_watch
 
     if arguments.engine_version and not arguments.engine:
         print("specdec-lab watch: error: --engine-version needs --engine", file=sys.stderr)

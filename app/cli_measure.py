@@ -1,7 +1,7 @@
 """`specdec-lab measure URL [URL ...]`: measure acceptance, costs and speedup per draft length on live llama-servers.
 
 The sweep runs one server per k (this llama-server takes no per-request draft length; see
-:mod:`app.measure_client`), and :mod:`app.model.measure` turns the counts and times into the acceptance
+:mod:`app.service.clients.measure`), and :mod:`app.model.measure` turns the counts and times into the acceptance
 profile, tokens per verification, the draft cost c, the verification cost v(k), the measured speedup
 and the closed form's prediction.
 """
@@ -115,8 +115,8 @@ def run_measure(arguments: argparse.Namespace) -> int:
     except ImportError:  # a dependency of the test extra in pyproject.toml, not of the server
         return _fail("this command needs httpx: pip install httpx")
 
-    from app.measure_client import BUILTIN_PROMPTS, MeasureClientError, Sweep, read_prompts, stderr_progress
     from app.model.measure import MeasureError, analyze, metrics_delta, step_times_csv
+    from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Sweep, read_prompts, stderr_progress
 
     try:
         prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 
 import httpx
 
-from app.measure_client import Run, Sweep, samples_from
 from app.model.measure import Analysis, MeasureError, analyze
+from app.service.clients.measure import Run, Sweep, samples_from
 from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, engine, llama_server
 
 KS = (1, 2, 4, 8)

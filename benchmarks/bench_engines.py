@@ -12,9 +12,10 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.model.step_fit import example_step_times, fit_step_times, read_step_times
-from app.web.services.decision import cost_regime
-from app.web.services.engines import calibrate_report, engine_config_out
-from app.web.services.regimes import SetupRequest, build_setup, schedule_out
+from app.service import plan
+from app.service.decision import cost_regime
+from app.service.engines import calibrate_report
+from app.service.regimes import SetupRequest, build_setup, schedule_out
 from benchmarks.bench_decision import large_exposition
 from benchmarks.timing import best_time
 
@@ -54,7 +55,8 @@ def main() -> None:
 
     big = build_setup(SetupRequest(model="dense-70b", devices=8))
     schedule_seconds = best_time(lambda: schedule_out(0.8, 16, 1024, big), REPEATS)
-    config_seconds = best_time(lambda: engine_config_out("vllm", 0.8, 16, 1024, big), REPEATS)
+    request = plan.PlanRequest(engine="vllm", p=0.8, k_max=16, batch_max=1024)
+    config_seconds = best_time(lambda: plan.build(request, big).config_out(), REPEATS)
     print(f"engine config {config_seconds * 1e3:.1f} ms; schedule alone {schedule_seconds * 1e3:.1f} ms (bound 1.5x)")
     ratio = config_seconds / schedule_seconds
     print(f"RATIO engine_config_vs_schedule {config_seconds:.6f} {schedule_seconds:.6f} {ratio:.3f}")

@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 
 from app.model.capacity import max_batch_that_fits
 from app.model.regimes import memory_capacity_gb, memory_needed_gb
-from app.web.services.regimes import SetupRequest, build_setup
+from app.service.regimes import SetupRequest, build_setup
 
 REGIMES = "/api/v1/regimes"
 

@@ -143,8 +143,8 @@ def test_defaults_are_read_from_one_place() -> None:
     from app.model.regimes import default_setup
 
     assert default_setup().compute_efficiency == limits.DEFAULT_COMPUTE_EFFICIENCY
+    from app.service import regimes as regimes_service
     from app.web.api.routes import decision, regimes
-    from app.web.services import regimes as regimes_service
 
     assert decision.MAX_BATCH == regimes.MAX_BATCH == regimes_service.MAX_BATCH == limits.MAX_BATCH
 

@@ -19,7 +19,8 @@ import yaml
 from fastapi.testclient import TestClient
 
 from app.model import dashboard, engines, rules
-from app.web.services.regimes import SetupRequest, build_setup
+from app.service.regimes import SetupRequest, build_setup
+from tests.planned import planned_rules
 
 SETUP = build_setup(SetupRequest()).setup
 # The classic model's dashboard fields and their JSON types (the documentation's table).
@@ -53,7 +54,7 @@ def every_dashboard() -> list[tuple[rules.RulesFile, dict[str, Any]]]:
                 continue
             for label in ("model_name", "instance"):
                 request = rules.RulesRequest(engine=engine, version=version, label=label)
-                found = rules.build(request, SETUP)
+                found = planned_rules(request, SETUP)
                 made.append((found, dashboard.build(found)))
     return made
 

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from app.web.services.fetch import FetchError, fetch_text
+from app.service.fetch import FetchError, fetch_text
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from app.cli import main
-from app.measure_client import Counters, Run, Sweep, parse_metrics
 from app.model.measure import Analysis, analyze
 from app.model.step_fit import read_step_times
+from app.service.clients.measure import Counters, Run, Sweep, parse_metrics
 from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, Server, engine, llama_server
 
 KS = (1, 2, 4)

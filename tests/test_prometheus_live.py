@@ -33,8 +33,9 @@ import yaml
 
 from app.cli import main
 from app.model import closed_form, engine_metrics, rules
-from app.web.services.regimes import SetupRequest, build_setup
+from app.service.regimes import SetupRequest, build_setup
 from tests import live_engine
+from tests.planned import planned_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "app.cli"]
@@ -362,7 +363,7 @@ def test_rules_of_three_engines_side_by_side_record_the_expected_values(tmp_path
         for engine in ("vllm", "sglang", "trtllm")
     ]
     setup = build_setup(SetupRequest()).setup
-    made = rules.build(rules.RulesRequest(engine="vllm", p=P, k_max=K), setup)
+    made = planned_rules(rules.RulesRequest(engine="vllm", p=P, k_max=K), setup)
     assert made.decision.best_k[BATCH - 1] == K
     cost = float(rules.cycle_cost(setup, np.array([float(BATCH)]), np.array([float(made.engine_k[BATCH - 1])]))[0])
     tokens = closed_form.expected_tokens(P, K)
@@ -392,7 +393,11 @@ def test_rules_of_three_engines_side_by_side_record_the_expected_values(tmp_path
             assert all(abs(v - tokens / cost) < 0.01 for v in values[rules.SPEEDUP]), (engine, values)
             assert all(v == BATCH for v in values[rules.RUNNING_BATCH])
             schedule = [float(item["value"][1]) for item in instant(url, f"{rules.SCHEDULE_K}{scope}")]
-            assert schedule == [float(made.decision.best_k[BATCH - 1])] * count
+            assert (
+                schedule
+                == [float(made.engine_k[BATCH - 1])] * count
+                == [float(made.decision.best_k[BATCH - 1])] * count
+            )
             if engine != "sglang":
                 at = instant(url, f'{rules.AT_POSITION}{{specdec_rules="{engine}",position="1"}}')
                 assert len(at) == count and all(abs(float(i["value"][1]) - P**2) < 1e-6 for i in at), at

@@ -19,18 +19,19 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from app import prometheus_watch
 from app.cli import main
 from app.model import engines, rules
 from app.model.capacity import decide
-from app.web.services.regimes import SetupRequest, build_setup
+from app.service.clients import prometheus as prometheus_watch
+from app.service.regimes import SetupRequest, build_setup
+from tests.planned import planned_rules
 
 SETUP = build_setup(SetupRequest(model="dense-70b", draft="dense-3b", devices=8)).setup
 QUERY = "engine=llamacpp&model=dense-8b&draft=dense-3b&p=0.9&k_max=4&method=ngram-simple&window=15s&hold=5s"
 
 
 def rules_for(engine: str = "vllm", **extra: Any) -> rules.RulesFile:
-    return rules.build(rules.RulesRequest(engine=engine, p=0.9, k_max=4, **extra), SETUP)
+    return planned_rules(rules.RulesRequest(engine=engine, p=0.9, k_max=4, **extra), SETUP)
 
 
 def expression(made: rules.RulesFile, record: str) -> str:
@@ -58,9 +59,9 @@ def test_the_break_even_and_the_schedule_follow_the_roofline_at_every_batch(engi
     for batch in range(1, limit + 1):
         values = {rules.SCHEDULE_BATCH: float(batch)}
         assert abs(evaluate(even, values) - cost[batch - 1]) <= cost[batch - 1] * rules.COST_TOLERANCE * 1.001
-        assert evaluate(schedule, values) == made.decision.best_k[batch - 1]
+        assert evaluate(schedule, values) == made.engine_k[batch - 1]  # the k the config runs there
         halfway = {rules.SCHEDULE_BATCH: batch + 0.5}  # an average batch between two integers is priced too
-        assert evaluate(even, halfway) > 1.0 and evaluate(schedule, halfway) in made.decision.best_k
+        assert evaluate(even, halfway) > 1.0 and evaluate(schedule, halfway) in made.engine_k
     assert made.cost_pieces <= 16
 
 

@@ -16,7 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from app.cli import main
 from app.model.engine_metrics import sample_accepted
 from app.model.watch import Scrape, interval_report, went_down
-from app.web.services.regimes import SetupRequest, build_setup
+from app.service.regimes import SetupRequest, build_setup
 
 K = 4
 

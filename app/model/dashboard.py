@@ -18,6 +18,7 @@ import hashlib
 from typing import Any
 
 from app.model import rules
+from app.model.engines.base import runs_of
 from app.model.rules import RulesFile
 
 SCHEMA_VERSION = 39
@@ -93,9 +94,12 @@ def _about(made: RulesFile) -> str:
         "",
         f"Setup: {made.setup_text}. {decision.headline}",
         "",
-        "| batches | k (schedule) | speedup at the first batch |",
-        "| --- | --- | --- |",
-        *(f"| {step.batch_from}-{step.batch_to} | {step.k} | {step.speedup_at_from:.2f}× |" for step in decision.steps),
+        "| batches | k the config runs | best k | speedup at the best k, first batch |",
+        "| --- | --- | --- | --- |",
+        *(
+            f"| {first}-{last} | {run_k} | {best_k} | {decision.best_speedup[first - 1]:.2f}× |"
+            for first, last, (run_k, best_k) in runs_of(list(zip(made.engine_k, decision.best_k, strict=True)))
+        ),
         "",
         f"Acceptance is held to p >= {made.p_low:g} (the schedule is for p = {made.p:g}).",
     ]

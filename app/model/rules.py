@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import yaml
 
-from app.model import closed_form, engine_config, engines
-from app.model.capacity import Decision, decide
-from app.model.engines.base import EngineVersion, RulesMetrics, describe_batches, runs_of
+from app.model import closed_form, engines
+from app.model.capacity import Decision
+from app.model.engines.base import EngineVersion, Exported, RulesMetrics, describe_batches, runs_of
 from app.model.regimes import RooflineSetup, best_k_by_batch, roofline_draft_cost, verification_costs
 
 DEFAULT_LABEL = "model_name"
@@ -73,17 +73,6 @@ _DURATION_UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\\n]|\\.)*"\s*'
 _MATCHERS = re.compile(rf"^{_MATCHER}(?:,{_MATCHER})*,?\s*$")
-
-HOW_TO_APPLY = {
-    "vllm": "set num_speculative_tokens_per_batch_size in --speculative-config to the schedule "
-    "(specdec-lab config --engine vllm writes it)",
-    "sglang": "give SGLang the schedule as its adaptive config per batch tier (--speculative-adaptive-config; "
-    "specdec-lab config --engine sglang writes it)",
-    "trtllm": "set draft_len_schedule in speculative_config to the schedule (specdec-lab config --engine trtllm "
-    "writes it)",
-    "llamacpp": "llama.cpp runs one k at every batch: if the load stays at this batch, restart llama-server with "
-    "--spec-draft-n-max (or the n-gram size) at this k, or without --spec-type when it is 0",
-}
 
 
 class RulesError(ValueError):
@@ -323,7 +312,7 @@ class RulesFile:
 
 def _rules_metrics(engine: str, version: EngineVersion) -> RulesMetrics:
     module = engines.adapter(engine)
-    known: dict[str, RulesMetrics] = module.RULES_METRICS
+    known: Mapping[str, RulesMetrics] = module.RULES_METRICS
     metrics = known.get(version.name)
     if metrics is None:
         raise RulesError("engine_version", f"{module.TITLE} {version.name}: no Prometheus series are known for it")
@@ -350,11 +339,22 @@ def cycle_cost(setup: RooflineSetup, batches: np.ndarray, ks: np.ndarray) -> np.
     return cost
 
 
-def build(request: RulesRequest, setup: RooflineSetup, devices_note: str = "") -> RulesFile:
-    """The rules file for this engine version, setup and schedule; a RulesError naming the parameter otherwise."""
-    if request.engine not in engines.ENGINES:
-        raise RulesError("engine", f"must be one of {', '.join(engines.ENGINES)}; got {request.engine!r}")
-    module = engines.adapter(request.engine)
+@dataclass(frozen=True)
+class CheckedRequest:
+    """A rules request whose engine version, durations, label, matchers and p_low were accepted."""
+
+    version: EngineVersion
+    metrics: RulesMetrics
+    label: str
+    hold_s: float
+    match: str
+    p_low: float
+
+
+def check(request: RulesRequest) -> CheckedRequest:
+    """What rules can be made for, before anything is decided; a RulesError naming the parameter otherwise."""
+    if request.engine not in engines.ADAPTERS:
+        raise RulesError("engine", f"must be one of {', '.join(engines.ADAPTERS)}; got {request.engine!r}")
     try:
         version = engines.version(request.engine, request.version)
     except engines.UnknownVersionError as error:
@@ -373,24 +373,28 @@ def build(request: RulesRequest, setup: RooflineSetup, devices_note: str = "") -
     p_low = request.p_low if request.p_low is not None else max(0.0, request.p - DEFAULT_P_MARGIN)
     if not 0.0 <= p_low <= request.p:
         raise RulesError("p_low", f"must lie from 0 to p = {request.p:g}; got {p_low:g}")
-    decision = decide(request.p, setup, request.k_max, request.batch_max, devices_note)
+    return CheckedRequest(version, metrics, label, hold_s, match, p_low)
+
+
+def build(request: RulesRequest, setup: RooflineSetup, decision: Decision, exported: Exported) -> RulesFile:
+    """The rules file for this engine version, setup and decided schedule, priced at the k ``exported`` runs.
+
+    The decision and the config are the plan's (``app.service.plan``): the rules never decide again, so that the
+    schedule they alert on is the one the config was written from.  A RulesError names the parameter to blame.
+    """
+    checked = check(request)
+    module = engines.adapter(request.engine)
+    version, metrics, label, hold_s, match, p_low = (
+        checked.version,
+        checked.metrics,
+        checked.label,
+        checked.hold_s,
+        checked.match,
+        checked.p_low,
+    )
     limit = decision.batch_limit
     if limit < 1:
         raise RulesError("devices", decision.headline)
-    try:
-        exported = engine_config.export(
-            request.engine,
-            decision.best_k,
-            decision.steps,
-            limit,
-            batch=request.batch,
-            method=request.method,
-            version=version.name,
-        ).exported
-    except engine_config.ConfigRuleError as error:
-        raise RulesError("method", str(error)) from None
-    except ValueError as error:
-        raise RulesError("method", str(error)) from None
     notes = [decision.headline]
     engine_k = list(exported.runs) if len(exported.runs) == limit else [0] * limit
     fallback = max(engine_k) or max(decision.best_k) or request.k_max
@@ -402,7 +406,7 @@ def build(request: RulesRequest, setup: RooflineSetup, devices_note: str = "") -
         )
     priced = [k or fallback for k in engine_k]
     builder = _Builder(module.TITLE, request.engine, metrics, label, request.window, match, limit)
-    records = builder.records(setup, decision, priced, request, p_low)
+    records = builder.records(setup, decision, engine_k, priced, request, p_low)
     alerts, unchecked = builder.alerts(request.hold, hold_s, p_low)
     notes += [f"{module.TITLE} {version.name}: {text}" for text in metrics.loses]
     if exported.differs_at:
@@ -494,7 +498,13 @@ class _Builder:
         return bool(self.metrics.per_position)
 
     def records(
-        self, setup: RooflineSetup, decision: Decision, priced: list[int], request: RulesRequest, p_low: float
+        self,
+        setup: RooflineSetup,
+        decision: Decision,
+        engine_k: list[int],
+        priced: list[int],
+        request: RulesRequest,
+        p_low: float,
     ) -> list[dict[str, Any]]:
         m = self.metrics
         limit = self.limit
@@ -505,7 +515,9 @@ class _Builder:
 
         record(RUNNING_BATCH, f"sum by ({self.by}) (avg_over_time({self.series(m.running)}[{self.window}]))")
         record(SCHEDULE_BATCH, f"clamp({RUNNING_BATCH}, 1, {limit})")
-        record(SCHEDULE_K, piecewise_constant(SCHEDULE_BATCH, decision.best_k))
+        # the k the config runs at each batch (the plan's export, read back): a server that follows the config
+        # is on schedule at every batch
+        record(SCHEDULE_K, piecewise_constant(SCHEDULE_BATCH, engine_k))
         batches = np.arange(1, limit + 1, dtype=np.float64)
         ks = np.asarray(priced, dtype=np.float64)
         cost = cycle_cost(setup, batches, ks)
@@ -711,7 +723,7 @@ class _Builder:
                             f"For {hold} the draft length the server runs, read from {seen} ({RUNNING_K}), has "
                             f"differed from the schedule's k at the running batch ({SCHEDULE_K} = ",
                             Field("k"),
-                            f"). To follow the schedule, {HOW_TO_APPLY[self.engine]}.",
+                            f"). To follow the schedule, {engines.adapter(self.engine).HOW_TO_APPLY}.",
                         )
                     ),
                     "the schedule's k at the running batch",

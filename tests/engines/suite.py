@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from app.model import engines, trees
 from app.model.capacity import decide
-from app.web.services.regimes import SetupRequest, build_setup
+from app.service.regimes import SetupRequest, build_setup
 
 P_VALUES = (0.3, 0.5, 0.65, 0.8, 0.9, 0.95)
 SETUPS = (

@@ -7,6 +7,7 @@ import pytest
 
 from app.model import engine_metrics, engines
 from app.model.engines import doc
+from app.model.engines.base import EngineAdapter
 
 REQUIRED = (
     "NAME",
@@ -25,7 +26,9 @@ REQUIRED = (
 def test_each_adapter_has_what_the_product_asks_of_it(engine: str) -> None:
     module = engines.adapter(engine)
     assert all(hasattr(module, name) for name in REQUIRED)
+    assert isinstance(module, EngineAdapter)  # the typed base: every member, HOW_TO_APPLY and RULES_METRICS too
     names = [version.name for version in module.VERSIONS]
+    assert module.HOW_TO_APPLY and set(module.RULES_METRICS) <= set(names)
     assert names == sorted(names) and len(set(names)) == len(names)  # oldest first, named by month
     for version in module.VERSIONS:
         assert version.sources and all(source.repository and source.path for source in version.sources)

@@ -2,22 +2,35 @@
 
 ``ADAPTERS`` maps the engine's name to its module; :func:`version` resolves a version a user names (or the
 newest when none is named); :func:`formats` lists every report format in the order detection tries them.
-Adding an engine means adding a module with the names :mod:`app.model.engines.base` lists, and its tests.
+Adding an engine means adding a module that satisfies :class:`app.model.engines.base.EngineAdapter` and one
+line in ``REGISTRY``, and its tests.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from app.model.engines import llamacpp, sglang, trtllm, vllm
-from app.model.engines.base import EngineVersion, UnknownVersionError
+from app.model.engines.base import EngineAdapter, EngineVersion, UnknownVersionError
 from app.model.engines.reports import ReportFormat
 
-ADAPTERS: dict[str, ModuleType] = {module.NAME: module for module in (vllm, sglang, trtllm, llamacpp)}
+
+# The registry: one line per engine.  mypy checks each module against EngineAdapter here.
+def _checked(module: EngineAdapter) -> EngineAdapter:
+    return module
+
+
+REGISTRY: tuple[EngineAdapter, ...] = (_checked(vllm), _checked(sglang), _checked(trtllm), _checked(llamacpp))
+ADAPTERS: dict[str, EngineAdapter] = {module.NAME: module for module in REGISTRY}
 ENGINES: tuple[str, ...] = tuple(ADAPTERS)
 
 
-def adapter(engine: str) -> ModuleType:
+def register(module: EngineAdapter) -> None:
+    """Add an engine at run time (a stand-in in tests, or a plug-in): every surface then lists it."""
+    ADAPTERS[module.NAME] = module
+    global ENGINES
+    ENGINES = tuple(ADAPTERS)
+
+
+def adapter(engine: str) -> EngineAdapter:
     try:
         return ADAPTERS[engine]
     except KeyError:
@@ -50,4 +63,16 @@ def formats() -> list[ReportFormat]:
     return found
 
 
-__all__ = ["ADAPTERS", "ENGINES", "EngineVersion", "UnknownVersionError", "adapter", "formats", "version", "versions"]
+__all__ = [
+    "ADAPTERS",
+    "ENGINES",
+    "REGISTRY",
+    "EngineAdapter",
+    "EngineVersion",
+    "UnknownVersionError",
+    "adapter",
+    "formats",
+    "register",
+    "version",
+    "versions",
+]

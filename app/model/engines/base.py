@@ -1,7 +1,8 @@
 """What every engine adapter is made of: versions with their sources, a config request, an export, and the
 errors of reading a config back.
 
-An adapter is a module of this package (``vllm``, ``sglang``, ``trtllm``, ``llamacpp``) that defines:
+An adapter is a module of this package (``vllm``, ``sglang``, ``trtllm``, ``llamacpp``) that satisfies
+:class:`EngineAdapter`, that is, defines:
 
 - ``NAME`` and ``TITLE``;
 - ``VERSIONS``: the formats it knows, oldest first, each an :class:`EngineVersion` citing the source file
@@ -16,12 +17,17 @@ An adapter is a module of this package (``vllm``, ``sglang``, ``trtllm``, ``llam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from app.model.regimes import ScheduleStep
 from app.model.trees import TreeShape
+
+if TYPE_CHECKING:
+    from app.model.engines.reports import ReportFormat
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -107,14 +113,14 @@ def quoted(flags: Sequence[str]) -> list[str]:
     return [f"'{flag}'" if any(ch in flag for ch in '{}[]" ,()') else flag for flag in flags]
 
 
-def runs_of(best_k: Sequence[int]) -> list[tuple[int, int, int]]:
-    """(first batch, last batch, k) for each run of equal k in a per-batch list starting at batch 1."""
-    runs: list[tuple[int, int, int]] = []
-    for batch, k in enumerate(best_k, start=1):
-        if runs and runs[-1][2] == k:
-            runs[-1] = (runs[-1][0], batch, k)
+def runs_of(values: Sequence[T]) -> list[tuple[int, int, T]]:
+    """(first batch, last batch, value) for each run of equal values in a per-batch list starting at batch 1."""
+    runs: list[tuple[int, int, T]] = []
+    for batch, value in enumerate(values, start=1):
+        if runs and runs[-1][2] == value:
+            runs[-1] = (runs[-1][0], batch, value)
         else:
-            runs.append((batch, batch, k))
+            runs.append((batch, batch, value))
     return runs
 
 
@@ -165,3 +171,33 @@ class RulesMetrics:
     k_from: str = ""
     missing: str = ""
     loses: tuple[str, ...] = ()  # what rules built from these series cannot tell
+
+
+@runtime_checkable
+class EngineAdapter(Protocol):
+    """What an engine package provides; each adapter module is checked against it (by mypy where the registry
+    lists it, and at run time by the registry's test).  ``METHOD_ALIAS`` (an older query parameter for method=)
+    is optional and read with getattr."""
+
+    @property
+    def NAME(self) -> str: ...
+    @property
+    def TITLE(self) -> str: ...
+    @property
+    def VERSIONS(self) -> tuple[EngineVersion, ...]: ...  # oldest first; the newest is the default
+    @property
+    def ALIASES(self) -> Mapping[str, str]: ...  # release or build names -> version names
+    @property
+    def METHODS(self) -> tuple[str, ...]: ...  # the drafters in the engine's own words
+    @property
+    def REPORTS(self) -> tuple[ReportFormat, ...]: ...
+    @property
+    def RULES_METRICS(self) -> Mapping[str, RulesMetrics]: ...  # per version name
+    @property
+    def HOW_TO_APPLY(self) -> str: ...  # what the off-schedule alert tells an operator to do
+
+    def write_config(self, request: ConfigRequest, version: EngineVersion) -> Exported: ...
+
+    def read_config(self, exported: Exported, version: EngineVersion, batch_limit: int) -> list[int]: ...
+
+    def choose_method(self, given: str | None) -> str | None: ...

@@ -611,6 +611,11 @@ REPORTS = (
 
 
 METHODS = WRITTEN_TYPES
+HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
+    "llama.cpp runs one k at every batch: restart llama-server with the flags specdec-lab config --engine "
+    "llamacpp writes for this batch (--spec-draft-n-max, or the n-gram size, at this k; without --spec-type when "
+    "it is 0)"
+)
 
 
 def choose_method(given: str | None) -> str | None:

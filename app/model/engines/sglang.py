@@ -560,6 +560,11 @@ def shell_line(flags: Sequence[str]) -> str:
 
 
 METHODS = ALGORITHMS
+METHOD_ALIAS = "sglang_algorithm"  # the older query parameter for method=, kept as an alias
+HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
+    "give SGLang the flags specdec-lab config --engine sglang writes (the adaptive config per batch tier, "
+    "--speculative-adaptive-config, or one draft length where the algorithm takes one)"
+)
 
 
 def choose_method(given: str | None) -> str | None:

@@ -680,6 +680,10 @@ REPORTS = (
 
 
 METHODS = DECODING_TYPES
+METHOD_ALIAS = "trtllm_decoding_type"  # the older query parameter for method=, kept as an alias
+HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
+    "set draft_len_schedule in speculative_config to the schedule (specdec-lab config --engine trtllm writes it)"
+)
 
 
 def choose_method(given: str | None) -> str | None:

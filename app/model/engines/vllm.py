@@ -194,6 +194,10 @@ FIELDS = frozenset(
     }
 )
 _LOADABLE = re.compile(r"^(/|\./|\.\./|~/)?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$")
+HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
+    "set num_speculative_tokens_per_batch_size in --speculative-config to the schedule "
+    "(specdec-lab config --engine vllm writes it)"
+)
 
 
 def _at_least(version: EngineVersion, name: str) -> bool:

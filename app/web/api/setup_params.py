@@ -10,9 +10,8 @@ from fastapi import Depends, Query
 from app.model import limits
 from app.model.limits import MAX_CONTEXT, MAX_OVERHEAD_US, MIN_EFFICIENCY, PRESET_FIELD_BOUNDS
 from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
-from app.web.core.errors import parameter_error
-from app.web.services import regimes as regimes_report
-from app.web.services.regimes import (
+from app.service import regimes as regimes_report
+from app.service.regimes import (
     DEFAULT_DRAFT,
     DEFAULT_HW,
     DEFAULT_MODEL,
@@ -23,6 +22,7 @@ from app.web.services.regimes import (
     SetupRequest,
     build_setup,
 )
+from app.web.core.errors import parameter_error
 
 MAX_BATCH = regimes_report.MAX_BATCH
 MAX_DEVICES = regimes_report.MAX_DEVICES

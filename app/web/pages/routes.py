@@ -15,6 +15,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from app import __version__
+from app.service.schemas.core import Health
 from app.web.core.assets import asset_table, asset_url, asset_version
 from app.web.core.compression import accepts_gzip
 from app.web.pages import glossary
@@ -24,7 +25,6 @@ from app.web.pages.registry import DEMO, PAGES, page_for_legacy_keys
 from app.web.pages.text import fixed
 from app.web.pages.views import demo
 from app.web.pages.views import embed as embed_view
-from app.web.schemas.core import Health
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).resolve().parents[3] / "templates")
 TEMPLATES.env.globals["asset"] = asset_url

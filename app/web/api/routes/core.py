@@ -8,10 +8,8 @@ from fastapi import APIRouter, Query
 
 from app.model import closed_form, monte_carlo
 from app.model.limits import DEFAULT_C, DEFAULT_K, DEFAULT_P, DEMO_CHART_K_MIN, K_MAX_LIMIT, K_SEARCH_MAX
-from app.web.api.params import MAX_CYCLES, MAX_TOKENS, RHO_RULES, C, K, KMax, P, Rho, Seed, check_rho
-from app.web.core.errors import with_rules
-from app.web.core.heavy import HEAVY, in_worker_process
-from app.web.schemas.core import (
+from app.service.core import build_curve, build_optimal_k, build_speedup
+from app.service.schemas.core import (
     BreakEven,
     Cost,
     Curve,
@@ -24,8 +22,10 @@ from app.web.schemas.core import (
     Simulation,
     Speedup,
 )
-from app.web.schemas.fill import filled
-from app.web.services.core import build_curve, build_optimal_k, build_speedup
+from app.service.schemas.fill import filled
+from app.web.api.params import MAX_CYCLES, MAX_TOKENS, RHO_RULES, C, K, KMax, P, Rho, Seed, check_rho
+from app.web.core.errors import with_rules
+from app.web.core.heavy import HEAVY, in_worker_process
 
 __all__ = ["build_curve", "router"]
 

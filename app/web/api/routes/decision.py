@@ -15,11 +15,7 @@ from app.model import calibration, draft_sources, limits, trees
 from app.model.calibration import CalibrationError, ErrorKind
 from app.model.regimes import REGIME_NAMES as regime_names
 from app.model.regimes import RegimeName
-from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, KMax
-from app.web.core.errors import parameter_error, with_rules
-from app.web.core.heavy import HEAVY, in_worker_process
-from app.web.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
-from app.web.services.decision import (
+from app.service.decision import (
     DEFAULT_C,
     DEFAULT_K_MAX,
     DEFAULT_TREE_ACCEPTANCE,
@@ -31,6 +27,10 @@ from app.web.services.decision import (
     sources_out,
     trees_out,
 )
+from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
+from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, KMax
+from app.web.core.errors import parameter_error, with_rules
+from app.web.core.heavy import HEAVY, in_worker_process
 
 router = APIRouter(prefix="/api/v1", tags=["decision"])
 

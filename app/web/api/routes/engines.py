@@ -8,21 +8,21 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.model import closed_form, engine_config, engines, trees
-from app.model.acceptance import AcceptanceProfile
+from app.model import engines
 from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines.base import UnknownVersionError
 from app.model.regimes import RegimeName
+from app.service import step_fit as step_fit_service
+from app.service.decision import CostRegime, cost_regime
+from app.service.engines import calibrate_report
+from app.service.fetch import FetchError, fetch_text
+from app.service.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
 from app.web.api.params import K_MAX_LIMIT, C, KMax
-from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, DecidedBatchMax, OperatingBatch, Setup
+from app.web.api.plan_params import PLAN_RULES, EngineVersionQuery, OptionalK, PlanQuery, built_plan
+from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, DecidedBatchMax, Setup
 from app.web.core.config import Settings, get_settings
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY
-from app.web.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
-from app.web.services import step_fit as step_fit_service
-from app.web.services.decision import CostRegime, cost_regime
-from app.web.services.engines import calibrate_report, engine_config_out
-from app.web.services.fetch import FetchError, fetch_text
 
 router = APIRouter(prefix="/api/v1", tags=["engines"])
 
@@ -37,14 +37,6 @@ MAX_TEXT = 1_000
 DRAFT_PATH_PATTERN = r"^[A-Za-z0-9_.~/+\-]+$"
 DEFAULT_P = 0.8  # as the regimes endpoints
 
-OptionalK = Annotated[
-    int | None,
-    Query(
-        ge=1,
-        le=K_MAX_LIMIT,
-        description=f"Draft length of the measurement, 1 to {K_MAX_LIMIT}; read from the data if omitted.",
-    ),
-]
 Label = Annotated[
     str,
     Query(
@@ -70,13 +62,6 @@ RegimeQuery = Annotated[
 ]
 Beta = Annotated[float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Linear regime: v(k) = 1 + beta k.")]
 Batch = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Batch size, 1 to {MAX_BATCH}.")]
-EngineVersionQuery = Annotated[
-    str | None,
-    Query(
-        max_length=MAX_LABEL,
-        description=f"The engine version (the newest by default). Known: {VERSIONS_TEXT}.",
-    ),
-]
 DraftLengths = Annotated[
     str,
     Query(
@@ -93,29 +78,6 @@ def _draft_lengths(text: str) -> tuple[int, ...]:
     if any(not 1 <= length <= K_MAX_LIMIT for length in lengths):
         raise parameter_error("draft_lengths", f"each must be 1 to {K_MAX_LIMIT}; got {text!r}", text)
     return lengths
-
-
-def _profile(text: str) -> tuple[float, ...]:
-    try:
-        shares = tuple(float(item) for item in text.split(",") if item.strip())
-        AcceptanceProfile.of(0.5, shares)
-    except ValueError as error:
-        message = str(error) if "could not convert" not in str(error) else "must be comma-separated numbers"
-        raise parameter_error("profile", f"{message}; got {text[:60]!r}", text) from None
-    if len(shares) > K_MAX_LIMIT:
-        raise parameter_error("profile", f"takes at most {K_MAX_LIMIT} positions; got {len(shares)}", text)
-    return shares
-
-
-def _version(engine: str, name: str | None) -> str | None:
-    if name is None:
-        return None
-    try:
-        return engines.version(engine, name).name
-    except UnknownVersionError as error:
-        raise parameter_error(
-            "engine_version", f"{error.engine} has no version {error.version!r}; known: {', '.join(error.known)}", name
-        ) from None
 
 
 def _unprocessable(field: str, message: str, kind: str) -> JSONResponse:
@@ -179,21 +141,7 @@ CALIBRATE_RULES = RULES + (
     "- `engine_version` is one that the engine whose format the body is in knows;\n"
     "- `draft_lengths`: each from 1 to the largest k."
 )
-CONFIG_RULES = (
-    RULES
-    + (
-        "- `p`, `rate`, `mean_length`: give at most one of them;\n"
-        "- `k` is required with rate or mean_length;\n"
-        "- `mean_length` is at most k + 1;\n"
-        "- `tree_acceptance` is required with tree_budget > 0; its values do not increase and sum to at most 1;\n"
-        "- `tree_budget` fits the engine's tree format;\n"
-        "- `engine_version` is one the engine knows (the list depends on the engine);\n"
-        "- `method` is one of the engine's own drafters (the list depends on the engine);\n"
-        "- `draft_path` is one the engine can load;\n"
-        "- `profile`: each share from 0 to 1, not increasing along the positions.\n"
-    )
-    + SETUP_RULES
-)
+CONFIG_RULES = RULES + PLAN_RULES + SETUP_RULES
 STEP_FIT_RULES = (
     RULES
     + "- `body`: step times in one of the formats named (CSV, vLLM or SGLang JSON, TensorRT-LLM statistics);\n"
@@ -277,165 +225,11 @@ def _calibrate(
         )
 
 
-def _acceptance(p: float | None, rate: float | None, length: float | None, k: int | None) -> float:
-    given = [name for name, value in (("p", p), ("rate", rate), ("mean_length", length)) if value is not None]
-    if not given:
-        return DEFAULT_P
-    if len(given) != 1:
-        raise parameter_error("p", "give exactly one of p, rate (with k) or mean_length (with k)")
-    if p is not None:
-        return p
-    if k is None:
-        raise parameter_error("k", f"is required with {given[0]}: the draft length the measurement was taken at")
-    if rate is not None:
-        return closed_form.acceptance_from_draft_rate(rate, k)
-    assert length is not None
-    if length > k + 1:
-        raise parameter_error("mean_length", f"must be at most k + 1 = {k + 1}; got {length:g}")
-    return closed_form.acceptance_from_mean_length(length, k)
-
-
-def _tree_acceptance(text: str) -> tuple[float, ...]:
-    try:
-        return trees.positional_acceptance([float(item) for item in text.split(",") if item.strip()])
-    except ValueError as error:
-        raise parameter_error("tree_acceptance", str(error)) from None
-
-
 @router.get("/engine-config", response_model=EngineConfigOut)
 @with_rules(CONFIG_RULES)
-def get_engine_config(
-    built: Setup,
-    engine: Annotated[str, Query(description=f"One of: {', '.join(ENGINES)}.", json_schema_extra={"enum": ENGINES})],
-    p: Annotated[float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Acceptance p, 0 to 1.")] = None,
-    rate: Annotated[
-        float | None,
-        Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Or: draft acceptance rate measured at k, 0 to 1."),
-    ] = None,
-    mean_length: Annotated[
-        float | None,
-        Query(
-            ge=1.0,
-            le=K_MAX_LIMIT + 1,
-            allow_inf_nan=False,
-            description=f"Or: mean acceptance length at k, 1 to {K_MAX_LIMIT + 1}.",
-        ),
-    ] = None,
-    k: OptionalK = None,
-    k_max: KMax = 8,
-    batch_max: DecidedBatchMax = MAX_BATCH,
-    batch: OperatingBatch = 1,
-    tree_acceptance: Annotated[
-        str,
-        Query(max_length=MAX_TEXT, description="Positional acceptance P1 >= P2 >= ... for a tree, comma-separated."),
-    ] = "",
-    tree_budget: Annotated[
-        int,
-        Query(
-            ge=0,
-            le=trees.MAX_TREE_BUDGET,
-            description=f"Tree nodes, 0 (a chain, from the schedule) to {trees.MAX_TREE_BUDGET}.",
-        ),
-    ] = 0,
-    method: Annotated[
-        str | None,
-        Query(
-            max_length=MAX_LABEL,
-            description="The drafter in the engine's own words (any case). "
-            f"{METHODS_TEXT}. Without it: a separate draft model.",
-        ),
-    ] = None,
-    draft_path: Annotated[
-        str | None,
-        Query(
-            max_length=MAX_TEXT,
-            pattern=DRAFT_PATH_PATTERN,
-            description="The draft model's file path or hub name (letters, digits and - _ . / ~ +), written as is.",
-        ),
-    ] = None,
-    sglang_algorithm: Annotated[
-        str | None,
-        Query(
-            description="SGLang --speculative-algorithm (as method=). One of: "
-            f"{', '.join(engine_config.SGLANG_ALGORITHMS)}; without it STANDALONE, a separate draft model.",
-            json_schema_extra={"enum": list(engine_config.SGLANG_ALGORITHMS)},
-        ),
-    ] = None,
-    trtllm_decoding_type: Annotated[
-        str | None,
-        Query(
-            description="TensorRT-LLM decoding_type (as method=). One of: "
-            + ", ".join(engine_config.TRTLLM_DECODING_TYPES)
-            + "; without it Draft_Target.",
-            json_schema_extra={"enum": list(engine_config.TRTLLM_DECODING_TYPES)},
-        ),
-    ] = None,
-    fit_batch: Annotated[
-        int,
-        Query(
-            ge=1,
-            le=MAX_BATCH,
-            description="With devices=0: choose the fewest devices that hold both models and this many sequences, "
-            f"1 to {MAX_BATCH}.",
-        ),
-    ] = 1,
-    engine_version: EngineVersionQuery = None,
-    profile: Annotated[
-        str,
-        Query(
-            max_length=MAX_TEXT,
-            pattern=r"^\s*([0-9.]+\s*(,\s*[0-9.]+\s*)*)?$",
-            description="A measured acceptance profile: the share of drafts accepted at least to position 1, 2, ... "
-            "(each 0 to 1, not increasing), comma-separated, as calibrate's calibration.positions[].rate or "
-            "measure's profile; tokens per verification then come from it, the i.i.d. p only beyond it.",
-        ),
-    ] = "",
-) -> EngineConfigOut:
+def get_engine_config(built: Setup, request: PlanQuery) -> EngineConfigOut:
     """The best k per batch on this setup, only at batches that fit, written in the engine's own config keys."""
-    if engine not in ENGINES:
-        raise parameter_error("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}", engine)
-    if sglang_algorithm is not None and sglang_algorithm not in engine_config.SGLANG_ALGORITHMS:
-        raise parameter_error(
-            "sglang_algorithm", f"must be one of {', '.join(engine_config.SGLANG_ALGORITHMS)}", sglang_algorithm
-        )
-    if trtllm_decoding_type is not None and trtllm_decoding_type not in engine_config.TRTLLM_DECODING_TYPES:
-        raise parameter_error(
-            "trtllm_decoding_type",
-            f"must be one of {', '.join(engine_config.TRTLLM_DECODING_TYPES)}",
-            trtllm_decoding_type,
-        )
-    version_name = _version(engine, engine_version)
-    shares = _profile(profile)
-    try:
-        engines.adapter(engine).choose_method(method)
-    except ValueError as error:
-        raise parameter_error("method", str(error), method) from None
-    tree = _tree_acceptance(tree_acceptance) if tree_acceptance.strip() else None
-    acceptance = _acceptance(p, rate, mean_length, k)
-    if tree_budget > 0 and not tree_acceptance.strip():
-        raise parameter_error("tree_acceptance", "is required with tree_budget > 0")
-    try:
-        return engine_config_out(
-            engine,
-            acceptance,
-            k_max,
-            batch_max,
-            built,
-            batch=batch,
-            tree_acceptance=tree if tree_budget > 0 else None,
-            tree_budget=tree_budget,
-            method=method,
-            draft_path=draft_path,
-            sglang_algorithm=sglang_algorithm,
-            trtllm_decoding_type=trtllm_decoding_type,
-            fit_batch=fit_batch,
-            engine_version=version_name,
-            profile=shares,
-        )
-    except engine_config.ConfigRuleError as error:
-        raise parameter_error("draft_path" if draft_path else "method", str(error)) from None
-    except ValueError as error:
-        raise parameter_error("tree_budget", str(error)) from None
+    return built_plan(request, built).config_out()
 
 
 @router.post(

@@ -21,20 +21,8 @@ from app.model.limits import (
 )
 from app.model.regimes import REGIME_NAMES as regime_names
 from app.model.regimes import RegimeName, make_regime
-from app.web.api.params import C, K, KMax, P
-from app.web.api.setup_params import (
-    RULES,
-    SETUP_RULES,
-    Batch,
-    BatchMax,
-    Setup,
-    _choice_query,
-)
-from app.web.core.errors import parameter_error, with_rules
-from app.web.core.heavy import HEAVY, in_worker_process
-from app.web.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
-from app.web.services import regimes as regimes_report
-from app.web.services.regimes import (
+from app.service import regimes as regimes_report
+from app.service.regimes import (
     RegimeRequest,
     SetupError,
     p_values_for,
@@ -46,6 +34,18 @@ from app.web.services.regimes import (
     two_regime_table,
     verification_out,
 )
+from app.service.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
+from app.web.api.params import C, K, KMax, P
+from app.web.api.setup_params import (
+    RULES,
+    SETUP_RULES,
+    Batch,
+    BatchMax,
+    Setup,
+    _choice_query,
+)
+from app.web.core.errors import parameter_error, with_rules
+from app.web.core.heavy import HEAVY, in_worker_process
 
 router = APIRouter(prefix="/api/v1", tags=["regimes"])
 

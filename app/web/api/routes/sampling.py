@@ -46,11 +46,8 @@ from app.model.limits import (
     TEMPERATURE_MAX,
     TEMPERATURE_MIN,
 )
-from app.web.api.params import RHO_RULES, K, P, Rho, Seed, check_rho
-from app.web.core.errors import parameter_error, with_rules
-from app.web.core.heavy import HEAVY, in_worker_process, run_heavy
-from app.web.schemas.fill import filled
-from app.web.schemas.sampling import (
+from app.service.schemas.fill import filled
+from app.service.schemas.sampling import (
     Bursty,
     BurstyPoint,
     ChainCycleOut,
@@ -62,6 +59,9 @@ from app.web.schemas.sampling import (
     RuleOutcome,
     TextSegment,
 )
+from app.web.api.params import RHO_RULES, K, P, Rho, Seed, check_rho
+from app.web.core.errors import parameter_error, with_rules
+from app.web.core.heavy import HEAVY, in_worker_process, run_heavy
 
 router = APIRouter(prefix="/api/v1", tags=["sampling"])
 

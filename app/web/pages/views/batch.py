@@ -1,6 +1,6 @@
 """Batch size and hardware: where verification stops being free, and which k to run at each batch size.
 
-Everything on the page comes from the API's builders (``app.web.services.regimes``), so that the page, its
+Everything on the page comes from the API's builders (``app.service.regimes``), so that the page, its
 JSON twin and the CSV/JSON links it offers give the same numbers: the sweep over batch sizes, the best-k
 schedule and the two-regime p x k tables.
 """
@@ -16,12 +16,7 @@ from app.model import limits
 from app.model.capacity import fewest_devices
 from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
 from app.model.regimes import RegimeName
-from app.web.pages.controls import Control, ControlError, Reading, url_text
-from app.web.pages.figures import COLORS, figure, line
-from app.web.pages.page import Page, View
-from app.web.pages.text import fixed, times
-from app.web.schemas.regimes import BatchSweepOut, ScheduleOut, SetupOut, TableOut
-from app.web.services.regimes import (
+from app.service.regimes import (
     DEFAULT_DRAFT,
     DEFAULT_HW,
     DEFAULT_MODEL,
@@ -37,6 +32,11 @@ from app.web.services.regimes import (
     sweep_out,
     two_regime_table,
 )
+from app.service.schemas.regimes import BatchSweepOut, ScheduleOut, SetupOut, TableOut
+from app.web.pages.controls import Control, ControlError, Reading, url_text
+from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.page import Page, View
+from app.web.pages.text import fixed, times
 
 MAX_BATCH = limits.MAX_BATCH
 K_SEARCH_MAX = limits.BATCH_K_SLIDER_MAX  # best k, in the readouts and the schedule alike

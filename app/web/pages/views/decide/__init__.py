@@ -9,8 +9,8 @@ as the chosen engine's config; (4) the draft sources side by side; (5) chains ag
 
 from __future__ import annotations
 
-from app.model.acceptance import AcceptanceProfile
-from app.web.pages.controls import Reading, url_text
+from app.service import plan
+from app.web.pages.controls import Reading
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed
 from app.web.pages.views.decide.calibrate import (
@@ -33,10 +33,10 @@ from app.web.pages.views.decide.controls import (
     chosen_cost,
     tree_cost,
 )
-from app.web.pages.views.decide.schedule import config_part, schedule_part, setup_query, user_setup
+from app.web.pages.views.decide.schedule import config_part, plan_request, schedule_part, setup_query, user_setup
 from app.web.pages.views.decide.sources import sources_part
 from app.web.pages.views.decide.trees import trees_part
-from app.web.pages.views.decide.watch import api_query, watch_part, watch_request
+from app.web.pages.views.decide.watch import watch_part
 
 
 def build(reading: Reading) -> View:
@@ -46,24 +46,17 @@ def build(reading: Reading) -> View:
     built = user_setup(reading)
     query = setup_query(reading)
     profile = tuple(position.rate for position in result.positions)
-    accepted = AcceptanceProfile.of(result.acceptance, profile)
-    schedule, schedule_chart, schedule_links, decision = schedule_part(accepted, reading.integer("k_max"), built, query)
-    schedule["acceptance_model"] = "Tokens per verification from " + accepted.describe() + "."
-    config = config_part(reading, result.acceptance, built, profile)
+    # the rules and the dashboard alert below the calibrated interval's lower end
+    low = engine.get("p_low")
+    # one plan: the schedule, the config, the rules and the dashboard below are all read from it
+    made = plan.build(plan_request(reading, result.acceptance, profile, low if isinstance(low, float) else None), built)
+    schedule, schedule_chart, schedule_links = schedule_part(made, query)
+    schedule["acceptance_model"] = "Tokens per verification from " + made.acceptance.describe() + "."
+    config = config_part(made)
     trees_cost = tree_cost(reading)
     tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, trees_cost, result.acceptance)
-    p_query = f"engine={reading.text('engine')}&p={result.acceptance!r}&k_max={reading.integer('k_max')}{query}"
-    if profile:
-        p_query += "&profile=" + ",".join(f"{share:.6g}" for share in profile)
-    for name in ("draft_path", "method", "engine_version"):
-        if reading.text(name).strip():
-            p_query += f"&{name}={url_text(reading.text(name).strip())}"
-    # the rules and the dashboard watch this setup at the calibrated p, alerting below its interval's lower end
-    low = engine.get("p_low")
-    p_low = low if isinstance(low, float) else None
-    watched = watch_request(reading, result.acceptance, p_low)
-    watch = watch_part(watched, built)
-    watch_query = api_query(watched, query)
+    watch = watch_part(made)
+    decision = made.decision
     calibrated = calibration_part(reading, result)
     calibrated["engine"] = engine
     calibrated.update(recommendation(decision, reading.integer("batch"), result, chosen))
@@ -89,9 +82,7 @@ def build(reading: Reading) -> View:
             "example": example_link(reading.number("example_p")),
             "sources": sources_link,
             **schedule_links,
-            "config": f"/api/v1/engine-config?{p_query}",
-            "rules": f"/api/v1/rules?{watch_query}&format=yaml",
-            "dashboard": f"/api/v1/dashboard?{watch_query}",
+            **made.links(query),
             "trees": trees_link,
         },
     }

@@ -9,6 +9,10 @@ from typing import Any
 
 from app.model import calibration, capacity, engine_metrics
 from app.model.calibration import CalibrationError, ErrorKind
+from app.service.decision import (
+    CostRegime,
+)
+from app.service.fetch import FetchError, check_url, fetch_text
 from app.web.core.config import get_settings
 from app.web.pages.controls import Control, ControlError, Reading
 from app.web.pages.figures import COLORS, figure, line
@@ -26,10 +30,6 @@ from app.web.pages.views.decide.controls import (
     cost_query,
     query_text,
 )
-from app.web.services.decision import (
-    CostRegime,
-)
-from app.web.services.fetch import FetchError, check_url, fetch_text
 
 # ---------------------------------------------------------------------------
 # 1. Calibration

@@ -8,9 +8,7 @@ from typing import Any
 from app.model import calibration, draft_sources, engine_metrics, engines, regimes, trees
 from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
 from app.model.regimes import RegimeName
-from app.web.pages.controls import Control, Reading, Value
-from app.web.pages.views import batch as batch_view
-from app.web.services.decision import (
+from app.service.decision import (
     DEFAULT_K_MAX,
     DEFAULT_TREE_ACCEPTANCE,
     DEFAULT_TREE_BUDGET,
@@ -18,6 +16,8 @@ from app.web.services.decision import (
     CostRegime,
     cost_regime,
 )
+from app.web.pages.controls import Control, Reading, Value
+from app.web.pages.views import batch as batch_view
 
 # The example scrape the page opens with: vLLM's counters after EXAMPLE_DRAFTS drafts of i.i.d. acceptance.
 EXAMPLE_P = 0.8

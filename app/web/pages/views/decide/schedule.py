@@ -7,8 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from app.model import capacity, engines
-from app.model.acceptance import Acceptance, AcceptanceProfile, iid_p
+from app.model import engines
+from app.model.acceptance import iid_p
+from app.service import plan
+from app.service.decision import (
+    MAX_BATCH,
+)
+from app.service.regimes import BuiltSetup, SetupError, build_setup, devices_note
 from app.web.pages.controls import Control, ControlError, Reading, url_text
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.text import fixed, times
@@ -23,11 +28,6 @@ from app.web.pages.views.decide.controls import (
     SETUP_CONTROLS,
     query_text,
 )
-from app.web.services.decision import (
-    MAX_BATCH,
-)
-from app.web.services.engines import engine_config_out
-from app.web.services.regimes import BuiltSetup, SetupError, build_setup, devices_note
 
 # ---------------------------------------------------------------------------
 # 3. The k schedule on the default setup
@@ -50,11 +50,9 @@ def setup_text(built: BuiltSetup) -> str:
     )
 
 
-def schedule_part(
-    accepted: Acceptance, k_max: int, built: BuiltSetup, setup_query: str
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], capacity.Decision]:
-    """Best k per batch on the user's setup over the batches that fit in its memory, as the API decides it."""
-    decision = capacity.decide(accepted, built.setup, k_max, MAX_BATCH, devices_note(built))
+def schedule_part(made: plan.Plan, setup_query: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """Best k per batch on the user's setup over the batches that fit in its memory: the plan's decision."""
+    decision, accepted, built, k_max = made.decision, made.acceptance, made.built, made.request.k_max
     p = iid_p(accepted)
     steps = decision.steps
     batches = np.arange(1, decision.batch_limit + 1, dtype=np.int64)
@@ -75,7 +73,7 @@ def schedule_part(
         for step in steps
     ]
     summary = f"At p = {fixed(p, 3)}: {decision.headline}"
-    if isinstance(accepted, AcceptanceProfile) and accepted.measured:
+    if accepted.measured:
         summary = f"From the measured acceptance profile (p = {fixed(p, 3)} beyond it): {decision.headline}"
     fits = (
         f"The largest batch that fits in {fixed(decision.capacity_gb, 0)} GB: {decision.max_batch_that_fits}"
@@ -135,7 +133,7 @@ def schedule_part(
         "setup": setup_text(built),
         "table": {"columns": ["Batch sizes", "Best k", "Speedup"], "rows": rows},
     }
-    return part, chart, links, decision
+    return part, chart, links
 
 
 def setup_query(reading: Reading) -> str:
@@ -165,25 +163,32 @@ def _check_draft_path(text: str) -> None:
         raise ValueError("a file path or hub name of letters, digits and - _ . / ~ +")
 
 
-def config_part(reading: Reading, p: float, built: BuiltSetup, profile: tuple[float, ...] = ()) -> dict[str, Any]:
-    """The schedule written as the chosen engine takes it, by the service behind /api/v1/engine-config."""
+def plan_request(reading: Reading, p: float, profile: tuple[float, ...], p_low: float | None) -> plan.PlanRequest:
+    """The page's plan request: its engine and choices (a refused choice falls back to the default, with the
+    reason beside its control), the calibrated acceptance, and the lower end of its interval for the alerts."""
     engine = reading.text("engine")
     module = engines.adapter(engine)
     version = _config_choice(reading, ENGINE_VERSION, lambda name: engines.version(engine, name))
     method = _config_choice(reading, METHOD, module.choose_method)
     draft_path = _config_choice(reading, DRAFT_PATH, _check_draft_path)
-    out = engine_config_out(
-        engine,
-        p,
-        reading.integer("k_max"),
-        MAX_BATCH,
-        built,
+    return plan.PlanRequest(
+        engine=engine,
+        p=p,
+        profile=profile,
+        k_max=reading.integer("k_max"),
+        batch_max=MAX_BATCH,
         batch=reading.integer("batch"),
         method=method,
         draft_path=draft_path,
-        engine_version=version,
-        profile=profile,
+        version=version,
+        p_low=p_low if p_low is not None and p_low <= p else None,
     )
+
+
+def config_part(made: plan.Plan) -> dict[str, Any]:
+    """The plan's config, as /api/v1/engine-config serves it for the same query."""
+    out = made.config_out()
+    engine = made.request.engine
     return {
         "engine": ENGINE_LABELS[engine],
         "engine_version": f"{ENGINE_LABELS[engine]} {out.engine_version}",

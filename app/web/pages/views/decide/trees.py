@@ -6,16 +6,16 @@ import math
 from typing import Any
 
 from app.model import trees
-from app.web.pages.controls import Reading
-from app.web.pages.figures import COLORS, figure, line
-from app.web.pages.text import fixed, times
-from app.web.pages.views.decide.controls import ACCEPTANCE, query_text, tree_cost_query
-from app.web.services.decision import (
+from app.service.decision import (
     DEFAULT_TREE_ACCEPTANCE,
     DEFAULT_TREE_WIDTHS,
     CostRegime,
     tree_verification_assumption,
 )
+from app.web.pages.controls import Reading
+from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.text import fixed, times
+from app.web.pages.views.decide.controls import ACCEPTANCE, query_text, tree_cost_query
 
 # ---------------------------------------------------------------------------
 # 4. Chains and trees

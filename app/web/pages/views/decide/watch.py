@@ -1,7 +1,7 @@
 """Step 3's watch: the Prometheus rules and the Grafana dashboard for the user's setup, shown to copy.
 
-They are the files GET /api/v1/rules and GET /api/v1/dashboard serve for the same query: this setup and
-schedule at the calibrated p, alerting below the lower end of its interval.
+They are the plan's, as GET /api/v1/rules and GET /api/v1/dashboard serve them for the same query: priced at
+the k the plan's config runs, alerting below the lower end of the calibrated interval.
 """
 
 from __future__ import annotations
@@ -9,38 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from app.model import rules
-from app.web.pages.controls import Reading, url_text
+from app.service import plan
 from app.web.pages.views.decide.controls import ENGINE_LABELS
-from app.web.services.regimes import BuiltSetup
-from app.web.services.watch import dashboard_text, watch_rules
 
 EXAMPLE_CLASS = "<class>"  # how an alert's text shows the class label's value before Prometheus fills it
-
-
-def watch_request(reading: Reading, p: float, p_low: float | None) -> rules.RulesRequest:
-    """The rules request of this page: its engine, drafter, version, schedule and batch, at the calibrated p."""
-    return rules.RulesRequest(
-        engine=reading.text("engine"),
-        version=reading.text("engine_version").strip() or None,
-        p=p,
-        p_low=p_low if p_low is not None and p_low <= p else None,
-        k_max=reading.integer("k_max"),
-        batch=reading.integer("batch"),
-        method=reading.text("method").strip() or None,
-    )
-
-
-def api_query(request: rules.RulesRequest, setup_query: str) -> str:
-    """The same request as API parameters."""
-    query = f"engine={request.engine}&p={request.p!r}&k_max={request.k_max}{setup_query}"
-    if request.p_low is not None:
-        query += f"&p_low={request.p_low!r}"
-    if request.batch != 1:
-        query += f"&batch={request.batch}"
-    for name, value in (("method", request.method), ("engine_version", request.version)):
-        if value:
-            query += f"&{name}={url_text(value)}"
-    return query
 
 
 def _alert_line(alert: rules.Alert, label: str) -> str:
@@ -50,11 +22,11 @@ def _alert_line(alert: rules.Alert, label: str) -> str:
     return f"{alert.name}: {when[:1].lower()}{when[1:]}."
 
 
-def watch_part(request: rules.RulesRequest, built: BuiltSetup) -> dict[str, Any]:
-    """The rules file and dashboard for this setup, or why this engine version cannot be watched."""
-    engine = ENGINE_LABELS[request.engine]
+def watch_part(planned: plan.Plan) -> dict[str, Any]:
+    """The plan's rules file and dashboard, or why this engine version cannot be watched."""
+    engine = ENGINE_LABELS[planned.request.engine]
     try:
-        made = watch_rules(built, request)
+        made = planned.rules
     except rules.RulesError as error:
         return {
             "available": False,
@@ -76,7 +48,7 @@ def watch_part(request: rules.RulesRequest, built: BuiltSetup) -> dict[str, Any]
         ),
         "rules_text": made.text,
         "rules_lines": f"{made.text.count(chr(10)):,} lines",
-        "dashboard_text": dashboard_text(made),
+        "dashboard_text": planned.dashboard_text(),
         "alerts": [_alert_line(alert, made.label) for alert in made.alerts],
         "notes": [f"Every series is kept per instance and {made.label}.", *made.notes[1:], *unchecked],
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.model import closed_form
 from app.model.limits import K_SEARCH_MAX
-from app.web.schemas.core import Curve, CurvePoint, OptimalK, Speedup
+from app.service.schemas.core import Curve, CurvePoint, OptimalK, Speedup
 
 
 def build_speedup(p: float, k: int, c: float) -> Speedup:

@@ -26,7 +26,10 @@ class RulesOut(BaseModel):
     p: float = Field(description="The acceptance the schedule was decided for.")
     p_low: float = Field(description="The calibrated lower bound of p the acceptance alert holds the server to.")
     batch_limit: int = Field(description="The last batch decided: min(batch_max, the largest batch that fits).")
-    schedule_k_by_batch: list[int] = Field(description="The schedule's k at batch 1..batch_limit.")
+    schedule_k_by_batch: list[int] = Field(
+        description="The best k the plan decided at batch 1..batch_limit; the rules hold the server to the k its "
+        "config runs there (engine_k_by_batch, recorded as specdec:schedule_k)."
+    )
     engine_k_by_batch: list[int] = Field(description="The k the engine's config runs at batch 1..batch_limit.")
     headline: str
     records: list[str] = Field(description="The recording rules, in the order Prometheus evaluates them.")

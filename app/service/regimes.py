@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from app.model import closed_form, limits
-from app.model.capacity import Decision, decide, fewest_devices, fitting_marks
+from app.model import capacity, closed_form, limits
+from app.model.capacity import Decision, fewest_devices, fitting_marks
 from app.model.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
@@ -41,8 +41,8 @@ from app.model.regimes import (
     sweep_batches,
     target_step,
 )
-from app.web.schemas.fill import filled
-from app.web.schemas.regimes import (
+from app.service.schemas.fill import filled
+from app.service.schemas.regimes import (
     AcceleratorOut,
     BatchPoint,
     BatchSweepOut,
@@ -390,7 +390,7 @@ def devices_for_batch(built: BuiltSetup, fit_batch: int) -> BuiltSetup:
 
 def schedule_out(p: float, k_max: int, batch_max: int, built: BuiltSetup) -> ScheduleOut:
     """Best k per batch over 1..min(batch_max, largest batch that fits); nothing past memory."""
-    return decision_schedule(decide(p, built.setup, k_max, batch_max, devices_note(built)), built)
+    return decision_schedule(capacity.decide(p, built.setup, k_max, batch_max, devices_note(built)), built)
 
 
 def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import json
 
-from app.model import engine_config, engine_metrics, engines, trees
-from app.model.acceptance import AcceptanceProfile
-from app.model.capacity import decide
-from app.model.engines.base import describe_batches
-from app.web.schemas.engines import ClassCalibrationOut, EngineCalibrationOut, EngineConfigOut
-from app.web.services.decision import CostRegime, calibration_out
-from app.web.services.regimes import BuiltSetup, decision_schedule, devices_for_batch, devices_note
+from app.model import engine_metrics, engines
+from app.service.decision import CostRegime, calibration_out
+from app.service.schemas.engines import ClassCalibrationOut, EngineCalibrationOut
 
 
 def _class_out(item: engine_metrics.EngineCalibration, regime: CostRegime) -> ClassCalibrationOut:
@@ -116,107 +112,4 @@ def calibrate_report(
         calibration=top.calibration,
         classes=outs,
         notes=version_notes + notes + top.notes,
-    )
-
-
-def engine_config_out(
-    engine: str,
-    p: float,
-    k_max: int,
-    batch_max: int,
-    built: BuiltSetup,
-    batch: int = 1,
-    tree_acceptance: tuple[float, ...] | None = None,
-    tree_budget: int = 0,
-    method: str | None = None,
-    draft_path: str | None = None,
-    sglang_algorithm: str | None = None,
-    trtllm_decoding_type: str | None = None,
-    fit_batch: int = 1,
-    engine_version: str | None = None,
-    profile: tuple[float, ...] = (),
-) -> EngineConfigOut:
-    """The schedule on this setup (only batches that fit) written as ``engine`` takes it, and read back.
-
-    ``method`` is the engine's own name for the drafter (vLLM method, SGLang algorithm, TensorRT-LLM
-    decoding type, llama.cpp spec type); ``sglang_algorithm`` and ``trtllm_decoding_type`` are its older
-    spellings for those two engines.
-    """
-    built = devices_for_batch(built, fit_batch)
-    accepted = AcceptanceProfile.of(p, profile)
-    decision = decide(accepted if profile else p, built.setup, k_max, batch_max, devices_note(built))
-    schedule = decision_schedule(decision, built)
-    model_notes: list[str] = [f"tokens per verification from {accepted.describe()}"]
-    iid_differs: list[int] = []
-    if profile:
-        iid = decide(p, built.setup, k_max, batch_max, devices_note(built))
-        iid_differs = [
-            batch for batch, (a, b) in enumerate(zip(decision.best_k, iid.best_k, strict=True), start=1) if a != b
-        ]
-        if iid_differs:
-            where = "batch" if len(iid_differs) == 1 else "batches"
-            first = (
-                f" (at batch 1: k = {iid.best_k[0]} against {decision.best_k[0]} from the profile)"
-                if iid.best_k[0] != decision.best_k[0]
-                else ""
-            )
-            model_notes.append(
-                f"the i.i.d. model at p = {p:.3f} would run another k at {where} {describe_batches(iid_differs)}{first}"
-            )
-    tree = None
-    tree_out = None
-    notes: list[str] = []
-    if tree_acceptance and tree_budget > 0:
-        tree = trees.best_first_tree(tree_acceptance, tree_budget)
-        paths = engine_config.tree_paths(tree)
-        tree_out = {
-            "nodes": len(paths),
-            "depth": tree.depth,
-            "expected_tokens": tree.value,
-            "vllm_speculative_token_tree": str([tuple(path) for path in paths]),
-            "trtllm_eagle_choices": paths,
-        }
-    limit = decision.batch_limit
-    if batch > limit and limit:
-        notes.append(f"batch {batch} does not fit; the flags use the largest batch that fits, {limit}")
-    chosen_method = method
-    if engine == "sglang" and sglang_algorithm:
-        chosen_method = chosen_method or sglang_algorithm
-    if engine == "trtllm" and trtllm_decoding_type:
-        chosen_method = chosen_method or trtllm_decoding_type
-    result = engine_config.export(
-        engine,
-        decision.best_k,
-        decision.steps,
-        limit,
-        batch=batch,
-        tree=tree,
-        method=chosen_method,
-        draft_path=draft_path,
-        version=engine_version,
-    )
-    exported, version = result.exported, result.version
-    return EngineConfigOut(
-        engine=engine,
-        engine_version=version.name,
-        engine_versions=[known.name for known in engines.versions(engine)],
-        p=p,
-        k_max=k_max,
-        max_batch_that_fits=decision.max_batch_that_fits,
-        batch_limit=limit,
-        headline=decision.headline,
-        speculate=exported.config is not None,
-        config=exported.config,
-        flags=exported.flags,
-        text=exported.text,
-        files=exported.files,
-        tree=tree_out,
-        schedule=schedule,
-        engine_k_by_batch=list(exported.runs),
-        differs_at=list(exported.differs_at),
-        placeholders=list(exported.placeholders),
-        sources=version.cite(),
-        acceptance_model=accepted.describe(),
-        iid_differs_at=iid_differs,
-        notes=model_notes + notes + exported.notes,
     )

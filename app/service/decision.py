@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from app.model import calibration, closed_form, draft_sources, limits, trees
 from app.model.closed_form import VerifyCost
 from app.model.regimes import Regime, RegimeName, default_setup, make_regime
-from app.web.schemas.decision import (
+from app.service.schemas.decision import (
     CalibrationOut,
     CountersOut,
     DepartureOut,
@@ -22,7 +22,7 @@ from app.web.schemas.decision import (
     TreeShapeOut,
     TreesOut,
 )
-from app.web.schemas.fill import filled
+from app.service.schemas.fill import filled
 
 DEFAULT_C = limits.DEFAULT_C
 DEFAULT_K_MAX = limits.DEFAULT_DECISION_K_MAX

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from app.web.schemas.decision import CalibrationOut
-from app.web.schemas.regimes import ScheduleOut
+from app.service.schemas.decision import CalibrationOut
+from app.service.schemas.regimes import ScheduleOut
 
 
 class ClassCalibrationOut(BaseModel):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from app.model import step_fit
 from app.model.step_fit import StepFitError
-from app.web.schemas.engines import StepFitOut, StepPointOut
-from app.web.services.regimes import BuiltSetup, schedule_out
+from app.service.regimes import BuiltSetup, schedule_out
+from app.service.schemas.engines import StepFitOut, StepPointOut
 
 MAX_BYTES = 1_000_000
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -161,7 +161,7 @@ def detect(prometheus: Prometheus, engine: str | None, version: str | None, labe
     """The engine whose series Prometheus holds (or the one named), and its newest version with counters."""
     candidates: dict[str, tuple[str, RulesMetrics]] = {}
     for name in engines.ENGINES if engine is None else (engine,):
-        known: dict[str, RulesMetrics] = engines.adapter(name).RULES_METRICS
+        known: Mapping[str, RulesMetrics] = engines.adapter(name).RULES_METRICS
         chosen = engines.version(name, version) if engine is not None else engines.versions(name)[-1]
         metrics = known[chosen.name]
         if metrics.missing:

@@ -1,0 +1,1 @@
+"""Clients of live servers: llama-servers driven by measure, and a Prometheus watched over a fleet."""

@@ -1,0 +1,245 @@
+"""One plan per request: decided once, rendered by the API, the pages and the command line.
+
+A plan runs the chain once, in order:
+
+    acceptance (a measured profile, or the i.i.d. p) -> the user's setup (devices for the batch that must
+    fit) -> the schedule on it (``capacity.decide``, the only decision) -> the engine's config and its
+    readback -> the Prometheus rules and the Grafana dashboard, priced at the k that config runs.
+
+Everything downstream reads the plan: ``/api/v1/engine-config``, ``/api/v1/rules``, ``/api/v1/dashboard``,
+the ``/decide`` view and ``specdec-lab config / rules / dashboard``.  None of them decides again, so that the
+config, the alerts and every readout agree at every batch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+from app.model import capacity, dashboard, engine_config, engines, limits, rules, trees
+from app.model.acceptance import AcceptanceProfile
+from app.model.engines.base import describe_batches
+from app.model.regimes import best_k_by_batch
+from app.service.regimes import BuiltSetup, decision_schedule, devices_for_batch, devices_note
+from app.service.schemas.engines import EngineConfigOut
+from app.service.schemas.regimes import ScheduleOut
+
+WATCH_FIELDS = ("label", "window", "hold", "match")  # with p_low: what only the rules and the dashboard take
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Everything one decision depends on: the engine and its drafter, the acceptance, the schedule's range,
+    and the watch's window.  ``/engine-config``, ``/rules`` and ``/dashboard`` take the same parameters."""
+
+    engine: str
+    p: float
+    profile: tuple[float, ...] = ()
+    k_max: int = limits.ROOFLINE_DEFAULT_K_MAX
+    batch_max: int = limits.MAX_BATCH
+    batch: int = 1  # the operating batch of engines that take one k (SGLang without tiers, llama.cpp)
+    fit_batch: int = 1  # with devices chosen automatically: the fewest that hold this many sequences
+    method: str | None = None
+    draft_path: str | None = None
+    version: str | None = None
+    tree_acceptance: tuple[float, ...] | None = None
+    tree_budget: int = 0
+    # the watch: below p_low the acceptance alert fires (p - rules.DEFAULT_P_MARGIN when None)
+    p_low: float | None = None
+    label: str = rules.DEFAULT_LABEL
+    window: str = rules.DEFAULT_WINDOW
+    hold: str = rules.DEFAULT_HOLD
+    match: str = ""
+
+    def rules_request(self) -> rules.RulesRequest:
+        return rules.RulesRequest(
+            engine=self.engine,
+            version=self.version,
+            p=self.p,
+            p_low=self.p_low,
+            k_max=self.k_max,
+            batch_max=self.batch_max,
+            batch=self.batch,
+            method=self.method,
+            label=self.label,
+            window=self.window,
+            hold=self.hold,
+            match=self.match,
+        )
+
+    def query(self, watch: bool = False) -> str:
+        """This request as the API's query parameters: engine-config's, with ``watch`` also the rules' window
+        (defaults left out; the setup's are added by the caller)."""
+        pairs: list[tuple[str, str]] = [("engine", self.engine), ("p", repr(self.p)), ("k_max", str(self.k_max))]
+        if self.profile:
+            pairs.append(("profile", ",".join(f"{share:.6g}" for share in self.profile)))
+        defaults = PlanRequest(engine=self.engine, p=self.p)
+        names = ("batch_max", "batch", "fit_batch", "tree_budget") + (WATCH_FIELDS if watch else ())
+        for name in names:
+            value = getattr(self, name)
+            if value != getattr(defaults, name):
+                pairs.append((name, str(value)))
+        if self.tree_acceptance and self.tree_budget:
+            pairs.append(("tree_acceptance", ",".join(f"{value:g}" for value in self.tree_acceptance)))
+        for name, value in (
+            ("p_low", None if self.p_low is None or not watch else repr(self.p_low)),
+            ("method", self.method),
+            ("draft_path", self.draft_path),
+            ("engine_version", self.version),
+        ):
+            if value:
+                pairs.append((name, value))
+        return "&".join(f"{name}={quote(value, safe=',.-_~/:')}" for name, value in pairs)
+
+
+@dataclass(frozen=True)
+class IidComparison:
+    """Where the i.i.d. model at the same p would run another k than the measured profile does."""
+
+    batches: tuple[int, ...] = ()
+    k_at_one: int | None = None  # the i.i.d. model's k at batch 1, where it differs there
+
+
+@dataclass
+class Plan:
+    """The decision for one request and everything rendered from it."""
+
+    request: PlanRequest
+    built: BuiltSetup
+    acceptance: AcceptanceProfile
+    decision: capacity.Decision
+    export: engine_config.EngineExport
+    tree: trees.TreeShape | None
+    iid: IidComparison = field(default_factory=IidComparison)
+
+    @property
+    def version(self) -> engines.EngineVersion:
+        return self.export.version
+
+    @cached_property
+    def schedule(self) -> ScheduleOut:
+        return decision_schedule(self.decision, self.built)
+
+    @cached_property
+    def rules(self) -> rules.RulesFile:
+        """The rules file priced at the k this plan's config runs; a RulesError naming the parameter otherwise."""
+        return rules.build(self.request.rules_request(), self.built.setup, self.decision, self.export.exported)
+
+    @cached_property
+    def dashboard(self) -> dict[str, Any]:
+        return dashboard.build(self.rules)
+
+    def dashboard_text(self) -> str:
+        return json.dumps(self.dashboard, indent=2, ensure_ascii=False) + "\n"
+
+    def model_notes(self) -> list[str]:
+        notes = [f"tokens per verification from {self.acceptance.describe()}"]
+        if self.iid.batches:
+            where = "batch" if len(self.iid.batches) == 1 else "batches"
+            first = (
+                f" (at batch 1: k = {self.iid.k_at_one} against {self.decision.best_k[0]} from the profile)"
+                if self.iid.k_at_one is not None
+                else ""
+            )
+            notes.append(
+                f"the i.i.d. model at p = {self.request.p:.3f} would run another k at {where} "
+                f"{describe_batches(self.iid.batches)}{first}"
+            )
+        return notes
+
+    def config_out(self) -> EngineConfigOut:
+        exported, version = self.export.exported, self.export.version
+        request, decision = self.request, self.decision
+        notes: list[str] = []
+        if request.batch > decision.batch_limit and decision.batch_limit:
+            notes.append(
+                f"batch {request.batch} does not fit; the flags use the largest batch that fits, {decision.batch_limit}"
+            )
+        tree_out = None
+        if self.tree is not None:
+            paths = engine_config.tree_paths(self.tree)
+            tree_out = {
+                "nodes": len(paths),
+                "depth": self.tree.depth,
+                "expected_tokens": self.tree.value,
+                "vllm_speculative_token_tree": str([tuple(path) for path in paths]),
+                "trtllm_eagle_choices": paths,
+            }
+        return EngineConfigOut(
+            engine=request.engine,
+            engine_version=version.name,
+            engine_versions=[known.name for known in engines.versions(request.engine)],
+            p=request.p,
+            k_max=request.k_max,
+            max_batch_that_fits=decision.max_batch_that_fits,
+            batch_limit=decision.batch_limit,
+            headline=decision.headline,
+            speculate=exported.config is not None,
+            config=exported.config,
+            flags=exported.flags,
+            text=exported.text,
+            files=exported.files,
+            tree=tree_out,
+            schedule=self.schedule,
+            engine_k_by_batch=list(exported.runs),
+            differs_at=list(exported.differs_at),
+            placeholders=list(exported.placeholders),
+            sources=version.cite(),
+            acceptance_model=self.acceptance.describe(),
+            iid_differs_at=list(self.iid.batches),
+            notes=self.model_notes() + notes + exported.notes,
+        )
+
+    def links(self, setup_query: str = "") -> dict[str, str]:
+        """The API twins of this plan: its config, rules and dashboard take the same query."""
+        query = self.request.query() + setup_query
+        watched = self.request.query(watch=True) + setup_query
+        return {
+            "config": f"/api/v1/engine-config?{query}",
+            "rules": f"/api/v1/rules?{watched}&format=yaml",
+            "dashboard": f"/api/v1/dashboard?{watched}",
+        }
+
+
+def _iid_comparison(plan_p: float, built: BuiltSetup, decision: capacity.Decision, k_max: int) -> IidComparison:
+    """The i.i.d. model's best k over the same batches (a comparison for the notes, not a second decision)."""
+    if decision.batch_limit < 1:
+        return IidComparison()
+    batches = np.arange(1, decision.batch_limit + 1, dtype=np.int64)
+    iid_k, _ = best_k_by_batch(plan_p, built.setup, batches, k_max)
+    differs = tuple(int(batch) for batch, a, b in zip(batches, decision.best_k, iid_k, strict=True) if int(a) != int(b))
+    k_at_one = int(iid_k[0]) if differs and differs[0] == 1 else None
+    return IidComparison(differs, k_at_one)
+
+
+def build(request: PlanRequest, built: BuiltSetup) -> Plan:
+    """Decide once and write the engine's config.
+
+    Raises engines.UnknownVersionError for an unknown version, engine_config.ConfigRuleError (a ValueError) for
+    a drafter or draft path the engine refuses, and ValueError for a profile or tree it cannot use."""
+    built = devices_for_batch(built, request.fit_batch)
+    acceptance = AcceptanceProfile.of(request.p, request.profile)
+    decision = capacity.decide(
+        acceptance if request.profile else request.p, built.setup, request.k_max, request.batch_max, devices_note(built)
+    )
+    iid = _iid_comparison(request.p, built, decision, request.k_max) if request.profile else IidComparison()
+    tree = None
+    if request.tree_acceptance and request.tree_budget > 0:
+        tree = trees.best_first_tree(request.tree_acceptance, request.tree_budget)
+    export = engine_config.export(
+        request.engine,
+        decision.best_k,
+        decision.steps,
+        decision.batch_limit,
+        batch=request.batch,
+        tree=tree,
+        method=request.method,
+        draft_path=request.draft_path,
+        version=request.version,
+    )
+    return Plan(request, built, acceptance, decision, export, tree, iid)

@@ -1,0 +1,101 @@
+"""A fifth engine is one module and one registry line: a stand-in engine registered at run time goes through
+the plan, the API's engine-config, rules and dashboard, with no other change to the product."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from app.model import engines
+from app.model.engines.base import (
+    ConfigRequest,
+    EngineAdapter,
+    EngineVersion,
+    Exported,
+    RulesMetrics,
+    Source,
+    runs_of,
+)
+from app.service import plan
+from app.service.regimes import SetupRequest, build_setup
+
+VERSION = EngineVersion(
+    name="2026-12",
+    released="2026-12",
+    change="a stand-in written for this test",
+    sources=(Source("example/toyserve", "toyserve/spec.py", "2026-12", "the schedule file"),),
+)
+
+
+def _write(request: ConfigRequest, version: EngineVersion) -> Exported:
+    schedule = [[first, last, k] for first, last, k in runs_of(request.best_k)]
+    text = json.dumps({"draft_schedule": schedule})
+    return Exported({"draft_schedule": schedule}, [f"--draft-schedule={text}"], text)
+
+
+def _read(exported: Exported, version: EngineVersion, batch_limit: int) -> list[int]:
+    """The stand-in's own reading: the k of the range that holds the batch, 0 past the last range."""
+    assert exported.config is not None
+    ranges = exported.config["draft_schedule"]
+    return [next((k for first, last, k in ranges if first <= batch <= last), 0) for batch in range(1, batch_limit + 1)]
+
+
+TOYSERVE = SimpleNamespace(
+    NAME="toyserve",
+    TITLE="ToyServe",
+    VERSIONS=(VERSION,),
+    ALIASES={},
+    METHODS=("draft_model",),
+    REPORTS=(),
+    RULES_METRICS={
+        "2026-12": RulesMetrics(
+            running="toyserve_running_requests",
+            drafts="toyserve_drafts_total",
+            draft_tokens="toyserve_draft_tokens_total",
+            accepted="toyserve_accepted_tokens_total",
+        )
+    },
+    HOW_TO_APPLY="write the schedule with specdec-lab config --engine toyserve",
+    write_config=_write,
+    read_config=_read,
+    choose_method=lambda given: given,
+)
+
+
+@pytest.fixture
+def toyserve(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setitem(engines.ADAPTERS, "toyserve", TOYSERVE)
+    monkeypatch.setattr(engines, "ENGINES", (*engines.ENGINES, "toyserve"))
+    yield "toyserve"
+
+
+def test_the_stand_in_satisfies_the_typed_base() -> None:
+    assert isinstance(TOYSERVE, EngineAdapter)
+
+
+def test_the_plan_writes_reads_back_and_watches_a_registered_engine(toyserve: str) -> None:
+    made = plan.build(plan.PlanRequest(engine=toyserve, p=0.8, profile=(0.95, 0.9, 0.5)), build_setup(SetupRequest()))
+    config = made.config_out()
+    assert config.engine == toyserve and config.engine_version == "2026-12"
+    assert config.engine_k_by_batch == made.decision.best_k and config.differs_at == []
+    assert config.sources == ["example/toyserve: toyserve/spec.py as of 2026-12 (the schedule file)"]
+    assert list(made.rules.engine_k) == made.decision.best_k
+    assert "toyserve_drafts_total" in made.rules.text and "ToyServe" in made.rules.text
+    assert "ToyServe 2026-12" in json.dumps(made.dashboard)
+
+
+def test_the_api_serves_a_registered_engine(client: TestClient, toyserve: str) -> None:
+    config = client.get(f"/api/v1/engine-config?engine={toyserve}&p=0.8")
+    assert config.status_code == 200, config.text
+    assert config.json()["config"]["draft_schedule"][0][2] == config.json()["engine_k_by_batch"][0]
+    rules_file = client.get(f"/api/v1/rules?engine={toyserve}&p=0.8&format=yaml")
+    assert rules_file.status_code == 200, rules_file.text
+    assert yaml.safe_load(rules_file.text)["groups"][0]["name"] == "specdec-lab-toyserve"
+    board = client.get(f"/api/v1/dashboard?engine={toyserve}&p=0.8")
+    assert board.status_code == 200 and "toyserve" in board.text
+    assert client.get("/api/v1/engine-config?engine=toyserve2&p=0.8").status_code == 422
