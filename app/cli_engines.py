@@ -8,9 +8,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli_arguments import bounded as _bounded
+
+if TYPE_CHECKING:
+    from app.service.plan import PlanRequest
 
 MAX_SAMPLES = 100_000
 ENGINES = ["vllm", "sglang", "trtllm", "llamacpp"]  # app.model.engines.ENGINES, without importing the model here
@@ -201,7 +204,7 @@ def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
 
 
-def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[Any, str] | None:
+def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[PlanRequest, str] | None:
     """The plan request of config, rules or dashboard, and where its acceptance came from; None (with the
     reason on stderr) when the report, the profile or the tree cannot be read."""
     from app.model import trees

@@ -384,11 +384,10 @@ def build(request: RulesRequest, setup: RooflineSetup, decision: Decision, expor
     """
     checked = check(request)
     module = engines.adapter(request.engine)
-    version, metrics, label, hold_s, match, p_low = (
+    version, metrics, label, match, p_low = (
         checked.version,
         checked.metrics,
         checked.label,
-        checked.hold_s,
         checked.match,
         checked.p_low,
     )
@@ -407,7 +406,7 @@ def build(request: RulesRequest, setup: RooflineSetup, decision: Decision, expor
     priced = [k or fallback for k in engine_k]
     builder = _Builder(module.TITLE, request.engine, metrics, label, request.window, match, limit)
     records = builder.records(setup, decision, engine_k, priced, request, p_low)
-    alerts, unchecked = builder.alerts(request.hold, hold_s, p_low)
+    alerts, unchecked = builder.alerts(request.hold, checked.hold_s, p_low)
     notes += [f"{module.TITLE} {version.name}: {text}" for text in metrics.loses]
     if exported.differs_at:
         notes.append(

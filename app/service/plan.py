@@ -72,14 +72,26 @@ class PlanRequest:
             match=self.match,
         )
 
+    def schedule_query(self) -> str:
+        """The schedule's own parameters (acceptance, k searched, batches decided), as /regimes/schedule takes
+        them; the config's and the rules' queries start with these."""
+        pairs = self._schedule_pairs()
+        return "&".join(f"{name}={quote(value, safe=',.-_~/:')}" for name, value in pairs)
+
+    def _schedule_pairs(self) -> list[tuple[str, str]]:
+        pairs: list[tuple[str, str]] = [("p", repr(self.p)), ("k_max", str(self.k_max))]
+        if self.profile:
+            pairs.append(("profile", ",".join(f"{share:.6g}" for share in self.profile)))
+        if self.batch_max != limits.MAX_BATCH:
+            pairs.append(("batch_max", str(self.batch_max)))
+        return pairs
+
     def query(self, watch: bool = False) -> str:
         """This request as the API's query parameters: engine-config's, with ``watch`` also the rules' window
         (defaults left out; the setup's are added by the caller)."""
-        pairs: list[tuple[str, str]] = [("engine", self.engine), ("p", repr(self.p)), ("k_max", str(self.k_max))]
-        if self.profile:
-            pairs.append(("profile", ",".join(f"{share:.6g}" for share in self.profile)))
+        pairs: list[tuple[str, str]] = [("engine", self.engine), *self._schedule_pairs()]
         defaults = PlanRequest(engine=self.engine, p=self.p)
-        names = ("batch_max", "batch", "fit_batch", "tree_budget") + (WATCH_FIELDS if watch else ())
+        names = ("batch", "fit_batch", "tree_budget") + (WATCH_FIELDS if watch else ())
         for name in names:
             value = getattr(self, name)
             if value != getattr(defaults, name):
@@ -196,10 +208,13 @@ class Plan:
         )
 
     def links(self, setup_query: str = "") -> dict[str, str]:
-        """The API twins of this plan: its config, rules and dashboard take the same query."""
+        """The API twins of this plan: its schedule, and its config, rules and dashboard, which take one query."""
         query = self.request.query() + setup_query
         watched = self.request.query(watch=True) + setup_query
+        schedule = self.request.schedule_query() + setup_query
         return {
+            "schedule": f"/api/v1/regimes/schedule?{schedule}",
+            "schedule_csv": f"/api/v1/regimes/schedule?{schedule}&format=csv",
             "config": f"/api/v1/engine-config?{query}",
             "rules": f"/api/v1/rules?{watched}&format=yaml",
             "dashboard": f"/api/v1/dashboard?{watched}",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from app.model import capacity, closed_form, limits
+from app.model.acceptance import AcceptanceProfile
 from app.model.capacity import Decision, fewest_devices, fitting_marks
 from app.model.presets import (
     ACCELERATOR_FIELDS,
@@ -388,9 +389,13 @@ def devices_for_batch(built: BuiltSetup, fit_batch: int) -> BuiltSetup:
     return BuiltSetup(setup, description, fit_batch)
 
 
-def schedule_out(p: float, k_max: int, batch_max: int, built: BuiltSetup) -> ScheduleOut:
-    """Best k per batch over 1..min(batch_max, largest batch that fits); nothing past memory."""
-    return decision_schedule(capacity.decide(p, built.setup, k_max, batch_max, devices_note(built)), built)
+def schedule_out(
+    p: float, k_max: int, batch_max: int, built: BuiltSetup, profile: tuple[float, ...] = ()
+) -> ScheduleOut:
+    """Best k per batch over 1..min(batch_max, largest batch that fits); nothing past memory.  With a measured
+    ``profile``, tokens per verification come from it and the i.i.d. p only beyond it."""
+    acceptance = AcceptanceProfile.of(p, profile) if profile else p
+    return decision_schedule(capacity.decide(acceptance, built.setup, k_max, batch_max, devices_note(built)), built)
 
 
 def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:

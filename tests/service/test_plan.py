@@ -126,12 +126,19 @@ def test_the_api_serves_the_plans_rules_and_links_agree(client: TestClient) -> N
     served = client.get(f"/api/v1/rules?{query}").json()
     assert served["engine_k_by_batch"] == config["engine_k_by_batch"]
     view = client.get(f"/api/v1/views/decide?{query}").json()
-    linked = {name: client.get(view["links"][name]) for name in ("config", "rules", "dashboard")}
+    linked = {name: client.get(view["links"][name]) for name in ("config", "rules", "dashboard", "schedule")}
     assert all(response.status_code == 200 for response in linked.values()), linked
     ks = linked["config"].json()["engine_k_by_batch"]
     assert view["config"]["text"] == linked["config"].json()["text"]
     assert view["watch"]["rules_text"] == linked["rules"].text
     assert ks == client.get(view["links"]["rules"].replace("&format=yaml", "")).json()["engine_k_by_batch"]
+    # the schedule the page links to is the plan's, measured profile included (once it was the i.i.d. one)
+    assert "profile=" in view["links"]["schedule"]
+    assert linked["schedule"].json()["steps"] == linked["config"].json()["schedule"]["steps"]
+    shown = [row["cells"][1]["text"] for row in view["schedule"]["table"]["rows"]]
+    assert shown == [str(step["k"]) if step["k"] else "off" for step in linked["schedule"].json()["steps"]]
+    iid = client.get("/api/v1/regimes/schedule?p=0.8&k_max=8&model=dense-70b&draft=dense-1b").json()
+    assert iid["steps"] != linked["schedule"].json()["steps"]
 
 
 def test_the_request_writes_its_own_query() -> None:

@@ -23,13 +23,6 @@ ADAPTERS: dict[str, EngineAdapter] = {module.NAME: module for module in REGISTRY
 ENGINES: tuple[str, ...] = tuple(ADAPTERS)
 
 
-def register(module: EngineAdapter) -> None:
-    """Add an engine at run time (a stand-in in tests, or a plug-in): every surface then lists it."""
-    ADAPTERS[module.NAME] = module
-    global ENGINES
-    ENGINES = tuple(ADAPTERS)
-
-
 def adapter(engine: str) -> EngineAdapter:
     try:
         return ADAPTERS[engine]
@@ -72,7 +65,6 @@ __all__ = [
     "UnknownVersionError",
     "adapter",
     "formats",
-    "register",
     "version",
     "versions",
 ]

@@ -9,7 +9,7 @@ turns what the model refuses into a 422 naming the parameter.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Query
 
@@ -32,6 +32,7 @@ DURATION_PATTERN = r"^\s*(\d+(ms|s|m|h|d|w|y))+\s*$"
 LABEL_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 DEFAULT_P = limits.ROOFLINE_DEFAULT_P
 
+PROFILE_RULE = "- `profile`: each share from 0 to 1, not increasing along the positions.\n"
 # Rules between the plan's parameters, listed in the description of each operation that takes them.
 PLAN_RULES = (
     "- `p`, `rate`, `mean_length`: give at most one of them;\n"
@@ -41,8 +42,7 @@ PLAN_RULES = (
     "- `tree_budget` fits the engine's tree format;\n"
     "- `engine_version` is one the engine knows (the list depends on the engine);\n"
     "- `method` is one of the engine's own drafters (the list depends on the engine);\n"
-    "- `draft_path` is one the engine can load;\n"
-    "- `profile`: each share from 0 to 1, not increasing along the positions.\n"
+    "- `draft_path` is one the engine can load;\n" + PROFILE_RULE
 )
 
 OptionalK = Annotated[
@@ -51,6 +51,16 @@ OptionalK = Annotated[
         ge=1,
         le=K_MAX_LIMIT,
         description=f"Draft length of the measurement, 1 to {K_MAX_LIMIT}; read from the data if omitted.",
+    ),
+]
+ProfileQuery = Annotated[
+    str,
+    Query(
+        max_length=MAX_TEXT,
+        pattern=r"^\s*([0-9.]+\s*(,\s*[0-9.]+\s*)*)?$",
+        description="A measured acceptance profile: the share of drafts accepted at least to position 1, 2, ... "
+        "(each 0 to 1, not increasing), comma-separated, as calibrate's calibration.positions[].rate or "
+        "measure's profile; tokens per verification then come from it, the i.i.d. p only beyond it.",
     ),
 ]
 EngineVersionQuery = Annotated[
@@ -185,16 +195,7 @@ def plan_request(
         ),
     ] = 1,
     engine_version: EngineVersionQuery = None,
-    profile: Annotated[
-        str,
-        Query(
-            max_length=MAX_TEXT,
-            pattern=r"^\s*([0-9.]+\s*(,\s*[0-9.]+\s*)*)?$",
-            description="A measured acceptance profile: the share of drafts accepted at least to position 1, 2, ... "
-            "(each 0 to 1, not increasing), comma-separated, as calibrate's calibration.positions[].rate or "
-            "measure's profile; tokens per verification then come from it, the i.i.d. p only beyond it.",
-        ),
-    ] = "",
+    profile: ProfileQuery = "",
 ) -> plan.PlanRequest:
     """The plan's request; a 422 names what cannot be combined."""
     if engine not in engines.ADAPTERS:  # the registry as it is now (an engine registered later included)
@@ -241,6 +242,11 @@ def plan_request(
 PlanQuery = Annotated[plan.PlanRequest, Depends(plan_request)]
 
 
+def _patterned(description: str, pattern: str) -> Any:
+    """A short text parameter whose pattern the OpenAPI document states (the model checks it and names it)."""
+    return Query(max_length=MAX_LABEL, description=description, json_schema_extra={"pattern": pattern})
+
+
 def watch_request(
     request: PlanQuery,
     p_low: Annotated[
@@ -254,28 +260,13 @@ def watch_request(
         ),
     ] = None,
     label: Annotated[
-        str,
-        Query(
-            max_length=MAX_LABEL,
-            description="The label whose values are the classes (with instance).",
-            json_schema_extra={"pattern": LABEL_PATTERN},
-        ),
+        str, _patterned("The label whose values are the classes (with instance).", LABEL_PATTERN)
     ] = rules.DEFAULT_LABEL,
     window: Annotated[
-        str,
-        Query(
-            max_length=MAX_LABEL,
-            description="Rate window of the recording rules (a Prometheus duration, 1s to 7d).",
-            json_schema_extra={"pattern": DURATION_PATTERN},
-        ),
+        str, _patterned("Rate window of the recording rules (a Prometheus duration, 1s to 7d).", DURATION_PATTERN)
     ] = rules.DEFAULT_WINDOW,
     hold: Annotated[
-        str,
-        Query(
-            max_length=MAX_LABEL,
-            description="How long a condition holds before its alert fires (for:), at most 7d.",
-            json_schema_extra={"pattern": DURATION_PATTERN},
-        ),
+        str, _patterned("How long a condition holds before its alert fires (for:), at most 7d.", DURATION_PATTERN)
     ] = rules.DEFAULT_HOLD,
     match: Annotated[
         str,

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.model import engines
 from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines.base import UnknownVersionError
 from app.model.regimes import RegimeName
@@ -18,7 +17,7 @@ from app.service.engines import calibrate_report
 from app.service.fetch import FetchError, fetch_text
 from app.service.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
 from app.web.api.params import K_MAX_LIMIT, C, KMax
-from app.web.api.plan_params import PLAN_RULES, EngineVersionQuery, OptionalK, PlanQuery, built_plan
+from app.web.api.plan_params import MAX_LABEL, PLAN_RULES, EngineVersionQuery, OptionalK, PlanQuery, built_plan
 from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, DecidedBatchMax, Setup
 from app.web.core.config import Settings, get_settings
 from app.web.core.errors import parameter_error, with_rules
@@ -26,16 +25,9 @@ from app.web.core.heavy import HEAVY
 
 router = APIRouter(prefix="/api/v1", tags=["engines"])
 
-ENGINES = list(engines.ENGINES)
-VERSIONS_TEXT = "; ".join(f"{name}: {', '.join(v.name for v in engines.versions(name))}" for name in engines.ENGINES)
-METHODS_TEXT = "; ".join(f"{name}: {', '.join(engines.adapter(name).METHODS)}" for name in engines.ENGINES)
 REGIME_NAMES = [name.value for name in RegimeName]
-MAX_LABEL = 100
 MAX_URL = 2_000
 MAX_CYCLES = 1e15
-MAX_TEXT = 1_000
-DRAFT_PATH_PATTERN = r"^[A-Za-z0-9_.~/+\-]+$"
-DEFAULT_P = 0.8  # as the regimes endpoints
 
 Label = Annotated[
     str,

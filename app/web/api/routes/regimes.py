@@ -36,6 +36,7 @@ from app.service.regimes import (
 )
 from app.service.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
 from app.web.api.params import C, K, KMax, P
+from app.web.api.plan_params import PROFILE_RULE, ProfileQuery, profile_shares
 from app.web.api.setup_params import (
     RULES,
     SETUP_RULES,
@@ -71,6 +72,7 @@ TABLE_RULES = (
     + (f"\n- `p_max` is at least `p_min`;\n- `p_step` gives at most {MAX_TABLE_ROWS} rows from p_min to p_max.")
 )
 ROOFLINE_RULES = RULES + SETUP_RULES
+SCHEDULE_RULES = RULES + PROFILE_RULE + SETUP_RULES
 
 
 # The setup parameters (and their bounds) live in app/web/api/setup_params.py, shared with other routers.
@@ -167,16 +169,19 @@ def get_speedup_vs_batch(
     dependencies=HEAVY,
 )
 @in_worker_process
-@with_rules(ROOFLINE_RULES)
+@with_rules(SCHEDULE_RULES)
 def get_schedule(
     built: Setup,
     p: P = DEFAULT_P,
     k_max: KMax = limits.K_SEARCH_MAX,
     batch_max: BatchMax = MAX_BATCH,
     format: FormatQuery = "json",
+    profile: ProfileQuery = "",
 ) -> ScheduleOut | Response:
-    """Best draft length per batch size as thresholds (batch from -> k, 0 = off); CSV with format=csv."""
-    schedule = schedule_out(p, k_max, batch_max, built)
+    """Best draft length per batch size as thresholds (batch from -> k, 0 = off); CSV with format=csv.
+
+    With a measured profile, tokens per verification come from it (as for engine-config)."""
+    schedule = schedule_out(p, k_max, batch_max, built, profile_shares(profile))
     return _csv(schedule_csv(schedule), "speculation-schedule.csv") if _format(format) == "csv" else schedule
 
 

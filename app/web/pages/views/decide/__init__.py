@@ -50,7 +50,7 @@ def build(reading: Reading) -> View:
     low = engine.get("p_low")
     # one plan: the schedule, the config, the rules and the dashboard below are all read from it
     made = plan.build(plan_request(reading, result.acceptance, profile, low if isinstance(low, float) else None), built)
-    schedule, schedule_chart, schedule_links = schedule_part(made, query)
+    schedule, schedule_chart = schedule_part(made)
     schedule["acceptance_model"] = "Tokens per verification from " + made.acceptance.describe() + "."
     config = config_part(made)
     trees_cost = tree_cost(reading)
@@ -81,7 +81,6 @@ def build(reading: Reading) -> View:
             "calibration_text": calibration_link["text"],
             "example": example_link(reading.number("example_p")),
             "sources": sources_link,
-            **schedule_links,
             **made.links(query),
             "trees": trees_link,
         },

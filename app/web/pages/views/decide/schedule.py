@@ -26,7 +26,6 @@ from app.web.pages.views.decide.controls import (
     METHOD,
     SCHEDULE_POINTS,
     SETUP_CONTROLS,
-    query_text,
 )
 
 # ---------------------------------------------------------------------------
@@ -50,7 +49,7 @@ def setup_text(built: BuiltSetup) -> str:
     )
 
 
-def schedule_part(made: plan.Plan, setup_query: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+def schedule_part(made: plan.Plan) -> tuple[dict[str, Any], dict[str, Any]]:
     """Best k per batch on the user's setup over the batches that fit in its memory: the plan's decision."""
     decision, accepted, built, k_max = made.decision, made.acceptance, made.built, made.request.k_max
     p = iid_p(accepted)
@@ -121,11 +120,6 @@ def schedule_part(made: plan.Plan, setup_query: str) -> tuple[dict[str, Any], di
             **({"dtick": 1} if k_max <= 16 else {}),
         },
     )
-    query = query_text(p=p, k_max=k_max) + setup_query
-    links = {
-        "schedule": f"/api/v1/regimes/schedule?{query}",
-        "schedule_csv": f"/api/v1/regimes/schedule?{query}&format=csv",
-    }
     part = {
         "summary": summary,
         "fits": fits,
@@ -133,7 +127,7 @@ def schedule_part(made: plan.Plan, setup_query: str) -> tuple[dict[str, Any], di
         "setup": setup_text(built),
         "table": {"columns": ["Batch sizes", "Best k", "Speedup"], "rows": rows},
     }
-    return part, chart, links
+    return part, chart
 
 
 def setup_query(reading: Reading) -> str:
