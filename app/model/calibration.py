@@ -36,10 +36,9 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 import numpy as np
-from prometheus_client.parser import text_string_to_metric_families
 from scipy import stats
 
-from app.model import closed_form, mixed_lengths
+from app.model import closed_form, mixed_lengths, prometheus_text
 from app.model.closed_form import VerifyCost, free_verification
 
 MAX_EXPOSITION_BYTES = 1_000_000
@@ -316,20 +315,13 @@ class _Series:
 
 def _parse_samples(text: str) -> Iterable[tuple[str, dict[str, str], float]]:
     try:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                yield sample.name, dict(sample.labels), float(sample.value)
-    except (ValueError, TypeError, KeyError, IndexError) as error:
+        for sample in prometheus_text.samples(text):
+            yield sample.name, sample.labels, sample.value
+    except prometheus_text.ExpositionError as error:
         raise CalibrationError(
             ErrorKind.UNPARSEABLE,
-            f"not a Prometheus text exposition: the parser stopped with '{_clip(str(error))}'. "
-            "Paste the plain text a server returns at /metrics.",
+            f"not a Prometheus text exposition: {error}. Paste the plain text a server returns at /metrics.",
         ) from error
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def parse_exposition(text: str, model_name: str | None = None) -> SpecDecodeCounters:

@@ -315,6 +315,44 @@ def pooled(measurements: list[Measurement]) -> Measurement | None:
     )
 
 
+@dataclass(frozen=True)
+class ReportCalibration:
+    """A report read and calibrated: its format, each class on its own, and the figure to lead with."""
+
+    format: str
+    classes: list[EngineCalibration]
+    top: EngineCalibration  # all classes summed where they share k; else the class with the most verifications
+    summed: bool  # whether ``top`` sums the classes
+
+
+def calibrate_report(
+    report: str,
+    c: float,
+    k_max: int,
+    verify: closed_form.VerifyCost = closed_form.free_verification,
+    *,
+    baseline: str | None = None,
+    k: int | None = None,
+    label: str = "model_name",
+    cycles: float | None = None,
+    draft_lengths: tuple[int, ...] = (),
+) -> ReportCalibration:
+    """Detect the format, read each class (minus ``baseline`` when given) and calibrate it; the one reading
+    behind POST /api/v1/calibrate, /decide and specdec-lab calibrate --from.  Raises CalibrationError."""
+    if baseline is not None and baseline.strip():
+        format_name, measurements = read_with_baseline(report, baseline, k=k, label=label, draft_lengths=draft_lengths)
+    else:
+        format_name, measurements = read_measurements(
+            report, k=k, label=label, cycles=cycles, draft_lengths=draft_lengths
+        )
+    classes = [calibrate_measurement(m, c, k_max, verify) for m in measurements]
+    summed = pooled(measurements)
+    if summed is not None:
+        return ReportCalibration(format_name, classes, calibrate_measurement(summed, c, k_max, verify), True)
+    top = max(classes, key=lambda item: item.measurement.cycles or 0.0) if len(classes) > 1 else classes[0]
+    return ReportCalibration(format_name, classes, top, False)
+
+
 # ---------------------------------------------------------------------------
 # Samples for tests and examples: each format written from seeded i.i.d. acceptance
 

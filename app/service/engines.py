@@ -58,18 +58,22 @@ def calibrate_report(
     report whose format that version does not write is read all the same, with a note.
     """
     report, baseline = unwrap(text)
-    if baseline is not None:
-        format_name, measurements = engine_metrics.read_with_baseline(
-            report, baseline, k=k, label=label, draft_lengths=draft_lengths
-        )
-    else:
-        format_name, measurements = engine_metrics.read_measurements(
-            report, k=k, label=label, cycles=cycles, draft_lengths=draft_lengths
-        )
+    read = engine_metrics.calibrate_report(
+        report,
+        regime.c,
+        k_max,
+        regime.verify,
+        baseline=baseline,
+        k=k,
+        label=label,
+        cycles=cycles,
+        draft_lengths=draft_lengths,
+    )
+    format_name = read.format
     engine = engine_metrics.FORMAT_ENGINE[format_name]
     known = engine_metrics.REPORT_FORMATS[format_name].versions
     version_notes: list[str] = []
-    read_as = measurements[0].version if measurements else None
+    read_as = read.classes[0].measurement.version if read.classes else None
     if engine_version is not None:
         chosen = engines.version(engine, engine_version)
         if known and chosen.name not in known:
@@ -78,18 +82,13 @@ def calibrate_report(
                 f"{', '.join(known)}); read as {read_as or known[-1]}"
             )
         read_as = chosen.name if chosen.name in known else read_as
-    classes = [engine_metrics.calibrate_measurement(m, regime.c, k_max, regime.verify) for m in measurements]
-    outs = [_class_out(item, regime) for item in classes]
+    outs = [_class_out(item, regime) for item in read.classes]
+    top = _class_out(read.top, regime)
     notes: list[str] = []
-    top = outs[0]
-    if len(outs) > 1:
-        pooled = engine_metrics.pooled(measurements)
-        if pooled is not None:
-            top = _class_out(engine_metrics.calibrate_measurement(pooled, regime.c, k_max, regime.verify), regime)
-            notes.append(f"the top-level p sums all {len(outs)} classes; each class is calibrated on its own below")
-        else:
-            top = max(outs, key=lambda out: out.cycles or 0.0)
-            notes.append(f"classes differ in k: the top-level p is the class {top.label!r} with the most verifications")
+    if read.summed:
+        notes.append(f"the top-level p sums all {len(outs)} classes; each class is calibrated on its own below")
+    elif len(outs) > 1:
+        notes.append(f"classes differ in k: the top-level p is the class {top.label!r} with the most verifications")
     sources = engines.version(engine, read_as).cite() if read_as in {v.name for v in engines.versions(engine)} else []
     return EngineCalibrationOut(
         engine=engine,

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from prometheus_client.parser import text_string_to_metric_families
 
+from app.model import prometheus_text
 from app.model.calibration import MAX_COUNTER, MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
 
 MAX_CLASSES = 32
@@ -120,13 +120,10 @@ def has_key(value: Any, keys: tuple[str, ...], depth: int = 0) -> bool:
 
 def samples(text: str) -> Iterable[tuple[str, dict[str, str], float]]:
     try:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                yield sample.name, dict(sample.labels), float(sample.value)
-    except (ValueError, TypeError, KeyError, IndexError) as error:
-        raise fail(
-            ErrorKind.UNPARSEABLE, f"not a Prometheus text exposition: the parser stopped with '{clip(str(error))}'"
-        ) from error
+        for sample in prometheus_text.samples(text):
+            yield sample.name, sample.labels, sample.value
+    except prometheus_text.ExpositionError as error:
+        raise fail(ErrorKind.UNPARSEABLE, f"not a Prometheus text exposition: {error}") from error
 
 
 def stem_of(name: str, prefix: str) -> str | None:

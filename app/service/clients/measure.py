@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from app.model import prometheus_text
 from app.model.measure import Sample
 
 BUILTIN_PROMPTS = (
@@ -48,8 +49,6 @@ WARMUP_TOKENS = 16
 LOG_WAIT_S = 3.0
 REQUEST_TIMEOUT_CAP_S = 300.0
 PREFIX = "llamacpp:"
-METRIC_LINE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
-POSITION = re.compile(r'position="(\d+)"')
 STATISTICS = re.compile(
     r"statistics\s+(?P<kind>[\w-]+)\s*:.*?#gen tokens\s*=\s*(?P<tokens>\d+).*?"
     r"dur\(b,g,a\)\s*=\s*(?P<b>[0-9.]+),\s*(?P<g>[0-9.]+),\s*(?P<a>[0-9.]+)\s*ms"
@@ -101,22 +100,20 @@ def parse_metrics(text: str) -> Counters:
     values: dict[str, float] = {}
     positions: dict[int, float] = {}
     seen = False
-    for line in text.splitlines():
-        match = METRIC_LINE.match(line.strip())
-        if match is None or not match["name"].startswith(PREFIX):
+    try:
+        read = list(prometheus_text.samples(text))
+    except prometheus_text.ExpositionError as error:
+        raise MeasureClientError(f"/metrics is not a Prometheus text exposition: {error}") from None
+    for sample in read:
+        if not sample.name.startswith(PREFIX):
             continue
         seen = True
-        try:
-            value = float(match["value"])
-        except ValueError:
-            continue
-        name = match["name"][len(PREFIX) :]
+        name = sample.name[len(PREFIX) :]
         if name == "spec_decode_num_accepted_tokens_per_pos_total":
-            position = POSITION.search(match["labels"] or "")
-            if position is not None:
-                positions[int(position.group(1))] = value
+            if sample.labels.get("position", "").isdigit():
+                positions[int(sample.labels["position"])] = sample.value
         else:
-            values[name] = value
+            values[name] = sample.value
     if not seen:
         raise MeasureClientError("/metrics has no llamacpp:* series: is this a llama-server started with --metrics?")
     count = max(positions) + 1 if positions else 0

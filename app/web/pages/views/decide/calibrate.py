@@ -105,23 +105,16 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     if fetch_message is not None:
         report = example_scrape(reading.number("example_p"))
     try:
-        if baseline.strip():
-            try:
-                format_name, measurements = engine_metrics.read_with_baseline(report, baseline, k=given_k)
-            except CalibrationError as error:
-                engine_metrics.read_measurements(report, k=given_k)  # a fault in the report names the report
-                raise _engine_error(BASELINE, error) from None
-        else:
-            format_name, measurements = engine_metrics.read_measurements(report, k=given_k)
-        classes = [engine_metrics.calibrate_measurement(m, chosen.c, k_max, chosen.verify) for m in measurements]
-        pooled = engine_metrics.pooled(measurements)
-        top = (
-            engine_metrics.calibrate_measurement(pooled, chosen.c, k_max, chosen.verify)
-            if pooled is not None
-            else max(classes, key=lambda item: item.measurement.cycles or 0.0)
-        )
+        try:
+            read = engine_metrics.calibrate_report(report, chosen.c, k_max, chosen.verify, baseline=baseline, k=given_k)
+        except CalibrationError as error:
+            if not baseline.strip():
+                raise
+            engine_metrics.read_measurements(report, k=given_k)  # a fault in the report names the report
+            raise _engine_error(BASELINE, error) from None
     except CalibrationError as error:
         raise _engine_error(METRICS, error) from None
+    format_name, classes, top = read.format, read.classes, read.top
     engine = engine_metrics.FORMAT_ENGINE[format_name]
     measurement = top.measurement
     k_source = "given" if measurement.k_source == "given" and measurement.k is not None else "read from the report"
