@@ -54,6 +54,11 @@ class EngineVersion:
     change: str  # the change that set this format
     sources: tuple[Source, ...]
     summary: str = ""
+    # what this version can do, set once here and read by the writer and the reader (never a month compared)
+    capabilities: frozenset[str] = frozenset()
+
+    def can(self, capability: str) -> bool:
+        return capability in self.capabilities
 
     def cite(self) -> list[str]:
         return [source.cite() for source in self.sources]

@@ -20,12 +20,13 @@ def block() -> str:
     lines = [BEGIN, ""]
     for name, module in engines.ADAPTERS.items():
         lines += [f"### {module.TITLE} (`engine={name}`)", ""]
-        lines += ["| version | what set it | read from |", "| --- | --- | --- |"]
+        lines += ["| version | what set it | can | read from |", "| --- | --- | --- | --- |"]
         for version in module.VERSIONS:
             aliases = [alias for alias, target in module.ALIASES.items() if target == version.name]
             named = f"`{version.name}`" + (f" (also {', '.join(f'`{a}`' for a in aliases)})" if aliases else "")
             sources = "<br>".join(source.cite() for source in version.sources)
-            lines.append(f"| {named} | {version.change} | {sources} |")
+            can = ", ".join(f"`{name}`" for name in sorted(version.capabilities)) or "-"
+            lines.append(f"| {named} | {version.change} | {can} | {sources} |")
         lines += ["", "| report format | what it is | written by versions |", "| --- | --- | --- |"]
         for report in module.REPORTS:
             versions = ", ".join(report.versions) or "older releases"

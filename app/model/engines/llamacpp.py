@@ -74,6 +74,9 @@ SERVER_CONTEXT = Source(
 )
 SERVER_TASK = Source(REPOSITORY, "tools/server/server-task.cpp", B11312, "/metrics: llamacpp:spec_decode_*")
 
+# Capabilities, set once per version below.
+SPEC_FLAGS = "--spec-type and --spec-draft-* flags"  # PR #22397: the spec params refactor (the older flags removed)
+
 VERSIONS = (
     EngineVersion(
         "2026-03",
@@ -88,6 +91,7 @@ VERSIONS = (
         "PR #22397 spec params refactor (--spec-type, --spec-draft-n-max); build b11312 (llama-cpp-python 0.3.36)",
         (ARG_CPP, COMMON_H, SPECULATIVE_CPP, SERVER_CONTEXT, SERVER_TASK),
         "--spec-type draft-simple and --spec-draft-* flags; /metrics spec counters per position",
+        capabilities=frozenset({SPEC_FLAGS}),
     ),
 )
 ALIASES = {"b11312": "2026-10"}
@@ -110,10 +114,6 @@ REMOVED = ("--draft", "--draft-n", "--draft-max", "--draft-min", "--draft-n-min"
 PLACEHOLDER_MODEL = "<draft.gguf>"
 DEFAULT_P_MIN = 0.0  # common_params_speculative_draft.p_min in common/common.h (b11312)
 OLD_DEFAULT_P_MIN = 0.75
-
-
-def _current(version: EngineVersion) -> bool:
-    return version.name != "2026-03"
 
 
 def spec_type(given: str | None, draft_path: str | None) -> str:
@@ -148,7 +148,7 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
         draft, placeholders = PLACEHOLDER_MODEL, (PLACEHOLDER_MODEL,)
         notes.append("fill in -md: the draft model's GGUF file (or choose ngram-simple, which needs none)")
     config: dict[str, Any]
-    if _current(version):
+    if version.can(SPEC_FLAGS):
         if kind == "draft-simple":
             assert draft is not None
             flags = ["--spec-type", kind, "-md", draft, "--spec-draft-n-max", str(k), "--spec-draft-n-min", "0"]
@@ -212,13 +212,13 @@ _VALUED_OLD = {"-md", "--model-draft", "--draft-max", "--draft", "--draft-n", "-
 
 def parse_flags(flags: Sequence[str], version: EngineVersion) -> dict[str, str]:
     """The speculative flags as llama-server's common/arg.cpp takes them; a ConfigRuleError where it exits."""
-    where = (ARG_CPP if _current(version) else ARG_CPP_2025).cite()
-    valued = _VALUED if _current(version) else _VALUED_OLD
+    where = (ARG_CPP if version.can(SPEC_FLAGS) else ARG_CPP_2025).cite()
+    valued = _VALUED if version.can(SPEC_FLAGS) else _VALUED_OLD
     parsed: dict[str, str] = {}
     index = 0
     while index < len(flags):
         flag = flags[index]
-        if _current(version) and flag in REMOVED:
+        if version.can(SPEC_FLAGS) and flag in REMOVED:
             raise ConfigRuleError(f"{flag}: the argument has been removed (llama-server exits 1)", where)
         if flag not in valued:
             raise ConfigRuleError(f"error: invalid argument: {flag}", where)
@@ -251,12 +251,12 @@ def _count(parsed: Mapping[str, str], names: Sequence[str], default: int, where:
 
 def draft_length(flags: Sequence[str], version: EngineVersion) -> int:
     """The most tokens llama-server drafts per step with these flags (0: it does not speculate)."""
-    where = (ARG_CPP if _current(version) else ARG_CPP_2025).cite()
+    where = (ARG_CPP if version.can(SPEC_FLAGS) else ARG_CPP_2025).cite()
     parsed = parse_flags(flags, version)
     draft = parsed.get("-md", parsed.get("--spec-draft-model", parsed.get("--model-draft")))
     if draft is not None and (not draft.strip() or "<" in draft or ">" in draft):
         raise ConfigRuleError(f"-md {draft!r} is not a file llama-server can load", where)
-    if not _current(version):
+    if not version.can(SPEC_FLAGS):
         if draft is None:
             return 0
         return _count(parsed, ("--draft-max", "--draft", "--draft-n"), 16, where)

@@ -91,6 +91,9 @@ SERVER_ARGS_2026_03 = Source(
     REPOSITORY, "python/sglang/srt/server_args.py", "PR #21599", "flags; flat adaptive config (superseded)"
 )
 
+# Capabilities, set once per version below.
+ADAPTIVE_TIERS = "adaptive per-batch tiers"  # PR #24055: --speculative-adaptive-config per batch-size tier
+
 VERSIONS = (
     EngineVersion(
         "2026-03",
@@ -106,6 +109,7 @@ VERSIONS = (
         "spec_verify_calls_total; PR #25940 spec_num_steps and spec_num_draft_tokens gauges",
         (SPEC_FIELDS, SPEC_HOOK, ADAPTIVE_PARAMS, ADAPTIVE_ROUTER, METRICS),
         "a per-batch schedule through the adaptive config (EAGLE, EAGLE3)",
+        capabilities=frozenset({ADAPTIVE_TIERS}),
     ),
 )
 ALIASES: dict[str, str] = {}
@@ -116,11 +120,6 @@ NEEDS_DRAFT = ("EAGLE", "EAGLE3", "STANDALONE")
 PLACEHOLDER_MODEL = "<draft model: a path or hub name>"
 ADAPTIVE_FILE = "adaptive.json"
 LAUNCH = "python -m sglang.launch_server --model-path TARGET_MODEL"
-
-
-def _at_least(version: EngineVersion, name: str) -> bool:
-    names = [v.name for v in VERSIONS]
-    return names.index(version.name) >= names.index(name)
 
 
 def algorithm_name(given: str | None, draft_path: str | None) -> str:
@@ -166,7 +165,7 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
             )
         runs = [draft_tokens - 1] * limit
         adaptive = None
-    elif _at_least(version, "2026-05") and algorithm in ADAPTIVE_ALGORITHMS and len(set(best)) > 1:
+    elif version.can(ADAPTIVE_TIERS) and algorithm in ADAPTIVE_ALGORITHMS and len(set(best)) > 1:
         tiers = runs_of(best)
         adaptive = {str(first): {"candidate_steps": [k]} for first, _last, k in tiers}
         steps, topk, draft_tokens = max(best), 1, max(best) + 1  # a slot starts at its own single candidate
@@ -186,7 +185,7 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
         adaptive = None
         why = (
             f"SGLang {version.name} has no per-batch schedule"
-            if not _at_least(version, "2026-05")
+            if not version.can(ADAPTIVE_TIERS)
             else f"SGLang's adaptive schedule runs only for {', '.join(ADAPTIVE_ALGORITHMS)}"
             if algorithm not in ADAPTIVE_ALGORITHMS
             else "one k pays at every batch"
@@ -309,7 +308,7 @@ def read_config(exported: Exported, version: EngineVersion, batch_limit: int) ->
             raise ConfigRuleError("num_draft_tokens - 1 exceeds the draft pool topk + (steps - 1) topk^2", where)
     if not adaptive:
         return [draft_tokens - 1 if topk > 1 else steps] * batch_limit
-    if not _at_least(version, "2026-05"):
+    if not version.can(ADAPTIVE_TIERS):
         raise ConfigRuleError(f"--speculative-adaptive per-batch tiers are not in SGLang {version.name}", where)
     if algorithm not in ("EAGLE", "EAGLE3") or topk != 1:
         return [steps] * batch_limit  # adaptive_unsupported_reason: SGLang warns and runs static

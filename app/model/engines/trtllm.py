@@ -93,6 +93,11 @@ EAGLE_CHOICES_REMOVED = Source(
     REPOSITORY, "tensorrt_llm/llmapi/llm_args.py", "PR #18210", "eagle_choices removed; dynamic tree only"
 )
 
+# Capabilities, set once per version below.
+UPPER_BOUND_KEYS = "schedule keys are upper bounds"  # PR #10860: a key holds up to its batch (one-model path)
+LATE_FIRST_KEY = "schedule may start above batch 1"  # PR #10860: key 1 no longer required
+STATIC_TREES = "eagle_choices"  # static trees; removed by PR #18210 (dynamic trees only)
+
 VERSIONS = (
     EngineVersion(
         "2025-10",
@@ -100,6 +105,7 @@ VERSIONS = (
         "PR #8194 draft_len_schedule (a key holds from that batch on; key 1 required); eagle_choices",
         (LLM_ARGS_2025, DRAFTER),
         "schedule keys are the first batch of each range",
+        capabilities=frozenset({STATIC_TREES}),
     ),
     EngineVersion(
         "2026-03",
@@ -108,6 +114,7 @@ VERSIONS = (
         "exclusive; PR #12545 / #12636 Prometheus counters",
         (LLM_ARGS, SPEC_UTILS, DRAFTER, COLLECTOR),
         "schedule keys are the last batch of each range",
+        capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY, STATIC_TREES}),
     ),
     EngineVersion(
         "2026-09",
@@ -115,6 +122,7 @@ VERSIONS = (
         "PR #18210 eagle_choices removed (dynamic trees only); PR #18721 two-model path removed",
         (LLM_ARGS, SPEC_UTILS, DRAFTER, COLLECTOR, EAGLE_CHOICES_REMOVED),
         "as 2026-03, without static trees",
+        capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY}),
     ),
 )
 ALIASES: dict[str, str] = {}
@@ -173,14 +181,6 @@ CLASS_FIELDS: dict[str, frozenset[str]] = {
 TOP_LEVEL = frozenset({"speculative_config", "max_batch_size"})
 
 
-def _index(version: EngineVersion) -> int:
-    return [v.name for v in VERSIONS].index(version.name)
-
-
-def _at_least(version: EngineVersion, name: str) -> bool:
-    return _index(version) >= [v.name for v in VERSIONS].index(name)
-
-
 def decoding_type(given: str | None) -> str:
     if given is None or not given.strip():
         return "Draft_Target"
@@ -212,8 +212,8 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
         notes.append(f"fill in speculative_model: {kind} needs the draft model (TensorRT-LLM refuses it without)")
     if request.tree is not None:
         return _tree_config(request, version, config, notes, placeholders)
-    old_lookup = not _at_least(version, "2026-03") or kind in DRAFTER_TYPES
-    if old_lookup and not _at_least(version, "2026-03") and best[0] == 0:
+    old_lookup = not version.can(UPPER_BOUND_KEYS) or kind in DRAFTER_TYPES
+    if old_lookup and not version.can(LATE_FIRST_KEY) and best[0] == 0:
         schedule, runs, why = _upper_keys(best)  # key 1 is required before PR #10860: no later start either
     else:
         schedule, runs, why = (_from_keys if old_lookup else _upper_keys)(best)
@@ -296,7 +296,7 @@ def _tree_config(
         placeholders = (PLACEHOLDER_MODEL,)
     paths = tree_paths(tree)
     width = max(tree.ranks)
-    if _at_least(version, "2026-09"):
+    if not version.can(STATIC_TREES):
         config["max_draft_len"] = tree.depth
         config["use_dynamic_tree"] = True
         config["dynamic_tree_max_topK"] = width
@@ -342,7 +342,7 @@ def read_config(exported: Exported, version: EngineVersion, batch_limit: int) ->
     if kind not in DECODING_TYPES:
         raise ConfigRuleError(f"decoding_type {kind!r} is not a member of the SpeculativeConfig union", where)
     allowed = BASE_FIELDS | CLASS_FIELDS[kind]
-    if _at_least(version, "2026-09"):
+    if not version.can(STATIC_TREES):
         allowed = allowed - {"eagle_choices"}
     unknown = sorted(set(config) - allowed)
     if unknown:
@@ -370,13 +370,13 @@ def read_config(exported: Exported, version: EngineVersion, batch_limit: int) ->
     if schedule is None:
         return [max_draft] * batch_limit
     checked = _check_schedule(schedule, max_draft, version)
-    old_lookup = not _at_least(version, "2026-03") or kind in DRAFTER_TYPES
+    old_lookup = not version.can(UPPER_BOUND_KEYS) or kind in DRAFTER_TYPES
     lookup = _from_key_lookup if old_lookup else _upper_key_lookup
     return [lookup(checked, batch) for batch in range(1, batch_limit + 1)]
 
 
 def _check_schedule(schedule: Any, max_draft: int, version: EngineVersion) -> dict[int, int]:
-    where = (LLM_ARGS if _at_least(version, "2026-03") else LLM_ARGS_2025).cite()
+    where = (LLM_ARGS if version.can(UPPER_BOUND_KEYS) else LLM_ARGS_2025).cite()
     if not isinstance(schedule, Mapping) or not schedule:
         raise ConfigRuleError("draft_len_schedule must be a non-empty mapping", where)
     checked: dict[int, int] = {}
@@ -391,7 +391,7 @@ def _check_schedule(schedule: Any, max_draft: int, version: EngineVersion) -> di
             )
         checked[key] = value
     smallest = min(checked)
-    if not _at_least(version, "2026-03") and smallest != 1:
+    if not version.can(LATE_FIRST_KEY) and smallest != 1:
         raise ConfigRuleError("draft_len_schedule must include batch_size=1", where)
     if checked[smallest] != max_draft:
         raise ConfigRuleError(f"draft_len_schedule[{smallest}] must equal max_draft_len ({max_draft})", where)

@@ -87,6 +87,11 @@ PROTOCOL_PY = Source(
     "SpeculativeDecodingMetrics in the response's metrics.speculative_decoding",
 )
 
+# Capabilities, set once per version below.
+PER_BATCH_SCHEDULE = "num_speculative_tokens_per_batch_size"  # PR #32374: a draft length per batch range
+STATIC_TREES = "speculative_token_tree"  # static trees; gone with tree attention (PR #42121)
+STRICT_KEYS = "unknown keys refused"  # PR #31541: SpeculativeConfig forbids extra fields
+
 VERSIONS = (
     EngineVersion(
         "2025-10",
@@ -94,6 +99,7 @@ VERSIONS = (
         "V1 engine counters; speculative_token_tree; one num_speculative_tokens for every batch",
         (SPECULATIVE_PY_2025, METRICS_PY),
         "one draft length for all batches; static trees",
+        capabilities=frozenset({STATIC_TREES}),
     ),
     EngineVersion(
         "2026-06",
@@ -102,6 +108,7 @@ VERSIONS = (
         "PR #31541 unknown keys refused",
         (SPECULATIVE_PY, DYNAMIC_UTILS, METRICS_PY),
         "per-batch draft length as inclusive [start, end, k] ranges; no static trees",
+        capabilities=frozenset({PER_BATCH_SCHEDULE, STRICT_KEYS}),
     ),
     EngineVersion(
         "2026-08",
@@ -109,6 +116,7 @@ VERSIONS = (
         "PR #48915 per-request acceptance (metrics.speculative_decoding), first in 0.29",
         (SPECULATIVE_PY, DYNAMIC_UTILS, METRICS_PY, PROTOCOL_PY),
         "as 2026-06, and per-request acceptance in each response",
+        capabilities=frozenset({PER_BATCH_SCHEDULE, STRICT_KEYS}),
     ),
 )
 ALIASES = {"0.29": "2026-08", "0.25": "2026-06"}
@@ -200,10 +208,6 @@ HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
 )
 
 
-def _at_least(version: EngineVersion, name: str) -> bool:
-    return [v.name for v in VERSIONS].index(version.name) >= [v.name for v in VERSIONS].index(name)
-
-
 def method_name(given: str | None) -> str | None:
     """vLLM's literal for a method given in any case; a ValueError listing them for an unknown one."""
     if given is None or not given.strip():
@@ -241,13 +245,13 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
         )
     limit = request.batch_limit
     runs: list[int]
-    if request.tree is not None and not _at_least(version, "2026-06"):
+    if request.tree is not None and version.can(STATIC_TREES):
         paths = tree_paths(request.tree)
         config["num_speculative_tokens"] = len(paths)
         config["speculative_token_tree"] = str([tuple(path) for path in paths])
         notes.append("a static tree: vLLM verifies every node, so num_speculative_tokens is the node count")
         runs = [len(paths)] * limit
-    elif _at_least(version, "2026-06"):
+    elif version.can(PER_BATCH_SCHEDULE):
         if request.tree is not None:
             notes.append(
                 "vLLM removed tree attention and speculative_token_tree (PR #42121): the chain schedule is written"
@@ -306,9 +310,9 @@ def read_config(exported: Exported, version: EngineVersion, batch_limit: int) ->
     if max_num_seqs < batch_limit:
         raise ConfigRuleError(f"--max-num-seqs {max_num_seqs} is below the batch {batch_limit}", "SchedulerConfig")
     where = SPECULATIVE_PY.cite()
-    fields = FIELDS if _at_least(version, "2026-06") else FIELDS_2025
+    fields = FIELDS_2025 if version.can(STATIC_TREES) else FIELDS  # the SpeculativeConfig of its time
     unknown = sorted(set(config) - fields)
-    if unknown and _at_least(version, "2026-06"):
+    if unknown and version.can(STRICT_KEYS):
         raise ConfigRuleError(f"unknown keys {unknown}: SpeculativeConfig forbids extra fields", where)
     if config.get("tensor_parallel_size") is not None:
         raise ConfigRuleError("'tensor_parallel_size' is not a valid argument in the speculative_config", where)
@@ -334,13 +338,13 @@ def read_config(exported: Exported, version: EngineVersion, batch_limit: int) ->
         raise ConfigRuleError(f"Expected num_speculative_tokens to be greater than zero ({k_max})", where)
     tree = config.get("speculative_token_tree")
     if tree is not None:
-        if _at_least(version, "2026-06"):
+        if not version.can(STATIC_TREES):
             raise ConfigRuleError("speculative_token_tree was removed with tree attention (PR #42121)", where)
         nodes = len(ast.literal_eval(tree))  # vLLM reads the tree with ast.literal_eval
         if nodes != k_max:
             raise ConfigRuleError(f"the tree has {nodes} nodes but num_speculative_tokens is {k_max}", where)
     schedule = config.get("num_speculative_tokens_per_batch_size")
-    if schedule is None or not _at_least(version, "2026-06"):
+    if schedule is None or not version.can(PER_BATCH_SCHEDULE):
         return [k_max] * batch_limit
     return _schedule_lookup(schedule, k_max, max_num_seqs)[1 : batch_limit + 1]
 
@@ -652,9 +656,9 @@ RULES_METRICS = {
         per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
         # 2025-10 runs one num_speculative_tokens at every batch: one series per position from 0 to it.  Later
         # versions look the k up per batch and export no gauge of it: the mean draft length bounds it from below.
-        k_from="positions" if version.name == "2025-10" else "mean-draft-length",
+        k_from="mean-draft-length" if version.can(PER_BATCH_SCHEDULE) else "positions",
         loses=()
-        if version.name == "2025-10"
+        if not version.can(PER_BATCH_SCHEDULE)
         else (
             "the k vLLM runs at each batch is not exported: the schedule check compares the mean draft length "
             "(drafted / drafts), which is at most the k run, so it sees a server drafting longer than the schedule, "
