@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.cli_arguments import bounded as _bounded
+from app.model import engines as engine_registry
 
 if TYPE_CHECKING:
     from app.service.plan import PlanRequest
 
 MAX_SAMPLES = 100_000
-ENGINES = ["vllm", "sglang", "trtllm", "llamacpp"]  # app.model.engines.ENGINES, without importing the model here
 
 
 def _draft_lengths(text: str | None) -> tuple[int, ...]:
@@ -120,7 +120,9 @@ def add_commands(
         metavar="URL",
         help="ask this Prometheus (http://host:9090) for every instance and class instead of polling one /metrics",
     )
-    watch.add_argument("--engine", choices=ENGINES, help="with --prometheus: the engine (default: the one scraped)")
+    watch.add_argument(
+        "--engine", choices=engine_registry.ENGINES, help="with --prometheus: the engine (default: the one scraped)"
+    )
     watch.add_argument("--engine-version", help="with --prometheus and --engine: the engine version")
     watch.add_argument(
         "--since",
@@ -152,7 +154,7 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """What one plan depends on (app.service.plan): config, rules and dashboard take the same arguments."""
     from app.model import limits
 
-    parser.add_argument("--engine", choices=ENGINES, required=True)
+    parser.add_argument("--engine", choices=engine_registry.ENGINES, required=True)
     parser.add_argument(
         "--p", type=_bounded(float, 0.0, 1.0), default=limits.ROOFLINE_DEFAULT_P, help="acceptance probability"
     )

@@ -1,5 +1,5 @@
 """A fifth engine is one module and one registry line: a stand-in engine registered at run time goes through
-the plan, the API's engine-config, rules and dashboard, with no other change to the product."""
+the plan, the API's engine-config, rules and dashboard, and the command line, with no other change to the product."""
 
 from __future__ import annotations
 
@@ -87,6 +87,18 @@ def test_the_plan_writes_reads_back_and_watches_a_registered_engine(toyserve: st
     assert list(made.rules.engine_k) == made.decision.best_k
     assert "toyserve_drafts_total" in made.rules.text and "ToyServe" in made.rules.text
     assert "ToyServe 2026-12" in json.dumps(made.dashboard)
+
+
+def test_the_command_line_takes_a_registered_engine(toyserve: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli import main
+
+    assert main(["config", "--engine", toyserve, "--p", "0.8", "--format", "json"]) == 0
+    config = json.loads(capsys.readouterr().out)
+    assert config["engine"] == toyserve and config["config"]["draft_schedule"][0][2] == config["engine_k_by_batch"][0]
+    assert main(["rules", "--engine", toyserve, "--p", "0.8"]) == 0
+    assert "toyserve_drafts_total" in capsys.readouterr().out
+    assert main(["dashboard", "--engine", toyserve, "--p", "0.8"]) == 0
+    assert "ToyServe" in capsys.readouterr().out
 
 
 def test_the_api_serves_a_registered_engine(client: TestClient, toyserve: str) -> None:

@@ -8,24 +8,45 @@ line in ``REGISTRY``, and its tests.
 
 from __future__ import annotations
 
-from app.model.engines import llamacpp, sglang, trtllm, vllm
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from app.model.engines.base import EngineAdapter, EngineVersion, UnknownVersionError
-from app.model.engines.reports import ReportFormat
+
+if TYPE_CHECKING:
+    from app.model.engines.reports import ReportFormat
+
+# The registry: one line per engine, a module of this package named by the engine.  The names load without the
+# adapters (so that the command line lists them at start-up); the adapters load on first use.
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp")
+
+if TYPE_CHECKING:  # mypy checks each module against the typed base here
+    from app.model.engines import llamacpp, sglang, trtllm, vllm
+
+    _CHECKED: tuple[EngineAdapter, ...] = (vllm, sglang, trtllm, llamacpp)
+
+ADAPTERS: dict[str, EngineAdapter]
+REGISTRY: tuple[EngineAdapter, ...]
 
 
-# The registry: one line per engine.  mypy checks each module against EngineAdapter here.
-def _checked(module: EngineAdapter) -> EngineAdapter:
-    return module
+def __getattr__(name: str) -> Any:
+    """ADAPTERS and REGISTRY, loaded once on first use."""
+    if name not in ("ADAPTERS", "REGISTRY"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loaded: tuple[EngineAdapter, ...] = tuple(importlib.import_module(f"{__name__}.{engine}") for engine in ENGINES)
+    globals()["REGISTRY"] = loaded
+    globals()["ADAPTERS"] = {module.NAME: module for module in loaded}
+    return globals()[name]
 
 
-REGISTRY: tuple[EngineAdapter, ...] = (_checked(vllm), _checked(sglang), _checked(trtllm), _checked(llamacpp))
-ADAPTERS: dict[str, EngineAdapter] = {module.NAME: module for module in REGISTRY}
-ENGINES: tuple[str, ...] = tuple(ADAPTERS)
+def _adapters() -> dict[str, EngineAdapter]:
+    found: dict[str, EngineAdapter] = globals()["ADAPTERS"] if "ADAPTERS" in globals() else __getattr__("ADAPTERS")
+    return found
 
 
 def adapter(engine: str) -> EngineAdapter:
     try:
-        return ADAPTERS[engine]
+        return _adapters()[engine]
     except KeyError:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}") from None
 
@@ -51,7 +72,7 @@ def version(engine: str, name: str | None = None) -> EngineVersion:
 def formats() -> list[ReportFormat]:
     """Every report format, JSON formats and the more specific ones first."""
     found: list[ReportFormat] = []
-    for module in ADAPTERS.values():
+    for module in _adapters().values():
         found.extend(module.REPORTS)
     return found
 

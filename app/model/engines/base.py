@@ -21,11 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from app.model.regimes import ScheduleStep
-from app.model.trees import TreeShape
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the registry's names load without numpy (the command line's start-up)
     from app.model.engines.reports import ReportFormat
+    from app.model.regimes import ScheduleStep
+    from app.model.trees import TreeShape
 
 T = TypeVar("T")
 
