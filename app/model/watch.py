@@ -10,14 +10,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from app.model import engine_metrics
+from app.model import engine_metrics, engines
 from app.model.calibration import CalibrationError, ErrorKind
 from app.model.capacity import max_batch_that_fits
 from app.model.engine_metrics import Measurement
 from app.model.regimes import RooflineSetup, roofline_speedup
 
 DRIFT_LEVEL = 0.999
-COUNTER_FORMATS = ("vllm-metrics", "llamacpp-metrics", "trtllm-metrics")
+# The /metrics formats that count drafts and accepted tokens per position: named by each engine's series.
+COUNTER_FORMATS = tuple(
+    dict.fromkeys(
+        metrics.scrape_format
+        for module in engines.ADAPTERS.values()
+        for metrics in module.RULES_METRICS.values()
+        if metrics.counts_drafts and metrics.scrape_format
+    )
+)
 
 
 @dataclass(frozen=True)

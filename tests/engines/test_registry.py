@@ -29,6 +29,8 @@ def test_each_adapter_has_what_the_product_asks_of_it(engine: str) -> None:
     assert isinstance(module, EngineAdapter)  # the typed base: every member, HOW_TO_APPLY and RULES_METRICS too
     names = [version.name for version in module.VERSIONS]
     assert module.HOW_TO_APPLY and set(module.RULES_METRICS) <= set(names)
+    for metrics in module.RULES_METRICS.values():  # the format each version's /metrics is read as is its own
+        assert engine_metrics.FORMAT_ENGINE[metrics.scrape_format] == engine
     assert names == sorted(names) and len(set(names)) == len(names)  # oldest first, named by month
     for version in module.VERSIONS:
         assert version.sources and all(source.repository and source.path for source in version.sources)

@@ -162,6 +162,7 @@ class RulesMetrics:
     """
 
     running: str  # the gauge of running requests: the batch
+    scrape_format: str = ""  # the report format (app.model.engine_metrics) its /metrics text is read as
     drafts: str = ""  # counter: verifications of a draft
     draft_tokens: str = ""  # counter: drafted tokens
     accepted: str = ""  # counter: accepted draft tokens (bonus excluded)
@@ -175,6 +176,16 @@ class RulesMetrics:
     k_from: str = ""
     missing: str = ""
     loses: tuple[str, ...] = ()  # what rules built from these series cannot tell
+
+    @property
+    def counts_drafts(self) -> bool:
+        """Counters of drafts (or of drafts reaching each position) and of accepted tokens per position."""
+        return bool((self.drafts or self.drafted_per_position) and self.per_position)
+
+    @property
+    def counts_verifications(self) -> bool:
+        """Only counters of verifications and generated tokens, with a gauge of the k running (SGLang's)."""
+        return bool(self.verify_calls and self.generated and not self.counts_drafts)
 
 
 @runtime_checkable

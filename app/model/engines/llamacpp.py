@@ -629,12 +629,14 @@ def choose_method(given: str | None) -> str | None:
 RULES_METRICS = {
     "2026-03": RulesMetrics(
         running="llamacpp:requests_processing",
+        scrape_format="llamacpp-metrics",
         missing="llama.cpp 2026-03 reports speculation only in its log: llamacpp:spec_decode_num_drafts_total, "
         "llamacpp:spec_decode_num_accepted_tokens_total and llamacpp:spec_decode_num_accepted_tokens_per_pos_total "
         "came with PR #22397 (2026-10, build b11312)",
     ),
     "2026-10": RulesMetrics(
         running="llamacpp:requests_processing",
+        scrape_format="llamacpp-metrics",
         drafts="llamacpp:spec_decode_num_drafts_total",
         draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
         accepted="llamacpp:spec_decode_num_accepted_tokens_total",

@@ -581,6 +581,7 @@ _GAUGES_LOSE = (
 RULES_METRICS = {
     "2026-03": RulesMetrics(
         running="sglang:num_running_reqs",
+        scrape_format="sglang-metrics",
         accept_length="sglang:spec_accept_length",
         missing="",
         loses=(
@@ -594,6 +595,7 @@ RULES_METRICS = {
     ),
     "2026-05": RulesMetrics(
         running="sglang:num_running_reqs",
+        scrape_format="sglang-metrics",
         verify_calls="sglang:spec_verify_calls_total",
         generated="sglang:generation_tokens_total",
         accept_length="sglang:spec_accept_length",

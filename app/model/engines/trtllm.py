@@ -697,6 +697,7 @@ def choose_method(given: str | None) -> str | None:
 RULES_METRICS = {
     "2025-10": RulesMetrics(
         running="trtllm_num_requests_running",
+        scrape_format="trtllm-metrics",
         missing="TensorRT-LLM 2025-10 exports no spec-decode series to Prometheus: "
         "trtllm_spec_decode_drafted_tokens_total and trtllm_spec_decode_accepted_tokens_total per token_position "
         "came with PR #12545 and PR #12636 (2026-03); read its iteration statistics with calibrate instead",
@@ -704,6 +705,7 @@ RULES_METRICS = {
     **{
         name: RulesMetrics(
             running="trtllm_num_requests_running",
+            scrape_format="trtllm-metrics",
             per_position="trtllm_spec_decode_accepted_tokens_total",
             drafted_per_position="trtllm_spec_decode_drafted_tokens_total",
             position_label="token_position",

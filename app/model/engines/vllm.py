@@ -650,6 +650,7 @@ def choose_method(given: str | None) -> str | None:
 RULES_METRICS = {
     version.name: RulesMetrics(
         running="vllm:num_requests_running",
+        scrape_format="vllm-metrics",
         drafts="vllm:spec_decode_num_drafts_total",
         draft_tokens="vllm:spec_decode_num_draft_tokens_total",
         accepted="vllm:spec_decode_num_accepted_tokens_total",

@@ -37,7 +37,6 @@ MAX_HISTORY = 1000  # steps of one range query
 MAX_CLASSES = 32
 MAX_RESPONSE_BYTES = 8_000_000
 MAX_FAILURES = 3  # consecutive failed intervals before the watch gives up
-COUNTER_FORMATS = {"vllm": "vllm-metrics", "llamacpp": "llamacpp-metrics", "trtllm": "trtllm-metrics"}
 
 
 class PrometheusError(Exception):
@@ -139,7 +138,7 @@ class Target:
             return f"sum by ({grouping}) (increase({self.series(name, extra)}{window}))"
 
         asked = {"running": f"sum by ({by}) (avg_over_time({self.series(m.running)}{window}))"}
-        if self.engine == "sglang":
+        if m.counts_verifications:  # verifications and generated tokens, the k from its gauge
             asked["drafts"] = increase(m.verify_calls)
             asked["generated"] = increase(m.generated)
             asked["k"] = f"max by ({by}) (avg_over_time({self.series(m.running_k)}{window}))"
@@ -283,8 +282,8 @@ def class_report(
     """One class's interval judged as the /metrics watch judges one: acceptance, batch, speedup, regression."""
     values, positions = interval.values, interval.positions
     running = values.get("running", {}).get(key)
-    if target.engine == "sglang":
-        return _sglang_report(values, key, running, setup, calibrated)
+    if target.metrics.counts_verifications:
+        return _verifications_report(values, key, running, target, setup, calibrated)
     accepted_at = positions.get("accepted_at", {}).get(key, {})
     width = max(accepted_at) + 1 if accepted_at else 0
     per_position = tuple(accepted_at.get(i, 0.0) for i in range(width))
@@ -303,32 +302,35 @@ def class_report(
             lengths = tuple(i for i in range(1, width + 1) if reached[i - 1] - reached[i] > 1e-9 * max(drafts, 1.0))
     if not per_position:
         return IntervalReport("idle", message="no per-position counts yet: nothing to measure")
-    before = Scrape(0.0, 0.0, 0.0, (0.0,) * len(per_position), running, COUNTER_FORMATS[target.engine])
-    after = Scrape(
-        drafts, draft_tokens, float(sum(per_position)), per_position, running, COUNTER_FORMATS[target.engine], lengths
-    )
+    scraped = target.metrics.scrape_format
+    before = Scrape(0.0, 0.0, 0.0, (0.0,) * len(per_position), running, scraped)
+    after = Scrape(drafts, draft_tokens, float(sum(per_position)), per_position, running, scraped, lengths)
     return interval_report(before, after, setup, calibrated)
 
 
-def _sglang_report(
+def _verifications_report(
     values: dict[str, dict[Key, float]],
     key: Key,
     running: float | None,
+    target: Target,
     setup: RooflineSetup,
     calibrated: tuple[float, float] | None,
 ) -> IntervalReport:
+    """An engine that counts verifications and generated tokens (SGLang): tokens per verification at the k
+    its gauge shows, read back to p."""
     verifications = values.get("drafts", {}).get(key, 0.0)
     generated = values.get("generated", {}).get(key)
     steps = values.get("k", {}).get(key)
+    gauge = target.metrics.running_k
     if verifications <= 0 or generated is None:
         return IntervalReport("idle", message="no verifications this interval: nothing to measure")
     if steps is None or round(steps) < 1:
-        return IntervalReport("idle", drafts=verifications, message="no sglang:spec_num_steps: the k is not known")
+        return IntervalReport("idle", drafts=verifications, message=f"no {gauge}: the k is not known")
     k = round(steps)
     length = min(max(generated / verifications, 1.0), k + 1.0)
     try:
         measurement = mean_only(
-            "sglang", "sglang-metrics", None, length, k, "sglang:spec_num_steps", verifications, running, []
+            target.engine, target.metrics.scrape_format, None, length, k, gauge, verifications, running, []
         )
         calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
     except CalibrationError as error:
