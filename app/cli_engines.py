@@ -367,6 +367,13 @@ def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argpars
         f"compute efficiency {out.compute_efficiency:.3f}, overhead {out.overhead_us:.1f} us per pass",
         f"fit error: rms {100 * out.rms_relative_error:.2f}%, max {100 * out.max_relative_error:.2f}%",
     ]
+    if out.step_cost is not None:
+        terms = out.step_cost
+        lines.append(
+            f"named terms: {terms.fixed_ms:.3f} ms per step + {terms.per_sequence_ms:.3f} ms per sequence + "
+            f"{terms.per_extra_token_ms:.3f} ms per further verified token + {terms.per_draft_step_ms:.3f} ms per "
+            f"draft step (rms {100 * (terms.rms_relative_error or 0.0):.2f}%)"
+        )
     if out.schedule is not None:
         lines.append(out.schedule.headline)
     lines += [f"note: {note}" for note in out.notes]

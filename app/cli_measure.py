@@ -24,6 +24,8 @@ DEFAULT_MAX_REQUESTS = 200
 DEFAULT_TIMEOUT_S = 600.0
 MAX_REQUESTS = 100_000
 MAX_SWEEP_K = 64
+MAX_SWEEP_BATCH = 256
+EXIT_INCOMPLETE = 1  # a batch sweep that stopped before every cell: what it measured is still written
 
 
 def _k_list(text: str) -> list[int]:
@@ -31,6 +33,14 @@ def _k_list(text: str) -> list[int]:
     values = [int(parse(item.strip())) for item in text.split(",") if item.strip()]
     if not values:
         raise argparse.ArgumentTypeError("give at least one k, e.g. 0,1,2,4,8")
+    return sorted(set(values))
+
+
+def _batch_list(text: str) -> list[int]:
+    parse = _bounded(int, 1, MAX_SWEEP_BATCH)
+    values = [int(parse(item.strip())) for item in text.split(",") if item.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one batch size, e.g. 1,2,4,8,16")
     return sorted(set(values))
 
 
@@ -53,6 +63,14 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         metavar="LIST",
         help="draft lengths the servers must cover, e.g. 0,1,2,4,8 (default: whatever they serve); this "
         "llama-server build takes no per-request speculative.n_max, so each k is a server started with it",
+    )
+    parser.add_argument(
+        "--batch",
+        type=_batch_list,
+        metavar="LIST",
+        help="batch sizes, e.g. 1,2,4,8,16: B requests at once on each server (started with --parallel of at "
+        "least the largest); gives per (k, batch) the throughput, step time, acceptance, measured and predicted "
+        "speedup, and per k the batch where speculation stops paying",
     )
     parser.add_argument("--prompts", metavar="FILE", help="workload, one prompt per line (default: built-in prompts)")
     parser.add_argument(
@@ -97,7 +115,8 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument(
         "--write-step-fit",
         metavar="FILE",
-        help="write batch,tokens,ms: a plain step and each k's verification pass (specdec-lab step-fit)",
+        help="write batch,tokens,ms: a plain step and each k's verification pass (specdec-lab step-fit); with "
+        "--batch, every measured step of every batch",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
@@ -118,6 +137,8 @@ def run_measure(arguments: argparse.Namespace) -> int:
     from app.model.measure import MeasureError, analyze, metrics_delta, step_times_csv
     from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Sweep, read_prompts, stderr_progress
 
+    if arguments.batch:
+        return run_measure_batches(arguments)
     try:
         prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
         with httpx.Client() as client:
@@ -223,5 +244,194 @@ def render_text(report: dict[str, Any]) -> str:
         "share: verifications over decoding steps; mixed: the prediction with that share, the rest plain steps; "
         "holdout: v(k) fitted without that k",
     ]
+    lines += [f"note: {note}" for note in report["notes"]]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# --batch: the sweep over batch sizes
+
+
+def _pooled(samples: list[Any], k: int) -> Any:
+    """One k's counters summed over every batch and round it drafted in (for --write-calibration)."""
+    from app.model.measure import Sample
+
+    mine = [sample for sample in samples if sample.k == k and sample.drafts > 0]
+    width = max((len(sample.accepted_per_position) for sample in mine), default=0)
+    return Sample(
+        k=k,
+        requests=sum(sample.requests for sample in mine),
+        generated=sum(sample.generated for sample in mine),
+        decode_ms=sum(sample.decode_ms for sample in mine),
+        drafts=sum(sample.drafts for sample in mine),
+        draft_tokens=sum(sample.draft_tokens for sample in mine),
+        accepted=sum(sample.accepted for sample in mine),
+        accepted_per_position=tuple(
+            sum(sample.accepted_per_position[i] for sample in mine if i < len(sample.accepted_per_position))
+            for i in range(width)
+        ),
+    )
+
+
+def run_measure_batches(arguments: argparse.Namespace) -> int:
+    import httpx
+
+    from app.model.measure import MeasureError, metrics_delta
+    from app.model.measure_batches import analyze_batches, batch_step_times_csv
+    from app.service.clients.measure import (
+        BUILTIN_PROMPTS,
+        MeasureClientError,
+        SweepOverBatches,
+        read_prompts,
+        stderr_progress,
+    )
+
+    try:
+        prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
+        with httpx.Client() as client:
+            run = SweepOverBatches(
+                client,
+                arguments.urls,
+                prompts,
+                arguments.batch,
+                arguments.n_predict,
+                arguments.repeats,
+                arguments.max_requests,
+                arguments.timeout,
+                expected_k=arguments.k,
+                progress=None if arguments.no_progress else stderr_progress(),
+            ).run()
+    except MeasureClientError as error:
+        return _fail(str(error))
+    except httpx.HTTPError as error:
+        return _fail(f"HTTP: {error}")
+    except OSError as error:
+        return _fail(f"{error.filename}: {error.strerror}")
+    notes = list(run.notes)
+    if arguments.server_log:
+        notes.append("--server-log not used with --batch: the draft time is inside each cell's step time")
+    kinds = {server.kind for server in run.servers if server.speculative}
+    draft_model = not (kinds and all(kind.startswith("ngram") for kind in kinds))
+    samples = [sample for round_ in run.rounds for sample in round_]
+    report: dict[str, Any] = {
+        "servers": [
+            {"url": s.url, "k": s.k, "kind": s.kind, "speculative": s.speculative, "requests": s.requests}
+            for s in run.servers
+        ],
+        "batches": arguments.batch,
+        "workload": {"prompts": len(prompts), "n_predict": arguments.n_predict, "repeats": arguments.repeats},
+        "requests": run.requests,
+        "seconds": run.seconds,
+        "stopped": run.stopped,
+        "samples": [asdict(sample) for sample in samples],
+    }
+    failure = run.stopped
+    try:
+        analysis = analyze_batches(run.rounds, draft_model)
+        report.update(_batch_report(analysis))
+        notes += analysis.notes
+        if arguments.write_step_fit:
+            Path(arguments.write_step_fit).write_text(batch_step_times_csv(analysis), encoding="utf-8")
+        if arguments.write_calibration:
+            drafted = sorted({sample.k for sample in samples if sample.k > 0 and sample.drafts > 0})
+            wanted = arguments.calibration_k or max(drafted, default=0)
+            if wanted not in drafted:
+                raise MeasureError(f"--calibration-k {wanted}: no server at that k drafted")
+            Path(arguments.write_calibration).write_text(metrics_delta(_pooled(samples, wanted)), encoding="utf-8")
+    except MeasureError as error:
+        failure = f"{failure}; {error}" if failure else str(error)
+    except OSError as error:
+        return _fail(f"{error.filename}: {error.strerror}")
+    report["notes"] = notes
+    if arguments.format == "json":
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    elif "cells" in report:
+        sys.stdout.write(render_batches(report) + "\n")
+    if failure:
+        print(f"specdec-lab measure: incomplete: {failure} (what was measured is written above)", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return 0
+
+
+def _batch_report(analysis: Any) -> dict[str, Any]:
+    from app.model import step_cost
+
+    cost = analysis.step_cost
+    return {
+        "ks": analysis.ks,
+        "draft_model": analysis.draft_model,
+        "cells": [asdict(cell) for cell in analysis.cells],
+        "crossover": [
+            {
+                "k": item.k,
+                "crossover_batch_measured": item.measured,
+                "crossover_batch_predicted": item.predicted,
+                "fitted_on_batches": list(item.fitted_on),
+                "predicted_in_measured_interval": item.in_measured_interval,
+                "note": item.note,
+            }
+            for item in analysis.crossovers
+        ],
+        "best_k_by_batch": [
+            {
+                "batch": batch,
+                "measured": analysis.best_k_measured.get(batch),
+                "predicted": analysis.best_k_predicted.get(batch),
+            }
+            for batch in analysis.batches
+        ],
+        "step_cost": {
+            "model": step_cost.MODEL,
+            "fixed_ms": cost.fixed_ms,
+            "per_sequence_ms": cost.per_sequence_ms,
+            "per_extra_token_ms": cost.per_extra_token_ms,
+            "per_draft_step_ms": cost.per_draft_step_ms,
+            "fitted": list(cost.fitted),
+            "kept": cost.kept,
+            "rms_relative_error": cost.rms_relative_error,
+        },
+        "holdout_errors": [asdict(error) for error in analysis.holdout_errors],
+    }
+
+
+def render_batches(report: dict[str, Any]) -> str:
+    cost = report["step_cost"]
+    lines = [
+        f"{report['requests']} requests in {report['seconds']:.0f} s; step cost fitted on every cell: "
+        f"{cost['fixed_ms']:.2f} ms + {cost['per_sequence_ms']:.2f} ms per sequence + "
+        f"{cost['per_extra_token_ms']:.2f} ms per further verified token"
+        + (f" + {cost['per_draft_step_ms']:.2f} ms per draft step" if "per_draft_step_ms" in cost["fitted"] else ""),
+        "",
+        f"{'k':>3} {'batch':>5} {'tok/s':>8} {'step ms':>8} {'tok/step':>8} {'measured':>8} {'spread':>11} "
+        f"{'holdout':>7} {'batch-out':>9}  profile",
+    ]
+    for cell in report["cells"]:
+        spread = cell["speedup_rounds"]
+        profile = " ".join(f"{value:.2f}" for value in cell["profile"][:8])
+        lines.append(
+            f"{cell['k']:>3} {cell['batch']:>5} {cell['throughput_tokens_s']:>8.1f} {cell['step_ms']:>8.2f} "
+            f"{cell['tokens_per_step']:>8.2f} {_number(cell['measured_speedup']):>8} "
+            f"{(f'{min(spread):.2f}..{max(spread):.2f}' if spread else '-'):>11} "
+            f"{_number(cell['predicted_speedup_holdout']):>7} {_number(cell['predicted_speedup_batch_holdout']):>9}"
+            f"  {profile}"
+        )
+    lines.append("")
+    for item in report["crossover"]:
+        measured = item["crossover_batch_measured"]
+        predicted = item["crossover_batch_predicted"]
+        fitted = ",".join(map(str, item["fitted_on_batches"])) or "-"
+        lines.append(
+            f"k = {item['k']}: stops paying at batch {measured if measured is not None else '- (pays at every batch)'}"
+            f" measured, {predicted if predicted is not None else '-'} predicted from batches {fitted}"
+            + (f" ({item['note']})" if item["note"] else "")
+        )
+    best = ", ".join(f"{row['batch']}: {row['measured']} ({row['predicted']})" for row in report["best_k_by_batch"])
+    lines.append(f"best k per batch, measured (predicted with that batch left out): {best}")
+    for error in report["holdout_errors"]:
+        if error["cells"]:
+            lines.append(
+                f"{error['kind']}: median error {error['median_abs_error']:.1%}, worst {error['max_abs_error']:.1%} "
+                f"over {error['cells']} cells"
+            )
     lines += [f"note: {note}" for note in report["notes"]]
     return "\n".join(lines)

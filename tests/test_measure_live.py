@@ -129,3 +129,72 @@ def test_an_ngram_sweep_on_repeating_text_and_the_files_it_writes(
     assert calibrated["k"] == 4 and 0.5 < calibrated["p"] <= 1.0
     name, rows = read_step_times(steps.read_text())
     assert name == "csv" and [row.tokens for row in rows] == [1, 2, 3, 5]
+
+
+BATCHES = (1, 2, 4)
+BATCH_K = 8
+SLOTS = ["--parallel", "4"]
+
+
+def test_a_batch_sweep_measures_every_cell_and_predicts_each_one_out_of_sample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ngram = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1"]
+    per_k = {0: SLOTS, BATCH_K: [*SLOTS, *ngram, "--spec-ngram-simple-size-m", str(BATCH_K)]}
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text(REPEATING_PROMPT + "\n")
+    calibration, steps = tmp_path / "k8.prom", tmp_path / "steps.csv"
+    with contextlib.ExitStack() as stack:
+        servers = {k: stack.enter_context(llama_server(arguments)) for k, arguments in per_k.items()}
+        before = {k: parse_metrics(server.metrics()) for k, server in servers.items()}
+        arguments = [
+            "measure",
+            *(server.url for server in servers.values()),
+            *("--batch", ",".join(map(str, BATCHES)), "--k", f"0,{BATCH_K}", "--prompts", str(prompts)),
+            *("--repeats", "1", "--n-predict", "24", "--format", "json", "--no-progress"),
+            *("--write-calibration", str(calibration), "--write-step-fit", str(steps)),
+        ]
+        status = main(arguments)
+        after = {k: parse_metrics(server.metrics()) for k, server in servers.items()}
+    report = json.loads(capsys.readouterr().out)
+    assert status == 0, report["stopped"]
+    cells = {(cell["k"], cell["batch"]): cell for cell in report["cells"]}
+    assert set(cells) == {(k, batch) for k in (0, BATCH_K) for batch in BATCHES}
+    # the cells' counts are the engine's own: what its counters moved by over the sweep, less the warm-up
+    measured = [sample for sample in report["samples"] if sample["k"] == BATCH_K]
+    engine_drafts = after[BATCH_K].minus(before[BATCH_K]).drafts
+    assert 0 < sum(sample["drafts"] for sample in measured) <= engine_drafts
+    for (k, batch), cell in cells.items():
+        assert cell["requests"] == batch and cell["tokens"] == batch * (24 - 1)
+        assert cell["step_ms"] > 0 and cell["throughput_tokens_s"] > 0
+        if k == 0:
+            assert cell["measured_speedup"] == 1.0 and cell["drafts"] == 0
+            continue
+        assert cell["drafts"] > 0 and len(cell["profile"]) == BATCH_K and cell["profile"][0] > 0.8
+        assert cell["tokens_per_step"] > 2.5  # repeating text: most drafts accepted
+        for name in ("predicted_speedup_holdout", "predicted_speedup_batch_holdout"):
+            assert cell[name] is not None and 0.5 < cell[name] / cell["measured_speedup"] < 2.0, (name, cell)
+    (crossover,) = report["crossover"]
+    assert crossover["k"] == BATCH_K and set(crossover) >= {"crossover_batch_measured", "crossover_batch_predicted"}
+    assert [row["batch"] for row in report["best_k_by_batch"]] == list(BATCHES)
+    assert {error["kind"] for error in report["holdout_errors"]} == {"leave-one-out", "leave-one-batch-out"}
+    assert report["step_cost"]["fitted"] == ["fixed_ms", "per_sequence_ms", "per_extra_token_ms"], report["servers"]
+
+    # what it wrote is read back by step-fit and calibrate
+    name, rows = read_step_times(steps.read_text())
+    assert name == "csv" and sorted(row.batch for row in rows) == sorted(BATCHES * 2)
+    assert main(["step-fit", str(steps), "--format", "json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert fitted["step_cost"]["per_extra_token_ms"] > 0
+    assert main(["calibrate", "--from", str(calibration), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["k"] == BATCH_K
+
+
+def test_a_batch_larger_than_the_slots_is_refused_naming_the_server_and_the_batch(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with llama_server(["--parallel", "2", "--threads", "1"]) as server:
+        status = main(["measure", server.url, "--batch", "1,4", "--no-progress"])
+    error = capsys.readouterr().err
+    assert status == 2
+    assert f"{server.url} has 2 slots, fewer than batch 4" in error and "--parallel 4" in error

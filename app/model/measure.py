@@ -73,6 +73,7 @@ class Sample:
     accepted: int = 0
     accepted_per_position: tuple[int, ...] = ()  # position i: verifications with at least i + 1 accepted
     draft_ms: float | None = None  # the engine's own time generating drafts, where it reports it
+    batch: int = 1  # requests decoded together (llama-server slots in use)
 
     @property
     def tokens(self) -> int:
@@ -121,7 +122,7 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
 
 
-def _check(sample: Sample) -> None:
+def check_sample(sample: Sample) -> None:
     where = f"k = {sample.k}"
     if not 0 <= sample.k < MAX_SWEEP:
         raise MeasureError(f"{where}: k must be from 0 to {MAX_SWEEP - 1}")
@@ -176,7 +177,7 @@ def analyze(samples: list[Sample], draft_cost: float | None = None, draft_cost_s
     if not samples:
         raise MeasureError("no measurements")
     for sample in samples:
-        _check(sample)
+        check_sample(sample)
     ks = [sample.k for sample in samples]
     if len(set(ks)) != len(ks):
         raise MeasureError(f"k measured twice: {sorted(k for k in set(ks) if ks.count(k) > 1)}")

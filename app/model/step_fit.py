@@ -7,7 +7,12 @@ overhead o per pass, a pass takes max(M / e_b, F / e_c) + o where M and F are it
 the peak figures; a row is the sum of its passes.  The fit minimises the squared relative error over a
 log-spaced grid of (e_b, e_c), refined around the best cell, with o solved in closed form at each point.
 
-Formats read: a CSV of ``batch, tokens, ms``; the JSON vLLM's dynamic speculation config generator
+The same rows also fit the named terms of :mod:`app.model.step_cost` (fixed, per sequence, per further
+token, per draft step), which need no hardware figures: ``StepFit.step_cost``.
+
+Formats read: a CSV of ``batch, tokens, ms`` (tokens may be a mean over steps; an optional ``draft_steps``
+column makes a row a cycle of that many draft passes and the verification, as ``measure --batch`` writes
+for a draft model); the JSON vLLM's dynamic speculation config generator
 writes (``vllm/v1/spec_decode/dynamic/generate_config.py``: ``batch_stats`` maps batch size to
 {k: median inter-token latency in ms}, k = 0 without speculation), each entry taken as the time of one
 step (k = 0) or cycle (k > 0); SGLang's ``scripts/playground/bench_speculative.py`` JSON Lines (keys
@@ -26,11 +31,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from app.model import step_cost as named_terms
 from app.model.regimes import RooflineSetup, model_step
+from app.model.step_cost import StepCost, StepPoint
 
 MAX_ROWS = 5_000
 MAX_BATCH = 4096
 MAX_TOKENS = 1024
+MAX_DRAFT_STEPS = 64
 MAX_OVERHEAD_US = 100_000.0
 EFFICIENCY_FLOOR = 0.01
 GRID = 48
@@ -44,7 +52,7 @@ class StepFitError(ValueError):
 @dataclass(frozen=True)
 class StepRow:
     batch: int
-    tokens: int  # verified tokens per sequence of the target pass
+    tokens: float  # verified tokens per sequence of the target pass (a mean over steps may be fractional)
     ms: float
     draft_steps: int = 0
     draft_width: int = 1
@@ -66,6 +74,7 @@ class StepFit:
     max_relative_error: float
     at_bounds: list[str]
     setup: RooflineSetup
+    step_cost: StepCost | None = None  # the named terms, where the rows identify any
 
 
 def _row(batch: float, tokens: float, ms: float, where: str, draft_steps: int = 0, width: int = 1) -> StepRow:
@@ -74,11 +83,16 @@ def _row(batch: float, tokens: float, ms: float, where: str, draft_steps: int = 
             raise StepFitError(f"{where}: {name} is not a finite number")
     if not (1 <= batch <= MAX_BATCH and float(batch).is_integer()):
         raise StepFitError(f"{where}: batch must be a whole number from 1 to {MAX_BATCH}; got {batch:g}")
-    if not (1 <= tokens <= MAX_TOKENS and float(tokens).is_integer()):
-        raise StepFitError(f"{where}: tokens must be a whole number from 1 to {MAX_TOKENS}; got {tokens:g}")
+    if not 1 <= tokens <= MAX_TOKENS:
+        raise StepFitError(f"{where}: tokens must be from 1 to {MAX_TOKENS} (a mean may be fractional); got {tokens:g}")
     if not 0 < ms <= 1e6:
         raise StepFitError(f"{where}: the time must be above 0 and at most 1e6 ms; got {ms:g}")
-    return StepRow(int(batch), int(tokens), float(ms), draft_steps, width)
+    if not 0 <= draft_steps <= MAX_DRAFT_STEPS:
+        raise StepFitError(
+            f"{where}: draft_steps must be a whole number from 0 to {MAX_DRAFT_STEPS}; got {draft_steps}"
+        )
+    whole = int(tokens) if float(tokens).is_integer() else float(tokens)
+    return StepRow(int(batch), whole, float(ms), draft_steps, width)
 
 
 def _csv_rows(text: str) -> list[StepRow]:
@@ -95,13 +109,18 @@ def _csv_rows(text: str) -> list[StepRow]:
         if found is None:
             raise StepFitError(f"the CSV needs a {key} column (one of {', '.join(names)}); got {', '.join(fields)}")
         chosen[key] = found
+    draft_column = fields.get("draft_steps")
     rows = []
     for number, record in enumerate(reader, start=2):
         try:
             values = {key: float(record[name]) for key, name in chosen.items()}
+            draft_steps = float(record[draft_column] or 0) if draft_column else 0.0
         except (TypeError, ValueError):
-            raise StepFitError(f"line {number}: batch, tokens and ms must be numbers") from None
-        rows.append(_row(values["batch"], values["tokens"], values["ms"], f"line {number}"))
+            raise StepFitError(f"line {number}: batch, tokens, ms and draft_steps must be numbers") from None
+        if not draft_steps.is_integer():
+            raise StepFitError(f"line {number}: draft_steps must be a whole number; got {draft_steps:g}")
+        where = f"line {number}"
+        rows.append(_row(values["batch"], values["tokens"], values["ms"], where, draft_steps=int(draft_steps)))
         if len(rows) > MAX_ROWS:
             raise StepFitError(f"more than {MAX_ROWS:,} rows")
     return rows
@@ -269,6 +288,9 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
         if math.isclose(value, low, rel_tol=1e-6, abs_tol=1e-12) or math.isclose(value, high, rel_tol=1e-6)
     ]
     fitted_setup = replace(setup, bandwidth_efficiency=eb, compute_efficiency=ec, step_overhead_us=overhead * 1e6)
+    terms = named_terms.fit(
+        [StepPoint(row.batch, row.tokens, row.ms) for row in rows], draft_model=any(row.draft_steps for row in rows)
+    )
     return StepFit(
         format=format_name,
         rows=rows,
@@ -280,6 +302,7 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
         max_relative_error=float(np.max(np.abs(relative))),
         at_bounds=at_bounds,
         setup=fitted_setup,
+        step_cost=terms,
     )
 
 

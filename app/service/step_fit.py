@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from app.model import step_fit
+from app.model.step_cost import MODEL as STEP_COST_MODEL
+from app.model.step_cost import TERM_LABELS
 from app.model.step_fit import StepFitError
 from app.service.regimes import BuiltSetup, schedule_out
-from app.service.schemas.engines import StepFitOut, StepPointOut
+from app.service.schemas.engines import StepCostOut, StepFitOut, StepPointOut
 
 MAX_BYTES = 1_000_000
 
@@ -30,6 +32,9 @@ def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batc
     ]
     if format_name == "vllm-dynamic-config":
         notes.append("each median inter-token latency is taken as the time of one step (k = 0) or one cycle (k > 0)")
+    terms = fit.step_cost
+    if terms is not None:
+        notes += [f"{TERM_LABELS[name]} kept at 0: {why}" for name, why in terms.kept.items()]
     if fit.at_bounds:
         notes.append(f"{', '.join(fit.at_bounds)} at a bound of its range: the data do not pin it down")
     return StepFitOut(
@@ -51,6 +56,20 @@ def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batc
             )
             for row, value in zip(rows, fit.fitted_ms, strict=True)
         ],
+        step_cost=(
+            StepCostOut(
+                model=STEP_COST_MODEL,
+                fixed_ms=terms.fixed_ms,
+                per_sequence_ms=terms.per_sequence_ms,
+                per_extra_token_ms=terms.per_extra_token_ms,
+                per_draft_step_ms=terms.per_draft_step_ms,
+                fitted=list(terms.fitted),
+                kept=terms.kept,
+                rms_relative_error=terms.rms_relative_error,
+            )
+            if terms is not None
+            else None
+        ),
         schedule=schedule_out(p, k_max, batch_max, fitted) if p is not None else None,
         notes=notes,
     )

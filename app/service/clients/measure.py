@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -388,9 +390,18 @@ class Sweep:
 
     def _identify(self, server: Server) -> None:
         """k and the drafter from the engine: /slots' speculative types, /metrics' per-position series."""
-        slot = self._slot(server.url)
-        found = slot.get("params")
-        params: dict[str, Any] = found if isinstance(found, dict) else {}
+        slots = _json(self.client.get(f"{server.url}/slots", timeout=10.0), f"{server.url}/slots")
+        # the slot that ran a request holds its parameters; with several slots it need not be the first
+        params = next(
+            (
+                slot["params"]
+                for slot in (slots if isinstance(slots, list) else [])
+                if isinstance(slot, dict)
+                and isinstance(slot.get("params"), dict)
+                and "speculative.types" in slot["params"]
+            ),
+            {},
+        )
         types = [name for name in str(params.get("speculative.types", "")).split(",") if name and name != "none"]
         if not server.speculative:
             server.k, server.kind = 0, "plain"
@@ -527,3 +538,205 @@ def stderr_progress(stream: Any = None) -> Progress:
             out.flush()
 
     return show
+
+
+# ---------------------------------------------------------------------------
+# A sweep over batch sizes: B requests at once on servers with enough slots
+
+PRIME_TOKENS = 2
+MAX_CACHED_PROMPT_TOKENS = 8  # a request whose prompt was cached evaluates about one token of it
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """One measured batch: the server (index), the round, B requests' totals and the counter deltas around them."""
+
+    server: int
+    repeat: int
+    batch: int
+    generated: int
+    decode_ms: float
+    delta: Counters
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    servers: list[Server]
+    records: list[BatchRecord]
+    rounds: list[list[Sample]]  # per round, one Sample per (server, batch) measured in it
+    requests: int
+    seconds: float
+    stopped: str | None  # why it ended before every cell was measured, naming the server and the batch
+    notes: list[str]
+
+
+def batch_rounds(servers: Sequence[Server], records: Sequence[BatchRecord]) -> list[list[Sample]]:
+    """The records as Samples, one list per round (a cell measured in a round by one record)."""
+    rounds: dict[int, list[Sample]] = {}
+    for record in records:
+        k = servers[record.server].k or 0
+        rounds.setdefault(record.repeat, []).append(
+            Sample(
+                k=k,
+                requests=record.batch,
+                generated=record.generated,
+                decode_ms=record.decode_ms,
+                drafts=record.delta.drafts,
+                draft_tokens=record.delta.draft_tokens,
+                accepted=record.delta.accepted,
+                accepted_per_position=record.delta.per_position[:k],
+                batch=record.batch,
+            )
+        )
+    return [rounds[index] for index in sorted(rounds)]
+
+
+class SweepOverBatches(Sweep):
+    """The sweep at each batch size B: B requests sent at once to each server, the servers in turn.
+
+    Every server must have at least B slots (``--parallel``).  Before the first measured batch each server
+    decodes a short request in every slot it will use with ``cache_prompt``, so the measured requests find
+    their prompt cached, evaluate about one token of it and decode in lockstep from the start: the cell's
+    time is the time of B sequences decoded together.  Rounds interleave: each round runs every batch size
+    on every server, the order rotated, so slow spells of a shared machine fall on every cell alike.
+    """
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        urls: Sequence[str],
+        prompts: Sequence[str],
+        batches: Sequence[int],
+        n_predict: int,
+        repeats: int,
+        max_requests: int,
+        timeout: float,
+        expected_k: Sequence[int] | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        super().__init__(
+            client, urls, prompts, n_predict, repeats, max_requests, timeout, expected_k=expected_k, progress=progress
+        )
+        self.batches = sorted(set(batches))
+        self._lock = threading.Lock()
+        self.prompt_misses = 0
+
+    def _slots(self, url: str) -> int:
+        slots = _json(self.client.get(f"{url}/slots", timeout=10.0), f"{url}/slots (llama-server's slots)")
+        return len(slots) if isinstance(slots, list) else 0
+
+    def _post(self, server: Server, prompt: str, n_predict: int) -> dict[str, Any]:
+        body = {
+            "prompt": prompt,
+            "n_predict": n_predict,
+            "temperature": 0.0,
+            "ignore_eos": True,
+            "cache_prompt": True,
+            "seed": 0,
+        }
+        budget = min(max(self._remaining(), 1.0), REQUEST_TIMEOUT_CAP_S)
+        response = self.client.post(f"{server.url}/completion", json=body, timeout=budget)
+        with self._lock:
+            self.requests += 1
+        result = _json(response, f"{server.url}")
+        timings = result.get("timings") if isinstance(result, dict) else None
+        if not isinstance(timings, dict) or "predicted_n" not in timings or "predicted_ms" not in timings:
+            raise MeasureClientError(f"{server.url}/completion: the response has no timings.predicted_n/_ms")
+        return timings
+
+    def _together(self, server: Server, batch: int, n_predict: int) -> list[dict[str, Any]]:
+        prompts = [self.prompts[index % len(self.prompts)] for index in range(batch)]
+        with ThreadPoolExecutor(max_workers=batch) as pool:
+            return list(pool.map(lambda prompt: self._post(server, prompt, n_predict), prompts))
+
+    def _measure(self, server: Server, batch: int) -> tuple[int, float, Counters]:
+        before = self._scrape(server)
+        timings = self._together(server, batch, self.n_predict)
+        after = self._scrape(server)
+        server.counters = after
+        if max(int(item.get("prompt_n", 0) or 0) for item in timings) > MAX_CACHED_PROMPT_TOKENS:
+            self.prompt_misses += 1
+        delta = after.minus(before)
+        if not server.speculative and delta.drafts:
+            raise MeasureClientError(f"{server.url} drafted, but /slots says it does not speculate")
+        return (
+            sum(int(item["predicted_n"]) for item in timings),
+            sum(float(item["predicted_ms"]) for item in timings),
+            delta,
+        )
+
+    def run(self) -> BatchRun:  # type: ignore[override]
+        servers = self._servers()
+        largest = self.batches[-1]
+        for server in servers:
+            slots = self._slots(server.url)
+            if slots < largest:
+                raise MeasureClientError(
+                    f"{server.url} has {slots} slot{'s' if slots != 1 else ''}, fewer than batch {largest}: start "
+                    f"llama-server with --parallel {largest} (and a --ctx-size that leaves each slot the prompt and "
+                    f"{self.n_predict} tokens)"
+                )
+        planned = self.repeats * sum(self.batches) * len(servers)
+        warm_up = len(servers) * (1 + largest)
+        one_round = warm_up + sum(self.batches) * len(servers)
+        if self.max_requests < one_round:
+            listed = ", ".join(map(str, self.batches))
+            raise MeasureClientError(
+                f"--max-requests {self.max_requests} is too few: one round of batches {listed} on {len(servers)} "
+                f"servers takes {one_round} requests with the warm-up"
+            )
+        self._warm_up(servers)
+        for server in servers:  # every slot the sweep uses holds its prompt (see the class)
+            self._together(server, largest, PRIME_TOKENS)
+        self._check_ks(servers)
+        records: list[BatchRecord] = []
+        stopped = None
+        done = 0
+        cells = [(repeat, batch) for repeat in range(self.repeats) for batch in self.batches]
+        for number, (repeat, batch) in enumerate(cells):
+            order = servers[number % len(servers) :] + servers[: number % len(servers)]
+            for server in order:
+                where = f"{server.url} at batch {batch}"
+                if self.requests + batch > self.max_requests:
+                    stopped = f"--max-requests {self.max_requests} reached before {where}"
+                elif self._remaining() <= 0:
+                    stopped = f"--timeout {self.timeout:g} s reached before {where}"
+                if stopped:
+                    break
+                if self.progress is not None:
+                    self.progress(done, planned, f"{server.label} batch {batch}")
+                try:
+                    generated, ms, delta = self._measure(server, batch)
+                except httpx.TimeoutException:
+                    stopped = f"{where}: the requests timed out (--timeout {self.timeout:g} s)"
+                except (httpx.HTTPError, MeasureClientError) as error:
+                    stopped = f"{where}: {error}"
+                if stopped:
+                    break
+                records.append(BatchRecord(servers.index(server), repeat, batch, generated, ms, delta))
+                server.requests += batch
+                done += batch
+            if stopped:
+                break
+        if self.progress is not None:
+            self.progress(done, planned, "done")
+        for server in servers:
+            if server.k is None:
+                server.counters = self._scrape(server)
+                self._identify(server)
+        unknown = [server.url for server in servers if server.k is None]
+        if unknown:
+            raise MeasureClientError(
+                f"{', '.join(unknown)} drafted nothing, so /metrics has no speculative counters to read its draft "
+                "length from (an n-gram lookup on text that does not repeat?)"
+            )
+        self._check_ks(servers)
+        if not any(server.k == 0 for server in servers):
+            raise MeasureClientError("no server without speculation: k = 0 is the baseline of each batch's speedup")
+        if self.prompt_misses:
+            self.notes.append(
+                f"{self.prompt_misses} measured batches evaluated more than {MAX_CACHED_PROMPT_TOKENS} prompt tokens: "
+                "their requests did not find the prompt cached and may not have decoded together throughout"
+            )
+        rounds = batch_rounds(servers, records)
+        return BatchRun(servers, records, rounds, self.requests, time.monotonic() - self.started, stopped, self.notes)

@@ -100,9 +100,25 @@ class EngineConfigOut(BaseModel):
 class StepPointOut(BaseModel):
     batch: int
     kind: str = Field(description="target (one forward pass over `tokens` per sequence) or cycle (drafts + verify).")
-    tokens: int = Field(description="Tokens per sequence verified (target) or draft length k (cycle).")
+    tokens: int | float = Field(
+        description="Tokens per sequence verified (target; a mean over steps may be fractional) or draft length k "
+        "(cycle)."
+    )
     measured_ms: float
     fitted_ms: float
+
+
+class StepCostOut(BaseModel):
+    """The named terms of one decoding step fitted to the rows, without hardware figures."""
+
+    model: str = Field(description="t(B, n) over B sequences of n tokens each through the target.")
+    fixed_ms: float = Field(description="What a step costs whatever the batch.")
+    per_sequence_ms: float = Field(description="What each sequence adds to a step.")
+    per_extra_token_ms: float = Field(description="Each further token a sequence verifies.")
+    per_draft_step_ms: float = Field(description="A draft model's own fixed time per draft step.")
+    fitted: list[str] = Field(description="The terms the rows identify.")
+    kept: dict[str, str] = Field(description="Terms kept at 0, each with the reason the rows cannot identify it.")
+    rms_relative_error: float | None
 
 
 class StepFitOut(BaseModel):
@@ -115,5 +131,8 @@ class StepFitOut(BaseModel):
     max_relative_error: float
     at_bounds: list[str] = Field(description="Fitted parameters that sit at a bound of their range.")
     points: list[StepPointOut]
+    step_cost: StepCostOut | None = Field(
+        default=None, description="The same rows fitted as named terms of a step (app/model/step_cost.py)."
+    )
     schedule: ScheduleOut | None = Field(description="The schedule from the fitted model, when p is given.")
     notes: list[str]

@@ -1,0 +1,127 @@
+"""The batch sweep's analysis on cells whose step costs and acceptance are known."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from app.model.measure import MeasureError, Sample
+from app.model.measure_batches import analyze_batches
+
+FIXED, PER_SEQUENCE, PER_TOKEN = 20.0, 3.0, 1.5  # ms
+P = 0.7
+STEPS = 10_000  # decoding steps per sequence: STEPS P^i is a whole number for i <= 4
+BATCHES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _step_ms(batch: int, tokens: float) -> float:
+    return FIXED + PER_SEQUENCE * batch + PER_TOKEN * batch * (tokens - 1)
+
+
+def _cell(k: int, batch: int, slower: float = 1.0) -> Sample:
+    """B requests of STEPS steps each; every step verifies k drafted tokens, position i accepted with P^i."""
+    drafts = batch * STEPS if k else 0
+    per_position = tuple(round(drafts * P**i) for i in range(1, k + 1))
+    accepted = sum(per_position)
+    tokens = batch * STEPS + accepted
+    return Sample(
+        k=k,
+        requests=batch,
+        generated=tokens + batch,
+        decode_ms=batch * STEPS * _step_ms(batch, 1 + k) * slower,
+        drafts=drafts,
+        draft_tokens=k * drafts,
+        accepted=accepted,
+        accepted_per_position=per_position,
+        batch=batch,
+    )
+
+
+def _speedup(k: int, batch: int) -> float:
+    tokens = 1 + sum(round(batch * STEPS * P**i) for i in range(1, k + 1)) / (batch * STEPS)
+    return tokens * _step_ms(batch, 1) / _step_ms(batch, 1 + k)
+
+
+def test_cells_that_follow_the_cost_model_are_predicted_out_of_sample() -> None:
+    analysis = analyze_batches([[_cell(k, batch) for k in (0, 2, 4) for batch in BATCHES]], draft_model=False)
+    assert analysis.batches == list(BATCHES) and analysis.ks == [0, 2, 4]
+    assert {(cell.k, cell.batch) for cell in analysis.cells} == {(k, b) for k in (0, 2, 4) for b in BATCHES}
+    cost = analysis.step_cost
+    assert (cost.fixed_ms, cost.per_sequence_ms, cost.per_extra_token_ms) == (
+        pytest.approx(FIXED),
+        pytest.approx(PER_SEQUENCE),
+        pytest.approx(PER_TOKEN),
+    )
+    for cell in analysis.cells:
+        assert cell.step_ms == pytest.approx(_step_ms(cell.batch, 1 + cell.k))
+        assert cell.tokens_verified_per_step == 1 + cell.k
+        assert cell.measured_speedup == pytest.approx(_speedup(cell.k, cell.batch))
+        assert cell.throughput_tokens_s == pytest.approx(cell.batch * 1e3 * cell.tokens_per_step / cell.step_ms)
+        for predicted in (cell.predicted_speedup, cell.predicted_speedup_holdout, cell.predicted_speedup_batch_holdout):
+            assert predicted == pytest.approx(cell.measured_speedup)
+        if cell.k:
+            assert cell.profile == pytest.approx([P**i for i in range(1, cell.k + 1)], rel=1e-3)
+    assert all(error.median_abs_error == pytest.approx(0.0, abs=1e-9) for error in analysis.holdout_errors)
+    assert [error.cells for error in analysis.holdout_errors] == [14, 14]
+
+
+def test_the_crossover_is_predicted_from_the_batches_below_it() -> None:
+    analysis = analyze_batches([[_cell(k, batch) for k in (0, 4) for batch in BATCHES]], draft_model=False)
+    (four,) = analysis.crossovers
+    # S(B) = y (20 + 3B) / (20 + 9B) falls through 1 between B = 52 and 53
+    exact = next(b for b in range(1, 200) if _speedup(4, b) <= 1.0)
+    assert four.measured == 64 and four.fitted_on == (1, 2, 4, 8, 16, 32)
+    assert four.predicted == exact == 53 and four.in_measured_interval is True
+    assert analysis.best_k_measured == {**{b: 4 for b in BATCHES[:-1]}, 64: 0}
+    assert analysis.best_k_predicted == analysis.best_k_measured
+
+
+def test_a_prediction_that_misses_the_interval_says_so() -> None:
+    # speculation at batch 32 ran 1.6 times slower than the model: S(32) = 0.65, so the measured crossover
+    # moves to 32 while the batches below it (1 to 16) still predict 53
+    rounds = [[_cell(k, b, slower=1.6 if (k, b) == (4, 32) else 1.0) for k in (0, 4) for b in BATCHES]]
+    (four,) = analyze_batches(rounds, draft_model=False).crossovers
+    assert (four.measured, four.fitted_on, four.predicted) == (32, (1, 2, 4, 8, 16), 53)
+    assert four.in_measured_interval is False
+
+
+def test_each_round_keeps_its_own_speedup_and_the_fastest_round_counts() -> None:
+    fast = [_cell(k, b) for k in (0, 4) for b in (1, 2, 4)]
+    slow = [_cell(k, b, slower=1.5 if k else 1.0) for k in (0, 4) for b in (1, 2, 4)]
+    analysis = analyze_batches([slow, fast], draft_model=False)
+    one = next(cell for cell in analysis.cells if (cell.k, cell.batch) == (4, 1))
+    assert one.speedup_rounds == pytest.approx((_speedup(4, 1) / 1.5, _speedup(4, 1)))
+    assert one.measured_speedup == pytest.approx(_speedup(4, 1))
+
+
+def test_a_crossover_below_two_fitted_batches_is_not_predicted_and_says_why() -> None:
+    rounds = [[_cell(0, b) for b in (1, 2)] + [_cell(4, b, slower=3.0) for b in (1, 2)]]
+    (four,) = analyze_batches(rounds, draft_model=False).crossovers
+    assert four.measured == 1 and four.predicted is None
+    assert four.note is not None and "smallest measured" in four.note
+    assert not math.isnan(analyze_batches(rounds, draft_model=False).cells[0].step_ms)
+
+
+@pytest.mark.parametrize(
+    ("rounds", "message"),
+    [
+        ([[_cell(4, 1), _cell(4, 2)]], "k = 0"),
+        ([[_cell(0, 1), _cell(0, 1)]], "measured twice"),
+        ([[]], "no measurements"),
+    ],
+)
+def test_sweeps_that_cannot_be_analysed_are_refused(rounds: list[list[Sample]], message: str) -> None:
+    with pytest.raises(MeasureError, match=message):
+        analyze_batches(rounds, draft_model=False)
+
+
+def test_the_table_names_each_crossover_and_the_out_of_sample_error() -> None:
+    from app.cli_measure import _batch_report, render_batches
+
+    analysis = analyze_batches([[_cell(k, batch) for k in (0, 4) for batch in BATCHES]], draft_model=False)
+    report = {"requests": 254, "seconds": 12.0, **_batch_report(analysis), "notes": analysis.notes}
+    text = render_batches(report)
+    assert "k = 4: stops paying at batch 64 measured, 53 predicted from batches 1,2,4,8,16,32" in text
+    assert "leave-one-batch-out: median error 0.0%" in text
+    assert "best k per batch, measured (predicted with that batch left out): 1: 4 (4)" in text

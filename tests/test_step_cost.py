@@ -1,0 +1,64 @@
+"""The step-time terms: recovered from steps that follow them, and kept at 0 (named) where they cannot be seen."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.model.step_cost import StepCostError, StepPoint, fit
+
+FIXED, PER_SEQUENCE, PER_TOKEN, PER_DRAFT_STEP = 20.0, 3.0, 1.5, 0.8
+
+
+def _ms(batch: float, tokens: float, draft: bool) -> float:
+    extra = tokens - 1
+    return FIXED + PER_SEQUENCE * batch + PER_TOKEN * batch * extra + (PER_DRAFT_STEP * extra if draft else 0.0)
+
+
+def _points(batches: list[int], tokens: list[float], draft: bool) -> list[StepPoint]:
+    return [StepPoint(batch, n, _ms(batch, n, draft)) for batch in batches for n in tokens]
+
+
+def test_steps_that_follow_the_terms_give_them_back() -> None:
+    cost = fit(_points([1, 2, 4, 8], [1.0, 3.5, 6.2], draft=True), draft_model=True)
+    assert (cost.fixed_ms, cost.per_sequence_ms) == (pytest.approx(FIXED), pytest.approx(PER_SEQUENCE))
+    assert cost.per_extra_token_ms == pytest.approx(PER_TOKEN)
+    assert cost.per_draft_step_ms == pytest.approx(PER_DRAFT_STEP)
+    assert cost.kept == {} and cost.rms_relative_error == pytest.approx(0.0, abs=1e-9)
+    assert float(cost.step_ms(16, 2.0)) == pytest.approx(_ms(16, 2.0, True))
+    # a step yielding 2.5 tokens per sequence for 3.5 verified: 2.5 t(B, 1) / t(B, 3.5)
+    assert float(cost.speedup(4, 2.5, 3.5)) == pytest.approx(2.5 * _ms(4, 1, True) / _ms(4, 3.5, True))
+
+
+def test_without_a_draft_model_the_draft_step_term_is_zero_and_said_so() -> None:
+    cost = fit(_points([1, 2, 4], [1.0, 5.0], draft=False), draft_model=False)
+    assert cost.per_draft_step_ms == 0.0 and "per_draft_step_ms" in cost.kept
+    assert cost.per_extra_token_ms == pytest.approx(PER_TOKEN)
+
+
+def test_one_batch_size_keeps_the_per_sequence_term_and_says_which() -> None:
+    cost = fit(_points([4], [1.0, 3.0, 5.0], draft=False), draft_model=False)
+    assert cost.per_sequence_ms == 0.0
+    assert "one batch size (4)" in cost.kept["per_sequence_ms"]
+    assert float(cost.step_ms(4, 3.0)) == pytest.approx(_ms(4, 3.0, False))  # carried by the fixed time
+
+
+def test_plain_steps_only_keep_the_token_terms() -> None:
+    cost = fit(_points([1, 2, 4], [1.0], draft=False), draft_model=True)
+    assert cost.kept["per_extra_token_ms"] == "no step verified a draft"
+    assert cost.per_extra_token_ms == cost.per_draft_step_ms == 0.0
+
+
+def test_a_term_is_never_negative() -> None:
+    # times that fall with the batch would need a negative per-sequence time
+    points = [StepPoint(1, 1, 10.0), StepPoint(2, 1, 9.0), StepPoint(4, 1, 8.0)]
+    cost = fit(points, draft_model=False)
+    assert min(cost.fixed_ms, cost.per_sequence_ms, cost.per_extra_token_ms) >= 0.0
+
+
+@pytest.mark.parametrize(
+    "points",
+    [[], [StepPoint(1, 1, 0.0)], [StepPoint(0, 1, 1.0)], [StepPoint(1, 0.5, 1.0)], [StepPoint(1, 1, float("nan"))]],
+)
+def test_steps_that_cannot_be_fitted_are_refused(points: list[StepPoint]) -> None:
+    with pytest.raises(StepCostError):
+        fit(points, draft_model=False)
