@@ -48,10 +48,8 @@ def test_cells_that_follow_the_cost_model_are_predicted_out_of_sample() -> None:
     assert analysis.batches == list(BATCHES) and analysis.ks == [0, 2, 4]
     assert {(cell.k, cell.batch) for cell in analysis.cells} == {(k, b) for k in (0, 2, 4) for b in BATCHES}
     cost = analysis.step_cost
-    assert (cost.fixed_ms, cost.per_sequence_ms, cost.per_extra_token_ms) == (
-        pytest.approx(FIXED),
-        pytest.approx(PER_SEQUENCE),
-        pytest.approx(PER_TOKEN),
+    assert [cost.fixed_ms, cost.per_sequence_ms, cost.per_extra_token_ms] == pytest.approx(
+        [FIXED, PER_SEQUENCE, PER_TOKEN]
     )
     for cell in analysis.cells:
         assert cell.step_ms == pytest.approx(_step_ms(cell.batch, 1 + cell.k))

@@ -20,7 +20,7 @@ def _points(batches: list[int], tokens: list[float], draft: bool) -> list[StepPo
 
 def test_steps_that_follow_the_terms_give_them_back() -> None:
     cost = fit(_points([1, 2, 4, 8], [1.0, 3.5, 6.2], draft=True), draft_model=True)
-    assert (cost.fixed_ms, cost.per_sequence_ms) == (pytest.approx(FIXED), pytest.approx(PER_SEQUENCE))
+    assert [cost.fixed_ms, cost.per_sequence_ms] == pytest.approx([FIXED, PER_SEQUENCE])
     assert cost.per_extra_token_ms == pytest.approx(PER_TOKEN)
     assert cost.per_draft_step_ms == pytest.approx(PER_DRAFT_STEP)
     assert cost.kept == {} and cost.rms_relative_error == pytest.approx(0.0, abs=1e-9)

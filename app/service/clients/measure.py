@@ -392,7 +392,7 @@ class Sweep:
         """k and the drafter from the engine: /slots' speculative types, /metrics' per-position series."""
         slots = _json(self.client.get(f"{server.url}/slots", timeout=10.0), f"{server.url}/slots")
         # the slot that ran a request holds its parameters; with several slots it need not be the first
-        params = next(
+        params: dict[str, Any] = next(
             (
                 slot["params"]
                 for slot in (slots if isinstance(slots, list) else [])
