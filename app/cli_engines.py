@@ -370,7 +370,8 @@ def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argpars
     if out.step_cost is not None:
         terms = out.step_cost
         lines.append(
-            f"named terms: {terms.fixed_ms:.3f} ms per step + {terms.per_sequence_ms:.3f} ms per sequence + "
+            f"named terms: {terms.fixed_ms:.3f} ms per step + {terms.multi_token_ms:.3f} ms per pass over more "
+            f"than one token + {terms.per_sequence_ms:.3f} ms per sequence + "
             f"{terms.per_extra_token_ms:.3f} ms per further verified token + {terms.per_draft_step_ms:.3f} ms per "
             f"draft step (rms {100 * (terms.rms_relative_error or 0.0):.2f}%)"
         )

@@ -383,6 +383,7 @@ def _batch_report(analysis: Any) -> dict[str, Any]:
         "step_cost": {
             "model": step_cost.MODEL,
             "fixed_ms": cost.fixed_ms,
+            "multi_token_ms": cost.multi_token_ms,
             "per_sequence_ms": cost.per_sequence_ms,
             "per_extra_token_ms": cost.per_extra_token_ms,
             "per_draft_step_ms": cost.per_draft_step_ms,
@@ -398,7 +399,8 @@ def render_batches(report: dict[str, Any]) -> str:
     cost = report["step_cost"]
     lines = [
         f"{report['requests']} requests in {report['seconds']:.0f} s; step cost fitted on every cell: "
-        f"{cost['fixed_ms']:.2f} ms + {cost['per_sequence_ms']:.2f} ms per sequence + "
+        f"{cost['fixed_ms']:.2f} ms + {cost['multi_token_ms']:.2f} ms for a pass over more than one token + "
+        f"{cost['per_sequence_ms']:.2f} ms per sequence + "
         f"{cost['per_extra_token_ms']:.2f} ms per further verified token"
         + (f" + {cost['per_draft_step_ms']:.2f} ms per draft step" if "per_draft_step_ms" in cost["fitted"] else ""),
         "",

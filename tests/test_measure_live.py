@@ -178,7 +178,7 @@ def test_a_batch_sweep_measures_every_cell_and_predicts_each_one_out_of_sample(
     assert crossover["k"] == BATCH_K and set(crossover) >= {"crossover_batch_measured", "crossover_batch_predicted"}
     assert [row["batch"] for row in report["best_k_by_batch"]] == list(BATCHES)
     assert {error["kind"] for error in report["holdout_errors"]} == {"leave-one-out", "leave-one-batch-out"}
-    assert report["step_cost"]["fitted"] == ["fixed_ms", "per_sequence_ms", "per_extra_token_ms"], report["servers"]
+    assert report["step_cost"]["fitted"] == ["fixed_ms", "multi_token_ms", "per_sequence_ms", "per_extra_token_ms"]
 
     # what it wrote is read back by step-fit and calibrate
     name, rows = read_step_times(steps.read_text())

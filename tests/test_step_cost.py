@@ -62,3 +62,19 @@ def test_a_term_is_never_negative() -> None:
 def test_steps_that_cannot_be_fitted_are_refused(points: list[StepPoint]) -> None:
     with pytest.raises(StepCostError):
         fit(points, draft_model=False)
+
+
+def test_a_one_token_pass_cheaper_than_the_line_is_the_multi_token_term() -> None:
+    jump = 6.0  # a pass over several tokens starts matrix kernels: it costs this much more once
+    points = [
+        StepPoint(batch, n, _ms(batch, n, False) + (jump if batch * n > 1 else 0.0))
+        for batch in (1, 2, 4, 8)
+        for n in (1.0, 4.0)
+    ]
+    cost = fit(points, draft_model=False)
+    assert cost.multi_token_ms == pytest.approx(jump) and cost.fixed_ms == pytest.approx(FIXED)
+    assert "multi_token_ms" in cost.fitted
+    without_batch_one_plain = fit([point for point in points if point.batch * point.tokens > 1], draft_model=False)
+    assert without_batch_one_plain.multi_token_ms == 0.0
+    assert "no one-token pass" in without_batch_one_plain.kept["multi_token_ms"]
+    assert without_batch_one_plain.fixed_ms == pytest.approx(FIXED + jump)  # carried by the fixed time

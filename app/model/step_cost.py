@@ -3,9 +3,13 @@
 A step decodes B sequences together; each sends n tokens through the target (n = 1 plain, 1 + the drafted
 tokens when it verifies a draft; a mean over steps may be fractional).  Its time is modelled as
 
-    t(B, n) = fixed + per_sequence B + per_extra_token B (n - 1) + per_draft_step (n - 1)
+    t(B, n) = fixed + multi_token [B n > 1] + per_sequence B + per_extra_token B (n - 1) + per_draft_step (n - 1)
 
 - ``fixed``: what a step costs whatever the batch: reading the weights, launching the passes.
+- ``multi_token``: what a pass over more than one token adds once: the engines switch from vector kernels
+  (one token: matrix times vector) to matrix kernels, which cost more to start.  On llama.cpp's CPU build a
+  one-token pass is markedly cheaper than the line through the others.  Only plain decoding at batch 1 is a
+  one-token pass, so without that step among the measurements the term is kept at 0.
 - ``per_sequence``: what each sequence adds to a step: its first token's compute and sampling, its KV cache
   read at the context.
 - ``per_extra_token``: each further token a sequence verifies: the target's compute on it, its sampling, and
@@ -28,10 +32,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import nnls
 
-MODEL = "t(B, n) = fixed + per_sequence B + per_extra_token B (n - 1) + per_draft_step (n - 1)"
-TERMS: tuple[str, ...] = ("fixed_ms", "per_sequence_ms", "per_extra_token_ms", "per_draft_step_ms")
+MODEL = "t(B, n) = fixed + multi_token [B n > 1] + per_sequence B + per_extra_token B (n - 1) + per_draft_step (n - 1)"
+TERMS: tuple[str, ...] = ("fixed_ms", "multi_token_ms", "per_sequence_ms", "per_extra_token_ms", "per_draft_step_ms")
 TERM_LABELS: dict[str, str] = {
     "fixed_ms": "fixed time per step",
+    "multi_token_ms": "the extra fixed time of a pass over more than one token",
     "per_sequence_ms": "time per sequence per step",
     "per_extra_token_ms": "time per further verified token of a sequence",
     "per_draft_step_ms": "a draft model's fixed time per draft step",
@@ -57,6 +62,7 @@ class StepCost:
     per_sequence_ms: float
     per_extra_token_ms: float
     per_draft_step_ms: float = 0.0
+    multi_token_ms: float = 0.0
     fitted: tuple[str, ...] = ()
     kept: dict[str, str] = field(default_factory=dict)  # term -> why it was kept at 0
     points: int = 0
@@ -81,7 +87,8 @@ class StepCost:
 def _columns(batch: NDArray[np.float64], tokens: NDArray[np.float64]) -> NDArray[np.float64]:
     batch, tokens = np.broadcast_arrays(batch, tokens)
     extra = tokens - 1.0
-    return np.stack([np.ones_like(batch), batch, batch * extra, extra])
+    several = (batch * tokens > 1.0 + 1e-9).astype(np.float64)
+    return np.stack([np.ones_like(batch), several, batch, batch * extra, extra])
 
 
 def fit(points: Sequence[StepPoint], draft_model: bool) -> StepCost:
@@ -100,13 +107,18 @@ def fit(points: Sequence[StepPoint], draft_model: bool) -> StepCost:
         kept["per_sequence_ms"] = f"one batch size ({batch[0]:g}): carried by the fixed time"
         if draft_model:
             kept["per_draft_step_ms"] = f"one batch size ({batch[0]:g}): carried by the time per further token"
+    one_token = batch * tokens <= 1.0 + 1e-9
+    if not np.any(one_token):
+        kept["multi_token_ms"] = "no one-token pass (plain decoding at batch 1) measured: carried by the fixed time"
+    elif np.all(one_token):
+        kept["multi_token_ms"] = "every step was a one-token pass"
     if np.all(tokens - 1.0 < 1e-9):
         kept["per_extra_token_ms"] = "no step verified a draft"
         kept["per_draft_step_ms"] = "no step verified a draft"
     chosen = [index for index, name in enumerate(TERMS) if name not in kept]
-    if len(points) < len(chosen):
-        dropped = TERMS[chosen.pop()]
-        kept[dropped] = f"{len(points)} measured steps for {len(chosen) + 1} terms"
+    wanted = len(chosen)
+    while len(points) < len(chosen):
+        kept[TERMS[chosen.pop()]] = f"{len(points)} measured steps for {wanted} terms"
     design = _columns(batch, tokens)[chosen].T / ms[:, None]
     solution, _residual = nnls(design, np.ones_like(ms))
     values = dict.fromkeys(TERMS, 0.0)

@@ -60,6 +60,7 @@ def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batc
             StepCostOut(
                 model=STEP_COST_MODEL,
                 fixed_ms=terms.fixed_ms,
+                multi_token_ms=terms.multi_token_ms,
                 per_sequence_ms=terms.per_sequence_ms,
                 per_extra_token_ms=terms.per_extra_token_ms,
                 per_draft_step_ms=terms.per_draft_step_ms,

@@ -113,6 +113,7 @@ class StepCostOut(BaseModel):
 
     model: str = Field(description="t(B, n) over B sequences of n tokens each through the target.")
     fixed_ms: float = Field(description="What a step costs whatever the batch.")
+    multi_token_ms: float = Field(description="What a pass over more than one token adds once (matrix kernels).")
     per_sequence_ms: float = Field(description="What each sequence adds to a step.")
     per_extra_token_ms: float = Field(description="Each further token a sequence verifies.")
     per_draft_step_ms: float = Field(description="A draft model's own fixed time per draft step.")

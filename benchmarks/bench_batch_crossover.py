@@ -1,0 +1,115 @@
+"""Where speculation stops paying on the real llama-server: measured across batch sizes, predicted out of sample.
+
+Setups (tests/live_engine.py's engine: SmolLM2-135M F16 target, this machine's CPU, one thread): n-gram lookup
+(ngram-simple, lookup of 1 token) on text that repeats (it pays at every batch measured), on a list whose
+lines differ in their numbers (some drafts right: the crossover falls inside the grid, earlier for longer
+drafts), and the requantized draft model (draft-simple, --spec-draft-p-min 0) on text that does not repeat.
+Each runs a server without speculation (k = 0) and one per k,
+all with --parallel 16, and `specdec-lab measure --batch`'s sweep over them: B requests at once, for
+B = 1, 2, 4, 8, 16; ROUNDS rounds, interleaved (every batch on every server in each round, the order rotated).
+
+RATIO batch_<setup>_k<k>_b<B>_<holdout> predicted measured ratio: the speedup predicted for that cell from a
+step cost fitted without it (``loo``) or without any cell at that batch (``lobo``), over the measured speedup
+(1 = right).  The table gives each cell's spread over the rounds taken alone, and per k the crossover batch
+measured and predicted from the batches below it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+
+import httpx
+
+from app.model.measure_batches import BatchAnalysis, analyze_batches
+from app.service.clients.measure import BatchRun, SweepOverBatches
+from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, engine, llama_server
+
+BATCHES = (1, 2, 4, 8, 16)
+ROUNDS = 3
+N_PREDICT = 32
+FLAGS = ["--threads", "1", "--parallel", "16", "--ctx-size", "8192"]
+LIST_PROMPT = "Shopping list:\n" + "\n".join(f"- {count} apples, {count + 1} pears" for count in range(1, 12))
+
+
+def _sweep(per_k: dict[int, list[str]], prompts: Sequence[str]) -> BatchRun:
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(llama_server([*arguments, *FLAGS])) for arguments in per_k.values()]
+        with httpx.Client() as client:
+            return SweepOverBatches(
+                client,
+                [server.url for server in servers],
+                prompts,
+                BATCHES,
+                n_predict=N_PREDICT,
+                repeats=ROUNDS,
+                max_requests=5_000,
+                timeout=1_500.0,
+                expected_k=sorted(per_k),
+            ).run()
+
+
+def _report(name: str, run: BatchRun, analysis: BatchAnalysis) -> None:
+    cost = analysis.step_cost
+    print(
+        f"\n{name}: {run.requests} requests in {run.seconds:.0f} s; step cost on every cell: {cost.fixed_ms:.2f} ms "
+        f"+ {cost.multi_token_ms:.2f} ms/multi-token pass "
+        f"+ {cost.per_sequence_ms:.2f} ms/sequence + {cost.per_extra_token_ms:.2f} ms/further token + "
+        f"{cost.per_draft_step_ms:.2f} ms/draft step (rms {cost.rms_relative_error or 0:.1%})"
+    )
+    print(f"{'k':>3} {'batch':>5} {'step ms':>8} {'tok/step':>8} {'measured':>8} {'rounds':>11} {'loo':>6} {'lobo':>6}")
+    for cell in analysis.cells:
+        if cell.k == 0:
+            continue
+        rounds = cell.speedup_rounds
+        print(
+            f"{cell.k:>3} {cell.batch:>5} {cell.step_ms:>8.2f} {cell.tokens_per_step:>8.2f} "
+            f"{cell.measured_speedup or 0:>8.3f} {min(rounds):>5.2f}..{max(rounds):<5.2f} "
+            f"{cell.predicted_speedup_holdout or 0:>6.3f} {cell.predicted_speedup_batch_holdout or 0:>6.3f}"
+        )
+    for item in analysis.crossovers:
+        print(
+            f"k = {item.k}: crossover measured {item.measured}, predicted {item.predicted} from batches "
+            f"{list(item.fitted_on)}: "
+            + {True: "inside the measured interval", False: "outside the measured interval", None: "not predicted"}[
+                item.in_measured_interval
+            ]
+            + (f" ({item.note})" if item.note else "")
+        )
+    for error in analysis.holdout_errors:
+        print(f"{error.kind}: median {error.median_abs_error or 0:.1%}, worst {error.max_abs_error or 0:.1%}")
+    for cell in analysis.cells:
+        if cell.k == 0 or cell.measured_speedup is None:
+            continue
+        for tag, predicted in (("loo", cell.predicted_speedup_holdout), ("lobo", cell.predicted_speedup_batch_holdout)):
+            if predicted is not None:
+                print(
+                    f"RATIO batch_{name}_k{cell.k}_b{cell.batch}_{tag} {predicted:.4f} {cell.measured_speedup:.4f} "
+                    f"{predicted / cell.measured_speedup:.3f}"
+                )
+
+
+def main() -> None:
+    built = engine()
+    ngram = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1", "--spec-ngram-simple-size-m"]
+    draft = ["--spec-type", "draft-simple", "-md", built.drafts["requantized"], "--spec-draft-p-min", "0"]
+    setups = [
+        ("ngram_repeating", {0: [], 4: [*ngram, "4"], 8: [*ngram, "8"]}, [REPEATING_PROMPT], False),
+        ("ngram_list", {0: [], 2: [*ngram, "2"], 4: [*ngram, "4"], 8: [*ngram, "8"]}, [LIST_PROMPT], False),
+        (
+            "draft_novel",
+            {0: [], 2: [*draft, "--spec-draft-n-max", "2"], 4: [*draft, "--spec-draft-n-max", "4"]},
+            [NOVEL_PROMPT],
+            True,
+        ),
+    ]
+    started = time.perf_counter()
+    for name, per_k, prompts, draft_model in setups:
+        run = _sweep(per_k, prompts)
+        _report(name, run, analyze_batches(run.rounds, draft_model))
+    print(f"\n{len(setups)} setups in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
