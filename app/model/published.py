@@ -1,0 +1,301 @@
+"""Published measurements of speculative decoding's speedup, and what the cost model predicts for each.
+
+The points are in ``data/published_speedups.json``, each with its source (paper, post, pull request or
+issue) and where in it.  A point can be priced when its accelerator and target are presets, its draft is a
+method whose cost follows from the target's shape or is nearly nothing, and it names k and the batch:
+
+- ``eagle``, ``eagle2``: one decoder layer of the target's shape, a fusion layer (2 h x h) and the target's
+  own LM head (its whole vocabulary), run once per draft step;
+- ``eagle3``: the same with a fusion of three layers' features (3 h x h) and the head's own smaller
+  vocabulary (EAGLE-3 drafts over 32,000 tokens);
+- ``mtp``: one more layer of the target and its LM head;
+- ``ngram``: a lookup in the context, priced at zero.
+
+The speedup at batch B is the closed form over the roofline's step times with the terms of
+:class:`SpecCosts`:
+
+    S = L t(B, 1) / (k t_draft(B, w) + t(B, n) + cycle + cycle_per_sequence B)
+
+with L the mean acceptance length (tokens per verification), n the tokens each sequence verifies (k + 1 for
+a chain, the tree's draft tokens for a tree) and w the tokens each draft step proposes per sequence (the
+tree's top-k, 1 for a chain).  A step over several devices adds two all-reduces per layer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.model import limits
+from app.model.presets import ACCELERATORS, MODELS, ModelSpec
+from app.model.regimes import RooflineSetup, crossover_batch, model_step
+
+DATA = Path(__file__).with_name("data") / "published_speedups.json"
+HEAD_METHODS = ("eagle", "eagle2", "eagle3", "mtp")
+PRICED_METHODS = (*HEAD_METHODS, "ngram")
+TARGET_VOCABULARY = {"dense-8b": 128_256, "dense-70b": 128_256, "deepseek-v3": 129_280}
+EAGLE3_VOCABULARY = 32_000
+
+
+@dataclass(frozen=True)
+class PublishedPoint:
+    id: str
+    sweep: str
+    citation: str
+    url: str
+    location: str
+    hardware: str | None
+    accelerator: str | None
+    devices: int | None
+    tensor_parallel: int | None
+    engine: str | None
+    engine_version: str | None
+    target: str | None
+    target_preset: str | None
+    draft_method: str
+    draft: str | None
+    k: int | None
+    tree: bool | None
+    topk: int | None
+    batch: int | None
+    batch_kind: str
+    qps: float | None
+    context: int | None
+    output_len: int | None
+    dataset: str | None
+    acceptance_length: float | None
+    acceptance_definition: str | None
+    speedup: float | None
+    speedup_kind: str | None
+    baseline_value: float | None
+    spec_value: float | None
+    value_unit: str | None
+    lossless: bool
+    notes: str | None
+
+    @property
+    def priced(self) -> bool:
+        """Whether the cost model can price this point (see the module)."""
+        return (
+            self.accelerator in ACCELERATORS
+            and self.target_preset in MODELS
+            and self.draft_method in PRICED_METHODS
+            and self.k is not None
+            and self.batch is not None
+            and self.speedup is not None
+            and self.lossless
+        )
+
+
+@cache
+def load() -> tuple[PublishedPoint, ...]:
+    payload: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    names = {field.name for field in fields(PublishedPoint)}
+    return tuple(PublishedPoint(**{name: item.get(name) for name in names}) for item in payload["points"])
+
+
+def sweeps(points: Sequence[PublishedPoint]) -> dict[str, list[PublishedPoint]]:
+    """Points by sweep, each sorted by batch."""
+    grouped: dict[str, list[PublishedPoint]] = {}
+    for point in points:
+        grouped.setdefault(point.sweep, []).append(point)
+    return {name: sorted(group, key=lambda point: point.batch or 0) for name, group in grouped.items()}
+
+
+@dataclass(frozen=True)
+class SpecCosts:
+    """What the roofline's passes leave out, each fitted or given (defaults: the product's roofline)."""
+
+    bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
+    compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
+    overhead_us: float = limits.DEFAULT_OVERHEAD_US  # per target pass
+    draft_overhead_us: float = limits.DEFAULT_OVERHEAD_US  # per draft step: launches and sampling
+    cycle_overhead_us: float = 0.0  # per speculative cycle: the draft's pass over accepted tokens, bookkeeping
+    cycle_overhead_per_sequence_us: float = 0.0  # the same, per sequence of the batch
+    allreduce_us: float = 0.0  # per all-reduce over the devices; two per layer per pass
+
+    def as_vector(self) -> list[float]:
+        return [getattr(self, field.name) for field in fields(self)]
+
+    @classmethod
+    def from_vector(cls, values: Sequence[float]) -> SpecCosts:
+        return cls(**{field.name: float(value) for field, value in zip(fields(cls), values, strict=True)})
+
+
+def draft_head(target: ModelSpec, method: str, target_preset: str) -> ModelSpec:
+    """An EAGLE, EAGLE-3 or MTP head priced from the target's shape (see the module)."""
+    hidden = target.query_heads * target.head_dim
+    vocabulary = EAGLE3_VOCABULARY if method == "eagle3" else TARGET_VOCABULARY.get(target_preset, 128_256)
+    fusion = {"eagle3": 3, "mtp": 2}.get(method, 2) * hidden * hidden
+    params_b = target.active_params_b / target.layers + (fusion + vocabulary * hidden) / 1e9
+    return ModelSpec(
+        f"{method} head of {target.name}",
+        params_b,
+        params_b,
+        1,
+        target.query_heads,
+        target.kv_heads,
+        target.head_dim,
+        target.kv_tensors,
+    )
+
+
+def _setup(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
+    target = MODELS[point.target_preset or ""]
+    draft = (
+        draft_head(target, point.draft_method, point.target_preset or "")
+        if point.draft_method in HEAD_METHODS
+        else target
+    )
+    return RooflineSetup(
+        ACCELERATORS[point.accelerator or ""],
+        target,
+        draft,
+        devices=point.tensor_parallel or point.devices or 1,
+        context_tokens=point.context or limits.DEFAULT_CONTEXT,
+        bandwidth_efficiency=min(max(costs.bandwidth_efficiency, 1e-3), 1.0),
+        compute_efficiency=min(max(costs.compute_efficiency, 1e-3), 1.0),
+        step_overhead_us=0.0,
+    )
+
+
+def predicted_speedup(
+    point: PublishedPoint, costs: SpecCosts, acceptance_length: float, batch: float | None = None
+) -> float:
+    """The cost model's speedup for ``point`` (at ``batch`` instead of its own, where given)."""
+    if not point.priced:
+        raise ValueError(f"{point.id}: the cost model cannot price this point")
+    setup = _setup(point, costs)
+    at = float(batch if batch is not None else point.batch or 1)
+    k = point.k or 0
+    verified = k + 1.0
+    width = 1.0
+    if point.tree and point.topk:
+        width = float(point.topk)
+        verified = float(_tree_tokens(point) or k * point.topk + 1)
+    layers_target = setup.target.layers if setup.devices > 1 else 0
+    allreduce = 2.0 * costs.allreduce_us * 1e-6
+    per_pass = costs.overhead_us * 1e-6 + allreduce * layers_target
+    plain = float(model_step(setup, setup.target, 2.0, at, 1.0).total_s) + per_pass
+    verify = float(model_step(setup, setup.target, 2.0, at, verified).total_s) + per_pass
+    draft = 0.0
+    if point.draft_method != "ngram":
+        draft = float(model_step(setup, setup.draft, 2.0, at, width).total_s) + costs.draft_overhead_us * 1e-6
+        draft += allreduce if setup.devices > 1 else 0.0
+    cycle = (costs.cycle_overhead_us + costs.cycle_overhead_per_sequence_us * at) * 1e-6
+    return float(acceptance_length * plain / (k * draft + verify + cycle))
+
+
+def _tree_tokens(point: PublishedPoint) -> int | None:
+    """The tree's verified tokens where the notes name them (SGLang's num_draft_tokens)."""
+    text = point.notes or ""
+    marker = "num_draft_tokens="
+    if marker not in text:
+        return None
+    digits = "".join(character for character in text.split(marker, 1)[1][:6] if character.isdigit())
+    return int(digits) if digits else None
+
+
+@dataclass(frozen=True)
+class PointPrediction:
+    point: PublishedPoint
+    acceptance_length: float
+    acceptance_from: str  # "source" or "calibrated on <id>"
+    predicted: float
+    train: bool
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted / (self.point.speedup or 1.0)
+
+
+def acceptance_for(sweep: Sequence[PublishedPoint], costs: SpecCosts) -> tuple[float, str, str | None]:
+    """The sweep's acceptance length: the source's, or the one that makes its smallest batch come out right.
+
+    Returns (length, where it came from, the id of the point used to calibrate it or None)."""
+    first = sweep[0]
+    if first.acceptance_length is not None:
+        return first.acceptance_length, "source", None
+    unit = predicted_speedup(first, costs, 1.0)
+    return (first.speedup or 1.0) / unit, f"calibrated on {first.id}", first.id
+
+
+def predict_all(points: Sequence[PublishedPoint], costs: SpecCosts, train_ids: set[str]) -> list[PointPrediction]:
+    out = []
+    for group in sweeps([point for point in points if point.priced]).values():
+        length, where, used = acceptance_for(group, costs)
+        for point in group:
+            if point.id == used:
+                continue
+            own = point.acceptance_length if point.acceptance_length is not None else length
+            source = "source" if point.acceptance_length is not None else where
+            out.append(PointPrediction(point, own, source, predicted_speedup(point, costs, own), point.id in train_ids))
+    return out
+
+
+def split(points: Sequence[PublishedPoint]) -> set[str]:
+    """The fitting half: every other point of each sweep by batch (the first after calibration included)."""
+    train: set[str] = set()
+    for group in sweeps([point for point in points if point.priced]).values():
+        rest = group[1:] if group[0].acceptance_length is None else group
+        train.update(point.id for point in rest[::2])
+    return train
+
+
+def errors(predictions: Sequence[PointPrediction]) -> tuple[float | None, float | None]:
+    values = [abs(math.log(item.ratio)) for item in predictions]
+    if not values:
+        return None, None
+    return math.expm1(statistics.median(values)), math.expm1(max(values))
+
+
+def crossover(group: Sequence[PublishedPoint], costs: SpecCosts, length: float) -> tuple[int | None, int | None]:
+    """(measured, predicted) batch from which the sweep stops paying, over its own batches and 1..4096."""
+    batches = np.array([point.batch or 0 for point in group])
+    measured = crossover_batch(batches, np.array([point.speedup or 0.0 for point in group]))
+    every = np.arange(1, 4097)
+    curve = np.array([predicted_speedup(group[0], costs, length, batch=float(b)) for b in every])
+    return measured, crossover_batch(every, curve)
+
+
+BOUNDS: dict[str, tuple[float, float]] = {
+    "bandwidth_efficiency": (0.2, 1.0),
+    "compute_efficiency": (0.05, 1.0),
+    "overhead_us": (0.0, 2_000.0),
+    "draft_overhead_us": (0.0, 2_000.0),
+    "cycle_overhead_us": (0.0, 10_000.0),
+    "cycle_overhead_per_sequence_us": (0.0, 500.0),
+    "allreduce_us": (0.0, 100.0),
+}
+
+
+def fitted(points: Sequence[PublishedPoint], start: SpecCosts, train_ids: set[str], free: Sequence[str]) -> SpecCosts:
+    """The terms named in ``free`` fitted on the training points (least squares of the log ratio, within BOUNDS)."""
+    from scipy.optimize import minimize
+
+    names = list(free)
+
+    def costs_of(x: np.ndarray) -> SpecCosts:
+        return replace(start, **{name: float(value) for name, value in zip(names, x, strict=True)})
+
+    def loss(x: np.ndarray) -> float:
+        chosen = [item for item in predict_all(points, costs_of(x), train_ids) if item.train]
+        return float(sum(math.log(item.ratio) ** 2 for item in chosen))
+
+    x0 = np.array([getattr(start, name) for name in names], dtype=float)
+    result = minimize(
+        loss,
+        x0,
+        method="Powell",
+        bounds=[BOUNDS[name] for name in names],
+        options={"maxiter": 20_000, "xtol": 1e-4, "ftol": 1e-10},
+    )
+    return costs_of(result.x)

@@ -1,0 +1,67 @@
+"""The cost model against published measurements (app/model/data/published_speedups.json), fitted on one half.
+
+The points the cost model can price (a preset accelerator and target, an EAGLE, EAGLE-3 or MTP head or
+n-gram lookup, k and the batch named, lossless) are split within each sweep: every other point by batch
+fits the terms of app.model.published.SpecCosts, the rest are held out.  A sweep whose source gives no
+acceptance length takes the one that makes its smallest batch come out right (that point is then used for
+nothing else).  ``before`` is the product's roofline as it ships (its efficiencies and one overhead per
+pass, no cycle or all-reduce terms); ``after`` the same points with the fitted terms.
+
+RATIO published_<id>_<before|after> predicted measured ratio, for each held-out point; then the median and
+worst error of each, and per sweep the crossover batch measured and predicted.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+
+from app.model import published
+
+FREE = (
+    "bandwidth_efficiency",
+    "compute_efficiency",
+    "overhead_us",
+    "draft_overhead_us",
+    "cycle_overhead_us",
+    "cycle_overhead_per_sequence_us",
+    "allreduce_us",
+)
+START = published.SpecCosts(cycle_overhead_us=100.0, cycle_overhead_per_sequence_us=10.0, allreduce_us=10.0)
+
+
+def main() -> None:
+    started = time.perf_counter()
+    points = published.load()
+    priced = [point for point in points if point.priced]
+    train = published.split(points)
+    before = published.SpecCosts()
+    after = published.fitted(points, START, train, FREE)
+    print(f"{len(points)} published points, {len(priced)} priced, {len(train)} fit the terms")
+    print("fitted terms: " + ", ".join(f"{name} {value:.4g}" for name, value in asdict(after).items()))
+    predictions = {}
+    for label, costs in (("before", before), ("after", after)):
+        predictions[label] = [item for item in published.predict_all(points, costs, train) if not item.train]
+        median, worst = published.errors(predictions[label])
+        print(f"{label}: held-out median error {median:.1%}, worst {worst:.1%} over {len(predictions[label])} points")
+    print(f"\n{'sweep':<42} {'crossover measured':>18} {'before':>7} {'after':>6}")
+    for name, group in published.sweeps(priced).items():
+        if len({point.batch for point in group}) < 3:  # a sweep over batch sizes
+            continue
+        row = []
+        for costs in (before, after):
+            length, _where, _used = published.acceptance_for(group, costs)
+            row.append(published.crossover(group, costs, length))
+        print(f"{name:<42} {row[0][0] or '-':>18} {row[0][1] or '-':>7} {row[1][1] or '-':>6}")
+    print()
+    for label, items in predictions.items():
+        for item in items:
+            print(
+                f"RATIO published_{item.point.id}_{label} {item.predicted:.4f} {item.point.speedup:.4f} "
+                f"{item.ratio:.3f}"
+            )
+    print(f"\n{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""The published measurements: each point cited and well formed, and the cost model's pricing of them."""
+
+from __future__ import annotations
+
+import json
+import math
+from urllib.parse import urlsplit
+
+import pytest
+
+from app.model import published
+from app.model.presets import ACCELERATORS, MODELS
+
+POINTS = published.load()
+METHODS = {
+    "eagle", "eagle2", "eagle3", "mtp", "mtp-relaxed", "ngram", "draft-model", "draft-model-sparse-kv",
+    "self-speculation-sparse-kv",
+}  # fmt: skip
+
+
+def test_the_data_set_holds_at_least_twenty_cited_points_with_unique_ids() -> None:
+    assert len(POINTS) >= 20
+    assert len({point.id for point in POINTS}) == len(POINTS)
+    raw = json.loads(published.DATA.read_text())["points"]
+    assert {frozenset(item) for item in raw} == {frozenset(raw[0])}, "every point has the same fields"
+
+
+@pytest.mark.parametrize("point", POINTS, ids=lambda point: point.id)
+def test_each_point_names_its_source_and_its_setup(point: published.PublishedPoint) -> None:
+    address = urlsplit(point.url)
+    assert address.scheme == "https" and address.hostname, point.url
+    if address.hostname == "github.com" and "/blob/" in address.path:
+        commit = address.path.split("/blob/", 1)[1].split("/", 1)[0]
+        assert len(commit) == 40 and int(commit, 16) >= 0, "a repository file is cited at its commit"
+    assert point.citation and point.location
+    assert point.engine and point.draft_method in METHODS
+    assert point.target or point.notes, "a point whose source names no target says so"
+    assert point.batch_kind in {"batch", "concurrency", "qps"}
+    assert point.batch is None or point.batch >= 1
+    assert point.k is None or 1 <= point.k <= 64
+    assert point.accelerator is None or point.accelerator in ACCELERATORS
+    assert point.target_preset is None or point.target_preset in MODELS
+    if point.speedup is None:
+        assert point.notes, "a point without a figure says why"
+    else:
+        assert 0.1 < point.speedup < 10
+    if point.baseline_value and point.spec_value and point.value_unit == "tokens/s" and point.speedup:
+        assert point.speedup == pytest.approx(point.spec_value / point.baseline_value, rel=0.01)
+    if point.acceptance_length is not None:
+        assert point.acceptance_length >= 1
+        if point.k is not None and not point.tree:
+            assert point.acceptance_length <= point.k + 1
+
+
+def test_batch_sweeps_with_a_crossover_are_in_it() -> None:
+    crossing = [
+        name
+        for name, group in published.sweeps(POINTS).items()
+        if len({point.batch for point in group}) >= 3
+        and any((point.speedup or 0) > 1 for point in group)
+        and any(point.speedup is not None and point.speedup <= 1 for point in group)
+    ]
+    assert len(crossing) >= 2, crossing
+
+
+def test_a_head_is_priced_from_the_targets_shape() -> None:
+    target = MODELS["dense-8b"]
+    eagle3 = published.draft_head(target, "eagle3", "dense-8b")
+    eagle = published.draft_head(target, "eagle", "dense-8b")
+    layer = target.active_params_b / target.layers
+    assert eagle3.layers == 1 and eagle3.kv_heads == target.kv_heads
+    assert eagle3.active_params_b == pytest.approx(layer + (3 * 4096**2 + 32_000 * 4096) / 1e9)
+    assert eagle.active_params_b == pytest.approx(layer + (2 * 4096**2 + 128_256 * 4096) / 1e9)
+
+
+def test_the_price_follows_the_acceptance_and_falls_with_the_batch() -> None:
+    point = next(point for point in POINTS if point.sweep == "eagle3_paper_tab3_sglang_h100_eagle")
+    costs = published.SpecCosts(cycle_overhead_us=500.0, cycle_overhead_per_sequence_us=20.0)
+    one = published.predicted_speedup(point, costs, 1.0)
+    assert published.predicted_speedup(point, costs, 2.5) == pytest.approx(2.5 * one)
+    curve = [published.predicted_speedup(point, costs, 2.5, batch=batch) for batch in (1, 8, 64, 512)]
+    assert curve == sorted(curve, reverse=True)
+    assert all(math.isfinite(value) and value > 0 for value in curve)
+    unpriced = next(point for point in POINTS if not point.priced)
+    with pytest.raises(ValueError, match="cannot price"):
+        published.predicted_speedup(unpriced, costs, 2.0)
+
+
+def test_the_split_holds_out_half_of_each_sweep_and_never_the_calibrating_point() -> None:
+    train = published.split(POINTS)
+    for group in published.sweeps([point for point in POINTS if point.priced]).values():
+        predicted = group[1:] if group[0].acceptance_length is None else group
+        fitting = [point for point in predicted if point.id in train]
+        assert len(fitting) == math.ceil(len(predicted) / 2)
+        if group[0].acceptance_length is None:
+            assert group[0].id not in train
