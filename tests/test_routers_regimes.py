@@ -304,3 +304,20 @@ def test_numbers_are_written_as_javascript_writes_them(value: float, string: str
     assert float(string) == value
     if value < 1e21:
         assert fixed(value, 2) == fixed2
+
+
+@pytest.mark.parametrize("path", ["/speedup-vs-batch", "/schedule"])
+def test_the_batch_predictions_say_where_they_come_from_and_how_far_off(client: TestClient, path: str) -> None:
+    from app.model import published
+
+    defaults = client.get(REGIMES + path, params={"p": 0.8}).json()["accuracy"]
+    assert defaults["source"] == "defaults"
+    assert defaults["published_points"] >= 10 and 0 < defaults["median_error"] <= defaults["worst_error"]
+    # the measured crossover is the published sweep's own: EAGLE on SGLang, one H100, stops paying from batch 24
+    table = [point for point in published.load() if point.sweep == "eagle3_paper_tab3_sglang_h100_eagle"]
+    paying = [point.batch for point in table if (point.speedup or 0) > 1]
+    assert defaults["crossover_measured"] == 24 == min(b for b in (p.batch or 0 for p in table) if b > max(paying))
+    assert defaults["crossover_predicted"] > 2 * defaults["crossover_measured"]  # the roofline is late
+    assert f"{defaults['median_error']:.0%} at the median" in defaults["summary"]
+    given = client.get(REGIMES + path, params={"p": 0.8, "bandwidth_efficiency": 0.5}).json()["accuracy"]
+    assert given["source"] == "given" and "given here" in given["summary"]

@@ -43,6 +43,7 @@ HEAD_METHODS = ("eagle", "eagle2", "eagle3", "mtp")
 PRICED_METHODS = (*HEAD_METHODS, "ngram")
 TARGET_VOCABULARY = {"dense-8b": 128_256, "dense-70b": 128_256, "deepseek-v3": 129_280}
 EAGLE3_VOCABULARY = 32_000
+METHOD_NAMES = {"eagle": "EAGLE", "eagle2": "EAGLE-2", "eagle3": "EAGLE-3", "mtp": "MTP", "ngram": "n-gram lookup"}
 
 
 @dataclass(frozen=True)
@@ -299,3 +300,48 @@ def fitted(points: Sequence[PublishedPoint], start: SpecCosts, train_ids: set[st
         options={"maxiter": 20_000, "xtol": 1e-4, "ftol": 1e-10},
     )
     return costs_of(result.x)
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """How far the shipped roofline's defaults are from the published points (none of which fitted them)."""
+
+    points: int
+    setups: int
+    median_error: float | None
+    worst_error: float | None
+    crossover_sweep: str | None  # a published batch sweep that stops paying
+    crossover_setup: str | None  # what it measured, in words
+    crossover_measured: int | None
+    crossover_predicted: int | None
+
+
+@cache
+def shipped_accuracy() -> Accuracy:
+    """The defaults against every point they can price (each sweep's smallest batch calibrates its acceptance)."""
+    points = load()
+    costs = SpecCosts()
+    predictions = predict_all(points, costs, set())
+    median, worst = errors(predictions)
+    crossing: tuple[str | None, int | None, int | None] = (None, None, None)
+    described = None
+    for name, group in sweeps([point for point in points if point.priced]).items():
+        if len({point.batch for point in group}) < 3:
+            continue
+        length, _where, _used = acceptance_for(group, costs)
+        measured, predicted = crossover(group, costs, length)
+        if measured is not None and crossing[0] is None:
+            crossing = (name, measured, predicted)
+            first = group[0]
+            method = METHOD_NAMES.get(first.draft_method, first.draft_method)
+            described = f"{method} on {first.engine}, {first.devices or 1} × {first.hardware}"
+    return Accuracy(
+        points=len(predictions),
+        setups=len({item.point.sweep for item in predictions}),
+        median_error=median,
+        worst_error=worst,
+        crossover_sweep=crossing[0],
+        crossover_setup=described,
+        crossover_measured=crossing[1],
+        crossover_predicted=crossing[2],
+    )

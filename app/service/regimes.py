@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from app.model import capacity, closed_form, limits
+from app.model import capacity, closed_form, limits, published
 from app.model.acceptance import AcceptanceProfile
 from app.model.capacity import Decision, fewest_devices, fitting_marks
 from app.model.presets import (
@@ -45,6 +45,7 @@ from app.model.regimes import (
 from app.service.schemas.fill import filled
 from app.service.schemas.regimes import (
     AcceleratorOut,
+    AccuracyOut,
     BatchPoint,
     BatchSweepOut,
     MarkedCell,
@@ -318,6 +319,44 @@ def _batch_point(sweep: BatchSweep, index: int, capacity_gb: float) -> BatchPoin
     )
 
 
+def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
+    """How good the roofline's numbers are here: the defaults' error on published points, or the terms given."""
+    shipped = published.shipped_accuracy()
+    defaults = (
+        setup.bandwidth_efficiency == limits.DEFAULT_BANDWIDTH_EFFICIENCY
+        and setup.compute_efficiency == limits.DEFAULT_COMPUTE_EFFICIENCY
+        and setup.step_overhead_us == limits.DEFAULT_OVERHEAD_US
+    )
+    record = (
+        f"held to {shipped.points} published measurements of {shipped.setups} setups, the defaults are off by "
+        f"{shipped.median_error or 0:.0%} at the median ({shipped.worst_error or 0:.0%} at worst)"
+    )
+    if shipped.crossover_measured is not None and shipped.crossover_predicted is not None:
+        record += (
+            f", and on the published sweep that stops paying ({shipped.crossover_setup}) they say batch "
+            f"{shipped.crossover_predicted} where the engine stops at {shipped.crossover_measured}"
+        )
+    if defaults:
+        summary = (
+            f"From the roofline's default efficiencies and overhead: {record}. Expect real servers to stop "
+            "paying at smaller batches; fit the terms to yours with measure --batch or step-fit."
+        )
+    else:
+        summary = (
+            "From the efficiencies and overhead given here (set, or fitted with step-fit, whose fit error is "
+            f"theirs); for comparison, {record}."
+        )
+    return AccuracyOut(
+        source="defaults" if defaults else "given",
+        summary=summary,
+        median_error=shipped.median_error,
+        worst_error=shipped.worst_error,
+        published_points=shipped.points,
+        crossover_measured=shipped.crossover_measured,
+        crossover_predicted=shipped.crossover_predicted,
+    )
+
+
 def sweep_out(
     p: float, k: int, k_max: int, batch_max: int, batch: int, points: int, built: BuiltSetup
 ) -> BatchSweepOut:
@@ -357,6 +396,7 @@ def sweep_out(
         verify_compute_bound=sweep.verify_compute_bound[indices].tolist(),
         fits=fits[indices].tolist(),
         setup=built.description,
+        accuracy=accuracy_out(built.setup),
     )
 
 
@@ -417,6 +457,7 @@ def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
         k_search_max=k_max,
         limit_reached=any(closed_form.limit_reached(step.k, k_max) for step in decision.steps),
         setup=built.description,
+        accuracy=accuracy_out(built.setup),
     )
 
 

@@ -113,6 +113,20 @@ class BatchPoint(BaseModel):
     fits: bool
 
 
+class AccuracyOut(BaseModel):
+    """Where a prediction comes from and how far off to expect it."""
+
+    source: str = Field(description="defaults (the shipped efficiencies and overhead) or given (set or fitted here).")
+    summary: str = Field(description="The same in one sentence.")
+    median_error: float | None = Field(
+        description="Median |predicted / measured - 1| of the defaults over the published points they can price."
+    )
+    worst_error: float | None
+    published_points: int = Field(description="Published points held against the defaults (none fitted them).")
+    crossover_measured: int | None = Field(description="A published sweep's batch where speculation stops paying.")
+    crossover_predicted: int | None = Field(description="The same batch by the defaults.")
+
+
 class BatchSweepOut(BaseModel):
     p: float
     k: int
@@ -144,6 +158,7 @@ class BatchSweepOut(BaseModel):
     draft_cost: list[float]
     verification_cost: list[float]
     verify_compute_bound: list[bool]
+    accuracy: AccuracyOut | None = Field(default=None, description="Where these numbers come from, how far off.")
     fits: list[bool]
     setup: SetupOut
 
@@ -178,6 +193,7 @@ class ScheduleOut(BaseModel):
         description="True when a best k equals k_search_max, the longest draft searched: a longer one may do better."
     )
     setup: SetupOut
+    accuracy: AccuracyOut | None = Field(default=None, description="Where the schedule comes from, how far off.")
 
 
 class RegimeOut(BaseModel):
