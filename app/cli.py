@@ -79,12 +79,17 @@ _batch = _bounded(int, 1, limits.MAX_BATCH)
 
 
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.model.presets import ACCELERATORS, MODELS, WEIGHT_FORMATS
+    from app.model.presets import ACCELERATORS, DRAFT_CHOICES, MODELS, WEIGHT_FORMATS
 
     group = parser.add_argument_group("roofline: presets, formats and serving conditions")
     group.add_argument("--hw", choices=list(ACCELERATORS), default=limits.DEFAULT_HW, help="accelerator preset")
     group.add_argument("--model", choices=list(MODELS), default=limits.DEFAULT_MODEL, help="target model preset")
-    group.add_argument("--draft", choices=list(MODELS), default=limits.DEFAULT_DRAFT, help="draft model preset")
+    group.add_argument(
+        "--draft",
+        choices=list(DRAFT_CHOICES),
+        default=limits.DEFAULT_DRAFT,
+        help="draft model preset, or a head on the target priced from its shape (eagle, eagle3, mtp)",
+    )
     group.add_argument(
         "--weights", choices=list(WEIGHT_FORMATS), default=limits.DEFAULT_WEIGHTS, help="target weight format"
     )

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from app.model import published
-from app.model.presets import ACCELERATORS, MODELS
+from app.model.presets import ACCELERATORS, MODELS, draft_head
 
 POINTS = published.load()
 METHODS = {
@@ -65,8 +65,8 @@ def test_batch_sweeps_with_a_crossover_are_in_it() -> None:
 
 def test_a_head_is_priced_from_the_targets_shape() -> None:
     target = MODELS["dense-8b"]
-    eagle3 = published.draft_head(target, "eagle3", "dense-8b")
-    eagle = published.draft_head(target, "eagle", "dense-8b")
+    eagle3 = draft_head(target, "eagle3", "dense-8b")
+    eagle = draft_head(target, "eagle", "dense-8b")
     layer = target.active_params_b / target.layers
     assert eagle3.layers == 1 and eagle3.kv_heads == target.kv_heads
     assert eagle3.active_params_b == pytest.approx(layer + (3 * 4096**2 + 32_000 * 4096) / 1e9)
@@ -94,3 +94,10 @@ def test_the_split_holds_out_half_of_each_sweep_and_never_the_calibrating_point(
         assert len(fitting) == math.ceil(len(predicted) / 2)
         if group[0].acceptance_length is None:
             assert group[0].id not in train
+
+
+def test_an_mtp_head_on_deepseek_uses_its_hidden_width_not_its_latent() -> None:
+    target = MODELS["deepseek-v3"]
+    head = draft_head(target, "mtp", "deepseek-v3")
+    assert head.active_params_b == pytest.approx(37.0 / 61 + (2 * 7168**2 + 129_280 * 7168) / 1e9)
+    assert head.kv_tensors == 1 and head.head_dim == 576

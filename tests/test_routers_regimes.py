@@ -321,3 +321,23 @@ def test_the_batch_predictions_say_where_they_come_from_and_how_far_off(client: 
     assert f"{defaults['median_error']:.0%} at the median" in defaults["summary"]
     given = client.get(REGIMES + path, params={"p": 0.8, "bandwidth_efficiency": 0.5}).json()["accuracy"]
     assert given["source"] == "given" and "given here" in given["summary"]
+
+
+def test_a_head_on_the_target_is_a_draft_priced_from_the_targets_shape(client: TestClient) -> None:
+    from app.model.presets import draft_head
+
+    for target in ("dense-8b", "dense-70b"):
+        body = client.get(REGIMES + "/speedup-vs-batch", params={"p": 0.8, "model": target, "draft": "eagle3"}).json()
+        head = draft_head(MODELS[target], "eagle3", target)
+        draft = body["setup"]["draft"]
+        assert draft["key"] == "eagle3" and draft["name"].startswith("EAGLE-3 head of " + MODELS[target].name)
+        assert draft["layers"] == 1 and draft["active_params_b"] == pytest.approx(head.active_params_b)
+        # on an 8B target the head reads a third of a 1B draft's weights; on a 70B target one of its layers
+        # alone is 0.88B, so the head reads more than the 1B draft
+        one_b = client.get(REGIMES + "/speedup-vs-batch", params={"p": 0.8, "model": target}).json()
+        cheaper = body["current"]["draft_cost"] < one_b["current"]["draft_cost"]
+        assert cheaper is (target == "dense-8b")
+    edited = client.get(REGIMES + "/speedup-vs-batch", params={"draft": "eagle", "draft_layers": 2}).json()
+    assert edited["setup"]["draft"]["layers"] == 2
+    refused = client.get(REGIMES + "/speedup-vs-batch", params={"draft": "medusa"})
+    assert refused.status_code in (400, 422) and "eagle3" in refused.text

@@ -164,6 +164,54 @@ MODELS: dict[str, ModelSpec] = {
     ),
 }
 
+# Vocabulary and hidden width of each target (config.json of each model): an EAGLE or MTP head's LM head
+# and fusion layer are priced from them.
+VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
+    "dense-1b": (128_256, 2048),
+    "dense-3b": (128_256, 3072),
+    "dense-8b": (128_256, 4096),
+    "dense-70b": (128_256, 8192),
+    "dense-405b": (128_256, 16_384),
+    "mixtral-8x7b": (32_000, 4096),
+    "deepseek-v3": (129_280, 7168),
+}
+
+# Drafts that are heads on the target rather than separate models: their cost follows from the target's shape.
+# EAGLE (Li et al., ICML 2024) and EAGLE-3 (arXiv:2503.01840) run one decoder layer of the target's shape
+# after a fusion layer over 2 (EAGLE) or 3 (EAGLE-3) of the target's hidden states; EAGLE reads the target's own
+# LM head, EAGLE-3 its own over a 32,000-token draft vocabulary.  MTP (DeepSeek-V3 report, section 2.2) is one
+# more layer of the target with a projection over 2 hidden states and the shared LM head.
+DRAFT_HEADS: dict[str, str] = {"eagle": "EAGLE head", "eagle3": "EAGLE-3 head", "mtp": "MTP head"}
+EAGLE3_VOCABULARY = 32_000
+DRAFT_CHOICES: tuple[str, ...] = (*MODELS, *DRAFT_HEADS)
+
+
+def draft_head(target: ModelSpec, kind: str, target_key: str) -> ModelSpec:
+    """An EAGLE, EAGLE-3 or MTP head on ``target``: one layer of its shape, the fusion layer and an LM head."""
+    vocabulary, hidden = VOCABULARY_AND_HIDDEN.get(target_key, (128_256, target.query_heads * target.head_dim))
+    if kind == "eagle3":
+        vocabulary = EAGLE3_VOCABULARY
+    fusion = (3 if kind == "eagle3" else 2) * hidden * hidden
+    params_b = target.active_params_b / target.layers + (fusion + vocabulary * hidden) / 1e9
+    return ModelSpec(
+        f"{DRAFT_HEADS[kind]} of {target.name}",
+        params_b,
+        params_b,
+        1,
+        target.query_heads,
+        target.kv_heads,
+        target.head_dim,
+        target.kv_tensors,
+    )
+
+
+def draft_preset(key: str, target_key: str, target: ModelSpec | None = None) -> ModelSpec:
+    """The draft ``key`` names: a model preset, or a head on the target (``target`` when it was edited)."""
+    if key in DRAFT_HEADS:
+        return draft_head(target or MODELS[target_key], key, target_key)
+    return MODELS[key]
+
+
 ACCELERATOR_FIELDS: tuple[str, ...] = tuple(
     field.name for field in dataclasses.fields(Accelerator) if field.name != "name"
 )

@@ -4,11 +4,8 @@ The points are in ``data/published_speedups.json``, each with its source (paper,
 issue) and where in it.  A point can be priced when its accelerator and target are presets, its draft is a
 method whose cost follows from the target's shape or is nearly nothing, and it names k and the batch:
 
-- ``eagle``, ``eagle2``: one decoder layer of the target's shape, a fusion layer (2 h x h) and the target's
-  own LM head (its whole vocabulary), run once per draft step;
-- ``eagle3``: the same with a fusion of three layers' features (3 h x h) and the head's own smaller
-  vocabulary (EAGLE-3 drafts over 32,000 tokens);
-- ``mtp``: one more layer of the target and its LM head;
+- ``eagle``, ``eagle2``, ``eagle3``, ``mtp``: a head on the target, priced from its shape by
+  :func:`app.model.presets.draft_head` (one layer, a fusion layer and an LM head), once per draft step;
 - ``ngram``: a lookup in the context, priced at zero.
 
 The speedup at batch B is the closed form over the roofline's step times with the terms of
@@ -35,14 +32,12 @@ from typing import Any
 import numpy as np
 
 from app.model import limits
-from app.model.presets import ACCELERATORS, MODELS, ModelSpec
+from app.model.presets import ACCELERATORS, MODELS, draft_head
 from app.model.regimes import RooflineSetup, crossover_batch, model_step
 
 DATA = Path(__file__).with_name("data") / "published_speedups.json"
 HEAD_METHODS = ("eagle", "eagle2", "eagle3", "mtp")
 PRICED_METHODS = (*HEAD_METHODS, "ngram")
-TARGET_VOCABULARY = {"dense-8b": 128_256, "dense-70b": 128_256, "deepseek-v3": 129_280}
-EAGLE3_VOCABULARY = 32_000
 METHOD_NAMES = {"eagle": "EAGLE", "eagle2": "EAGLE-2", "eagle3": "EAGLE-3", "mtp": "MTP", "ngram": "n-gram lookup"}
 
 
@@ -129,24 +124,6 @@ class SpecCosts:
     @classmethod
     def from_vector(cls, values: Sequence[float]) -> SpecCosts:
         return cls(**{field.name: float(value) for field, value in zip(fields(cls), values, strict=True)})
-
-
-def draft_head(target: ModelSpec, method: str, target_preset: str) -> ModelSpec:
-    """An EAGLE, EAGLE-3 or MTP head priced from the target's shape (see the module)."""
-    hidden = target.query_heads * target.head_dim
-    vocabulary = EAGLE3_VOCABULARY if method == "eagle3" else TARGET_VOCABULARY.get(target_preset, 128_256)
-    fusion = {"eagle3": 3, "mtp": 2}.get(method, 2) * hidden * hidden
-    params_b = target.active_params_b / target.layers + (fusion + vocabulary * hidden) / 1e9
-    return ModelSpec(
-        f"{method} head of {target.name}",
-        params_b,
-        params_b,
-        1,
-        target.query_heads,
-        target.kv_heads,
-        target.head_dim,
-        target.kv_tensors,
-    )
 
 
 def _setup(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:

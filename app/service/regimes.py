@@ -19,11 +19,14 @@ from app.model.capacity import Decision, fewest_devices, fitting_marks
 from app.model.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
+    DRAFT_CHOICES,
+    DRAFT_HEADS,
     MODEL_FIELDS,
     MODELS,
     WEIGHT_FORMATS,
     Accelerator,
     ModelSpec,
+    draft_preset,
     with_overrides,
 )
 from app.model.regimes import (
@@ -141,11 +144,13 @@ RULE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _edited_model(prefix: str, key: str, overrides: Mapping[str, float | int | None]) -> ModelSpec:
-    """The preset with its overrides; a broken rule is blamed on a field the request changed."""
+def _edited_model(
+    prefix: str, key: str, overrides: Mapping[str, float | int | None], base: ModelSpec | None = None
+) -> ModelSpec:
+    """The preset (or ``base``) with its overrides; a broken rule is blamed on a field the request changed."""
     changes = _prefixed(overrides, prefix)
     try:
-        return with_overrides(MODELS[key], changes)
+        return with_overrides(base or MODELS[key], changes)
     except ValueError as error:
         message = str(error)
         first_word = message.split(" ", 1)[0]
@@ -159,7 +164,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
     """The roofline a request describes, or a SetupError naming the offending parameter."""
     _choice("hw", request.hw, ACCELERATORS)
     _choice("model", request.model, MODELS)
-    _choice("draft", request.draft, MODELS)
+    _choice("draft", request.draft, dict.fromkeys(DRAFT_CHOICES))
     _choice("weights", request.weights, WEIGHT_FORMATS)
     draft_weights = request.weights if request.draft_weights is None else request.draft_weights
     _choice("draft_weights", draft_weights, WEIGHT_FORMATS)
@@ -174,7 +179,8 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
     except ValueError as error:
         raise SetupError(f"hw_{str(error).split(' ', 1)[0]}", str(error)) from error
     target = _edited_model("model", request.model, request.overrides)
-    draft = _edited_model("draft", request.draft, request.overrides)
+    head = draft_preset(request.draft, request.model, target) if request.draft in DRAFT_HEADS else None
+    draft = _edited_model("draft", request.draft, request.overrides, head)
     try:
         setup = RooflineSetup(
             accelerator=accelerator,

@@ -9,7 +9,7 @@ from fastapi import Depends, Query
 
 from app.model import limits
 from app.model.limits import MAX_CONTEXT, MAX_OVERHEAD_US, MIN_EFFICIENCY, PRESET_FIELD_BOUNDS
-from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
+from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, DRAFT_CHOICES, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
 from app.service import regimes as regimes_report
 from app.service.regimes import (
     DEFAULT_DRAFT,
@@ -71,7 +71,13 @@ def roofline_setup(
     overrides: Annotated[dict[str, float | int | None], Depends(preset_overrides)],
     hw: Annotated[str, _choice_query(list(ACCELERATORS), "Accelerator preset.")] = DEFAULT_HW,
     model: Annotated[str, _choice_query(list(MODELS), "Target model preset.")] = DEFAULT_MODEL,
-    draft: Annotated[str, _choice_query(list(MODELS), "Draft model preset.")] = DEFAULT_DRAFT,
+    draft: Annotated[
+        str,
+        _choice_query(
+            list(DRAFT_CHOICES),
+            "Draft model preset, or a head on the target priced from its shape (eagle, eagle3, mtp).",
+        ),
+    ] = DEFAULT_DRAFT,
     weights: Annotated[
         str, _choice_query(list(WEIGHT_FORMATS), "Weight format of the target (and of the draft by default).")
     ] = limits.DEFAULT_WEIGHTS,

@@ -14,7 +14,15 @@ from urllib.parse import urlencode
 
 from app.model import limits
 from app.model.capacity import fewest_devices
-from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS, WEIGHT_FORMATS
+from app.model.presets import (
+    ACCELERATOR_FIELDS,
+    ACCELERATORS,
+    DRAFT_HEADS,
+    MODEL_FIELDS,
+    MODELS,
+    WEIGHT_FORMATS,
+    draft_preset,
+)
 from app.model.regimes import RegimeName
 from app.service.regimes import (
     DEFAULT_DRAFT,
@@ -85,6 +93,7 @@ def _formats(formats: dict[str, float]) -> list[tuple[str, str]]:
 
 
 MODEL_OPTIONS = [(key, model.name) for key, model in MODELS.items()]
+DRAFT_OPTIONS = MODEL_OPTIONS + [(key, f"{name} on the target") for key, name in DRAFT_HEADS.items()]
 REGIME_OPTIONS = [(name, name) for name in REGIMES]
 SETUP = (
     _choice("hw", "Accelerator", [(key, item.name) for key, item in ACCELERATORS.items()], DEFAULT_HW),
@@ -93,7 +102,7 @@ SETUP = (
     ),
     _choice("model", "Target model", MODEL_OPTIONS, DEFAULT_MODEL),
     _choice("weights", "Weights (bytes per parameter)", _formats(WEIGHT_FORMATS), "bf16"),
-    _choice("draft", "Draft model", MODEL_OPTIONS, DEFAULT_DRAFT),
+    _choice("draft", "Draft model", DRAFT_OPTIONS, DEFAULT_DRAFT),
     _number("context", "Context tokens per sequence", DEFAULTS.context_tokens, 0, limits.MAX_CONTEXT, 1, integer=True),
     _choice("kv_cache", "KV cache format", _formats(KV_CACHE_FORMATS), "bf16"),
     _number(
@@ -166,8 +175,10 @@ def batch_position(batch: int) -> int:
 # The roofline, with a rule between preset fields broken by an edit named by its label
 
 
-def _preset(group: str, key: str) -> Any:
-    return ACCELERATORS[key] if group == "hw" else MODELS[key]
+def _preset(group: str, key: str, target: str = "") -> Any:
+    if group == "hw":
+        return ACCELERATORS[key]
+    return draft_preset(key, target) if group == "draft" else MODELS[key]
 
 
 def _words(label: str) -> str:
@@ -210,7 +221,7 @@ def edited_fields(reading: Reading) -> dict[str, float | int]:
     for control in FIELDS:
         value = reading[control.name]
         group, field = control.name.split("_", 1)
-        if value is not None and value != getattr(_preset(group, reading.text(group)), field):
+        if value is not None and value != getattr(_preset(group, reading.text(group), reading.text("model")), field):
             edits[control.name] = int(value) if control.integer else float(value)
     return edits
 
@@ -234,7 +245,7 @@ def roofline(reading: Reading) -> tuple[BuiltSetup, dict[str, float | int]]:
             if reading.strict:
                 raise ControlError(control, f"{control.label} {control.shown(edits[blamed])}: {rule}") from error
             group, field = blamed.split("_", 1)
-            preset = getattr(_preset(group, reading.text(group)), field)
+            preset = getattr(_preset(group, reading.text(group), reading.text("model")), field)
             reading.notes.append(
                 f"{control.label} {control.shown(edits.pop(blamed))} from the address breaks a rule ({rule});"
                 f" showing the preset's {control.shown(preset)}."
@@ -531,7 +542,7 @@ def build(reading: Reading) -> View:
     table_params += [*point, ("k_max", str(TABLE_K_MAX))]
     sweep_params = [*setup_params, *point, ("batch", str(batch)), ("k_max", str(K_SEARCH_MAX))]
 
-    presets = {group: _preset(group, reading.text(group)) for group in GROUPS}
+    presets = {group: _preset(group, reading.text(group), reading.text("model")) for group in GROUPS}
     fields = {}
     for control in FIELDS:
         group, field = control.name.split("_", 1)
