@@ -119,6 +119,14 @@ def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
         default=limits.DEFAULT_OVERHEAD_US,
         help="fixed time per forward pass, microseconds",
     )
+    for term in limits.COST_TERMS:
+        group.add_argument(
+            "--" + term.name.replace("_", "-"),
+            type=_bounded(float, 0.0, term.high),
+            metavar="US",
+            default=term.default,
+            help=term.description[0].lower() + term.description[1:],
+        )
     group.add_argument(
         "--set",
         dest="overrides",
@@ -156,6 +164,11 @@ def _setup_request(arguments: argparse.Namespace) -> object:
         bandwidth_efficiency=arguments.bandwidth_efficiency,
         compute_efficiency=arguments.compute_efficiency,
         overhead_us=arguments.overhead_us,
+        cost_terms={
+            term.name: getattr(arguments, term.name)
+            for term in limits.COST_TERMS
+            if getattr(arguments, term.name) != term.default
+        },
         overrides=overrides,
     )
 

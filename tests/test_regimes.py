@@ -365,3 +365,44 @@ def test_setup_validation() -> None:
         dataclasses.replace(default_setup(), devices=0)
     with pytest.raises(ValueError, match="context_tokens"):
         dataclasses.replace(default_setup(), context_tokens=-1)
+
+
+# ---------------------------------------------------------------- what the passes leave out
+
+
+def test_the_cycle_draft_and_all_reduce_terms_enter_each_cost_once() -> None:
+    from app.model.regimes import draft_step, roofline_draft_cost, target_step
+
+    base = setup_for("h100-sxm", "dense-70b")
+    two = dataclasses.replace(base, devices=2)
+    terms = dataclasses.replace(
+        two, cycle_overhead_us=400.0, cycle_overhead_per_sequence_us=30.0, allreduce_us=8.0, draft_overhead_us=120.0
+    )
+    batch, k = 16, 4
+    layers_target, layers_draft = base.target.layers, base.draft.layers
+    plain = float(target_step(two, batch, 1).total_s) + 2 * layers_target * 8e-6
+    assert float(target_step(terms, batch, 1).total_s) == pytest.approx(plain)
+    draft = float(draft_step(two, batch).total_s) - two.step_overhead_us * 1e-6 + 120e-6 + 2 * layers_draft * 8e-6
+    assert float(draft_step(terms, batch).total_s) == pytest.approx(draft)
+    verify = float(target_step(terms, batch, k + 1).total_s) + (400 + 30 * batch) * 1e-6
+    assert float(verification_costs(terms, batch, k)) == pytest.approx(verify / plain)
+    assert float(verification_costs(terms, batch, 0)) == pytest.approx(1.0)  # no cycle without a draft
+    assert float(roofline_draft_cost(terms, batch)) == pytest.approx(draft / plain)
+    one_device = dataclasses.replace(terms, devices=1)
+    alone = dataclasses.replace(base, devices=1)
+    assert float(target_step(one_device, batch, 1).total_s) == pytest.approx(
+        float(target_step(alone, batch, 1).total_s)
+    )
+    assert float(roofline_speedup(0.8, k, terms, batch)) < float(roofline_speedup(0.8, k, two, batch))
+
+
+def test_the_draft_step_is_priced_with_the_pass_overhead_unless_given() -> None:
+    from app.model.regimes import draft_step
+
+    base = dataclasses.replace(setup_for("h100-sxm", "dense-8b"), step_overhead_us=0.0)
+    assert base.draft_step_overhead_us == 0.0
+    assert float(draft_step(base, 1).overhead_s) == 0.0
+    given = dataclasses.replace(base, draft_overhead_us=75.0)
+    assert float(draft_step(given, 1).overhead_s) == pytest.approx(75e-6)
+    with pytest.raises(ValueError, match="cycle_overhead_us"):
+        dataclasses.replace(base, cycle_overhead_us=-1.0)

@@ -341,3 +341,20 @@ def test_a_head_on_the_target_is_a_draft_priced_from_the_targets_shape(client: T
     assert edited["setup"]["draft"]["layers"] == 2
     refused = client.get(REGIMES + "/speedup-vs-batch", params={"draft": "medusa"})
     assert refused.status_code in (400, 422) and "eagle3" in refused.text
+
+
+def test_the_cost_terms_are_inputs_named_in_the_answer(client: TestClient) -> None:
+    params = {"p": 0.8, "k": 3, "model": "dense-8b", "draft": "eagle3"}
+    plain = client.get(REGIMES + "/speedup-vs-batch", params=params).json()
+    assert plain["setup"]["cycle_overhead_us"] == 0.0 and plain["setup"]["draft_overhead_us"] is None
+    assert plain["setup"]["draft_step_overhead_us"] == plain["setup"]["step_overhead_us"]
+    terms = {"cycle_overhead_us": 5000.0, "cycle_overhead_per_sequence_us": 200.0, "draft_overhead_us": 50.0}
+    slower = client.get(REGIMES + "/speedup-vs-batch", params={**params, **terms}).json()
+    assert {name: slower["setup"][name] for name in terms} == terms
+    assert slower["accuracy"]["source"] == "given"
+    assert slower["current"]["speedup"] < plain["current"]["speedup"]
+    assert slower["crossover_batch"] is not None
+    assert plain["crossover_batch"] is None or slower["crossover_batch"] < plain["crossover_batch"]
+    for name, value in (("cycle_overhead_us", -1), ("allreduce_us", 1e9)):
+        refused = client.get(REGIMES + "/speedup-vs-batch", params={name: value})
+        assert refused.status_code == 422 and name in refused.text

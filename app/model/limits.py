@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # The seed demo's question (DESIGN.md section 1): its defaults are the API's defaults too.
 DEFAULT_P = 0.75
 DEFAULT_K = 6
@@ -90,6 +92,52 @@ MAX_DEVICES = 64
 MAX_CONTEXT = 1_048_576
 MAX_OVERHEAD_US = 100_000.0
 MIN_EFFICIENCY = 0.01  # achieved share of peak bandwidth or FLOPS, up to 1
+
+
+@dataclass(frozen=True)
+class CostTerm:
+    """A time the roofline's passes leave out, in microseconds: one declaration for the API, the pages and the CLI."""
+
+    name: str
+    label: str  # on screen
+    default: float | None  # None: as the overhead per pass
+    high: float
+    description: str
+
+
+# Each is 0 or the per-pass overhead by default, so that the roofline prices as before until one is set or fitted
+# (benchmarks/bench_published.py fits them to published measurements).
+COST_TERMS: tuple[CostTerm, ...] = (
+    CostTerm(
+        "draft_overhead_us",
+        "Overhead per draft step (µs)",
+        None,
+        MAX_OVERHEAD_US,
+        "Fixed time per draft step (its launches and sampling), microseconds; by default the overhead per pass",
+    ),
+    CostTerm(
+        "cycle_overhead_us",
+        "Overhead per speculative cycle (µs)",
+        0.0,
+        MAX_OVERHEAD_US,
+        "Fixed time a speculative cycle adds beyond its passes (the draft's pass over accepted tokens, building "
+        "the verification batch, rejection sampling), microseconds",
+    ),
+    CostTerm(
+        "cycle_overhead_per_sequence_us",
+        "Cycle overhead per sequence (µs)",
+        0.0,
+        10_000.0,
+        "The same per sequence of the batch, microseconds",
+    ),
+    CostTerm(
+        "allreduce_us",
+        "All-reduce latency (µs)",
+        0.0,
+        1_000.0,
+        "Latency of one all-reduce over the devices, two per layer per pass when there is more than one, microseconds",
+    ),
+)
 MAX_DRAFT_COST = 10.0
 MAX_TABLE_ROWS = 101
 MAX_TABLE_K = 32

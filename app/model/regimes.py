@@ -109,6 +109,12 @@ class RooflineSetup:
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     # Launch, synchronisation and sampling per forward pass: an assumption, not a vendor figure.
     step_overhead_us: float = limits.DEFAULT_OVERHEAD_US
+    # What the passes leave out (limits.COST_TERMS): per draft step, per speculative cycle (fixed and per
+    # sequence), and per all-reduce across the devices.
+    draft_overhead_us: float | None = None  # None: step_overhead_us
+    cycle_overhead_us: float = 0.0
+    cycle_overhead_per_sequence_us: float = 0.0
+    allreduce_us: float = 0.0
 
     def __post_init__(self) -> None:
         if self.devices < 1:
@@ -123,6 +129,14 @@ class RooflineSetup:
                 raise ValueError(f"{name} must lie in (0, 1]")
         if self.step_overhead_us < 0:
             raise ValueError("step_overhead_us must be at least 0")
+        for term in limits.COST_TERMS:
+            value = getattr(self, term.name)
+            if value is not None and not 0 <= value <= term.high:
+                raise ValueError(f"{term.name} must be from 0 to {term.high:g}")
+
+    @property
+    def draft_step_overhead_us(self) -> float:
+        return self.step_overhead_us if self.draft_overhead_us is None else self.draft_overhead_us
 
     @property
     def bandwidth_bytes_s(self) -> float:
@@ -176,9 +190,17 @@ def flops_per_token(model: ModelSpec, context_tokens: int) -> float:
 
 
 def model_step(
-    setup: RooflineSetup, model: ModelSpec, bytes_per_param: float, batch: ArrayLike, tokens: ArrayLike
+    setup: RooflineSetup,
+    model: ModelSpec,
+    bytes_per_param: float,
+    batch: ArrayLike,
+    tokens: ArrayLike,
+    overhead_us: float | None = None,
 ) -> StepTime:
-    """Roofline time of one step of ``model`` over ``tokens`` tokens for each of ``batch`` sequences."""
+    """Roofline time of one step of ``model`` over ``tokens`` tokens for each of ``batch`` sequences.
+
+    ``overhead_us`` is the pass's fixed time (default: the setup's per-pass overhead); with more than one
+    device each layer adds two all-reduces of ``setup.allreduce_us``."""
     batch_array = np.asarray(batch, dtype=np.float64)
     tokens_array = np.asarray(tokens, dtype=np.float64)
     token_count = batch_array * tokens_array
@@ -189,8 +211,20 @@ def model_step(
         flops=flops,
         memory_s=bytes_read / setup.bandwidth_bytes_s,
         compute_s=flops / setup.compute_flops_s,
-        overhead_s=setup.step_overhead_us * 1e-6,
+        overhead_s=((setup.step_overhead_us if overhead_us is None else overhead_us) + communication_us(setup, model))
+        * 1e-6,
     )
+
+
+def communication_us(setup: RooflineSetup, model: ModelSpec) -> float:
+    """Two all-reduces per layer per pass across the devices (none on one device)."""
+    return 2.0 * model.layers * setup.allreduce_us if setup.devices > 1 else 0.0
+
+
+def cycle_overhead_s(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
+    """What a speculative cycle adds beyond its passes at ``batch`` sequences, seconds."""
+    batch_array = np.asarray(batch, dtype=np.float64)
+    return (setup.cycle_overhead_us + setup.cycle_overhead_per_sequence_us * batch_array) * 1e-6
 
 
 def target_step(setup: RooflineSetup, batch: ArrayLike, tokens: ArrayLike) -> StepTime:
@@ -199,7 +233,7 @@ def target_step(setup: RooflineSetup, batch: ArrayLike, tokens: ArrayLike) -> St
 
 def draft_step(setup: RooflineSetup, batch: ArrayLike) -> StepTime:
     """One draft step proposes one token per sequence."""
-    return model_step(setup, setup.draft, setup.draft_bytes_per_param, batch, 1)
+    return model_step(setup, setup.draft, setup.draft_bytes_per_param, batch, 1, setup.draft_step_overhead_us)
 
 
 def roofline_draft_cost(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
@@ -208,11 +242,13 @@ def roofline_draft_cost(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
 
 
 def verification_costs(setup: RooflineSetup, batch: ArrayLike, k_values: ArrayLike) -> FloatArray:
-    """v(k) = t(B, k + 1) / t(B, 1), broadcast over batch and k."""
+    """v(k) = (t(B, k + 1) + the cycle's own overhead) / t(B, 1) for k >= 1 (1 at k = 0), broadcast."""
     batch_array = np.asarray(batch, dtype=np.float64)
     k_array = np.asarray(k_values, dtype=np.float64)
     plain = target_step(setup, batch_array, 1).total_s
-    return target_step(setup, batch_array, k_array + 1.0).total_s / plain
+    cycle = np.where(k_array > 0, cycle_overhead_s(setup, batch_array), 0.0)
+    result: FloatArray = (target_step(setup, batch_array, k_array + 1.0).total_s + cycle) / plain
+    return result
 
 
 def roofline_verification(setup: RooflineSetup, batch: int) -> VerifyCost:
@@ -332,7 +368,7 @@ def sweep_batches(p: float, k: int, setup: RooflineSetup, batch_max: int, k_max:
     verify = target_step(setup, batches, k + 1)
     draft = draft_step(setup, batches)
     draft_cost = draft.total_s / plain.total_s
-    verification_cost = verify.total_s / plain.total_s
+    verification_cost = verification_costs(setup, batches, k)
     speedup = closed_form.expected_tokens(p, k) / (k * draft_cost + verification_cost) if k else np.ones(batch_max)
     best_k, best_speedup = best_k_by_batch(p, setup, batches, k_max)
     return BatchSweep(

@@ -287,7 +287,13 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
         )
         if math.isclose(value, low, rel_tol=1e-6, abs_tol=1e-12) or math.isclose(value, high, rel_tol=1e-6)
     ]
-    fitted_setup = replace(setup, bandwidth_efficiency=eb, compute_efficiency=ec, step_overhead_us=overhead * 1e6)
+    fitted_setup = replace(
+        setup,
+        bandwidth_efficiency=eb,
+        compute_efficiency=ec,
+        step_overhead_us=overhead * 1e6,
+        draft_overhead_us=None,  # the fit gives draft and target passes one overhead
+    )
     terms = named_terms.fit(
         [StepPoint(row.batch, row.tokens, row.ms) for row in rows], draft_model=any(row.draft_steps for row in rows)
     )

@@ -110,6 +110,7 @@ class SetupRequest:
     compute_efficiency: float = DEFAULTS.compute_efficiency
     overhead_us: float = DEFAULTS.step_overhead_us
     overrides: Mapping[str, float | int | None] = field(default_factory=dict)
+    cost_terms: Mapping[str, float | None] = field(default_factory=dict)  # limits.COST_TERMS given
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,16 @@ def _edited_model(
         raise SetupError(name, message) from error
 
 
+def _cost_terms(given: Mapping[str, float | None]) -> dict[str, float | None]:
+    known = {term.name: term for term in limits.COST_TERMS}
+    for name, value in given.items():
+        if name not in known:
+            raise SetupError(name, f"is not a cost term; terms: {', '.join(known)}")
+        if value is not None and not 0 <= value <= known[name].high:
+            raise SetupError(name, f"must be from 0 to {known[name].high:g}; got {value:g}")
+    return dict(given)
+
+
 def build_setup(request: SetupRequest) -> BuiltSetup:
     """The roofline a request describes, or a SetupError naming the offending parameter."""
     _choice("hw", request.hw, ACCELERATORS)
@@ -195,6 +206,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
             compute_efficiency=request.compute_efficiency,
             step_overhead_us=request.overhead_us,
         )
+        setup = replace(setup, **_cost_terms(request.cost_terms))  # type: ignore[arg-type]  # checked above
     except ValueError as error:
         raise SetupError(str(error).split(" ", 1)[0], str(error)) from error
     devices_auto = request.devices == 0
@@ -228,6 +240,8 @@ def describe_setup(setup: RooflineSetup, request: SetupRequest, devices_auto: bo
         bandwidth_efficiency=setup.bandwidth_efficiency,
         compute_efficiency=setup.compute_efficiency,
         step_overhead_us=setup.step_overhead_us,
+        **{term.name: getattr(setup, term.name) for term in limits.COST_TERMS},
+        draft_step_overhead_us=setup.draft_step_overhead_us,
         effective_bandwidth_tb_s=setup.bandwidth_bytes_s / 1e12,
         effective_tflops=setup.compute_flops_s / 1e12,
         memory_capacity_gb=memory_capacity_gb(setup),
@@ -332,6 +346,7 @@ def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
         setup.bandwidth_efficiency == limits.DEFAULT_BANDWIDTH_EFFICIENCY
         and setup.compute_efficiency == limits.DEFAULT_COMPUTE_EFFICIENCY
         and setup.step_overhead_us == limits.DEFAULT_OVERHEAD_US
+        and all(getattr(setup, term.name) == term.default for term in limits.COST_TERMS)
     )
     record = (
         f"held to {shipped.points} published measurements of {shipped.setups} setups, the defaults are off by "
@@ -579,11 +594,16 @@ def _speedup_style(value: float) -> str:
 
 
 def describe_setup_line(setup: SetupOut) -> str:
+    terms = [
+        f"{term.label.split(' (')[0].lower()} {getattr(setup, term.name):g} us"
+        for term in limits.COST_TERMS
+        if getattr(setup, term.name) not in (None, term.default)
+    ]
     return (
         f"{setup.accelerator.name} x{setup.devices}, {setup.target.name} ({setup.weights}) drafted by "
         f"{setup.draft.name} ({setup.draft_weights}), context {setup.context_tokens:,}, "
         f"efficiency {setup.bandwidth_efficiency:g} bandwidth / {setup.compute_efficiency:g} compute, "
-        f"overhead {setup.step_overhead_us:g} us"
+        f"overhead {setup.step_overhead_us:g} us" + "".join(f", {term}" for term in terms)
     )
 
 

@@ -22,6 +22,7 @@ def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batc
             "bandwidth_efficiency": fit.bandwidth_efficiency,
             "compute_efficiency": fit.compute_efficiency,
             "step_overhead_us": fit.overhead_us,
+            "draft_step_overhead_us": fit.overhead_us,
             "effective_bandwidth_tb_s": fit.setup.bandwidth_bytes_s / 1e12,
             "effective_tflops": fit.setup.compute_flops_s / 1e12,
         }

@@ -36,7 +36,8 @@ onView((view) => {
   }
 });
 
-// Step times pasted here are fitted on this setup by POST /api/v1/step-fit; the three fitted values are written
+// Step times pasted here are fitted on this setup by POST /api/v1/step-fit; the fitted values (one overhead for
+// target and draft passes alike: the draft step's own is left unset) are written
 // into their fields, which then answer as if typed (the address and the view follow).
 const FITTED = { bandwidth_efficiency: 3, compute_efficiency: 3, overhead_us: 1 };
 const fitButton = document.getElementById("step-fit-run");

@@ -48,6 +48,11 @@ class SetupOut(BaseModel):
     bandwidth_efficiency: float
     compute_efficiency: float
     step_overhead_us: float
+    draft_overhead_us: float | None = Field(description="Fixed time per draft step, microseconds; null: as a pass.")
+    draft_step_overhead_us: float = Field(description="The fixed time each draft step is priced with, microseconds.")
+    cycle_overhead_us: float = Field(description="What a speculative cycle adds beyond its passes, microseconds.")
+    cycle_overhead_per_sequence_us: float = Field(description="The same per sequence of the batch, microseconds.")
+    allreduce_us: float = Field(description="One all-reduce over the devices (two per layer per pass), microseconds.")
     effective_bandwidth_tb_s: float = Field(description="Peak x devices x bandwidth efficiency.")
     effective_tflops: float = Field(description="Peak x devices x compute efficiency.")
     memory_capacity_gb: float

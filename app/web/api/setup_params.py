@@ -67,8 +67,35 @@ def preset_overrides(**values: float | int | None) -> dict[str, float | int | No
 preset_overrides.__signature__ = inspect.Signature(_override_parameters())  # type: ignore[attr-defined]
 
 
+def _cost_term_parameters() -> list[inspect.Parameter]:
+    return [
+        inspect.Parameter(
+            term.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=term.default,
+            annotation=Annotated[
+                float if term.default is not None else float | None,
+                Query(
+                    ge=0.0, le=term.high, allow_inf_nan=False, description=f"{term.description}, 0 to {term.high:g}."
+                ),
+            ],
+        )
+        for term in limits.COST_TERMS
+    ]
+
+
+def cost_terms(**values: float | None) -> dict[str, float | None]:
+    """The cost terms a request sets (those at their defaults are left out)."""
+    defaults = {term.name: term.default for term in limits.COST_TERMS}
+    return {name: value for name, value in values.items() if value != defaults[name]}
+
+
+cost_terms.__signature__ = inspect.Signature(_cost_term_parameters())  # type: ignore[attr-defined]
+
+
 def roofline_setup(
     overrides: Annotated[dict[str, float | int | None], Depends(preset_overrides)],
+    terms: Annotated[dict[str, float | None], Depends(cost_terms)],
     hw: Annotated[str, _choice_query(list(ACCELERATORS), "Accelerator preset.")] = DEFAULT_HW,
     model: Annotated[str, _choice_query(list(MODELS), "Target model preset.")] = DEFAULT_MODEL,
     draft: Annotated[
@@ -135,6 +162,7 @@ def roofline_setup(
         compute_efficiency=compute_efficiency,
         overhead_us=overhead_us,
         overrides=overrides,
+        cost_terms=terms,
     )
     try:
         return build_setup(request)

@@ -110,6 +110,8 @@ SETUP = (
     ),
     _number("compute_efficiency", "Compute efficiency", DEFAULTS.compute_efficiency, limits.MIN_EFFICIENCY, 1, 0.01),
     _number("overhead_us", "Overhead per pass (µs)", DEFAULTS.step_overhead_us, 0, limits.MAX_OVERHEAD_US, 1),
+    # the draft step's own overhead stays with the pass's on the page ("Overhead per pass" prices both)
+    *(_number(t.name, t.label, t.default, 0, t.high, 1) for t in limits.COST_TERMS if t.default is not None),
 )
 FIELDS = tuple(_field_control(group, field) for group, (_, fields) in GROUPS.items() for field in fields)
 SLIDERS = (
@@ -196,12 +198,15 @@ def _rule_text(message: str) -> str:
 
 
 TUNING = ("bandwidth_efficiency", "compute_efficiency", "overhead_us")
+COST_TERM_NAMES = tuple(term.name for term in limits.COST_TERMS if term.default is not None)
 
 
 def setup_request(reading: Reading, overrides: dict[str, float | int] | None = None) -> SetupRequest:
     """The setup a page's controls describe (this page's, or /decide's, which takes the same names); the
     efficiencies and overhead a page has no control for stay at the model's defaults."""
     tuning = {name: reading.number(name) for name in TUNING if name in reading.values}
+    terms = {name: reading.number(name) for name in COST_TERM_NAMES if name in reading.values}
+    defaults = {term.name: term.default for term in limits.COST_TERMS}
     return SetupRequest(
         hw=reading.text("hw"),
         model=reading.text("model"),
@@ -211,6 +216,7 @@ def setup_request(reading: Reading, overrides: dict[str, float | int] | None = N
         devices=reading.integer("devices"),
         context=reading.integer("context"),
         overrides=overrides or {},
+        cost_terms={name: value for name, value in terms.items() if value != defaults[name]},
         **tuning,  # type: ignore[arg-type]
     )
 
