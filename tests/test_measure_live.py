@@ -198,3 +198,27 @@ def test_a_batch_larger_than_the_slots_is_refused_naming_the_server_and_the_batc
     error = capsys.readouterr().err
     assert status == 2
     assert f"{server.url} has 2 slots, fewer than batch 4" in error and "--parallel 4" in error
+
+
+def test_a_batch_sweep_cut_short_writes_what_it_measured_and_says_where_it_stopped(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ngram = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1", "--spec-ngram-simple-size-m", "4"]
+    with llama_server(SLOTS) as plain, llama_server([*SLOTS, *ngram]) as speculative:
+        # the warm-up takes 2 + 2 x 4 requests and each round 2 x (1 + 2 + 4): the second round cannot finish
+        status = main(
+            [
+                "measure",
+                plain.url,
+                speculative.url,
+                *("--batch", "1,2,4", "--repeats", "2", "--max-requests", "30", "--n-predict", "8"),
+                *("--format", "json", "--no-progress"),
+            ]
+        )
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert status == 1
+    assert report["stopped"].startswith("--max-requests 30 reached before http://127.0.0.1:")
+    assert "at batch" in report["stopped"] and "incomplete" in captured.err
+    assert {(sample["k"], sample["batch"]) for sample in report["samples"]} >= {(0, 1), (0, 2), (0, 4)}
+    assert len(report["cells"]) == 6  # the first round measured every cell; the second stopped part way
