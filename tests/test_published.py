@@ -40,6 +40,8 @@ def test_each_point_names_its_source_and_its_setup(point: published.PublishedPoi
     assert point.k is None or 1 <= point.k <= 64
     assert point.accelerator is None or point.accelerator in ACCELERATORS
     assert point.target_preset is None or point.target_preset in MODELS
+    assert point.draft_preset is None or point.draft_preset in MODELS
+    assert point.weights in (None, *published.WEIGHT_BYTES)
     if point.speedup is None:
         assert point.notes, "a point without a figure says why"
     else:

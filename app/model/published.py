@@ -38,6 +38,7 @@ from app.model.regimes import RooflineSetup, crossover_batch, model_step
 DATA = Path(__file__).with_name("data") / "published_speedups.json"
 HEAD_METHODS = ("eagle", "eagle2", "eagle3", "mtp")
 PRICED_METHODS = (*HEAD_METHODS, "ngram")
+WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}  # bytes per stored parameter of the target
 METHOD_NAMES = {"eagle": "EAGLE", "eagle2": "EAGLE-2", "eagle3": "EAGLE-3", "mtp": "MTP", "ngram": "n-gram lookup"}
 
 
@@ -56,11 +57,14 @@ class PublishedPoint:
     engine_version: str | None
     target: str | None
     target_preset: str | None
+    weights: str | None  # the target's weight format where not bf16 (presets.WEIGHT_FORMATS)
     draft_method: str
     draft: str | None
+    draft_preset: str | None  # a separate draft model's preset
     k: int | None
     tree: bool | None
     topk: int | None
+    num_draft_tokens: int | None  # a tree's verified tokens (SGLang's num_draft_tokens)
     batch: int | None
     batch_kind: str
     qps: float | None
@@ -83,7 +87,9 @@ class PublishedPoint:
         return (
             self.accelerator in ACCELERATORS
             and self.target_preset in MODELS
-            and self.draft_method in PRICED_METHODS
+            and (
+                self.draft_method in PRICED_METHODS or (self.draft_method == "draft-model" and bool(self.draft_preset))
+            )
             and self.k is not None
             and self.batch is not None
             and self.speedup is not None
@@ -158,28 +164,19 @@ def predicted_speedup(
     width = 1.0
     if point.tree and point.topk:
         width = float(point.topk)
-        verified = float(_tree_tokens(point) or k * point.topk + 1)
+        verified = float(point.num_draft_tokens or k * point.topk + 1)
     layers_target = setup.target.layers if setup.devices > 1 else 0
     allreduce = 2.0 * costs.allreduce_us * 1e-6
     per_pass = costs.overhead_us * 1e-6 + allreduce * layers_target
-    plain = float(model_step(setup, setup.target, 2.0, at, 1.0).total_s) + per_pass
-    verify = float(model_step(setup, setup.target, 2.0, at, verified).total_s) + per_pass
+    weight = WEIGHT_BYTES.get(point.weights or "bf16", 2.0)
+    plain = float(model_step(setup, setup.target, weight, at, 1.0).total_s) + per_pass
+    verify = float(model_step(setup, setup.target, weight, at, verified).total_s) + per_pass
     draft = 0.0
     if point.draft_method != "ngram":
         draft = float(model_step(setup, setup.draft, 2.0, at, width).total_s) + costs.draft_overhead_us * 1e-6
         draft += allreduce if setup.devices > 1 else 0.0
     cycle = (costs.cycle_overhead_us + costs.cycle_overhead_per_sequence_us * at) * 1e-6
     return float(acceptance_length * plain / (k * draft + verify + cycle))
-
-
-def _tree_tokens(point: PublishedPoint) -> int | None:
-    """The tree's verified tokens where the notes name them (SGLang's num_draft_tokens)."""
-    text = point.notes or ""
-    marker = "num_draft_tokens="
-    if marker not in text:
-        return None
-    digits = "".join(character for character in text.split(marker, 1)[1][:6] if character.isdigit())
-    return int(digits) if digits else None
 
 
 @dataclass(frozen=True)
