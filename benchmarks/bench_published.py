@@ -18,17 +18,6 @@ from dataclasses import asdict
 
 from app.model import published
 
-FREE = (
-    "bandwidth_efficiency",
-    "compute_efficiency",
-    "overhead_us",
-    "draft_overhead_us",
-    "cycle_overhead_us",
-    "cycle_overhead_per_sequence_us",
-    "allreduce_us",
-)
-START = published.SpecCosts(cycle_overhead_us=100.0, cycle_overhead_per_sequence_us=10.0, allreduce_us=10.0)
-
 
 def main() -> None:
     started = time.perf_counter()
@@ -36,7 +25,7 @@ def main() -> None:
     priced = [point for point in points if point.priced]
     train = published.split(points)
     before = published.SpecCosts()
-    after = published.fitted(points, START, train, FREE)
+    after = published.fitted(points, published.FIT_START, train, published.FREE_TERMS)
     print(f"{len(points)} published points, {len(priced)} priced, {len(train)} fit the terms")
     print("fitted terms: " + ", ".join(f"{name} {value:.4g}" for name, value in asdict(after).items()))
     predictions = {}

@@ -103,3 +103,32 @@ def test_an_mtp_head_on_deepseek_uses_its_hidden_width_not_its_latent() -> None:
     head = draft_head(target, "mtp", "deepseek-v3")
     assert head.active_params_b == pytest.approx(37.0 / 61 + (2 * 7168**2 + 129_280 * 7168) / 1e9)
     assert head.kv_tensors == 1 and head.head_dim == 576
+
+
+def test_the_committed_fit_is_what_fitting_half_of_the_points_gives() -> None:
+    committed = published.published_fit()
+    assert committed == json.loads(json.dumps(published.fit_published())), "run scripts/fit_published.py"
+    train = set(committed["fitted_on"])
+    assert train == published.split(POINTS)
+    held = committed["held_out"]
+    assert held["points"] >= 10 and 0 < held["median_error"] <= held["worst_error"]
+    for name, value in committed["terms"].items():
+        low, high = published.BOUNDS[name]
+        assert low <= value <= high, name
+
+
+def test_the_fitted_terms_move_the_crossover_towards_the_published_one() -> None:
+    import dataclasses
+
+    group = published.sweeps([point for point in POINTS if point.priced])["eagle3_paper_tab3_sglang_h100_eagle"]
+    shipped = published.SpecCosts()
+    fitted = dataclasses.replace(shipped, **published.published_fit()["terms"])
+    crossings = {}
+    for name, costs in (("shipped", shipped), ("fitted", fitted)):
+        length, _where, _used = published.acceptance_for(group, costs)
+        crossings[name] = published.crossover(group, costs, length)
+    measured = crossings["shipped"][0]
+    assert measured == 24
+    assert crossings["shipped"][1] > 8 * measured  # an order of magnitude late
+    fitted_crossover = crossings["fitted"][1]
+    assert fitted_crossover is not None and measured / 2 <= fitted_crossover <= 2 * measured

@@ -376,7 +376,11 @@ def test_the_cycle_draft_and_all_reduce_terms_enter_each_cost_once() -> None:
     base = setup_for("h100-sxm", "dense-70b")
     two = dataclasses.replace(base, devices=2)
     terms = dataclasses.replace(
-        two, cycle_overhead_us=400.0, cycle_overhead_per_sequence_us=30.0, allreduce_us=8.0, draft_overhead_us=120.0
+        two,
+        cycle_overhead_us=400.0,
+        cycle_overhead_per_sequence_us=30.0,
+        allreduce_us=8.0,
+        overhead_per_draft_step_us=120.0,
     )
     batch, k = 16, 4
     layers_target, layers_draft = base.target.layers, base.draft.layers
@@ -402,7 +406,7 @@ def test_the_draft_step_is_priced_with_the_pass_overhead_unless_given() -> None:
     base = dataclasses.replace(setup_for("h100-sxm", "dense-8b"), step_overhead_us=0.0)
     assert base.draft_step_overhead_us == 0.0
     assert float(draft_step(base, 1).overhead_s) == 0.0
-    given = dataclasses.replace(base, draft_overhead_us=75.0)
+    given = dataclasses.replace(base, overhead_per_draft_step_us=75.0)
     assert float(draft_step(given, 1).overhead_s) == pytest.approx(75e-6)
     with pytest.raises(ValueError, match="cycle_overhead_us"):
         dataclasses.replace(base, cycle_overhead_us=-1.0)

@@ -346,9 +346,9 @@ def test_a_head_on_the_target_is_a_draft_priced_from_the_targets_shape(client: T
 def test_the_cost_terms_are_inputs_named_in_the_answer(client: TestClient) -> None:
     params = {"p": 0.8, "k": 3, "model": "dense-8b", "draft": "eagle3"}
     plain = client.get(REGIMES + "/speedup-vs-batch", params=params).json()
-    assert plain["setup"]["cycle_overhead_us"] == 0.0 and plain["setup"]["draft_overhead_us"] is None
+    assert plain["setup"]["cycle_overhead_us"] == 0.0 and plain["setup"]["overhead_per_draft_step_us"] is None
     assert plain["setup"]["draft_step_overhead_us"] == plain["setup"]["step_overhead_us"]
-    terms = {"cycle_overhead_us": 5000.0, "cycle_overhead_per_sequence_us": 200.0, "draft_overhead_us": 50.0}
+    terms = {"cycle_overhead_us": 5000.0, "cycle_overhead_per_sequence_us": 200.0, "overhead_per_draft_step_us": 50.0}
     slower = client.get(REGIMES + "/speedup-vs-batch", params={**params, **terms}).json()
     assert {name: slower["setup"][name] for name in terms} == terms
     assert slower["accuracy"]["source"] == "given"
@@ -358,3 +358,15 @@ def test_the_cost_terms_are_inputs_named_in_the_answer(client: TestClient) -> No
     for name, value in (("cycle_overhead_us", -1), ("allreduce_us", 1e9)):
         refused = client.get(REGIMES + "/speedup-vs-batch", params={name: value})
         assert refused.status_code == 422 and name in refused.text
+
+
+def test_the_fitted_terms_are_offered_and_stop_speculation_at_smaller_batches(client: TestClient) -> None:
+    params = {"p": 0.7, "k": 3, "draft": "eagle"}
+    shipped = client.get(REGIMES + "/speedup-vs-batch", params=params).json()
+    terms = shipped["accuracy"]["fitted_terms"]
+    assert set(terms) >= {"bandwidth_efficiency", "overhead_us", "cycle_overhead_per_sequence_us", "allreduce_us"}
+    assert shipped["accuracy"]["fitted_points"] >= 10 and shipped["accuracy"]["fitted_median_error"] < 0.5
+    fitted = client.get(REGIMES + "/speedup-vs-batch", params={**params, **terms}).json()
+    assert fitted["accuracy"]["source"] == "given"
+    assert fitted["crossover_batch"] is not None
+    assert shipped["crossover_batch"] is None or fitted["crossover_batch"] < shipped["crossover_batch"] / 2

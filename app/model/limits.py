@@ -109,7 +109,7 @@ class CostTerm:
 # (benchmarks/bench_published.py fits them to published measurements).
 COST_TERMS: tuple[CostTerm, ...] = (
     CostTerm(
-        "draft_overhead_us",
+        "overhead_per_draft_step_us",
         "Overhead per draft step (µs)",
         None,
         MAX_OVERHEAD_US,

@@ -119,7 +119,7 @@ class SpecCosts:
     bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     overhead_us: float = limits.DEFAULT_OVERHEAD_US  # per target pass
-    draft_overhead_us: float = limits.DEFAULT_OVERHEAD_US  # per draft step: launches and sampling
+    overhead_per_draft_step_us: float = limits.DEFAULT_OVERHEAD_US  # per draft step: launches and sampling
     cycle_overhead_us: float = 0.0  # per speculative cycle: the draft's pass over accepted tokens, bookkeeping
     cycle_overhead_per_sequence_us: float = 0.0  # the same, per sequence of the batch
     allreduce_us: float = 0.0  # per all-reduce over the devices; two per layer per pass
@@ -173,7 +173,7 @@ def predicted_speedup(
     verify = float(model_step(setup, setup.target, weight, at, verified).total_s) + per_pass
     draft = 0.0
     if point.draft_method != "ngram":
-        draft = float(model_step(setup, setup.draft, 2.0, at, width).total_s) + costs.draft_overhead_us * 1e-6
+        draft = float(model_step(setup, setup.draft, 2.0, at, width).total_s) + costs.overhead_per_draft_step_us * 1e-6
         draft += allreduce if setup.devices > 1 else 0.0
     cycle = (costs.cycle_overhead_us + costs.cycle_overhead_per_sequence_us * at) * 1e-6
     return float(acceptance_length * plain / (k * draft + verify + cycle))
@@ -248,7 +248,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "bandwidth_efficiency": (0.2, 0.9),
     "compute_efficiency": (0.05, 1.0),
     "overhead_us": (0.0, 500.0),
-    "draft_overhead_us": (0.0, 500.0),
+    "overhead_per_draft_step_us": (0.0, 500.0),
     "cycle_overhead_us": (0.0, 10_000.0),
     "cycle_overhead_per_sequence_us": (0.0, 500.0),
     "allreduce_us": (0.0, 20.0),
@@ -322,3 +322,44 @@ def shipped_accuracy() -> Accuracy:
         crossover_measured=crossing[1],
         crossover_predicted=crossing[2],
     )
+
+
+# The terms fitted on every other priced point of each sweep, as scripts/fit_published.py writes them
+FIT = DATA.with_name("published_fit.json")
+FREE_TERMS: tuple[str, ...] = (
+    "bandwidth_efficiency",
+    "compute_efficiency",
+    "overhead_us",
+    "overhead_per_draft_step_us",
+    "cycle_overhead_us",
+    "cycle_overhead_per_sequence_us",
+    "allreduce_us",
+)
+FIT_START = SpecCosts(cycle_overhead_us=100.0, cycle_overhead_per_sequence_us=10.0, allreduce_us=10.0)
+
+
+def fit_published() -> dict[str, Any]:
+    """The fit and what it scores on the points it did not see (the content of ``published_fit.json``)."""
+    points = load()
+    train = split(points)
+    found = fitted(points, FIT_START, train, FREE_TERMS)
+    # three significant figures, as a link or an option writes them; the errors are those of the rounded terms
+    terms = {name: float(f"{value:.3g}") if (value := getattr(found, name)) >= 0.01 else 0.0 for name in FREE_TERMS}
+    costs = replace(found, **terms)
+    held_out = [item for item in predict_all(points, costs, train) if not item.train]
+    median, worst = errors(held_out)
+    return {
+        "terms": terms,
+        "fitted_on": sorted(train),
+        "held_out": {
+            "points": len(held_out),
+            "median_error": round(median or 0.0, 6),
+            "worst_error": round(worst or 0.0, 6),
+        },
+    }
+
+
+@cache
+def published_fit() -> dict[str, Any]:
+    fit: dict[str, Any] = json.loads(FIT.read_text(encoding="utf-8"))
+    return fit

@@ -111,7 +111,7 @@ class RooflineSetup:
     step_overhead_us: float = limits.DEFAULT_OVERHEAD_US
     # What the passes leave out (limits.COST_TERMS): per draft step, per speculative cycle (fixed and per
     # sequence), and per all-reduce across the devices.
-    draft_overhead_us: float | None = None  # None: step_overhead_us
+    overhead_per_draft_step_us: float | None = None  # None: step_overhead_us
     cycle_overhead_us: float = 0.0
     cycle_overhead_per_sequence_us: float = 0.0
     allreduce_us: float = 0.0
@@ -136,7 +136,7 @@ class RooflineSetup:
 
     @property
     def draft_step_overhead_us(self) -> float:
-        return self.step_overhead_us if self.draft_overhead_us is None else self.draft_overhead_us
+        return self.step_overhead_us if self.overhead_per_draft_step_us is None else self.overhead_per_draft_step_us
 
     @property
     def bandwidth_bytes_s(self) -> float:

@@ -292,7 +292,7 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
         bandwidth_efficiency=eb,
         compute_efficiency=ec,
         step_overhead_us=overhead * 1e6,
-        draft_overhead_us=None,  # the fit gives draft and target passes one overhead
+        overhead_per_draft_step_us=None,  # the fit gives draft and target passes one overhead
     )
     terms = named_terms.fit(
         [StepPoint(row.batch, row.tokens, row.ms) for row in rows], draft_model=any(row.draft_steps for row in rows)

@@ -357,10 +357,17 @@ def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
             f", and on the published sweep that stops paying ({shipped.crossover_setup}) they say batch "
             f"{shipped.crossover_predicted} where the engine stops at {shipped.crossover_measured}"
         )
+    fit = published.published_fit()
+    held = fit["held_out"]
+    fitted_record = (
+        f"terms fitted to half of the published points are off by {held['median_error']:.0%} at the median on the "
+        f"other half ({held['worst_error']:.0%} at worst, {held['points']} points)"
+    )
     if defaults:
         summary = (
-            f"From the roofline's default efficiencies and overhead: {record}. Expect real servers to stop "
-            "paying at smaller batches; fit the terms to yours with measure --batch or step-fit."
+            f"From the roofline's default efficiencies and overhead: {record}; {fitted_record}. Expect real "
+            "servers to stop paying at smaller batches: use the fitted terms, or fit them to yours with "
+            "measure --batch or step-fit."
         )
     else:
         summary = (
@@ -375,6 +382,10 @@ def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
         published_points=shipped.points,
         crossover_measured=shipped.crossover_measured,
         crossover_predicted=shipped.crossover_predicted,
+        fitted_terms=dict(fit["terms"]),
+        fitted_median_error=held["median_error"],
+        fitted_worst_error=held["worst_error"],
+        fitted_points=held["points"],
     )
 
 

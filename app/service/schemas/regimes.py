@@ -48,7 +48,9 @@ class SetupOut(BaseModel):
     bandwidth_efficiency: float
     compute_efficiency: float
     step_overhead_us: float
-    draft_overhead_us: float | None = Field(description="Fixed time per draft step, microseconds; null: as a pass.")
+    overhead_per_draft_step_us: float | None = Field(
+        description="Fixed time per draft step, microseconds; null: as a pass."
+    )
     draft_step_overhead_us: float = Field(description="The fixed time each draft step is priced with, microseconds.")
     cycle_overhead_us: float = Field(description="What a speculative cycle adds beyond its passes, microseconds.")
     cycle_overhead_per_sequence_us: float = Field(description="The same per sequence of the batch, microseconds.")
@@ -130,6 +132,13 @@ class AccuracyOut(BaseModel):
     published_points: int = Field(description="Published points held against the defaults (none fitted them).")
     crossover_measured: int | None = Field(description="A published sweep's batch where speculation stops paying.")
     crossover_predicted: int | None = Field(description="The same batch by the defaults.")
+    fitted_terms: dict[str, float] = Field(
+        default_factory=dict,
+        description="Efficiencies and overheads fitted to half of the published points: pass them to use them.",
+    )
+    fitted_median_error: float | None = Field(default=None, description="The fitted terms' error on the other half.")
+    fitted_worst_error: float | None = None
+    fitted_points: int = Field(default=0, description="Published points the fitted terms are held to (unseen).")
 
 
 class BatchSweepOut(BaseModel):

@@ -212,7 +212,7 @@ def test_a_valid_state_matches_the_api_and_its_links(client: TestClient) -> None
     assert shown["regime_inputs"] == {"a": {"beta": False, "batch": True}, "b": {"beta": True, "batch": False}}
     memory = shown["fields"]["hw_memory_gb"]
     assert (memory["value"], memory["preset"], memory["edited"]) == ("120", "180", True)
-    assert shown["open"] == {"hw": True, "model": True, "draft": False}
+    assert shown["open"] == {"hw": True, "model": True, "draft": False, "cost_terms": False}
     assert shown["fields"]["model_total_params_b"] == {"value": "46.7", "preset": "46.7", "edited": False}
     assert shown["sliders"]["batch"]["position"] == 60 and BATCH_STEPS[60] == 64
     links = shown["links"]
@@ -462,3 +462,25 @@ def test_a_batch_past_the_largest_that_fits_shows_no_speedup() -> None:
 def test_every_headline_says_what_the_roofline_leaves_out() -> None:
     readouts = view({})["readouts"]
     assert "tensor-parallel communication" in readouts["leaves_out"] and "step-fit" in readouts["leaves_out"]
+
+
+def test_the_page_offers_the_terms_fitted_to_published_measurements(client: TestClient) -> None:
+    from app.model import published
+
+    shown = view({"p": "0.7", "k": "3", "draft": "eagle"})
+    assert "off by" in shown["readouts"]["accuracy"] and not shown["open"]["cost_terms"]
+    address = urlsplit(shown["links"]["fitted_terms"])
+    query = dict(parse_qsl(address.query))
+    assert address.path == "/batch" and (query["p"], query["k"], query["draft"]) == ("0.7", "3", "eagle")
+    terms = published.published_fit()["terms"]
+    assert {name: float(query[name]) for name in terms} == terms
+    fitted = view(query)
+    assert fitted["open"]["cost_terms"] and "given here" in fitted["readouts"]["accuracy"]
+    assert client.get(shown["links"]["fitted_terms"]).status_code == 200
+
+
+def test_the_draft_steps_overhead_is_blank_until_given() -> None:
+    assert batch.BY_NAME["overhead_per_draft_step_us"].default is None
+    assert view({})["controls"]["overhead_per_draft_step_us"]["value"] is None
+    given = view({"overhead_per_draft_step_us": "80", "overhead_us": "10"})
+    assert given["controls"]["overhead_per_draft_step_us"]["value"] == 80

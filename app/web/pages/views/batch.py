@@ -12,7 +12,7 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
-from app.model import limits
+from app.model import limits, published
 from app.model.capacity import fewest_devices
 from app.model.presets import (
     ACCELERATOR_FIELDS,
@@ -83,8 +83,10 @@ def _choice(name: str, label: str, options: list[tuple[str, str]], default: str)
     return Control(name, label, "select", default, options=tuple(options), legacy=(f"rg_{name}",))
 
 
-def _number(name: str, label: str, default: float, low: float, high: float, step: float, **extra: Any) -> Control:
-    plain = int(default) if float(default).is_integer() else default  # 50, as the address writes it
+def _number(
+    name: str, label: str, default: float | None, low: float, high: float, step: float, **extra: Any
+) -> Control:
+    plain = default if default is None or not float(default).is_integer() else int(default)  # 50, as URLs write it
     return Control(name, label, "number", plain, low, high, step, legacy=(f"rg_{name}",), **extra)
 
 
@@ -92,6 +94,7 @@ def _formats(formats: dict[str, float]) -> list[tuple[str, str]]:
     return [(key, f"{key} ({size:g} B)") for key, size in formats.items()]
 
 
+BLANK = "blank: the overhead per pass"
 MODEL_OPTIONS = [(key, model.name) for key, model in MODELS.items()]
 DRAFT_OPTIONS = MODEL_OPTIONS + [(key, f"{name} on the target") for key, name in DRAFT_HEADS.items()]
 REGIME_OPTIONS = [(name, name) for name in REGIMES]
@@ -110,8 +113,11 @@ SETUP = (
     ),
     _number("compute_efficiency", "Compute efficiency", DEFAULTS.compute_efficiency, limits.MIN_EFFICIENCY, 1, 0.01),
     _number("overhead_us", "Overhead per pass (µs)", DEFAULTS.step_overhead_us, 0, limits.MAX_OVERHEAD_US, 1),
-    # the draft step's own overhead stays with the pass's on the page ("Overhead per pass" prices both)
-    *(_number(t.name, t.label, t.default, 0, t.high, 1) for t in limits.COST_TERMS if t.default is not None),
+    # a term without a default of its own (the draft step's overhead) is blank until given: the pass's is used
+    *(
+        _number(term.name, term.label, term.default, 0, term.high, 1, help="" if term.default is not None else BLANK)
+        for term in limits.COST_TERMS
+    ),
 )
 FIELDS = tuple(_field_control(group, field) for group, (_, fields) in GROUPS.items() for field in fields)
 SLIDERS = (
@@ -198,14 +204,14 @@ def _rule_text(message: str) -> str:
 
 
 TUNING = ("bandwidth_efficiency", "compute_efficiency", "overhead_us")
-COST_TERM_NAMES = tuple(term.name for term in limits.COST_TERMS if term.default is not None)
+COST_TERM_NAMES = tuple(term.name for term in limits.COST_TERMS)
 
 
 def setup_request(reading: Reading, overrides: dict[str, float | int] | None = None) -> SetupRequest:
     """The setup a page's controls describe (this page's, or /decide's, which takes the same names); the
     efficiencies and overhead a page has no control for stay at the model's defaults."""
     tuning = {name: reading.number(name) for name in TUNING if name in reading.values}
-    terms = {name: reading.number(name) for name in COST_TERM_NAMES if name in reading.values}
+    terms = {name: reading.number(name) for name in COST_TERM_NAMES if reading.values.get(name) is not None}
     defaults = {term.name: term.default for term in limits.COST_TERMS}
     return SetupRequest(
         hw=reading.text("hw"),
@@ -558,7 +564,10 @@ def build(reading: Reading) -> View:
     return {
         "readouts": readouts(sweep, built),
         "fields": fields,
-        "open": {group: any(name.startswith(f"{group}_") for name in edits) for group in GROUPS},
+        "open": {
+            **{group: any(name.startswith(f"{group}_") for name in edits) for group in GROUPS},
+            "cost_terms": any(reading.values.get(name) != BY_NAME[name].default for name in COST_TERM_NAMES),
+        },
         "regime_inputs": {
             side: {
                 "beta": reading.text(f"regime_{side}") == RegimeName.LINEAR.value,
@@ -577,8 +586,17 @@ def build(reading: Reading) -> View:
             "schedule_json": _link("/api/v1/regimes/schedule", schedule_params),
             "table_csv": _link("/api/v1/regimes/table", [*table_params, ("format", "csv")]),
             "table_json": _link("/api/v1/regimes/table", table_params),
+            "fitted_terms": _link("/batch", fitted_terms_params(reading, edits)),
         },
     }
+
+
+def fitted_terms_params(reading: Reading, edits: dict[str, float | int]) -> list[tuple[str, str]]:
+    """This page's state with the efficiencies and overheads fitted to published measurements in place."""
+    fitted = published.published_fit()["terms"]
+    kept = [(name, url_text(value)) for name, value in _changed(reading, CONTROLS) if name not in fitted]
+    kept += [(name, url_text(value)) for name, value in edits.items()]
+    return [*kept, *((name, url_text(value)) for name, value in fitted.items())]
 
 
 PAGE = Page(
