@@ -567,3 +567,10 @@ def test_the_example_report_says_it_is_an_example_and_a_report_of_ones_own_does_
     assert example["calibration"]["engine"]["example"] == opened
     own = engine_metrics.example_report("sglang-server-info", 0.7, 4, cycles=3_000, seed=9)
     assert client.post(VIEW, json={"metrics": own}).json()["calibration"]["engine"]["example"] == ""
+
+
+def test_the_schedule_says_how_good_it_is() -> None:
+    default = view()["schedule"]
+    assert isinstance(default, dict)
+    assert str(default["accuracy"]).startswith("From the roofline's default efficiencies")
+    assert "published" in str(default["accuracy"]) and "fitted terms" in str(default["accuracy"])

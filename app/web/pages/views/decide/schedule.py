@@ -13,7 +13,7 @@ from app.service import plan
 from app.service.decision import (
     MAX_BATCH,
 )
-from app.service.regimes import BuiltSetup, SetupError, build_setup, devices_note
+from app.service.regimes import BuiltSetup, SetupError, accuracy_out, build_setup, devices_note
 from app.web.pages.controls import Control, ControlError, Reading, url_text
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.text import fixed, times
@@ -125,6 +125,7 @@ def schedule_part(made: plan.Plan) -> tuple[dict[str, Any], dict[str, Any]]:
         "fits": fits,
         "max_batch_that_fits": decision.max_batch_that_fits,
         "setup": setup_text(built),
+        "accuracy": accuracy_out(built.setup).summary,
         "table": {"columns": ["Batch sizes", "Best k", "Speedup"], "rows": rows},
     }
     return part, chart
