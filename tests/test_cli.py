@@ -87,6 +87,11 @@ def test_schedule_text_csv_json(capsys: pytest.CaptureFixture[str]) -> None:
         (step["batch_from"], step["k"]) for step in body["steps"]
     ]
     assert f"speculation off from batch {body['off_from_batch']}" in text
+    assert body["accuracy"]["summary"] in text  # how good the schedule is, and the fitted terms to try
+    assert "the fitted terms: --bandwidth-efficiency" in text
+    fitted = text.split("the fitted terms: ", 1)[1].split()
+    code, again, _ = run(capsys, *args, *fitted)
+    assert code == 0 and "given here" in again and "the fitted terms:" not in again
 
 
 @pytest.mark.parametrize(

@@ -672,4 +672,11 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
             f"limit reached: k+ is k_max = {schedule.k_search_max}, the longest draft searched; "
             "a longer draft may do better (raise --k-max)"
         )
+    if schedule.accuracy is not None:
+        terms = " ".join(
+            f"--{name.replace('_', '-')} {value:g}" for name, value in schedule.accuracy.fitted_terms.items()
+        )
+        lines.append(_paint(schedule.accuracy.summary, DIM, color))
+        if schedule.accuracy.source == "defaults" and terms:
+            lines.append(_paint(f"the fitted terms: {terms}", DIM, color))
     return "\n".join(lines) + "\n"
