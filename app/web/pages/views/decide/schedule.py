@@ -125,10 +125,20 @@ def schedule_part(made: plan.Plan) -> tuple[dict[str, Any], dict[str, Any]]:
         "fits": fits,
         "max_batch_that_fits": decision.max_batch_that_fits,
         "setup": setup_text(built),
-        "accuracy": accuracy_out(built.setup).summary,
+        "accuracy": _accuracy_line(built),
         "table": {"columns": ["Batch sizes", "Best k", "Speedup"], "rows": rows},
     }
     return part, chart
+
+
+def _accuracy_line(built: BuiltSetup) -> str:
+    """How good the schedule is, in one line (the whole account is on /batch and in the API's accuracy)."""
+    accuracy = accuracy_out(built.setup)
+    return (
+        f"How good: the roofline's defaults are off by {accuracy.median_error or 0:.0%} at the median on "
+        f"{accuracy.published_points} published measurements; terms fitted to half of them, by "
+        f"{accuracy.fitted_median_error or 0:.0%} on the rest (see /batch)."
+    )
 
 
 def setup_query(reading: Reading) -> str:
