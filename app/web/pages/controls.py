@@ -78,7 +78,8 @@ class Control:
 
     def read(self, raw: str | None, strict: bool) -> tuple[Value | None, str | None]:
         """(value, note): the value for this raw URL text and, when it had to be corrected, why."""
-        if raw is None or not raw.strip():
+        if raw is None or raw == "" or (not raw.strip() and (self.kind == "text" or not strict)):
+            # blank: the default; whitespace alone is blank text, and read strictly a number or choice it is not
             return self.default, None
         if self.kind == "select":
             if raw in {value for value, _ in self.options}:

@@ -65,3 +65,15 @@ def test_legacy_keys_are_read_when_the_new_one_is_missing() -> None:
     )
     assert read_controls([control], {"rg_hw": "b200"}, strict=True)["hw"] == "b200"
     assert read_controls([control], {"rg_hw": "b200", "hw": "h100"}, strict=True)["hw"] == "h100"
+
+
+def test_whitespace_is_blank_on_a_page_and_refused_by_the_strict_view() -> None:
+    from app.web.pages.controls import Control, ControlError
+
+    number = Control("p", "Acceptance p", "range", 0.75, 0.0, 1.0, 0.01)
+    assert number.read("", strict=True) == (0.75, None)
+    assert number.read("\x0c", strict=False) == (0.75, None)
+    with pytest.raises(ControlError, match="Acceptance p must be a number from 0 to 1"):
+        number.read("\x0c", strict=True)
+    text = Control("label", "Label", "text", None, max_length=10)
+    assert text.read("  ", strict=True) == (None, None)
