@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -126,10 +126,4 @@ def fit(points: Sequence[StepPoint], draft_model: bool) -> StepCost:
         values[TERMS[index]] = float(value)
     cost = StepCost(**values, fitted=tuple(TERMS[index] for index in chosen), kept=kept, points=len(points))
     relative = cost.step_ms(batch, tokens) / ms - 1.0
-    return StepCost(
-        **values,
-        fitted=cost.fitted,
-        kept=kept,
-        points=len(points),
-        rms_relative_error=float(math.sqrt(float(np.mean(relative**2)))),
-    )
+    return replace(cost, rms_relative_error=float(math.sqrt(float(np.mean(relative**2)))))

@@ -267,6 +267,8 @@ def _json(response: httpx.Response, what: str) -> Any:
 class Sweep:
     """The servers of one sweep, the workload and the bounds; :meth:`run` measures."""
 
+    cache_prompt = False  # each request evaluates its prompt: one request at a time decodes alone anyway
+
     def __init__(
         self,
         client: httpx.Client,
@@ -294,6 +296,7 @@ class Sweep:
         self.progress = progress
         self.started = time.monotonic()
         self.requests = 0
+        self._lock = threading.Lock()
         self.notes: list[str] = []
 
     # -- the engine's own answers
@@ -309,12 +312,14 @@ class Sweep:
             )
         return parse_metrics(response.text)
 
-    def _slot(self, server: str) -> dict[str, Any]:
+    def _slots(self, server: str) -> list[dict[str, Any]]:
         slots = _json(self.client.get(f"{server}/slots", timeout=10.0), f"{server}/slots (llama-server's slots)")
-        if not isinstance(slots, list) or not slots or not isinstance(slots[0], dict):
+        if not isinstance(slots, list) or not slots or not all(isinstance(slot, dict) for slot in slots):
             raise MeasureClientError(f"{server}/slots: expected a list of slots (is this llama-server?)")
-        slot: dict[str, Any] = slots[0]
-        return slot
+        return slots
+
+    def _slot(self, server: str) -> dict[str, Any]:
+        return self._slots(server)[0]
 
     def _complete(self, server: Server, prompt: str, n_predict: int) -> dict[str, Any]:
         body = {
@@ -322,12 +327,14 @@ class Sweep:
             "n_predict": n_predict,
             "temperature": 0.0,
             "ignore_eos": True,
-            "cache_prompt": False,
+            "cache_prompt": self.cache_prompt,
             "seed": 0,
         }
         budget = min(max(self._remaining(), 1.0), REQUEST_TIMEOUT_CAP_S)
-        result = _json(self.client.post(f"{server.url}/completion", json=body, timeout=budget), f"{server.url}")
-        self.requests += 1
+        response = self.client.post(f"{server.url}/completion", json=body, timeout=budget)
+        with self._lock:  # requests of one batch run on several threads
+            self.requests += 1
+        result = _json(response, f"{server.url}")
         timings = result.get("timings") if isinstance(result, dict) else None
         if not isinstance(timings, dict) or "predicted_n" not in timings or "predicted_ms" not in timings:
             raise MeasureClientError(f"{server.url}/completion: the response has no timings.predicted_n/_ms")
@@ -390,15 +397,12 @@ class Sweep:
 
     def _identify(self, server: Server) -> None:
         """k and the drafter from the engine: /slots' speculative types, /metrics' per-position series."""
-        slots = _json(self.client.get(f"{server.url}/slots", timeout=10.0), f"{server.url}/slots")
         # the slot that ran a request holds its parameters; with several slots it need not be the first
         params: dict[str, Any] = next(
             (
                 slot["params"]
-                for slot in (slots if isinstance(slots, list) else [])
-                if isinstance(slot, dict)
-                and isinstance(slot.get("params"), dict)
-                and "speculative.types" in slot["params"]
+                for slot in self._slots(server.url)
+                if isinstance(slot.get("params"), dict) and "speculative.types" in slot["params"]
             ),
             {},
         )
@@ -433,6 +437,20 @@ class Sweep:
                     f"--k {','.join(map(str, self.expected_k))} does not match the servers ({served}): "
                     "this llama-server takes no per-request draft length, so each k needs a server started with it"
                 )
+
+    def _identify_the_rest(self, servers: list[Server]) -> None:
+        """The k of servers whose warm-up drafted nothing, from their counters once the sweep has run."""
+        for server in servers:
+            if server.k is None:
+                server.counters = self._scrape(server)
+                self._identify(server)
+        unknown = [server.url for server in servers if server.k is None]
+        if unknown:
+            raise MeasureClientError(
+                f"{', '.join(unknown)} drafted nothing, so /metrics has no per-position series to read its draft "
+                "length from (an n-gram lookup on text that does not repeat?)"
+            )
+        self._check_ks(servers)
 
     # -- the sweep
 
@@ -494,17 +512,7 @@ class Sweep:
                 records.append(Record(servers.index(server), repeat, index, generated, ms, delta, draft_ms))
         if self.progress is not None:
             self.progress(done, planned, "done")
-        for server in servers:
-            if server.k is None:
-                server.counters = self._scrape(server)
-                self._identify(server)
-        unknown = [server.url for server in servers if server.k is None]
-        if unknown:
-            raise MeasureClientError(
-                f"{', '.join(unknown)} drafted nothing, so /metrics has no per-position series to read its draft "
-                "length from (an n-gram lookup on text that does not repeat?)"
-            )
-        self._check_ks(servers)
+        self._identify_the_rest(servers)
         if not any(server.requests for server in servers):
             raise MeasureClientError(f"no prompt ran on every server within the bounds ({stopped})")
         for server in servers:
@@ -601,6 +609,8 @@ class SweepOverBatches(Sweep):
     on every server, the order rotated, so slow spells of a shared machine fall on every cell alike.
     """
 
+    cache_prompt = True  # a batch's requests find their prompts in the slots and start decoding together
+
     def __init__(
         self,
         client: httpx.Client,
@@ -618,36 +628,12 @@ class SweepOverBatches(Sweep):
             client, urls, prompts, n_predict, repeats, max_requests, timeout, expected_k=expected_k, progress=progress
         )
         self.batches = sorted(set(batches))
-        self._lock = threading.Lock()
         self.prompt_misses = 0
-
-    def _slots(self, url: str) -> int:
-        slots = _json(self.client.get(f"{url}/slots", timeout=10.0), f"{url}/slots (llama-server's slots)")
-        return len(slots) if isinstance(slots, list) else 0
-
-    def _post(self, server: Server, prompt: str, n_predict: int) -> dict[str, Any]:
-        body = {
-            "prompt": prompt,
-            "n_predict": n_predict,
-            "temperature": 0.0,
-            "ignore_eos": True,
-            "cache_prompt": True,
-            "seed": 0,
-        }
-        budget = min(max(self._remaining(), 1.0), REQUEST_TIMEOUT_CAP_S)
-        response = self.client.post(f"{server.url}/completion", json=body, timeout=budget)
-        with self._lock:
-            self.requests += 1
-        result = _json(response, f"{server.url}")
-        timings = result.get("timings") if isinstance(result, dict) else None
-        if not isinstance(timings, dict) or "predicted_n" not in timings or "predicted_ms" not in timings:
-            raise MeasureClientError(f"{server.url}/completion: the response has no timings.predicted_n/_ms")
-        return timings
 
     def _together(self, server: Server, batch: int, n_predict: int) -> list[dict[str, Any]]:
         prompts = [self.prompts[index % len(self.prompts)] for index in range(batch)]
         with ThreadPoolExecutor(max_workers=batch) as pool:
-            return list(pool.map(lambda prompt: self._post(server, prompt, n_predict), prompts))
+            return list(pool.map(lambda prompt: self._complete(server, prompt, n_predict), prompts))
 
     def _measure(self, server: Server, batch: int) -> tuple[int, float, Counters]:
         before = self._scrape(server)
@@ -669,7 +655,7 @@ class SweepOverBatches(Sweep):
         servers = self._servers()
         largest = self.batches[-1]
         for server in servers:
-            slots = self._slots(server.url)
+            slots = len(self._slots(server.url))
             if slots < largest:
                 raise MeasureClientError(
                     f"{server.url} has {slots} slot{'s' if slots != 1 else ''}, fewer than batch {largest}: start "
@@ -720,17 +706,7 @@ class SweepOverBatches(Sweep):
                 break
         if self.progress is not None:
             self.progress(done, planned, "done")
-        for server in servers:
-            if server.k is None:
-                server.counters = self._scrape(server)
-                self._identify(server)
-        unknown = [server.url for server in servers if server.k is None]
-        if unknown:
-            raise MeasureClientError(
-                f"{', '.join(unknown)} drafted nothing, so /metrics has no speculative counters to read its draft "
-                "length from (an n-gram lookup on text that does not repeat?)"
-            )
-        self._check_ks(servers)
+        self._identify_the_rest(servers)
         if not any(server.k == 0 for server in servers):
             raise MeasureClientError("no server without speculation: k = 0 is the baseline of each batch's speedup")
         if self.prompt_misses:
