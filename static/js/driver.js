@@ -475,6 +475,12 @@ if (form) {
   });
 }
 
+// A chart drawn while its <details> was closed had no width: it takes the width it has once opened.
+document.addEventListener("toggle", (event) => {
+  if (!event.target.open || !window.Plotly) return;
+  for (const chart of event.target.querySelectorAll("[data-figure][data-ready]")) window.Plotly.Plots.resize(chart);
+}, true);
+
 if (document.body.classList.contains("embed")) {
   for (const link of document.querySelectorAll("a[href]")) {
     link.target = "_blank";

@@ -574,3 +574,53 @@ def test_the_schedule_says_how_good_it_is() -> None:
     assert isinstance(default, dict)
     assert str(default["accuracy"]).startswith("How good: the roofline's defaults are off by")
     assert "published measurements" in str(default["accuracy"]) and "terms fitted" in str(default["accuracy"])
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])
+@pytest.mark.parametrize("batch", [1, 16, 64])
+def test_the_verdict_is_the_config_the_engine_runs(client: TestClient, engine: str, batch: int) -> None:
+    """The page opens with one verdict, read from the same plan as the config: its k at the user's batch is the k
+    the engine runs there when it reads the config back, and its schedule names the config's first range."""
+    result = view(f"engine={engine}&regime=roofline&batch={batch}")
+    verdict = result["verdict"]
+    config = api(client, result["links"]["config"])  # type: ignore[index]
+    runs = config["engine_k_by_batch"]
+    assert isinstance(verdict, dict) and isinstance(runs, list)
+    at = min(batch, len(runs))
+    if batch not in config["differs_at"]:  # where the engine can run the schedule exactly (not a single-k engine)
+        assert (f"k = {runs[at - 1]}," if runs[at - 1] else "leave it off") in verdict["speedup"]
+    steps = config["schedule"]["steps"]
+    first = steps[0]
+    assert (
+        verdict["schedule"]
+        .split(": ", 1)[1]
+        .startswith(
+            f"k = {first['k']} at batches {first['batch_from']}–{first['batch_to']}"
+            if first["k"]
+            else f"off at batches {first['batch_from']}–{first['batch_to']}"
+        )
+    )
+
+
+def test_a_reports_model_name_chooses_the_target_or_says_it_differs(client: TestClient) -> None:
+    served = 'model_name="meta-llama/Llama-3.3-70B-Instruct"'
+    scrape = example_scrape(0.7).replace('model_name="target-model"', served)
+    chosen = client.post(VIEW + "?mode=metrics", json={"metrics": scrape}).json()
+    assert chosen["controls"]["model"]["value"] == "dense-70b"
+    assert "Llama-3.3-70B-Instruct" in chosen["verdict"]["target"]
+    assert "model=dense-70b" in chosen["links"]["self"]
+    # the schedule is the 70B's: the same as asking for it
+    asked = client.post(VIEW + "?mode=metrics&model=dense-70b", json={"metrics": scrape}).json()
+    assert chosen["schedule"] == asked["schedule"] and asked["verdict"]["target"] == ""
+    # a target the user chose stays, and the page says the report is another model
+    other = client.post(VIEW + "?mode=metrics&model=dense-8b", json={"metrics": scrape}).json()
+    assert other["controls"]["model"]["value"] == "dense-8b"
+    assert "not the chosen target" in other["verdict"]["target"]
+    # a name that is no preset chooses nothing and says so
+    unknown = client.post(
+        VIEW + "?mode=metrics", json={"metrics": scrape.replace("Llama-3.3-70B-Instruct", "Qwen3-32B")}
+    ).json()
+    assert unknown["controls"]["model"]["value"] == PAGE.defaults()["model"]
+    assert "matches no target preset" in unknown["verdict"]["target"]
+    # the example report's stand-in name says nothing
+    assert view()["verdict"]["target"] == ""  # type: ignore[index]

@@ -22,7 +22,9 @@ from app.web.pages.views.decide.calibrate import (
     recommendation,
 )
 from app.web.pages.views.decide.controls import (
+    ACCEPTANCE,
     BASELINE,
+    BUDGET,
     CONTROLS,
     EXAMPLE_DRAFTS,
     EXAMPLE_K,
@@ -30,19 +32,28 @@ from app.web.pages.views.decide.controls import (
     EXAMPLE_SEED,
     METRICS,
     SOURCE_CONTROLS,
+    TREE_REGIME,
     chosen_cost,
     tree_cost,
 )
 from app.web.pages.views.decide.schedule import config_part, plan_request, schedule_part, setup_query, user_setup
 from app.web.pages.views.decide.sources import sources_part
 from app.web.pages.views.decide.trees import trees_part
+from app.web.pages.views.decide.verdict import acceptance_source, target_from_report, verdict_part
 from app.web.pages.views.decide.watch import watch_part
+
+# The controls folded under "other options" (other draft sources, trees): an address that sets one opens them.
+OTHER_OPTIONS = frozenset(
+    {ACCEPTANCE.name, BUDGET.name, TREE_REGIME.name}
+    | {control.name for controls in SOURCE_CONTROLS.values() for control in controls}
+)
 
 
 def build(reading: Reading) -> View:
     chosen = chosen_cost(reading, reading.number("c"))
     result, calibration_link, engine = calibrate(reading, chosen)
     sources, sources_chart, sources_link = sources_part(reading, chosen.verify)
+    target_note = target_from_report(reading, engine)  # before the setup: a report's model_name may choose it
     built = user_setup(reading)
     query = setup_query(reading)
     profile = tuple(position.rate for position in result.positions)
@@ -60,7 +71,13 @@ def build(reading: Reading) -> View:
     calibrated = calibration_part(reading, result)
     calibrated["engine"] = engine
     calibrated.update(recommendation(decision, reading.integer("batch"), result, chosen))
+    if target_note:
+        engine["notes"] = [target_note, *engine["notes"]]
+    verdict = verdict_part(made, reading.integer("batch"), acceptance_source(made, engine, reading.text("mode")))
+    verdict["target"] = target_note
     return {
+        "verdict": verdict,
+        "other_options": {"open": bool(reading.given & OTHER_OPTIONS)},
         "cost": {"regime": chosen.regime.label, "c": fixed(chosen.c, 3)},
         "calibration": calibrated,
         "sources": sources,
