@@ -108,6 +108,7 @@ PAGE = Page(
     name="decide",
     path="/decide",
     nav="Decide for my server",
+    nav_short="Decide",
     title="From serving metrics to a decision",
     question="What p does my server see, which draft source and k should I run, and do trees pay?",
     template="pages/decide.html",
