@@ -514,6 +514,10 @@ def test_a_url_is_not_fetched_and_the_page_says_so(page: Page, live_server: str,
     expect(message).to_be_visible(timeout=UPDATE_MS)
     expect(message).to_contain_text("does not fetch URLs")
     expect(message).to_contain_text("specdec-lab calibrate --from http://10.0.0.1:8000/metrics")
+    for readout in ("#cal-p", "#cal-best-k", "#cal-best-speedup"):
+        expect(page.locator(readout)).to_have_text("–")
+    expect(page.locator("#verdict-schedule")).to_have_text("No report read yet")
+    expect(page.locator("#verdict-config")).to_be_hidden()
     assert_clean(watch)
 
 

@@ -412,6 +412,11 @@ def test_a_url_is_not_fetched_unless_the_setting_allows_it(client: TestClient) -
     engine = response.json()["calibration"]["engine"]
     assert engine["format"].startswith("the example report, not yours")  # never passed off as the server's
     assert engine["notes"][0].startswith("The numbers below are the example report's, not your server's")
+    # nothing of the example's shows as a result: the big cards and the verdict wait for a report
+    calibrated, verdict = response.json()["calibration"], response.json()["verdict"]
+    assert [calibrated[name] for name in ("p", "best_k", "best_speedup", "observed")] == ["–"] * 4
+    assert verdict["schedule"] == "No report read yet" and verdict["ready"] is False
+    assert view()["verdict"]["ready"] is True  # type: ignore[index]
     refused = client.post(VIEW + "?url=file%3A%2F%2F%2Fetc%2Fpasswd", json={"metrics": ""})
     assert refused.status_code == 422 and refused.json()["detail"][0]["label"] == "Report URL"
 

@@ -49,6 +49,10 @@ OTHER_OPTIONS = frozenset(
 )
 
 
+# The big cards and the verdict while no report has been read (a URL the server may not fetch).
+NO_RESULT = {"p": "–", "best_k": "–", "best_speedup": "–", "observed": "–"}
+
+
 def build(reading: Reading) -> View:
     chosen = chosen_cost(reading, reading.number("c"))
     result, calibration_link, engine = calibrate(reading, chosen)
@@ -75,6 +79,10 @@ def build(reading: Reading) -> View:
         engine["notes"] = [target_note, *engine["notes"]]
     verdict = verdict_part(made, reading.integer("batch"), acceptance_source(made, engine, reading.text("mode")))
     verdict["target"] = target_note
+    if engine["fetch"]:  # no report of the user's was read: nothing of the example's passes for a result
+        calibrated.update(NO_RESULT)
+        verdict.update(schedule="No report read yet", speedup="–")
+    verdict["ready"] = not engine["fetch"]
     return {
         "verdict": verdict,
         "other_options": {"open": bool(reading.given & OTHER_OPTIONS)},
