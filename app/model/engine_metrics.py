@@ -1,11 +1,12 @@
 """What serving engines report about speculative decoding, detected across engines and turned into p with an
 interval.
 
-Each engine's formats live in its adapter (``app/model/engines/<engine>.py``: the names, where they are
-defined, the versions that write them, a reader and a sample writer).  Here every format is reduced to the
-same counts of one class (one model, or one value of a label the user names): verifications (drafts),
-drafted tokens, accepted draft tokens and, where the engine has them, accepted tokens per draft position.
-Those go through the calibration the rest of the product uses (:mod:`app.model.calibration`), and this
+Each engine's formats live in its package (``app/model/engines/<engine>/``: the names, where they are
+defined, the versions that write them and a reader; samples of each are in :mod:`app.testing.engine_reports`).
+Here every format is reduced to the same counts of one class (one model, or one value of a label the user
+names): verifications (drafts), drafted tokens, accepted draft tokens and, where the engine has them, accepted
+tokens per draft position.  Those go through the calibration the rest of the product uses
+(:mod:`app.model.calibration`), and this
 module adds the 95% interval of p.
 """
 
@@ -30,7 +31,6 @@ from app.model.engines.reports import (
     clip,
     fail,
     json_payload,
-    sample_accepted,
 )
 
 INTERVAL_LEVEL = 0.95
@@ -45,7 +45,6 @@ __all__ = [
     "EngineFormatError",
     "Measurement",
     "ReadOptions",
-    "sample_accepted",
 ]
 _fail = fail
 
@@ -351,14 +350,3 @@ def calibrate_report(
         return ReportCalibration(format_name, classes, calibrate_measurement(summed, c, k_max, verify), True)
     top = max(classes, key=lambda item: item.measurement.cycles or 0.0) if len(classes) > 1 else classes[0]
     return ReportCalibration(format_name, classes, top, False)
-
-
-# ---------------------------------------------------------------------------
-# Samples for tests and examples: each format written from seeded i.i.d. acceptance
-
-
-def example_report(format_name: str, p: float, k: int, cycles: int, seed: int, classes: int = 1) -> str:
-    """A report in ``format_name`` after ``cycles`` verifications per class with i.i.d. acceptance p."""
-    if format_name not in REPORT_FORMATS:
-        raise ValueError(f"format must be one of {', '.join(REPORT_FORMATS)}")
-    return REPORT_FORMATS[format_name].example(p, k, cycles, seed, classes)

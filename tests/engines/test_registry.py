@@ -8,6 +8,7 @@ import pytest
 from app.model import engine_metrics, engines
 from app.model.engines import doc
 from app.model.engines.base import EngineAdapter
+from app.testing import engine_reports
 
 REQUIRED = (
     "NAME",
@@ -36,7 +37,9 @@ def test_each_adapter_has_what_the_product_asks_of_it(engine: str) -> None:
         assert version.sources and all(source.repository and source.path for source in version.sources)
     for report in module.REPORTS:
         assert report.engine == engine and set(report.versions) <= set(names)
-        assert engine_metrics.detect_format(report.example(0.7, 3, 300, 1, 1)) == report.name
+        assert (
+            engine_metrics.detect_format(engine_reports.example_report(report.name, 0.7, 3, 300, 1, 1)) == report.name
+        )
     assert set(module.ALIASES.values()) <= set(names)
 
 

@@ -15,6 +15,7 @@ import pytest
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import sglang
 from app.model.engines.base import ConfigRuleError, Exported
+from app.testing import engine_reports
 from tests.engines import suite
 
 NEWEST = engines.version("sglang")
@@ -205,7 +206,7 @@ def test_adaptive_is_ignored_for_standalone_so_one_k_runs() -> None:
 
 
 def test_the_current_gauges_and_verify_counter_recover_p() -> None:
-    text = engine_metrics.example_report("sglang-metrics", 0.8, 4, 5000, seed=2)
+    text = engine_reports.example_report("sglang-metrics", 0.8, 4, 5000, seed=2)
     _, (measurement,) = engine_metrics.read_measurements(text)
     assert measurement.k == 4 and measurement.version == "2026-05" and measurement.cycles == 5000
     calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)

@@ -15,6 +15,7 @@ import pytest
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import vllm
 from app.model.engines.base import ConfigRuleError, Exported
+from app.testing import engine_reports
 from tests.engines import suite
 
 NEWEST = engines.version("vllm")
@@ -196,7 +197,7 @@ def test_a_scrape_from_a_schedule_of_k_4_and_2_recovers_p(seed: int) -> None:
 
 
 def test_the_per_request_report_recovers_p_and_names_its_version() -> None:
-    text = engine_metrics.example_report("vllm-request", 0.75, 5, 4000, seed=4)
+    text = engine_reports.example_report("vllm-request", 0.75, 5, 4000, seed=4)
     assert engine_metrics.detect_format(text) == "vllm-request"
     calibrated = _calibrate(text)
     assert calibrated.measurement.version == "2026-08" and calibrated.measurement.k == 5

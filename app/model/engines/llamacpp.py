@@ -52,8 +52,6 @@ from app.model.engines.reports import (
     has_key,
     number,
     positions_in_order,
-    prometheus_counters,
-    sample_accepted,
 )
 
 NAME = "llamacpp"
@@ -498,78 +496,6 @@ def _read_example(text: str, payload: Any, options: ReadOptions) -> list[Measure
     ]
 
 
-def _example_metrics(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    text = prometheus_counters(
-        "llamacpp:",
-        {
-            "drafts": "spec_decode_num_drafts",
-            "draft_tokens": "spec_decode_num_draft_tokens",
-            "accepted": "spec_decode_num_accepted_tokens",
-            "per_position": "spec_decode_num_accepted_tokens_per_pos",
-        },
-        p,
-        k,
-        cycles,
-        seed,
-        1,
-    )
-    return re.sub(r'\{model_name="model-0",?', "{", text).replace("{}", "")
-
-
-def _example_log(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    draws = sample_accepted(p, k, cycles, seed)
-    lines = [
-        "spec common_specu: adding speculative implementation 'draft-simple'",
-        f"  - n_max={k}, n_min=0, p_min=0.00",
-    ]
-    calls = gen = acc = drafts = acc_drafts = 0
-    for task, start in enumerate(range(0, cycles, 500)):
-        chunk = draws[start : start + 500]
-        got, made = int(chunk.sum()), len(chunk) * k
-        calls += len(chunk)
-        gen += made
-        acc += got
-        drafts += len(chunk)
-        acc_drafts += int((chunk > 0).sum())
-        lines += [
-            f"slot print_timing: id  0 | task {task} | draft acceptance = {got / made:0.5f} ({got:5d} accepted / "
-            f"{made:5d} generated), mean len = {1 + got / len(chunk):5.2f}",
-            f"spec common_specu: statistics     draft-simple: #calls(b,g,a) = {task + 1:4d} {calls:6d} {calls:6d}, "
-            f"#gen drafts = {drafts:6d}, #acc drafts = {acc_drafts:5d}, #gen tokens = {gen:6d}, #acc tokens = {acc:5d}"
-            ", dur(b,g,a) = 0.006, 21.272, 0.010 ms",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _example_speculative(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    draws = sample_accepted(p, k, cycles, seed)
-    return (
-        f"n_draft   = {k}\nn_predict = {int(draws.sum()) + cycles}\nn_drafted = {cycles * k}\n"
-        f"n_accept  = {int(draws.sum())}\naccept    = {100 * draws.sum() / (cycles * k):.3f}%\n"
-    )
-
-
-def _example_timings(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    import json
-
-    draws = sample_accepted(p, k, cycles, seed)
-    responses = []
-    for start in range(0, cycles, 40):
-        chunk = draws[start : start + 40]
-        responses.append(
-            {
-                "content": "...",
-                "timings": {
-                    "predicted_n": int(chunk.sum()) + len(chunk),
-                    "predicted_ms": 100.0,
-                    "draft_n": len(chunk) * k,
-                    "draft_n_accepted": int(chunk.sum()),
-                },
-            }
-        )
-    return json.dumps(responses)
-
-
 REPORTS = (
     ReportFormat(
         "llamacpp-timings",
@@ -578,7 +504,6 @@ REPORTS = (
         ("2026-10",),
         _detect_timings,
         _read_timings,
-        _example_timings,
     ),
     ReportFormat(
         "llamacpp-metrics",
@@ -587,7 +512,6 @@ REPORTS = (
         ("2026-10",),
         _detect_metrics,
         _read_metrics,
-        _example_metrics,
     ),
     ReportFormat(
         "llamacpp-log",
@@ -596,7 +520,6 @@ REPORTS = (
         ("2026-03", "2026-10"),
         _detect_log,
         _read_log,
-        _example_log,
     ),
     ReportFormat(
         "llamacpp-speculative",
@@ -605,7 +528,6 @@ REPORTS = (
         ("2026-03", "2026-10"),
         _detect_example,
         _read_example,
-        _example_speculative,
     ),
 )
 

@@ -495,43 +495,6 @@ def _read_server_info(text: str, payload: Any, options: ReadOptions) -> list[Mea
     return [_versioned(measurement, "2026-05", options)]
 
 
-def _example_metrics(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    from app.model.engines.reports import sample_accepted
-
-    draws = sample_accepted(p, k, cycles, seed)
-    length = 1.0 + float(draws.mean())
-    generated = float(draws.sum() + cycles)
-    return (
-        "# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.\n"
-        "# TYPE sglang:spec_accept_length gauge\n"
-        f'sglang:spec_accept_length{{model_name="target"}} {length!r}\n'
-        "# TYPE sglang:spec_accept_rate gauge\n"
-        f'sglang:spec_accept_rate{{model_name="target"}} {(length - 1) / k!r}\n'
-        "# TYPE sglang:spec_num_steps gauge\n"
-        f'sglang:spec_num_steps{{model_name="target"}} {float(k)}\n'
-        "# TYPE sglang:spec_num_draft_tokens gauge\n"
-        f'sglang:spec_num_draft_tokens{{model_name="target"}} {float(k + 1)}\n'
-        "# TYPE sglang:spec_verify_calls_total counter\n"
-        f'sglang:spec_verify_calls_total{{model_name="target"}} {float(cycles)}\n'
-        "# TYPE sglang:generation_tokens_total counter\n"
-        f'sglang:generation_tokens_total{{model_name="target"}} {generated}\n'
-    )
-
-
-def _example_server_info(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    from app.model.engines.reports import sample_accepted
-
-    length = 1.0 + float(sample_accepted(p, k, cycles, seed).mean())
-    return json.dumps(
-        {
-            "speculative_num_steps": k,
-            "speculative_eagle_topk": 1,
-            "speculative_num_draft_tokens": k + 1,
-            "internal_states": [{"avg_spec_accept_length": length, "last_gen_throughput": 100.0}],
-        }
-    )
-
-
 REPORTS = (
     ReportFormat(
         "sglang-server-info",
@@ -540,7 +503,6 @@ REPORTS = (
         ("2026-03", "2026-05"),
         _detect_server_info,
         _read_server_info,
-        _example_server_info,
     ),
     ReportFormat(
         "sglang-metrics",
@@ -549,7 +511,6 @@ REPORTS = (
         ("2026-03", "2026-05"),
         _detect_metrics,
         _read_metrics,
-        _example_metrics,
     ),
 )
 

@@ -51,8 +51,6 @@ from app.model.engines.reports import (
     has_key,
     integral,
     number,
-    prometheus_counters,
-    sample_accepted,
 )
 
 NAME = "trtllm"
@@ -618,45 +616,6 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
     return measurements
 
 
-def _example_stats(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    draws = sample_accepted(p, k, cycles, seed)
-    batch = 8
-    iterations = []
-    for start in range(0, cycles, batch):
-        chunk = draws[start : start + batch]
-        iterations.append(
-            {
-                "iter": start // batch,
-                "numActiveRequests": len(chunk),
-                "inflightBatchingStats": {"numGenRequests": len(chunk), "numContextRequests": 0},
-                "specDecodingStats": {
-                    "numDraftTokens": len(chunk) * k,
-                    "numAcceptedTokens": int(chunk.sum()),
-                    "numRequestsWithDraftTokens": len(chunk),
-                    "acceptanceLength": 1.0 + float(chunk.mean()),
-                    "iterLatencyMS": 1.0,
-                    "draftOverhead": 0.2,
-                },
-            }
-        )
-    return json.dumps(iterations)
-
-
-def _example_metrics(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    return prometheus_counters(
-        "trtllm_",
-        {"per_position": "spec_decode_accepted_tokens"},
-        p,
-        k,
-        cycles,
-        seed,
-        classes,
-        labels='engine_type="trtllm",',
-        position_label="token_position",
-        per_position_drafted="spec_decode_drafted_tokens",
-    )
-
-
 REPORTS = (
     ReportFormat(
         "trtllm-iteration-stats",
@@ -665,7 +624,6 @@ REPORTS = (
         ("2025-10", "2026-03", "2026-09"),
         _detect_stats,
         _read_stats,
-        _example_stats,
     ),
     ReportFormat(
         "trtllm-metrics",
@@ -674,7 +632,6 @@ REPORTS = (
         ("2026-03", "2026-09"),
         _detect_metrics,
         _read_metrics,
-        _example_metrics,
     ),
 )
 

@@ -48,8 +48,6 @@ from app.model.engines.reports import (
     has_key,
     number,
     positions_in_order,
-    prometheus_counters,
-    sample_accepted,
 )
 
 NAME = "vllm"
@@ -548,66 +546,6 @@ def _read_request(text: str, payload: Any, options: ReadOptions) -> list[Measure
     ]
 
 
-def _example_metrics(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    return prometheus_counters(
-        "vllm:",
-        {
-            "drafts": "spec_decode_num_drafts",
-            "draft_tokens": "spec_decode_num_draft_tokens",
-            "accepted": "spec_decode_num_accepted_tokens",
-            "per_position": "spec_decode_num_accepted_tokens_per_pos",
-        },
-        p,
-        k,
-        cycles,
-        seed,
-        classes,
-        labels='engine="0",',
-        running=("num_requests_running", 8.0),
-    )
-
-
-def _example_metrics_v0(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    import numpy as np
-
-    draws = sample_accepted(p, k, cycles, seed)
-    rng = np.random.default_rng(seed + 99)
-    any_position = int(rng.binomial(cycles * k, p))  # V0 counts every accepted position, prefix or not
-    emitted = int(draws.sum()) + cycles
-    return (
-        f"vllm:spec_decode_num_draft_tokens_total {float(cycles * k)}\n"
-        f"vllm:spec_decode_num_accepted_tokens_total {float(any_position)}\n"
-        f"vllm:spec_decode_num_emitted_tokens_total {float(emitted)}\n"
-        f"vllm:spec_decode_efficiency {emitted / (cycles * (k + 1))!r}\n"
-    )
-
-
-def _example_request(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
-    draws = sample_accepted(p, k, cycles, seed)
-    responses = []
-    for start in range(0, cycles, 50):
-        chunk = draws[start : start + 50]
-        histogram = [int((chunk == j).sum()) for j in range(k + 1)]
-        responses.append(
-            {
-                "id": f"cmpl-{start // 50}",
-                "object": "text_completion",
-                "metrics": {
-                    "speculative_decoding": {
-                        "mean_acceptance_length": 1.0 + float(chunk.mean()),
-                        "draft_acceptance_rate": float(chunk.sum()) / (len(chunk) * k),
-                        "acceptance_histogram": histogram,
-                        "num_spec_steps": len(chunk),
-                        "num_accepted_draft_tokens": int(chunk.sum()),
-                        "num_draft_tokens": len(chunk) * k,
-                        "num_spec_tokens": k,
-                    }
-                },
-            }
-        )
-    return "\n".join(json.dumps(response) for response in responses) + "\n"
-
-
 REPORTS = (
     ReportFormat(
         "vllm-request",
@@ -616,7 +554,6 @@ REPORTS = (
         ("2026-08",),
         _detect_request,
         _read_request,
-        _example_request,
     ),
     ReportFormat(
         "vllm-metrics",
@@ -625,7 +562,6 @@ REPORTS = (
         ("2025-10", "2026-06", "2026-08"),
         _detect_metrics,
         _read_metrics,
-        _example_metrics,
     ),
     ReportFormat(
         "vllm-metrics-v0",
@@ -634,7 +570,6 @@ REPORTS = (
         (),
         _detect_metrics_v0,
         _read_metrics,
-        _example_metrics_v0,
     ),
 )
 
