@@ -1,7 +1,7 @@
 """SGLang's adapter: every export read back as SGLang's ServerArgs and adaptive router read it, its rules held
 to hand-written flags, and its reports recovering a known p.
 
-Rules cite sgl-project/sglang as the adapter names them (``app/model/engines/sglang.py``):
+Rules cite sgl-project/sglang as the adapter names them (``app/model/engines/sglang/``):
 arg_groups/speculative_hook.py @ 004c82e07d87, speculative/adaptive_spec_params.py @ 015c872628e3,
 speculative/adaptive_step_router.py @ a12239f6ac74.
 """
@@ -15,6 +15,7 @@ import pytest
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import sglang
 from app.model.engines.base import ConfigRuleError, Exported
+from app.model.engines.sglang import config_reader
 from app.testing import engine_reports
 from tests.engines import suite
 
@@ -183,8 +184,8 @@ def test_topk_one_forces_draft_tokens_to_steps_plus_one() -> None:
 def test_the_router_pads_a_batch_to_a_captured_graph_before_choosing_its_tier() -> None:
     # adaptive_step_router.py: batch 5 pads to the graph batch 8, whose tier is "8"
     tiers = {1: [5], 8: [2]}
-    assert sglang._tier_step(tiers, [1, 8], [1, 2, 4, 8, 16], 5, 5) == 2
-    assert sglang._tier_step(tiers, [1, 8], [1, 2, 4, 5, 8, 16], 5, 5) == 5
+    assert config_reader._tier_step(tiers, [1, 8], [1, 2, 4, 8, 16], 5, 5) == 2
+    assert config_reader._tier_step(tiers, [1, 8], [1, 2, 4, 5, 8, 16], 5, 5) == 5
 
 
 def test_adaptive_is_ignored_for_standalone_so_one_k_runs() -> None:

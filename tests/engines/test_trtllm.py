@@ -1,7 +1,7 @@
 """TensorRT-LLM's adapter: every export read back as TensorRT-LLM reads it, its rules held to hand-written
 configs, and its reports recovering a known p.
 
-Rules cite NVIDIA/TensorRT-LLM as the adapter names them (``app/model/engines/trtllm.py``):
+Rules cite NVIDIA/TensorRT-LLM as the adapter names them (``app/model/engines/trtllm/``):
 tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (validators), _torch/speculative/utils.py
 get_draft_len_for_batch_size (PR #10860), the Drafter's lookup (PR #8194), PR #18210 (eagle_choices removed).
 """

@@ -1,7 +1,7 @@
 """vLLM's adapter: every export read back as vLLM reads it, vLLM's rules held to hand-written configs, and
 its reports recovering a known p.
 
-Rules cite vllm-project/vllm at the commits the adapter names (``app/model/engines/vllm.py``):
+Rules cite vllm-project/vllm at the commits the adapter names (``app/model/engines/vllm/``):
 speculative.py @ 002e77c1f0ef (SpeculativeConfig), dynamic/utils.py @ a6f6bb1d3c17 (the schedule).
 """
 

@@ -1,7 +1,7 @@
 """The toolkit every engine's report readers share: one class's counts (:class:`Measurement`), errors that
 say what is wrong, and parsers for the shapes engines write (Prometheus text, JSON and JSON Lines).
 
-The readers themselves live in each engine's adapter (``app/model/engines/<engine>.py``); detection and
+The readers themselves live in each engine's package (``app/model/engines/<engine>/reports.py``); detection and
 calibration across engines in :mod:`app.model.engine_metrics`.
 """
 
