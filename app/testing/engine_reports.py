@@ -24,6 +24,20 @@ def sample_accepted(p: float, k: int, cycles: int, seed: int) -> np.ndarray:
     return np.minimum(rng.geometric(1.0 - p, size=cycles) - 1, k)
 
 
+# vLLM's V1 spec-decode counters, whose names llama-server took over (with its own prefix)
+SPEC_DECODE_COUNTERS = {
+    "drafts": "spec_decode_num_drafts",
+    "draft_tokens": "spec_decode_num_draft_tokens",
+    "accepted": "spec_decode_num_accepted_tokens",
+    "per_position": "spec_decode_num_accepted_tokens_per_pos",
+}
+
+
+def per_request(draws: np.ndarray, size: int) -> list[np.ndarray]:
+    """The verifications split into requests (or iterations) of ``size`` each, the last one shorter."""
+    return [draws[start : start + size] for start in range(0, len(draws), size)]
+
+
 def prometheus_counters(
     prefix: str,
     stems: dict[str, str],
@@ -74,12 +88,7 @@ def prometheus_counters(
 def vllm_metrics(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
     return prometheus_counters(
         "vllm:",
-        {
-            "drafts": "spec_decode_num_drafts",
-            "draft_tokens": "spec_decode_num_draft_tokens",
-            "accepted": "spec_decode_num_accepted_tokens",
-            "per_position": "spec_decode_num_accepted_tokens_per_pos",
-        },
+        SPEC_DECODE_COUNTERS,
         p,
         k,
         cycles,
@@ -106,12 +115,11 @@ def vllm_metrics_v0(p: float, k: int, cycles: int, seed: int, classes: int) -> s
 def vllm_request(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
     draws = sample_accepted(p, k, cycles, seed)
     responses = []
-    for start in range(0, cycles, 50):
-        chunk = draws[start : start + 50]
+    for index, chunk in enumerate(per_request(draws, 50)):
         histogram = [int((chunk == j).sum()) for j in range(k + 1)]
         responses.append(
             {
-                "id": f"cmpl-{start // 50}",
+                "id": f"cmpl-{index}",
                 "object": "text_completion",
                 "metrics": {
                     "speculative_decoding": {
@@ -166,11 +174,10 @@ def trtllm_iteration_stats(p: float, k: int, cycles: int, seed: int, classes: in
     draws = sample_accepted(p, k, cycles, seed)
     batch = 8
     iterations = []
-    for start in range(0, cycles, batch):
-        chunk = draws[start : start + batch]
+    for index, chunk in enumerate(per_request(draws, batch)):
         iterations.append(
             {
-                "iter": start // batch,
+                "iter": index,
                 "numActiveRequests": len(chunk),
                 "inflightBatchingStats": {"numGenRequests": len(chunk), "numContextRequests": 0},
                 "specDecodingStats": {
@@ -204,12 +211,7 @@ def trtllm_metrics(p: float, k: int, cycles: int, seed: int, classes: int) -> st
 def llamacpp_metrics(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
     text = prometheus_counters(
         "llamacpp:",
-        {
-            "drafts": "spec_decode_num_drafts",
-            "draft_tokens": "spec_decode_num_draft_tokens",
-            "accepted": "spec_decode_num_accepted_tokens",
-            "per_position": "spec_decode_num_accepted_tokens_per_pos",
-        },
+        SPEC_DECODE_COUNTERS,
         p,
         k,
         cycles,
@@ -226,8 +228,7 @@ def llamacpp_log(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
         f"  - n_max={k}, n_min=0, p_min=0.00",
     ]
     calls = gen = acc = drafts = acc_drafts = 0
-    for task, start in enumerate(range(0, cycles, 500)):
-        chunk = draws[start : start + 500]
+    for task, chunk in enumerate(per_request(draws, 500)):
         got, made = int(chunk.sum()), len(chunk) * k
         calls += len(chunk)
         gen += made
@@ -255,8 +256,7 @@ def llamacpp_speculative(p: float, k: int, cycles: int, seed: int, classes: int)
 def llamacpp_timings(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
     draws = sample_accepted(p, k, cycles, seed)
     responses = []
-    for start in range(0, cycles, 40):
-        chunk = draws[start : start + 40]
+    for chunk in per_request(draws, 40):
         responses.append(
             {
                 "content": "...",

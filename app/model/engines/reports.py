@@ -201,6 +201,16 @@ def groups(text: str, names: PrometheusNames, label: str) -> tuple[dict[str, Gro
     return found, total_running
 
 
+def found_groups(
+    text: str, names: PrometheusNames, label: str, none_found: str
+) -> tuple[dict[str, Group], float | None]:
+    """As :func:`groups`; an UNRELATED error saying ``none_found`` when the text has none of the engine's series."""
+    found, running = groups(text, names, label)
+    if not found:
+        raise fail(ErrorKind.UNRELATED, none_found)
+    return found, running
+
+
 def positions_in_order(counts: dict[int, float], what: str) -> tuple[float, ...]:
     """Per-position counts as a tuple 0..k-1; a 422 when positions are missing in between."""
     if counts and sorted(counts) != list(range(len(counts))):

@@ -21,36 +21,24 @@ Versions, named by the month of the change that set their format:
 
 llama.cpp takes one draft length for every batch (parallel slots), so the config carries the schedule's
 k at the batch the user names.
-
-The package holds one module per concept: ``versions`` (and their capabilities), ``methods`` (the
-drafters), ``config_writer`` and ``config_reader`` (its config as the engine reads it), ``reports`` (report
-readers), ``counters`` (the series rules and the watch are built from); this module exposes what
-:class:`app.model.engines.base.EngineAdapter` asks for.
 """
 
 from __future__ import annotations
 
-from app.model.engines.llamacpp.config_reader import draft_length, parse_flags, read_config
-from app.model.engines.llamacpp.config_writer import write_config
-from app.model.engines.llamacpp.counters import HOW_TO_APPLY, RULES_METRICS
-from app.model.engines.llamacpp.methods import METHODS, PLACEHOLDER_MODEL, WRITTEN_TYPES, choose_method
-from app.model.engines.llamacpp.reports import REPORTS
-from app.model.engines.llamacpp.versions import ALIASES, NAME, TITLE, VERSIONS
-
-__all__ = [
-    "ALIASES",
-    "HOW_TO_APPLY",
-    "METHODS",
-    "NAME",
-    "PLACEHOLDER_MODEL",
-    "REPORTS",
-    "RULES_METRICS",
-    "TITLE",
-    "VERSIONS",
-    "WRITTEN_TYPES",
-    "choose_method",
-    "draft_length",
-    "parse_flags",
-    "read_config",
-    "write_config",
-]
+from app.model.engines.llamacpp.config_reader import draft_length as draft_length
+from app.model.engines.llamacpp.config_reader import parse_flags as parse_flags
+from app.model.engines.llamacpp.config_reader import read_config as read_config
+from app.model.engines.llamacpp.config_writer import TREE as TREE
+from app.model.engines.llamacpp.config_writer import write_config as write_config
+from app.model.engines.llamacpp.counters import HOW_TO_APPLY as HOW_TO_APPLY
+from app.model.engines.llamacpp.counters import RULES_METRICS as RULES_METRICS
+from app.model.engines.llamacpp.methods import METHODS as METHODS
+from app.model.engines.llamacpp.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
+from app.model.engines.llamacpp.methods import WRITTEN_TYPES as WRITTEN_TYPES
+from app.model.engines.llamacpp.methods import choose_method as choose_method
+from app.model.engines.llamacpp.reports import REPORTS as REPORTS
+from app.model.engines.llamacpp.step_times import STEP_TIMES as STEP_TIMES
+from app.model.engines.llamacpp.versions import ALIASES as ALIASES
+from app.model.engines.llamacpp.versions import NAME as NAME
+from app.model.engines.llamacpp.versions import TITLE as TITLE
+from app.model.engines.llamacpp.versions import VERSIONS as VERSIONS

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from app.model.engines.base import (
-    ConfigRuleError,
-    EngineVersion,
-    Exported,
-)
+from app.model.engines import base
+from app.model.engines.base import ConfigRuleError
 from app.model.engines.llamacpp.methods import SPEC_TYPES
 from app.model.engines.llamacpp.versions import ARG_CPP, ARG_CPP_2025, SPEC_FLAGS, SPECULATIVE_CPP
 
@@ -42,7 +39,7 @@ _VALUED_OLD = {"-md", "--model-draft", "--draft-max", "--draft", "--draft-n", "-
 }
 
 
-def parse_flags(flags: Sequence[str], version: EngineVersion) -> dict[str, str]:
+def parse_flags(flags: Sequence[str], version: base.EngineVersion) -> dict[str, str]:
     """The speculative flags as llama-server's common/arg.cpp takes them; a ConfigRuleError where it exits."""
     where = (ARG_CPP if version.can(SPEC_FLAGS) else ARG_CPP_2025).cite()
     valued = _VALUED if version.can(SPEC_FLAGS) else _VALUED_OLD
@@ -81,7 +78,7 @@ def _count(parsed: Mapping[str, str], names: Sequence[str], default: int, where:
     return default
 
 
-def draft_length(flags: Sequence[str], version: EngineVersion) -> int:
+def draft_length(flags: Sequence[str], version: base.EngineVersion) -> int:
     """The most tokens llama-server drafts per step with these flags (0: it does not speculate)."""
     where = (ARG_CPP if version.can(SPEC_FLAGS) else ARG_CPP_2025).cite()
     parsed = parse_flags(flags, version)
@@ -107,5 +104,5 @@ def draft_length(flags: Sequence[str], version: EngineVersion) -> int:
     return _count(parsed, ("--spec-ngram-simple-size-m",), 48, where)
 
 
-def read_config(exported: Exported, version: EngineVersion, batch_limit: int) -> list[int]:
+def read_config(exported: base.Exported, version: base.EngineVersion, batch_limit: int) -> list[int]:
     return [draft_length(exported.flags, version)] * batch_limit

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.model.engines.base import (
-    ConfigRequest,
-    EngineVersion,
-    Exported,
-    describe_batches,
-    differences,
-    quoted,
-)
+from app.model.engines import base
 from app.model.engines.llamacpp.methods import PLACEHOLDER_MODEL, spec_type
 from app.model.engines.llamacpp.versions import SPEC_FLAGS
 
@@ -21,15 +14,18 @@ DEFAULT_P_MIN = 0.0  # common_params_speculative_draft.p_min in common/common.h 
 OLD_DEFAULT_P_MIN = 0.75
 
 
-def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
+TREE = None  # llama.cpp drafts chains only
+
+
+def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> base.Exported:
     best = list(request.best_k)
     limit = request.batch_limit
     if not best or limit < 1:
-        return Exported(None, [], "", ["nothing fits: llama-server cannot run this setup"])
+        return base.Exported(None, [], "", ["nothing fits: llama-server cannot run this setup"])
     batch = min(request.batch, limit)
     k = best[batch - 1]
     if k == 0:
-        return Exported(
+        return base.Exported(
             None, [], "", [f"k = 0 at batch {batch}: run llama-server without speculation"], runs=tuple([0] * limit)
         )
     kind = spec_type(request.method, request.draft_path)
@@ -66,10 +62,10 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
     flags += ["--parallel", str(batch)]
     config["--parallel"] = batch
     runs = [k] * limit
-    differ = differences(best, runs)
+    differ = base.differences(best, runs)
     if differ:
         notes.append(
-            f"llama-server runs k = {k} also at batches {describe_batches(differ)}, where the schedule differs"
+            f"llama-server runs k = {k} also at batches {base.describe_batches(differ)}, where the schedule differs"
         )
-    text = "llama-server -m TARGET.gguf " + " ".join(quoted(flags))
-    return Exported(config, flags, text, notes, runs=tuple(runs), differs_at=differ, placeholders=placeholders)
+    text = "llama-server -m TARGET.gguf " + " ".join(base.quoted(flags))
+    return base.Exported(config, flags, text, notes, runs=tuple(runs), differs_at=differ, placeholders=placeholders)

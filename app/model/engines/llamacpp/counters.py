@@ -3,9 +3,7 @@ off-schedule alert tells an operator to do."""
 
 from __future__ import annotations
 
-from app.model.engines.base import (
-    RulesMetrics,
-)
+from app.model.engines import base
 
 HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
     "llama.cpp runs one k at every batch: restart llama-server with the flags specdec-lab config --engine "
@@ -15,14 +13,14 @@ HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
 
 
 RULES_METRICS = {
-    "2026-03": RulesMetrics(
+    "2026-03": base.RulesMetrics(
         running="llamacpp:requests_processing",
         scrape_format="llamacpp-metrics",
         missing="llama.cpp 2026-03 reports speculation only in its log: llamacpp:spec_decode_num_drafts_total, "
         "llamacpp:spec_decode_num_accepted_tokens_total and llamacpp:spec_decode_num_accepted_tokens_per_pos_total "
         "came with PR #22397 (2026-10, build b11312)",
     ),
-    "2026-10": RulesMetrics(
+    "2026-10": base.RulesMetrics(
         running="llamacpp:requests_processing",
         scrape_format="llamacpp-metrics",
         drafts="llamacpp:spec_decode_num_drafts_total",

@@ -6,22 +6,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from app.model.engines import reports
+from app.model.engines.llamacpp.statistics import has_statistics, last_statistics
 from app.model.engines.llamacpp.versions import NAME
-from app.model.engines.reports import (
-    ErrorKind,
-    Measurement,
-    PrometheusNames,
-    ReadOptions,
-    ReportFormat,
-    counter_measurement,
-    fail,
-    groups,
-    has_key,
-    number,
-    positions_in_order,
-)
+from app.model.engines.reports import ErrorKind, fail
 
-PROMETHEUS = PrometheusNames(
+PROMETHEUS = reports.PrometheusNames(
     prefix="llamacpp",
     running="requests_processing",
     counters=("spec_decode_num_drafts", "spec_decode_num_draft_tokens", "spec_decode_num_accepted_tokens"),
@@ -31,13 +21,6 @@ PROMETHEUS = PrometheusNames(
 ACCEPTANCE_LINE = re.compile(
     r"draft acceptance(?P<old> rate)?\s*=\s*[0-9.]+%?\s*\(\s*(?P<accepted>\d+)\s*accepted\s*/\s*"
     r"(?P<generated>\d+)\s*generated\s*\)(?:,\s*mean len\s*=\s*(?P<length>[0-9.]+))?"
-)
-
-
-STATISTICS_LINE = re.compile(
-    r"statistics\s+(?P<kind>[\w-]+)\s*:\s*#calls(?:\(b,g,a\))?\s*=\s*(?P<b>\d+)(?:\s+(?P<g>\d+)\s+(?P<a>\d+))?,\s*"
-    r"#gen drafts\s*=\s*(?P<drafts>\d+),\s*#acc drafts\s*=\s*(?P<acc_drafts>\d+),\s*"
-    r"#gen tokens\s*=\s*(?P<tokens>\d+),\s*#acc tokens\s*=\s*(?P<acc_tokens>\d+)"
 )
 
 
@@ -51,10 +34,10 @@ def _detect_metrics(text: str, payload: Any) -> bool:
     return payload is None and re.search(r"(?m)^llamacpp:spec_decode_", text) is not None
 
 
-def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
-    found, running = groups(text, PROMETHEUS, options.label)
-    if not found:
-        raise fail(ErrorKind.UNRELATED, "llama.cpp: no llamacpp:spec_decode_* series")
+def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    found, running = reports.found_groups(
+        text, PROMETHEUS, options.label, "llama.cpp: no llamacpp:spec_decode_* series"
+    )
     group = found.get("") or next(iter(found.values()))
     sums = group.sums
     missing = [stem for stem in PROMETHEUS.counters if stem not in sums]
@@ -63,7 +46,7 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
             ErrorKind.MISSING_COUNTER,
             f"llama.cpp: missing {', '.join(f'llamacpp:{stem}_total' for stem in missing)} (build b11312 or later)",
         )
-    per_position = positions_in_order(
+    per_position = reports.positions_in_order(
         group.positions.get("spec_decode_num_accepted_tokens_per_pos", {}), "llama.cpp per-position counters"
     )
     notes = ["k = the number of positions /metrics reports: the configured --spec-draft-n-max (or the n-gram maximum)"]
@@ -73,7 +56,7 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
             "(--spec-draft-n-max)"
         ]
     return [
-        counter_measurement(
+        reports.counter_measurement(
             NAME,
             "llamacpp-metrics",
             None,
@@ -91,14 +74,12 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
 
 
 def _detect_log(text: str, payload: Any) -> bool:
-    return payload is None and (ACCEPTANCE_LINE.search(text) is not None or STATISTICS_LINE.search(text) is not None)
+    return payload is None and (ACCEPTANCE_LINE.search(text) is not None or has_statistics(text))
 
 
-def _read_log(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
+def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     """Per-request acceptance lines (summed) or the cumulative statistics lines (the last of each type)."""
-    statistics: dict[str, re.Match[str]] = {}
-    for match in STATISTICS_LINE.finditer(text):
-        statistics[match["kind"]] = match  # cumulative since the server started: the last line holds the total
+    statistics = last_statistics(text)  # cumulative since the server started: the last line holds the total
     lines = list(ACCEPTANCE_LINE.finditer(text))
     notes: list[str] = []
     k, source = options.k, "given (--spec-draft-n-max)"
@@ -108,11 +89,10 @@ def _read_log(text: str, payload: Any, options: ReadOptions) -> list[Measurement
             k, source = int(configured[-1]), "n_max in the log's speculative start-up line"
     version = "2026-03" if lines and all(line["old"] for line in lines) else "2026-10"
     cycles: float | None
-    if statistics and all(m["a"] is not None for m in statistics.values()):
-        accepted = float(sum(int(m["acc_tokens"]) for m in statistics.values()))
-        generated = float(sum(int(m["tokens"]) for m in statistics.values()))
-        calls = [m["a"] for m in statistics.values()]
-        cycles = float(sum(int(a) for a in calls)) if all(a is not None for a in calls) else None
+    if statistics and all(line.accept_calls is not None for line in statistics.values()):
+        accepted = float(sum(line.accepted_tokens for line in statistics.values()))
+        generated = float(sum(line.tokens for line in statistics.values()))
+        cycles = float(sum(line.accept_calls or 0 for line in statistics.values()))
         notes.append(
             f"statistics lines are cumulative since the server started: the last line of each type "
             f"({', '.join(sorted(statistics))}) is the total"
@@ -154,7 +134,7 @@ def _read_log(text: str, payload: Any, options: ReadOptions) -> list[Measurement
     elif lines and not statistics:
         cycles = max(cycles, generated / k)  # a draft holds at most k tokens
     return [
-        Measurement(
+        reports.Measurement(
             engine=NAME,
             format="llamacpp-log",
             label=None,
@@ -171,10 +151,10 @@ def _read_log(text: str, payload: Any, options: ReadOptions) -> list[Measurement
 
 
 def _detect_timings(text: str, payload: Any) -> bool:
-    return payload is not None and has_key(payload, ("draft_n_accepted",))
+    return payload is not None and reports.has_key(payload, ("draft_n_accepted",))
 
 
-def _read_timings(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
+def _read_timings(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     items = payload if isinstance(payload, list) else [payload]
     drafted = accepted = 0.0
     count = 0
@@ -182,8 +162,8 @@ def _read_timings(text: str, payload: Any, options: ReadOptions) -> list[Measure
         timings = item.get("timings", item) if isinstance(item, Mapping) else None
         if not isinstance(timings, Mapping) or "draft_n" not in timings:
             continue
-        drafted += number(timings["draft_n"], f"response {index} timings.draft_n")
-        accepted += number(timings.get("draft_n_accepted", 0), f"response {index} timings.draft_n_accepted")
+        drafted += reports.number(timings["draft_n"], f"response {index} timings.draft_n")
+        accepted += reports.number(timings.get("draft_n_accepted", 0), f"response {index} timings.draft_n_accepted")
         count += 1
     if count == 0 or drafted <= 0:
         raise fail(ErrorKind.ZERO_DRAFTS, "llama.cpp: no response with timings.draft_n > 0")
@@ -193,7 +173,7 @@ def _read_timings(text: str, payload: Any, options: ReadOptions) -> list[Measure
             "llama.cpp timings give drafted and accepted tokens but not the draft length: give k (--spec-draft-n-max)",
         )
     return [
-        Measurement(
+        reports.Measurement(
             engine=NAME,
             format="llamacpp-timings",
             label=None,
@@ -217,7 +197,7 @@ def _detect_example(text: str, payload: Any) -> bool:
     return payload is None and found
 
 
-def _read_example(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
+def _read_example(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     found = {name: pattern.findall(text) for name, pattern in EXAMPLE.items()}
     drafted, accepted = float(found["n_drafted"][-1]), float(found["n_accept"][-1])
     k, source = options.k, "given"
@@ -230,7 +210,7 @@ def _read_example(text: str, payload: Any, options: ReadOptions) -> list[Measure
     if accepted > drafted:
         raise fail(ErrorKind.INCONSISTENT, f"n_accept ({accepted:g}) exceeds n_drafted ({drafted:g})")
     return [
-        Measurement(
+        reports.Measurement(
             engine=NAME,
             format="llamacpp-speculative",
             label=None,
@@ -246,7 +226,7 @@ def _read_example(text: str, payload: Any, options: ReadOptions) -> list[Measure
 
 
 REPORTS = (
-    ReportFormat(
+    reports.ReportFormat(
         "llamacpp-timings",
         NAME,
         "llama.cpp responses' timings JSON: draft_n and draft_n_accepted",
@@ -254,7 +234,7 @@ REPORTS = (
         _detect_timings,
         _read_timings,
     ),
-    ReportFormat(
+    reports.ReportFormat(
         "llamacpp-metrics",
         NAME,
         "llama.cpp /metrics (Prometheus text): llamacpp:spec_decode_* counters per position",
@@ -262,7 +242,7 @@ REPORTS = (
         _detect_metrics,
         _read_metrics,
     ),
-    ReportFormat(
+    reports.ReportFormat(
         "llamacpp-log",
         NAME,
         "llama.cpp server log: draft acceptance lines, statistics lines",
@@ -270,7 +250,7 @@ REPORTS = (
         _detect_log,
         _read_log,
     ),
-    ReportFormat(
+    reports.ReportFormat(
         "llamacpp-speculative",
         NAME,
         "llama.cpp speculative example summary: n_draft, n_drafted, n_accept",

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from app.model.engines.base import (
-    EngineVersion,
-    Source,
-)
+from app.model.engines import base
 
 NAME = "llamacpp"
 
@@ -19,28 +16,30 @@ REPOSITORY = "ggml-org/llama.cpp"
 B11312 = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 
 
-ARG_CPP_2025 = Source(
+ARG_CPP_2025 = base.Source(
     REPOSITORY, "common/arg.cpp", "145b6280d6aa1890e22457143dad0badb3fd6820", "--draft-max, --draft-min, --draft-p-min"
 )
 
 
-ARG_CPP = Source(REPOSITORY, "common/arg.cpp", B11312, "--spec-type, --spec-draft-n-max/-n-min/-p-min, removed flags")
+ARG_CPP = base.Source(
+    REPOSITORY, "common/arg.cpp", B11312, "--spec-type, --spec-draft-n-max/-n-min/-p-min, removed flags"
+)
 
 
-COMMON_H = Source(REPOSITORY, "common/common.h", B11312, "common_params_speculative defaults: n_max 3, p_min 0.0")
+COMMON_H = base.Source(REPOSITORY, "common/common.h", B11312, "common_params_speculative defaults: n_max 3, p_min 0.0")
 
 
-SPECULATIVE_CPP = Source(
+SPECULATIVE_CPP = base.Source(
     REPOSITORY, "common/speculative.cpp", B11312, "spec types; statistics line (cumulative since start)"
 )
 
 
-SERVER_CONTEXT = Source(
+SERVER_CONTEXT = base.Source(
     REPOSITORY, "tools/server/server-context.cpp", B11312, "draft acceptance line with mean len; spec counters"
 )
 
 
-SERVER_TASK = Source(REPOSITORY, "tools/server/server-task.cpp", B11312, "/metrics: llamacpp:spec_decode_*")
+SERVER_TASK = base.Source(REPOSITORY, "tools/server/server-task.cpp", B11312, "/metrics: llamacpp:spec_decode_*")
 
 
 # Capabilities, set once per version below.
@@ -48,14 +47,14 @@ SPEC_FLAGS = "--spec-type and --spec-draft-* flags"  # PR #22397: the spec param
 
 
 VERSIONS = (
-    EngineVersion(
+    base.EngineVersion(
         "2026-03",
         "2026-03",
         "before PR #22397: --draft-max/--draft-min/--draft-p-min (p_min 0.75); a draft model alone speculates",
         (ARG_CPP_2025,),
         "the older flags",
     ),
-    EngineVersion(
+    base.EngineVersion(
         "2026-10",
         "2026-10",
         "PR #22397 spec params refactor (--spec-type, --spec-draft-n-max); build b11312 (llama-cpp-python 0.3.36)",

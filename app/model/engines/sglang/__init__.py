@@ -13,38 +13,26 @@ Versions, named by the month of the change that set their format:
 
 The adaptive schedule runs only for EAGLE, EAGLE3 and NEXTN with topk 1; for a separate draft model
 (STANDALONE) SGLang falls back to one draft length, so that is what is written for it.
-
-The package holds one module per concept: ``versions`` (and their capabilities), ``methods`` (the
-drafters), ``config_writer`` and ``config_reader`` (its config as the engine reads it), ``reports`` (report
-readers), ``counters`` (the series rules and the watch are built from); this module exposes what
-:class:`app.model.engines.base.EngineAdapter` asks for.
 """
 
 from __future__ import annotations
 
-from app.model.engines.sglang.config_reader import graph_batches, read_config
-from app.model.engines.sglang.config_writer import shell_line, write_config
-from app.model.engines.sglang.counters import HOW_TO_APPLY, RULES_METRICS
-from app.model.engines.sglang.methods import ALGORITHMS, METHOD_ALIAS, METHODS, PLACEHOLDER_MODEL, choose_method
-from app.model.engines.sglang.reports import REPORTS, k_from_rate
-from app.model.engines.sglang.versions import ALIASES, NAME, TITLE, VERSIONS
-
-__all__ = [
-    "ALGORITHMS",
-    "ALIASES",
-    "HOW_TO_APPLY",
-    "METHODS",
-    "METHOD_ALIAS",
-    "NAME",
-    "PLACEHOLDER_MODEL",
-    "REPORTS",
-    "RULES_METRICS",
-    "TITLE",
-    "VERSIONS",
-    "choose_method",
-    "graph_batches",
-    "k_from_rate",
-    "read_config",
-    "shell_line",
-    "write_config",
-]
+from app.model.engines.sglang.config_reader import graph_batches as graph_batches
+from app.model.engines.sglang.config_reader import read_config as read_config
+from app.model.engines.sglang.config_writer import TREE as TREE
+from app.model.engines.sglang.config_writer import shell_line as shell_line
+from app.model.engines.sglang.config_writer import write_config as write_config
+from app.model.engines.sglang.counters import HOW_TO_APPLY as HOW_TO_APPLY
+from app.model.engines.sglang.counters import RULES_METRICS as RULES_METRICS
+from app.model.engines.sglang.methods import ALGORITHMS as ALGORITHMS
+from app.model.engines.sglang.methods import METHOD_ALIAS as METHOD_ALIAS
+from app.model.engines.sglang.methods import METHODS as METHODS
+from app.model.engines.sglang.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
+from app.model.engines.sglang.methods import choose_method as choose_method
+from app.model.engines.sglang.reports import REPORTS as REPORTS
+from app.model.engines.sglang.reports import k_from_rate as k_from_rate
+from app.model.engines.sglang.step_times import STEP_TIMES as STEP_TIMES
+from app.model.engines.sglang.versions import ALIASES as ALIASES
+from app.model.engines.sglang.versions import NAME as NAME
+from app.model.engines.sglang.versions import TITLE as TITLE
+from app.model.engines.sglang.versions import VERSIONS as VERSIONS

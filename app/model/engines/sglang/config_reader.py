@@ -9,11 +9,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.model.engines.base import (
-    ConfigRuleError,
-    EngineVersion,
-    Exported,
-)
+from app.model.engines import base
+from app.model.engines.base import ConfigRuleError
 from app.model.engines.sglang.methods import ALGORITHMS, NEEDS_DRAFT
 from app.model.engines.sglang.versions import ADAPTIVE_PARAMS, ADAPTIVE_TIERS, SPEC_FIELDS, SPEC_HOOK
 
@@ -64,7 +61,7 @@ def _parse(flags: Sequence[str]) -> dict[str, Any]:
     return parsed
 
 
-def read_config(exported: Exported, version: EngineVersion, batch_limit: int) -> list[int]:
+def read_config(exported: base.Exported, version: base.EngineVersion, batch_limit: int) -> list[int]:
     """Read the flags (and the adaptive file) as SGLang's ServerArgs does; the steps run at each batch."""
     where = SPEC_HOOK.cite()
     flags = _parse(exported.flags)

@@ -7,15 +7,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from app.model.engines.base import (
-    ConfigRequest,
-    EngineVersion,
-    Exported,
-    describe_batches,
-    differences,
-    quoted,
-    runs_of,
-)
+from app.model.engines import base
 from app.model.engines.sglang.config_reader import graph_batches
 from app.model.engines.sglang.methods import ADAPTIVE_ALGORITHMS, NEEDS_DRAFT, PLACEHOLDER_MODEL, algorithm_name
 from app.model.engines.sglang.versions import ADAPTIVE_TIERS
@@ -26,14 +18,17 @@ ADAPTIVE_FILE = "adaptive.json"
 LAUNCH = "python -m sglang.launch_server --model-path TARGET_MODEL"
 
 
-def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
+TREE = None  # SGLang builds its trees at run time (--speculative-eagle-topk): no static tree
+
+
+def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> base.Exported:
     best = list(request.best_k)
     limit = request.batch_limit
     algorithm = algorithm_name(request.method, request.draft_path)
     notes: list[str] = []
     placeholders: tuple[str, ...] = ()
     if not best or max(best) == 0:
-        return Exported(None, [], "", ["no k pays at any batch that fits: launch SGLang without speculation"])
+        return base.Exported(None, [], "", ["no k pays at any batch that fits: launch SGLang without speculation"])
     draft = request.draft_path
     if draft is None and algorithm in NEEDS_DRAFT:
         draft, placeholders = PLACEHOLDER_MODEL, (PLACEHOLDER_MODEL,)
@@ -50,7 +45,7 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
         runs = [draft_tokens - 1] * limit
         adaptive = None
     elif version.can(ADAPTIVE_TIERS) and algorithm in ADAPTIVE_ALGORITHMS and len(set(best)) > 1:
-        tiers = runs_of(best)
+        tiers = base.runs_of(best)
         adaptive = {str(first): {"candidate_steps": [k]} for first, _last, k in tiers}
         steps, topk, draft_tokens = max(best), 1, max(best) + 1  # a slot starts at its own single candidate
         runs = best
@@ -95,7 +90,7 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
         flags += ["--speculative-draft-model-path", draft]
         config["speculative_draft_model_path"] = draft
     if adaptive is not None:
-        tier_ends = [last for _first, last, _k in runs_of(best)]
+        tier_ends = [last for _first, last, _k in base.runs_of(best)]
         graphs = graph_batches(limit, tier_ends)
         flags += ["--speculative-adaptive", "--speculative-adaptive-config", ADAPTIVE_FILE]
         flags += ["--cuda-graph-bs", *map(str, graphs)]
@@ -105,13 +100,13 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
     flags += ["--max-running-requests", str(limit)]
     config["max_running_requests"] = limit
     notes.append(f"--max-running-requests {limit}: the largest batch whose weights and KV caches fit")
-    differ = differences(best, runs) if request.tree is None else ()
+    differ = base.differences(best, runs) if request.tree is None else ()
     if differ:
-        notes.append(f"SGLang runs another k than the schedule at batches {describe_batches(differ)}")
-    text = LAUNCH + " " + " ".join(quoted(flags))
+        notes.append(f"SGLang runs another k than the schedule at batches {base.describe_batches(differ)}")
+    text = LAUNCH + " " + " ".join(base.quoted(flags))
     if files:
         text = f"# {ADAPTIVE_FILE}\n{files[ADAPTIVE_FILE]}\n{text}"
-    return Exported(config, flags, text, notes, files, tuple(runs), differ, placeholders)
+    return base.Exported(config, flags, text, notes, files, tuple(runs), differ, placeholders)
 
 
 def shell_line(flags: Sequence[str]) -> str:

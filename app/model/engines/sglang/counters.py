@@ -3,9 +3,7 @@ off-schedule alert tells an operator to do."""
 
 from __future__ import annotations
 
-from app.model.engines.base import (
-    RulesMetrics,
-)
+from app.model.engines import base
 
 HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
     "give SGLang the flags specdec-lab config --engine sglang writes (the adaptive config per batch tier, "
@@ -20,7 +18,7 @@ _GAUGES_LOSE = (
 
 
 RULES_METRICS = {
-    "2026-03": RulesMetrics(
+    "2026-03": base.RulesMetrics(
         running="sglang:num_running_reqs",
         scrape_format="sglang-metrics",
         accept_length="sglang:spec_accept_length",
@@ -34,7 +32,7 @@ RULES_METRICS = {
             "no gauge of the k running: the schedule check cannot be made (SGLang 2026-05 has sglang:spec_num_steps)",
         ),
     ),
-    "2026-05": RulesMetrics(
+    "2026-05": base.RulesMetrics(
         running="sglang:num_running_reqs",
         scrape_format="sglang-metrics",
         verify_calls="sglang:spec_verify_calls_total",

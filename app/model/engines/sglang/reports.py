@@ -9,32 +9,21 @@ from typing import Any
 
 import numpy as np
 
-from app.model.engines.reports import (
-    ErrorKind,
-    Measurement,
-    PrometheusNames,
-    ReadOptions,
-    ReportFormat,
-    fail,
-    groups,
-    integral,
-    mean_only,
-    samples,
-    stem_of,
-)
+from app.model.engines import reports
+from app.model.engines.reports import ErrorKind, fail
 from app.model.engines.sglang.versions import NAME
 
-PROMETHEUS = PrometheusNames(prefix="sglang", running="num_running_reqs", counters=("spec_verify_calls",))
+PROMETHEUS = reports.PrometheusNames(prefix="sglang", running="num_running_reqs", counters=("spec_verify_calls",))
 
 
 def k_from_rate(length: float, rate: float) -> tuple[int | None, str]:
     """k from accept length and accept rate: (L - 1) / k since PR #23530, L / (k + 1) before."""
     if rate <= 0 or length <= 1:
         return None, ""
-    current = integral((length - 1.0) / rate)
+    current = reports.integral((length - 1.0) / rate)
     if current is not None:
         return current, "sglang:spec_accept_rate read as (accept length - 1) / k (SGLang 2026-05)"
-    older = integral(length / rate - 1.0)
+    older = reports.integral(length / rate - 1.0)
     if older is not None:
         return older, "sglang:spec_accept_rate read as accept length / (k + 1) (SGLang 2026-03)"
     return None, ""
@@ -44,13 +33,13 @@ def _detect_metrics(text: str, payload: Any) -> bool:
     return payload is None and re.search(r"(?m)^sglang[:_]spec_(accept_|num_steps|verify_calls)", text) is not None
 
 
-def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
-    found, running = groups(text, PROMETHEUS, options.label)
-    if not found:
-        raise fail(ErrorKind.UNRELATED, "SGLang: no sglang:spec_* series: is speculative decoding enabled?")
+def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    found, running = reports.found_groups(
+        text, PROMETHEUS, options.label, "SGLang: no sglang:spec_* series: is speculative decoding enabled?"
+    )
     generated: dict[str, float] = {}
-    for name, labels, value in samples(text):
-        if stem_of(name, "sglang") == "generation_tokens" and math.isfinite(value):
+    for name, labels, value in reports.samples(text):
+        if reports.stem_of(name, "sglang") == "generation_tokens" and math.isfinite(value):
             key = labels.get(options.label, "")
             generated[key] = generated.get(key, 0.0) + value
     measurements = []
@@ -95,12 +84,12 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
                 "verifications estimated as sglang:generation_tokens_total / accept length (the gauge covers the last "
                 "logging interval, the counter the whole run): the interval is approximate"
             )
-        measurement = mean_only(NAME, "sglang-metrics", key or None, length, k, source, cycles, running, notes)
+        measurement = reports.mean_only(NAME, "sglang-metrics", key or None, length, k, source, cycles, running, notes)
         measurements.append(_versioned(measurement, version, options))
     return measurements
 
 
-def _versioned(measurement: Measurement, version: str, options: ReadOptions) -> Measurement:
+def _versioned(measurement: reports.Measurement, version: str, options: reports.ReadOptions) -> reports.Measurement:
     from dataclasses import replace
 
     return replace(measurement, version=version, draft_lengths=options.draft_lengths)
@@ -112,7 +101,7 @@ def _detect_server_info(text: str, payload: Any) -> bool:
     return payload is not None and has_key(payload, ("avg_spec_accept_length", "internal_states"))
 
 
-def _read_server_info(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
+def _read_server_info(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     info = payload[0] if isinstance(payload, list) and payload else payload
     if not isinstance(info, Mapping):
         raise fail(ErrorKind.UNPARSEABLE, "SGLang /server_info must be a JSON object")
@@ -148,14 +137,14 @@ def _read_server_info(text: str, payload: Any, options: ReadOptions) -> list[Mea
             "speculative_adaptive: steps vary by batch tier; the top-level speculative_num_steps is the startup "
             "value (give draft_lengths for the tiers)"
         )
-    measurement = mean_only(
+    measurement = reports.mean_only(
         NAME, "sglang-server-info", None, float(np.mean(lengths)), k, source, options.cycles, None, notes
     )
     return [_versioned(measurement, "2026-05", options)]
 
 
 REPORTS = (
-    ReportFormat(
+    reports.ReportFormat(
         "sglang-server-info",
         NAME,
         "SGLang /server_info JSON: avg_spec_accept_length in internal_states",
@@ -163,7 +152,7 @@ REPORTS = (
         _detect_server_info,
         _read_server_info,
     ),
-    ReportFormat(
+    reports.ReportFormat(
         "sglang-metrics",
         NAME,
         "SGLang /metrics (Prometheus text): spec_accept_length, spec_num_steps gauges, spec_verify_calls_total",

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from app.model.engines.base import (
-    EngineVersion,
-    Source,
-)
+from app.model.engines import base
 
 NAME = "sglang"
 
@@ -16,7 +13,7 @@ TITLE = "SGLang"
 REPOSITORY = "sgl-project/sglang"
 
 
-SPEC_FIELDS = Source(
+SPEC_FIELDS = base.Source(
     REPOSITORY,
     "python/sglang/srt/arg_groups/fields/spec.py",
     "015c872628e328b530880bcf95ae91222604b225",
@@ -24,7 +21,7 @@ SPEC_FIELDS = Source(
 )
 
 
-SPEC_HOOK = Source(
+SPEC_HOOK = base.Source(
     REPOSITORY,
     "python/sglang/srt/arg_groups/speculative_hook.py",
     "004c82e07d876f6e4a0ad6e15325706b0f478f1a",
@@ -32,7 +29,7 @@ SPEC_HOOK = Source(
 )
 
 
-ADAPTIVE_PARAMS = Source(
+ADAPTIVE_PARAMS = base.Source(
     REPOSITORY,
     "python/sglang/srt/speculative/adaptive_spec_params.py",
     "015c872628e328b530880bcf95ae91222604b225",
@@ -40,7 +37,7 @@ ADAPTIVE_PARAMS = Source(
 )
 
 
-ADAPTIVE_ROUTER = Source(
+ADAPTIVE_ROUTER = base.Source(
     REPOSITORY,
     "python/sglang/srt/speculative/adaptive_step_router.py",
     "a12239f6ac74d804d169ee5d3cfed3c49fa7162c",
@@ -48,7 +45,7 @@ ADAPTIVE_ROUTER = Source(
 )
 
 
-METRICS = Source(
+METRICS = base.Source(
     REPOSITORY,
     "python/sglang/srt/observability/metrics_collector.py",
     "016d8605e45876180312e29d6988e1de06562472",
@@ -56,7 +53,7 @@ METRICS = Source(
 )
 
 
-SERVER_ARGS_2026_03 = Source(
+SERVER_ARGS_2026_03 = base.Source(
     REPOSITORY, "python/sglang/srt/server_args.py", "PR #21599", "flags; flat adaptive config (superseded)"
 )
 
@@ -66,14 +63,14 @@ ADAPTIVE_TIERS = "adaptive per-batch tiers"  # PR #24055: --speculative-adaptive
 
 
 VERSIONS = (
-    EngineVersion(
+    base.EngineVersion(
         "2026-03",
         "2026-03",
         "static --speculative-* flags; accept rate = length / draft tokens",
         (SERVER_ARGS_2026_03, SPEC_HOOK),
         "one draft length for every batch",
     ),
-    EngineVersion(
+    base.EngineVersion(
         "2026-05",
         "2026-05",
         "PR #24055 adaptive config per batch-size tier; PR #23530 drafts-only accept rate; PR #25689 "

@@ -13,35 +13,23 @@ Versions, named by the month of the change that set their format:
 - ``2026-09``: PR #18210 removed ``eagle_choices`` (no static tree); PR #18721 the two-model path.
 
 Every config class is a StrictBaseModel: unknown keys are refused.
-
-The package holds one module per concept: ``versions`` (and their capabilities), ``methods`` (the
-drafters), ``config_writer`` and ``config_reader`` (its config as the engine reads it), ``reports`` (report
-readers), ``counters`` (the series rules and the watch are built from); this module exposes what
-:class:`app.model.engines.base.EngineAdapter` asks for.
 """
 
 from __future__ import annotations
 
-from app.model.engines.trtllm.config_reader import read_config
-from app.model.engines.trtllm.config_writer import write_config
-from app.model.engines.trtllm.counters import HOW_TO_APPLY, RULES_METRICS
-from app.model.engines.trtllm.methods import DECODING_TYPES, METHOD_ALIAS, METHODS, PLACEHOLDER_MODEL, choose_method
-from app.model.engines.trtllm.reports import REPORTS
-from app.model.engines.trtllm.versions import ALIASES, NAME, TITLE, VERSIONS
-
-__all__ = [
-    "ALIASES",
-    "DECODING_TYPES",
-    "HOW_TO_APPLY",
-    "METHODS",
-    "METHOD_ALIAS",
-    "NAME",
-    "PLACEHOLDER_MODEL",
-    "REPORTS",
-    "RULES_METRICS",
-    "TITLE",
-    "VERSIONS",
-    "choose_method",
-    "read_config",
-    "write_config",
-]
+from app.model.engines.trtllm.config_reader import read_config as read_config
+from app.model.engines.trtllm.config_writer import TREE as TREE
+from app.model.engines.trtllm.config_writer import write_config as write_config
+from app.model.engines.trtllm.counters import HOW_TO_APPLY as HOW_TO_APPLY
+from app.model.engines.trtllm.counters import RULES_METRICS as RULES_METRICS
+from app.model.engines.trtllm.methods import DECODING_TYPES as DECODING_TYPES
+from app.model.engines.trtllm.methods import METHOD_ALIAS as METHOD_ALIAS
+from app.model.engines.trtllm.methods import METHODS as METHODS
+from app.model.engines.trtllm.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
+from app.model.engines.trtllm.methods import choose_method as choose_method
+from app.model.engines.trtllm.reports import REPORTS as REPORTS
+from app.model.engines.trtllm.step_times import STEP_TIMES as STEP_TIMES
+from app.model.engines.trtllm.versions import ALIASES as ALIASES
+from app.model.engines.trtllm.versions import NAME as NAME
+from app.model.engines.trtllm.versions import TITLE as TITLE
+from app.model.engines.trtllm.versions import VERSIONS as VERSIONS

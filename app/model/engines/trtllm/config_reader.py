@@ -10,11 +10,8 @@ from typing import Any
 
 import yaml
 
-from app.model.engines.base import (
-    ConfigRuleError,
-    EngineVersion,
-    Exported,
-)
+from app.model.engines import base
+from app.model.engines.base import ConfigRuleError
 from app.model.engines.trtllm.methods import DECODING_TYPES, DRAFTER_TYPES, NEEDS_MODEL
 from app.model.engines.trtllm.versions import LATE_FIRST_KEY, LLM_ARGS, LLM_ARGS_2025, STATIC_TREES, UPPER_BOUND_KEYS
 
@@ -73,7 +70,7 @@ CLASS_FIELDS: dict[str, frozenset[str]] = {
 TOP_LEVEL = frozenset({"speculative_config", "max_batch_size"})
 
 
-def read_config(exported: Exported, version: EngineVersion, batch_limit: int) -> list[int]:
+def read_config(exported: base.Exported, version: base.EngineVersion, batch_limit: int) -> list[int]:
     """Read the YAML as TensorRT-LLM's LLM API does; the k of each batch 1..batch_limit."""
     where = LLM_ARGS.cite()
     document = yaml.safe_load(exported.text)
@@ -125,7 +122,7 @@ def read_config(exported: Exported, version: EngineVersion, batch_limit: int) ->
     return [lookup(checked, batch) for batch in range(1, batch_limit + 1)]
 
 
-def _check_schedule(schedule: Any, max_draft: int, version: EngineVersion) -> dict[int, int]:
+def _check_schedule(schedule: Any, max_draft: int, version: base.EngineVersion) -> dict[int, int]:
     where = (LLM_ARGS if version.can(UPPER_BOUND_KEYS) else LLM_ARGS_2025).cite()
     if not isinstance(schedule, Mapping) or not schedule:
         raise ConfigRuleError("draft_len_schedule must be a non-empty mapping", where)
@@ -162,7 +159,7 @@ def _from_key_lookup(schedule: dict[int, int], batch: int) -> int:
     return schedule[keys[index]] if index >= 0 else 0
 
 
-def _check_tree(config: Mapping[str, Any], version: EngineVersion, where: str) -> None:
+def _check_tree(config: Mapping[str, Any], version: base.EngineVersion, where: str) -> None:
     choices = config.get("eagle_choices")
     dynamic = config.get("use_dynamic_tree", False)
     max_draft = config.get("max_draft_len")

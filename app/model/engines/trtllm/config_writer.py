@@ -6,26 +6,20 @@ from typing import Any
 
 import yaml
 
-from app.model.engines.base import (
-    ConfigRequest,
-    EngineVersion,
-    Exported,
-    describe_batches,
-    differences,
-    runs_of,
-    tree_paths,
-)
+from app.model.engines import base
 from app.model.engines.trtllm.methods import DRAFTER_TYPES, NEEDS_MODEL, PLACEHOLDER_MODEL, decoding_type
 from app.model.engines.trtllm.versions import LATE_FIRST_KEY, STATIC_TREES, UPPER_BOUND_KEYS
 
+TREE = base.TreeFormat(STATIC_TREES, lambda paths: paths)  # eagle_choices: the paths as they are (a list of lists)
 
-def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
+
+def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> base.Exported:
     """extra_llm_api_options YAML: speculative_config with the schedule in this version's key meaning."""
     best = list(request.best_k)
     kind = decoding_type(request.method)
     limit = request.batch_limit
     if not best or max(best) == 0:
-        return Exported(None, [], "", ["no k pays at any batch that fits: leave speculative_config out"])
+        return base.Exported(None, [], "", ["no k pays at any batch that fits: leave speculative_config out"])
     notes: list[str] = []
     placeholders: tuple[str, ...] = ()
     config: dict[str, Any] = {"decoding_type": kind}
@@ -43,7 +37,9 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
     else:
         schedule, runs, why = (_from_keys if old_lookup else _upper_keys)(best)
     if not schedule:
-        return Exported(None, [], "", [why], runs=tuple([0] * limit), differs_at=differences(best, [0] * limit))
+        return base.Exported(
+            None, [], "", [why], runs=tuple([0] * limit), differs_at=base.differences(best, [0] * limit)
+        )
     config["max_draft_len"] = schedule[min(schedule)]
     config["draft_len_schedule"] = schedule
     if why:
@@ -54,12 +50,12 @@ def write_config(request: ConfigRequest, version: EngineVersion) -> Exported:
         else "a key is the last batch of its range; batches above the last key run without speculation"
     )
     notes.append(f"draft_len_schedule for {version.name}: {meaning}")
-    differ = differences(best, runs)
+    differ = base.differences(best, runs)
     if differ:
-        notes.append(f"TensorRT-LLM runs another k than the schedule at batches {describe_batches(differ)}")
+        notes.append(f"TensorRT-LLM runs another k than the schedule at batches {base.describe_batches(differ)}")
     document = {"max_batch_size": limit, "speculative_config": config}
     notes.append(f"max_batch_size {limit}: the largest batch whose weights and KV caches fit")
-    return Exported(
+    return base.Exported(
         document,
         [],
         _yaml(document),
@@ -79,11 +75,11 @@ def _upper_keys(best: list[int]) -> tuple[dict[int, int], list[int], str]:
             {},
             [0] * len(best),
             "speculation loses at batch 1 and pays at batches "
-            f"{describe_batches(paying)}; TensorRT-LLM's schedule must give its first range max_draft_len > 0, "
+            f"{base.describe_batches(paying)}; TensorRT-LLM's schedule must give its first range max_draft_len > 0, "
             "so it cannot turn speculation on above a batch where it is off: the closest config leaves it off",
         )
     clipped = [min(k, first) for k in best]
-    schedule = {last: k for _first, last, k in runs_of(clipped)}
+    schedule = {last: k for _first, last, k in base.runs_of(clipped)}
     why = ""
     if clipped != best:
         why = f"k above {first} at larger batches clipped: no value of draft_len_schedule may exceed max_draft_len"
@@ -96,7 +92,7 @@ def _from_keys(best: list[int]) -> tuple[dict[int, int], list[int], str]:
     start = on[0]
     first = best[start - 1]
     clipped = [0 if batch < start else min(k, first) for batch, k in enumerate(best, start=1)]
-    schedule = {first_batch: k for first_batch, _last, k in runs_of(clipped) if first_batch >= start}
+    schedule = {first_batch: k for first_batch, _last, k in base.runs_of(clipped) if first_batch >= start}
     notes = []
     if clipped != best:
         notes.append(f"k above {first} clipped: no value of draft_len_schedule may exceed max_draft_len")
@@ -104,12 +100,12 @@ def _from_keys(best: list[int]) -> tuple[dict[int, int], list[int], str]:
 
 
 def _tree_config(
-    request: ConfigRequest,
-    version: EngineVersion,
+    request: base.ConfigRequest,
+    version: base.EngineVersion,
     config: dict[str, Any],
     notes: list[str],
     placeholders: tuple[str, ...],
-) -> Exported:
+) -> base.Exported:
     tree = request.tree
     assert tree is not None
     kind = config["decoding_type"] if config["decoding_type"] in ("Eagle3", "MTP") else "Eagle3"
@@ -119,7 +115,7 @@ def _tree_config(
     if kind == "Eagle3" and "speculative_model" not in config:
         config["speculative_model"] = PLACEHOLDER_MODEL
         placeholders = (PLACEHOLDER_MODEL,)
-    paths = tree_paths(tree)
+    paths = base.tree_paths(tree)
     width = max(tree.ranks)
     if not version.can(STATIC_TREES):
         config["max_draft_len"] = tree.depth
@@ -133,10 +129,10 @@ def _tree_config(
     else:
         config["max_draft_len"] = tree.depth
         config["max_total_draft_tokens"] = len(paths)
-        config["eagle_choices"] = paths
+        config[TREE.key] = TREE.write(paths)
         notes.append("eagle_choices: a static tree, each node the 0-based ranks of the choices from the root")
     document = {"max_batch_size": request.batch_limit, "speculative_config": config}
-    return Exported(document, [], _yaml(document), notes, placeholders=placeholders)
+    return base.Exported(document, [], _yaml(document), notes, placeholders=placeholders)
 
 
 def _yaml(document: dict[str, Any]) -> str:

@@ -3,9 +3,7 @@ off-schedule alert tells an operator to do."""
 
 from __future__ import annotations
 
-from app.model.engines.base import (
-    RulesMetrics,
-)
+from app.model.engines import base
 
 HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
     "set draft_len_schedule in speculative_config to the schedule (specdec-lab config --engine trtllm writes it)"
@@ -13,7 +11,7 @@ HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
 
 
 RULES_METRICS = {
-    "2025-10": RulesMetrics(
+    "2025-10": base.RulesMetrics(
         running="trtllm_num_requests_running",
         scrape_format="trtllm-metrics",
         missing="TensorRT-LLM 2025-10 exports no spec-decode series to Prometheus: "
@@ -21,7 +19,7 @@ RULES_METRICS = {
         "came with PR #12545 and PR #12636 (2026-03); read its iteration statistics with calibrate instead",
     ),
     **{
-        name: RulesMetrics(
+        name: base.RulesMetrics(
             running="trtllm_num_requests_running",
             scrape_format="trtllm-metrics",
             per_position="trtllm_spec_decode_accepted_tokens_total",

@@ -10,22 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from app.model.engines.reports import (
-    ErrorKind,
-    Measurement,
-    PrometheusNames,
-    ReadOptions,
-    ReportFormat,
-    counter_measurement,
-    fail,
-    groups,
-    has_key,
-    integral,
-    number,
-)
+from app.model.engines import reports
+from app.model.engines.reports import ErrorKind, fail
 from app.model.engines.trtllm.versions import NAME
 
-PROMETHEUS = PrometheusNames(
+PROMETHEUS = reports.PrometheusNames(
     prefix="trtllm",
     running="num_requests_running",
     position_label="token_position",
@@ -69,10 +58,12 @@ def _iterations(payload: Any) -> list[Mapping[str, Any]]:
 
 
 def _detect_stats(text: str, payload: Any) -> bool:
-    return payload is not None and has_key(payload, ("specDecodingStats", "spec_decoding_stats", "specdec_stats"))
+    return payload is not None and reports.has_key(
+        payload, ("specDecodingStats", "spec_decoding_stats", "specdec_stats")
+    )
 
 
-def _read_stats(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
+def _read_stats(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     drafted = accepted = requests = 0.0
     batches = []
     inconsistent = used = 0
@@ -87,7 +78,7 @@ def _read_stats(text: str, payload: Any, options: ReadOptions) -> list[Measureme
                 raise fail(
                     ErrorKind.MISSING_COUNTER, f"TensorRT-LLM: iteration {index}: specDecodingStats has no {names[0]}"
                 )
-            values[key] = None if raw is None else number(raw, f"iteration {index} {names[0]}")
+            values[key] = None if raw is None else reports.number(raw, f"iteration {index} {names[0]}")
         if not values["drafted"]:
             continue
         drafted_here, accepted_here, requests_here = values["drafted"], values["accepted"], values["requests"]
@@ -120,13 +111,13 @@ def _read_stats(text: str, payload: Any, options: ReadOptions) -> list[Measureme
         notes.append(f"{inconsistent} iterations report an acceptanceLength other than 1 + accepted / requests")
     k, source = options.k, "given"
     if k is None:
-        k = integral(drafted / requests, 1e-6)
+        k = reports.integral(drafted / requests, 1e-6)
         source = "numDraftTokens / numRequestsWithDraftTokens"
         if k is None:
             k = math.ceil(drafted / requests)
             source = "rounded up from numDraftTokens / numRequestsWithDraftTokens (drafts of varying length)"
     return [
-        Measurement(
+        reports.Measurement(
             engine=NAME,
             format="trtllm-iteration-stats",
             label=None,
@@ -147,15 +138,15 @@ def _detect_metrics(text: str, payload: Any) -> bool:
     return payload is None and re.search(r"(?m)^trtllm[:_]spec_decode_", text) is not None
 
 
-def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
+def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     """Per token position: drafted_tokens{token_position} and accepted_tokens{token_position} (PR #12636).
 
     Position 0's drafted count is the number of drafts (every draft has a first token), so these give the
     drafts, the draft tokens, and accepted tokens per position; the iteration counters alone have no drafts.
     """
-    found, running = groups(text, PROMETHEUS, options.label)
-    if not found:
-        raise fail(ErrorKind.UNRELATED, "TensorRT-LLM: no trtllm_spec_decode_* series")
+    found, running = reports.found_groups(
+        text, PROMETHEUS, options.label, "TensorRT-LLM: no trtllm_spec_decode_* series"
+    )
     measurements = []
     for key, group in sorted(found.items()):
         drafted = group.positions.get("spec_decode_drafted_tokens", {})
@@ -179,7 +170,7 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
             reached = [*drafted_at, 0.0]
             lengths = tuple(i for i in range(1, width + 1) if reached[i - 1] - reached[i] > 0)
         measurements.append(
-            counter_measurement(
+            reports.counter_measurement(
                 NAME,
                 "trtllm-metrics",
                 key or None,
@@ -187,7 +178,7 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
                 float(sum(drafted_at)),
                 float(sum(accepted_at)),
                 tuple(accepted_at),
-                ReadOptions(options.k, options.label, options.cycles, lengths),
+                reports.ReadOptions(options.k, options.label, options.cycles, lengths),
                 batch=running,
                 series=len(group.series),
                 version="2026-03",
@@ -198,7 +189,7 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
 
 
 REPORTS = (
-    ReportFormat(
+    reports.ReportFormat(
         "trtllm-iteration-stats",
         NAME,
         "TensorRT-LLM iteration statistics JSON: specDecodingStats per iteration",
@@ -206,7 +197,7 @@ REPORTS = (
         _detect_stats,
         _read_stats,
     ),
-    ReportFormat(
+    reports.ReportFormat(
         "trtllm-metrics",
         NAME,
         "TensorRT-LLM /prometheus/metrics: trtllm_spec_decode_* counters per token_position",

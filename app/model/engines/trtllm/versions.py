@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from app.model.engines.base import (
-    EngineVersion,
-    Source,
-)
+from app.model.engines import base
 
 NAME = "trtllm"
 
@@ -16,7 +13,7 @@ TITLE = "TensorRT-LLM"
 REPOSITORY = "NVIDIA/TensorRT-LLM"
 
 
-LLM_ARGS = Source(
+LLM_ARGS = base.Source(
     REPOSITORY,
     "tensorrt_llm/llmapi/llm_args.py",
     "0004396720054fd8e205cbf616f21f0b57c6b412",
@@ -24,7 +21,7 @@ LLM_ARGS = Source(
 )
 
 
-LLM_ARGS_2025 = Source(
+LLM_ARGS_2025 = base.Source(
     REPOSITORY,
     "tensorrt_llm/llmapi/llm_args.py",
     "PR #8194",
@@ -32,7 +29,7 @@ LLM_ARGS_2025 = Source(
 )
 
 
-SPEC_UTILS = Source(
+SPEC_UTILS = base.Source(
     REPOSITORY,
     "tensorrt_llm/_torch/speculative/utils.py",
     "PR #10860",
@@ -40,7 +37,7 @@ SPEC_UTILS = Source(
 )
 
 
-DRAFTER = Source(
+DRAFTER = base.Source(
     REPOSITORY,
     "tensorrt_llm/_torch/speculative/drafter.py",
     "PR #8194",
@@ -48,7 +45,7 @@ DRAFTER = Source(
 )
 
 
-COLLECTOR = Source(
+COLLECTOR = base.Source(
     REPOSITORY,
     "tensorrt_llm/metrics/collector.py",
     "050f80de",
@@ -56,7 +53,7 @@ COLLECTOR = Source(
 )
 
 
-EAGLE_CHOICES_REMOVED = Source(
+EAGLE_CHOICES_REMOVED = base.Source(
     REPOSITORY, "tensorrt_llm/llmapi/llm_args.py", "PR #18210", "eagle_choices removed; dynamic tree only"
 )
 
@@ -72,7 +69,7 @@ STATIC_TREES = "eagle_choices"  # static trees; removed by PR #18210 (dynamic tr
 
 
 VERSIONS = (
-    EngineVersion(
+    base.EngineVersion(
         "2025-10",
         "2025-10",
         "PR #8194 draft_len_schedule (a key holds from that batch on; key 1 required); eagle_choices",
@@ -80,7 +77,7 @@ VERSIONS = (
         "schedule keys are the first batch of each range",
         capabilities=frozenset({STATIC_TREES}),
     ),
-    EngineVersion(
+    base.EngineVersion(
         "2026-03",
         "2026-03",
         "PR #10860 keys are inclusive upper bounds on the one-model path, 0 above the last; max_concurrency "
@@ -89,7 +86,7 @@ VERSIONS = (
         "schedule keys are the last batch of each range",
         capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY, STATIC_TREES}),
     ),
-    EngineVersion(
+    base.EngineVersion(
         "2026-09",
         "2026-09",
         "PR #18210 eagle_choices removed (dynamic trees only); PR #18721 two-model path removed",

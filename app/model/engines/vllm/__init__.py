@@ -12,34 +12,22 @@ Versions are named by the month of the change that set their format (a release f
   ``--per-request-spec-decode-metrics summary|detailed`` (PR #48915, in 0.29).
 
 The config reader below follows vLLM's own reading of each key; each rule names the file it comes from.
-
-The package holds one module per concept: ``versions`` (and their capabilities), ``methods`` (the
-drafters), ``config_writer`` and ``config_reader`` (its config as the engine reads it), ``reports`` (report
-readers), ``counters`` (the series rules and the watch are built from); this module exposes what
-:class:`app.model.engines.base.EngineAdapter` asks for.
 """
 
 from __future__ import annotations
 
-from app.model.engines.vllm.config_reader import read_config
-from app.model.engines.vllm.config_writer import write_config
-from app.model.engines.vllm.counters import HOW_TO_APPLY, RULES_METRICS
-from app.model.engines.vllm.methods import METHODS, PLACEHOLDER_MODEL, choose_method, method_name
-from app.model.engines.vllm.reports import REPORTS
-from app.model.engines.vllm.versions import ALIASES, NAME, TITLE, VERSIONS
-
-__all__ = [
-    "ALIASES",
-    "HOW_TO_APPLY",
-    "METHODS",
-    "NAME",
-    "PLACEHOLDER_MODEL",
-    "REPORTS",
-    "RULES_METRICS",
-    "TITLE",
-    "VERSIONS",
-    "choose_method",
-    "method_name",
-    "read_config",
-    "write_config",
-]
+from app.model.engines.vllm.config_reader import read_config as read_config
+from app.model.engines.vllm.config_writer import TREE as TREE
+from app.model.engines.vllm.config_writer import write_config as write_config
+from app.model.engines.vllm.counters import HOW_TO_APPLY as HOW_TO_APPLY
+from app.model.engines.vllm.counters import RULES_METRICS as RULES_METRICS
+from app.model.engines.vllm.methods import METHODS as METHODS
+from app.model.engines.vllm.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
+from app.model.engines.vllm.methods import choose_method as choose_method
+from app.model.engines.vllm.methods import method_name as method_name
+from app.model.engines.vllm.reports import REPORTS as REPORTS
+from app.model.engines.vllm.step_times import STEP_TIMES as STEP_TIMES
+from app.model.engines.vllm.versions import ALIASES as ALIASES
+from app.model.engines.vllm.versions import NAME as NAME
+from app.model.engines.vllm.versions import TITLE as TITLE
+from app.model.engines.vllm.versions import VERSIONS as VERSIONS

@@ -10,11 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.model.engines.base import (
-    ConfigRuleError,
-    EngineVersion,
-    Exported,
-)
+from app.model.engines import base
+from app.model.engines.base import ConfigRuleError
 from app.model.engines.vllm.methods import METHODS, MODEL_FREE
 from app.model.engines.vllm.versions import DYNAMIC_UTILS, PER_BATCH_SCHEDULE, SPECULATIVE_PY, STATIC_TREES, STRICT_KEYS
 
@@ -93,7 +90,7 @@ def _int(value: Any, what: str, where: str) -> int:
     return value
 
 
-def read_config(exported: Exported, version: EngineVersion, batch_limit: int) -> list[int]:
+def read_config(exported: base.Exported, version: base.EngineVersion, batch_limit: int) -> list[int]:
     """Read the flags as vLLM does and return the k it drafts at batch 1..batch_limit."""
     raw = _flag(exported.flags, "--speculative-config")
     if raw is None:

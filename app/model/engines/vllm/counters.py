@@ -3,9 +3,7 @@ off-schedule alert tells an operator to do."""
 
 from __future__ import annotations
 
-from app.model.engines.base import (
-    RulesMetrics,
-)
+from app.model.engines import base
 from app.model.engines.vllm.versions import PER_BATCH_SCHEDULE, VERSIONS
 
 HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
@@ -15,7 +13,7 @@ HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
 
 
 RULES_METRICS = {
-    version.name: RulesMetrics(
+    version.name: base.RulesMetrics(
         running="vllm:num_requests_running",
         scrape_format="vllm-metrics",
         drafts="vllm:spec_decode_num_drafts_total",

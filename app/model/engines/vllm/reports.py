@@ -6,22 +6,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from app.model.engines.reports import (
-    ErrorKind,
-    Measurement,
-    PrometheusNames,
-    ReadOptions,
-    ReportFormat,
-    counter_measurement,
-    fail,
-    groups,
-    has_key,
-    number,
-    positions_in_order,
-)
+from app.model.engines import reports
+from app.model.engines.reports import ErrorKind, fail
 from app.model.engines.vllm.versions import NAME, VERSIONS
 
-PROMETHEUS = PrometheusNames(
+PROMETHEUS = reports.PrometheusNames(
     prefix="vllm",
     running="num_requests_running",
     counters=(
@@ -41,10 +30,10 @@ def _detect_metrics_v0(text: str, payload: Any) -> bool:
     return payload is None and re.search(r"(?m)^vllm[:_]spec_decode_", text) is not None
 
 
-def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
-    found, running = groups(text, PROMETHEUS, options.label)
-    if not found:
-        raise fail(ErrorKind.UNRELATED, "vLLM: no vllm:spec_decode_* series: is speculative decoding enabled?")
+def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    found, running = reports.found_groups(
+        text, PROMETHEUS, options.label, "vLLM: no vllm:spec_decode_* series: is speculative decoding enabled?"
+    )
     measurements = []
     for key, group in sorted(found.items()):
         sums = group.sums
@@ -60,7 +49,7 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
                 "vLLM: missing vllm:spec_decode_num_drafts_total (V1) and vllm:spec_decode_num_emitted_tokens_total "
                 "(V0)",
             )
-        per_position = positions_in_order(
+        per_position = reports.positions_in_order(
             group.positions.get("spec_decode_num_accepted_tokens_per_pos", {}), "vLLM per-position counters"
         )
         if drafts is not None:
@@ -68,7 +57,7 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
             if not per_position:
                 notes = ("read as vLLM 2026-08 without per-position counters (some builds leave them out)",)
             measurements.append(
-                counter_measurement(
+                reports.counter_measurement(
                     NAME,
                     "vllm-metrics",
                     key or None,
@@ -86,7 +75,7 @@ def _read_metrics(text: str, payload: Any, options: ReadOptions) -> list[Measure
             continue
         efficiency = group.gauges.get("spec_decode_efficiency")
         measurements.append(
-            Measurement(
+            reports.Measurement(
                 engine=NAME,
                 format="vllm-metrics-v0",
                 label=key or None,
@@ -128,10 +117,10 @@ def _request_metrics(payload: Any) -> list[Mapping[str, Any]]:
 
 
 def _detect_request(text: str, payload: Any) -> bool:
-    return payload is not None and has_key(payload, ("num_spec_steps", "acceptance_histogram"))
+    return payload is not None and reports.has_key(payload, ("num_spec_steps", "acceptance_histogram"))
 
 
-def _read_request(text: str, payload: Any, options: ReadOptions) -> list[Measurement]:
+def _read_request(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     found = _request_metrics(payload)
     if not found:
         raise fail(ErrorKind.MISSING_COUNTER, "vLLM: no metrics.speculative_decoding object in the JSON")
@@ -145,16 +134,16 @@ def _read_request(text: str, payload: Any, options: ReadOptions) -> list[Measure
                 ErrorKind.MISSING_COUNTER,
                 f"vLLM: response {index}: metrics.speculative_decoding has no {', '.join(missing)}",
             )
-        steps += number(spec["num_spec_steps"], f"response {index} num_spec_steps")
-        drafted += number(spec["num_draft_tokens"], f"response {index} num_draft_tokens")
-        accepted += number(spec["num_accepted_draft_tokens"], f"response {index} num_accepted_draft_tokens")
+        steps += reports.number(spec["num_spec_steps"], f"response {index} num_spec_steps")
+        drafted += reports.number(spec["num_draft_tokens"], f"response {index} num_draft_tokens")
+        accepted += reports.number(spec["num_accepted_draft_tokens"], f"response {index} num_accepted_draft_tokens")
         counts = spec["acceptance_histogram"]
         if not isinstance(counts, list) or not counts:
             raise fail(ErrorKind.UNPARSEABLE, f"vLLM: response {index}: acceptance_histogram must be a list")
         if len(counts) > len(histogram):
             histogram += [0.0] * (len(counts) - len(histogram))
         for j, value in enumerate(counts):
-            histogram[j] += number(value, f"response {index} acceptance_histogram[{j}]")
+            histogram[j] += reports.number(value, f"response {index} acceptance_histogram[{j}]")
         if isinstance(spec.get("num_spec_tokens"), int):
             configured.add(int(spec["num_spec_tokens"]))
     k = len(histogram) - 1
@@ -167,7 +156,7 @@ def _read_request(text: str, payload: Any, options: ReadOptions) -> list[Measure
     if len(configured) > 1:
         notes.append(f"requests report several num_spec_tokens: {sorted(configured)}")
     return [
-        counter_measurement(
+        reports.counter_measurement(
             NAME,
             "vllm-request",
             None,
@@ -184,7 +173,7 @@ def _read_request(text: str, payload: Any, options: ReadOptions) -> list[Measure
 
 
 REPORTS = (
-    ReportFormat(
+    reports.ReportFormat(
         "vllm-request",
         NAME,
         "vLLM per-request acceptance JSON (metrics.speculative_decoding, --per-request-spec-decode-metrics)",
@@ -192,7 +181,7 @@ REPORTS = (
         _detect_request,
         _read_request,
     ),
-    ReportFormat(
+    reports.ReportFormat(
         "vllm-metrics",
         NAME,
         "vLLM /metrics (Prometheus text): spec-decode counters of the V1 engine",
@@ -200,7 +189,7 @@ REPORTS = (
         _detect_metrics,
         _read_metrics,
     ),
-    ReportFormat(
+    reports.ReportFormat(
         "vllm-metrics-v0",
         NAME,
         "vLLM /metrics (Prometheus text): spec-decode counters of the older V0 engine",

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from app.model.engines.base import (
-    EngineVersion,
-    Source,
-)
+from app.model.engines import base
 
 NAME = "vllm"
 
@@ -16,7 +13,7 @@ TITLE = "vLLM"
 REPOSITORY = "vllm-project/vllm"
 
 
-SPECULATIVE_PY_2025 = Source(
+SPECULATIVE_PY_2025 = base.Source(
     REPOSITORY,
     "vllm/config/speculative.py",
     "f19b16d95e4395790661f4835e4436bc3dd5d9c7",
@@ -24,7 +21,7 @@ SPECULATIVE_PY_2025 = Source(
 )
 
 
-SPECULATIVE_PY = Source(
+SPECULATIVE_PY = base.Source(
     REPOSITORY,
     "vllm/config/speculative.py",
     "002e77c1f0ef9b19cff8b9e21cfbd6feb3d6b443",
@@ -32,7 +29,7 @@ SPECULATIVE_PY = Source(
 )
 
 
-DYNAMIC_UTILS = Source(
+DYNAMIC_UTILS = base.Source(
     REPOSITORY,
     "vllm/v1/spec_decode/dynamic/utils.py",
     "a6f6bb1d3c1707ede85d03a7c7d47a105a1873fc",
@@ -40,7 +37,7 @@ DYNAMIC_UTILS = Source(
 )
 
 
-METRICS_PY = Source(
+METRICS_PY = base.Source(
     REPOSITORY,
     "vllm/v1/spec_decode/metrics.py",
     "ee4ceaae5953d367d8edd2132fd86d6c42506e1e",
@@ -48,7 +45,7 @@ METRICS_PY = Source(
 )
 
 
-PROTOCOL_PY = Source(
+PROTOCOL_PY = base.Source(
     REPOSITORY,
     "vllm/entrypoints/generate/base/protocol.py",
     "567b35aa7b691e82dd80bd41854f8499002d5c0f",
@@ -67,7 +64,7 @@ STRICT_KEYS = "unknown keys refused"  # PR #31541: SpeculativeConfig forbids ext
 
 
 VERSIONS = (
-    EngineVersion(
+    base.EngineVersion(
         "2025-10",
         "2025-10",
         "V1 engine counters; speculative_token_tree; one num_speculative_tokens for every batch",
@@ -75,7 +72,7 @@ VERSIONS = (
         "one draft length for all batches; static trees",
         capabilities=frozenset({STATIC_TREES}),
     ),
-    EngineVersion(
+    base.EngineVersion(
         "2026-06",
         "2026-06",
         "PR #32374 num_speculative_tokens_per_batch_size; PR #42121 tree attention removed; "
@@ -84,7 +81,7 @@ VERSIONS = (
         "per-batch draft length as inclusive [start, end, k] ranges; no static trees",
         capabilities=frozenset({PER_BATCH_SCHEDULE, STRICT_KEYS}),
     ),
-    EngineVersion(
+    base.EngineVersion(
         "2026-08",
         "2026-08",
         "PR #48915 per-request acceptance (metrics.speculative_decoding), first in 0.29",
