@@ -31,6 +31,10 @@ if TYPE_CHECKING:  # annotations only: the registry's names load without numpy (
 
 T = TypeVar("T")
 
+# A capability every engine names the same way (beside its own, which say how): the conformance suite's gates
+# and docs/engines.md read it.
+SCHEDULE_PER_BATCH = "a draft length per batch"  # the config can hold another k for another batch size
+
 
 @dataclass(frozen=True)
 class Source:

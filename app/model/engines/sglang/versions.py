@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.model.engines import base
+from app.model.engines.base import SCHEDULE_PER_BATCH
 
 NAME = "sglang"
 
@@ -77,7 +78,7 @@ VERSIONS = (
         "spec_verify_calls_total; PR #25940 spec_num_steps and spec_num_draft_tokens gauges",
         (SPEC_FIELDS, SPEC_HOOK, ADAPTIVE_PARAMS, ADAPTIVE_ROUTER, METRICS),
         "a per-batch schedule through the adaptive config (EAGLE, EAGLE3)",
-        capabilities=frozenset({ADAPTIVE_TIERS}),
+        capabilities=frozenset({ADAPTIVE_TIERS, SCHEDULE_PER_BATCH}),
     ),
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.model.engines import base
+from app.model.engines.base import SCHEDULE_PER_BATCH
 
 NAME = "trtllm"
 
@@ -75,7 +76,7 @@ VERSIONS = (
         "PR #8194 draft_len_schedule (a key holds from that batch on; key 1 required); eagle_choices",
         (LLM_ARGS_2025, DRAFTER),
         "schedule keys are the first batch of each range",
-        capabilities=frozenset({STATIC_TREES}),
+        capabilities=frozenset({SCHEDULE_PER_BATCH, STATIC_TREES}),
     ),
     base.EngineVersion(
         "2026-03",
@@ -84,7 +85,7 @@ VERSIONS = (
         "exclusive; PR #12545 / #12636 Prometheus counters",
         (LLM_ARGS, SPEC_UTILS, DRAFTER, COLLECTOR),
         "schedule keys are the last batch of each range",
-        capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY, STATIC_TREES}),
+        capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY, SCHEDULE_PER_BATCH, STATIC_TREES}),
     ),
     base.EngineVersion(
         "2026-09",
@@ -92,7 +93,7 @@ VERSIONS = (
         "PR #18210 eagle_choices removed (dynamic trees only); PR #18721 two-model path removed",
         (LLM_ARGS, SPEC_UTILS, DRAFTER, COLLECTOR, EAGLE_CHOICES_REMOVED),
         "as 2026-03, without static trees",
-        capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY}),
+        capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY, SCHEDULE_PER_BATCH}),
     ),
 )
 

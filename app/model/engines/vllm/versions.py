@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.model.engines import base
+from app.model.engines.base import SCHEDULE_PER_BATCH
 
 NAME = "vllm"
 
@@ -79,7 +80,7 @@ VERSIONS = (
         "PR #31541 unknown keys refused",
         (SPECULATIVE_PY, DYNAMIC_UTILS, METRICS_PY),
         "per-batch draft length as inclusive [start, end, k] ranges; no static trees",
-        capabilities=frozenset({PER_BATCH_SCHEDULE, STRICT_KEYS}),
+        capabilities=frozenset({PER_BATCH_SCHEDULE, SCHEDULE_PER_BATCH, STRICT_KEYS}),
     ),
     base.EngineVersion(
         "2026-08",
@@ -87,7 +88,7 @@ VERSIONS = (
         "PR #48915 per-request acceptance (metrics.speculative_decoding), first in 0.29",
         (SPECULATIVE_PY, DYNAMIC_UTILS, METRICS_PY, PROTOCOL_PY),
         "as 2026-06, and per-request acceptance in each response",
-        capabilities=frozenset({PER_BATCH_SCHEDULE, STRICT_KEYS}),
+        capabilities=frozenset({PER_BATCH_SCHEDULE, SCHEDULE_PER_BATCH, STRICT_KEYS}),
     ),
 )
 
