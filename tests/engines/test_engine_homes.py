@@ -96,3 +96,18 @@ def test_step_fit_reads_the_files_of_an_engine_registered_later(monkeypatch: pyt
     monkeypatch.setitem(engines.ADAPTERS, "toyserve", toy)
     name, rows = step_fit.read_step_times(body)
     assert name == "toyserve-steps" and [(row.batch, row.ms) for row in rows] == [(1, 5.0), (2, 6.0), (4, 8.0)]
+
+
+def test_a_baseline_is_subtracted_only_from_the_formats_whose_package_can() -> None:
+    from app.model import engine_metrics
+    from app.testing import engine_reports
+
+    takers = sorted(name for name, report in engine_metrics.REPORT_FORMATS.items() if report.subtract_baseline)
+    assert takers == ["vllm-metrics", "vllm-metrics-v0"]
+    warm = engine_reports.example_report("vllm-metrics", 0.3, 4, 2000, 30)
+    later = engine_reports.example_report("vllm-metrics", 0.8, 4, 6000, 31)
+    _, (since,) = engine_metrics.read_with_baseline(later, warm)
+    assert since.cycles == 4000 and "counts since the baseline scrape" in since.notes
+    sglang = engine_reports.example_report("sglang-metrics", 0.8, 4, 3000, 4)
+    with pytest.raises(engine_metrics.EngineFormatError, match="from vLLM counters only; this is sglang-metrics"):
+        engine_metrics.read_with_baseline(sglang, sglang)

@@ -70,6 +70,8 @@ class ReportFormat:
     versions: tuple[str, ...]  # the engine versions that write it
     detect: Callable[[str, Any], bool]  # (text, JSON payload or None) -> is it this format
     read: Callable[[str, Any, ReadOptions], list[Measurement]]
+    # (now, baseline) -> counts since the baseline, for formats of counters that only grow; None for the others
+    subtract_baseline: Callable[[list[Measurement], list[Measurement]], list[Measurement]] | None = None
 
 
 def fail(kind: ErrorKind, message: str) -> EngineFormatError:

@@ -36,6 +36,7 @@ from app.model.engines.llamacpp.methods import METHODS as METHODS
 from app.model.engines.llamacpp.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
 from app.model.engines.llamacpp.methods import WRITTEN_TYPES as WRITTEN_TYPES
 from app.model.engines.llamacpp.methods import choose_method as choose_method
+from app.model.engines.llamacpp.reports import PROMETHEUS as PROMETHEUS
 from app.model.engines.llamacpp.reports import REPORTS as REPORTS
 from app.model.engines.llamacpp.step_times import STEP_TIMES as STEP_TIMES
 from app.model.engines.llamacpp.versions import ALIASES as ALIASES

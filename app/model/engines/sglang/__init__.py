@@ -29,6 +29,7 @@ from app.model.engines.sglang.methods import METHOD_ALIAS as METHOD_ALIAS
 from app.model.engines.sglang.methods import METHODS as METHODS
 from app.model.engines.sglang.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
 from app.model.engines.sglang.methods import choose_method as choose_method
+from app.model.engines.sglang.reports import PROMETHEUS as PROMETHEUS
 from app.model.engines.sglang.reports import REPORTS as REPORTS
 from app.model.engines.sglang.reports import k_from_rate as k_from_rate
 from app.model.engines.sglang.step_times import STEP_TIMES as STEP_TIMES

@@ -27,6 +27,7 @@ from app.model.engines.trtllm.methods import METHOD_ALIAS as METHOD_ALIAS
 from app.model.engines.trtllm.methods import METHODS as METHODS
 from app.model.engines.trtllm.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
 from app.model.engines.trtllm.methods import choose_method as choose_method
+from app.model.engines.trtllm.reports import PROMETHEUS as PROMETHEUS
 from app.model.engines.trtllm.reports import REPORTS as REPORTS
 from app.model.engines.trtllm.step_times import STEP_TIMES as STEP_TIMES
 from app.model.engines.trtllm.versions import ALIASES as ALIASES

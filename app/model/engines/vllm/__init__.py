@@ -25,6 +25,7 @@ from app.model.engines.vllm.methods import METHODS as METHODS
 from app.model.engines.vllm.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
 from app.model.engines.vllm.methods import choose_method as choose_method
 from app.model.engines.vllm.methods import method_name as method_name
+from app.model.engines.vllm.reports import PROMETHEUS as PROMETHEUS
 from app.model.engines.vllm.reports import REPORTS as REPORTS
 from app.model.engines.vllm.step_times import STEP_TIMES as STEP_TIMES
 from app.model.engines.vllm.versions import ALIASES as ALIASES

@@ -8,6 +8,7 @@ from typing import Any
 
 from app.model.engines import reports
 from app.model.engines.reports import ErrorKind, fail
+from app.model.engines.vllm.baseline import subtract_baseline
 from app.model.engines.vllm.versions import NAME, VERSIONS
 
 PROMETHEUS = reports.PrometheusNames(
@@ -188,6 +189,7 @@ REPORTS = (
         ("2025-10", "2026-06", "2026-08"),
         _detect_metrics,
         _read_metrics,
+        subtract_baseline,
     ),
     reports.ReportFormat(
         "vllm-metrics-v0",
@@ -196,5 +198,6 @@ REPORTS = (
         (),
         _detect_metrics_v0,
         _read_metrics,
+        subtract_baseline,
     ),
 )
