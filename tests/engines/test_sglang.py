@@ -165,22 +165,6 @@ def test_sglang_refuses_what_its_source_refuses(flags: list[str], files: dict[st
         sglang.read_config(Exported({}, flags, "", files=files), NEWEST, 4)
 
 
-def test_topk_one_forces_draft_tokens_to_steps_plus_one() -> None:
-    flags = [
-        "--speculative-algorithm",
-        "EAGLE3",
-        "--speculative-num-steps",
-        "4",
-        "--speculative-eagle-topk",
-        "1",
-        "--speculative-num-draft-tokens",
-        "9",
-        "--speculative-draft-model-path",
-        "d",
-    ]
-    assert sglang.read_config(Exported({}, flags, ""), NEWEST, 3) == [4, 4, 4]
-
-
 def test_the_router_pads_a_batch_to_a_captured_graph_before_choosing_its_tier() -> None:
     # adaptive_step_router.py: batch 5 pads to the graph batch 8, whose tier is "8"
     tiers = {1: [5], 8: [2]}
