@@ -164,6 +164,34 @@ ORACLES: tuple[Oracle, ...] = (
         3,
         runs=(4, 4, 4),
     ),
+    # adaptive_step_router.py: a batch is padded up to a captured CUDA-graph batch (1, 2, 4, 8, 16, ...) before
+    # its tier is chosen, so batch 5 runs the tier of batch 8
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "published example",
+        "sgl-project/sglang python/sglang/srt/speculative/adaptive_step_router.py @ a12239f6ac74 (PR #24055)",
+        Exported(
+            {},
+            [
+                "--speculative-algorithm",
+                "EAGLE",
+                "--speculative-num-steps",
+                "5",
+                "--speculative-eagle-topk",
+                "1",
+                "--speculative-draft-model-path",
+                "d",
+                "--speculative-adaptive",
+                "--speculative-adaptive-config",
+                "tiers.json",
+            ],
+            "",
+            files={"tiers.json": json.dumps({"1": {"candidate_steps": [5]}, "8": {"candidate_steps": [2]}})},
+        ),
+        8,
+        runs=(5, 5, 5, 5, 2, 2, 2, 2),
+    ),
     # server_args' argument parser refuses an unknown flag
     Oracle(
         "sglang",
