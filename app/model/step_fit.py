@@ -89,7 +89,8 @@ def _csv_rows(text: str) -> list[StepRow]:
 def read_step_times(text: str) -> tuple[str, list[StepRow]]:
     stripped = text.strip()
     if not stripped:
-        raise StepFitError("no step times: give a CSV (batch, tokens, ms) or a vLLM / SGLang benchmark file")
+        files = ", ".join(sorted({engines.adapter(item.engine).TITLE for item in engines.step_time_formats()}))
+        raise StepFitError(f"no step times: give a CSV (batch, tokens, ms) or a file of step times from {files}")
     if stripped[0] in "[{":
         try:
             payload = json.loads(stripped)
