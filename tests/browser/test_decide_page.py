@@ -12,7 +12,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, Route, expect
 
-from app.model import calibration, closed_form, draft_sources, engine_metrics
+from app.model import calibration, closed_form, draft_sources
+from app.testing import engine_reports
 from tests.conftest import PageWatch
 from tests.support import wait_until
 
@@ -415,7 +416,7 @@ def test_another_engines_report_calibrates_on_the_page(
     page: Page, live_server: str, watch: PageWatch, format_name: str, engine: str, p: float, k: int
 ) -> None:
     open_decide(page, live_server + "/decide")
-    report = engine_metrics.example_report(format_name, p, k, cycles=4_000, seed=3)
+    report = engine_reports.example_report(format_name, p, k, cycles=4_000, seed=3)
     page.fill("#metrics", report)
     expect(page.locator("#cal-engine-name")).to_have_text(engine, timeout=UPDATE_MS)
     expected_view = httpx.post(live_server + VIEW, json={"metrics": report, "baseline": ""}).json()

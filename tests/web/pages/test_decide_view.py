@@ -12,8 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
-from app.model import calibration, closed_form, draft_sources, engine_metrics
+from app.model import calibration, closed_form, draft_sources
 from app.model.limits import DEFAULT_C
+from app.testing import engine_reports
 from app.web.pages.controls import ControlError
 from app.web.pages.views import decide
 from app.web.pages.views.decide import EXAMPLE_DRAFTS, EXAMPLE_K, EXAMPLE_P, EXAMPLE_SEED, PAGE
@@ -374,7 +375,7 @@ ENGINE_SAMPLES = {
 @pytest.mark.parametrize("format_name", list(ENGINE_SAMPLES))
 def test_each_engine_report_calibrates_on_the_page_within_its_interval(client: TestClient, format_name: str) -> None:
     engine, p, k = ENGINE_SAMPLES[format_name]
-    report = engine_metrics.example_report(format_name, p, k, cycles=4_000, seed=3)
+    report = engine_reports.example_report(format_name, p, k, cycles=4_000, seed=3)
     result = client.post(VIEW, json={"metrics": report}).json()
     read = result["calibration"]["engine"]
     assert read["shown"] and read["engine"] == engine
@@ -389,7 +390,7 @@ def test_each_engine_report_calibrates_on_the_page_within_its_interval(client: T
 
 
 def test_several_classes_are_calibrated_each_on_their_own(client: TestClient) -> None:
-    report = engine_metrics.example_report("vllm-metrics", 0.7, 4, cycles=3_000, seed=5, classes=3)
+    report = engine_reports.example_report("vllm-metrics", 0.7, 4, cycles=3_000, seed=5, classes=3)
     read = client.post(VIEW, json={"metrics": report}).json()["calibration"]["engine"]
     assert read["several"]
     assert [row["cells"][0]["text"] for row in read["classes"]["rows"]] == ["model-0", "model-1", "model-2"]
@@ -495,12 +496,12 @@ def test_a_bad_config_choice_is_refused_naming_its_label(client: TestClient, que
 
 
 def test_a_report_with_per_position_counts_decides_from_its_measured_profile(client: TestClient) -> None:
-    report = engine_metrics.example_report("vllm-metrics", 0.75, 4, cycles=4_000, seed=5)
+    report = engine_reports.example_report("vllm-metrics", 0.75, 4, cycles=4_000, seed=5)
     result = client.post(VIEW, json={"metrics": report}).json()
     assert "measured profile up to k = 4" in result["schedule"]["acceptance_model"]
     assert result["schedule"]["summary"].startswith("From the measured acceptance profile")
     assert "profile=" in result["links"]["config"]
-    mean_only = engine_metrics.example_report("sglang-server-info", 0.75, 4, cycles=4_000, seed=5)
+    mean_only = engine_reports.example_report("sglang-server-info", 0.75, 4, cycles=4_000, seed=5)
     result = client.post(VIEW, json={"metrics": mean_only}).json()
     assert "i.i.d. model" in result["schedule"]["acceptance_model"]
 
@@ -570,7 +571,7 @@ def test_the_example_report_says_it_is_an_example_and_a_report_of_ones_own_does_
     assert opened.startswith("Example:") and "synthetic report's at p = 0.80" in opened
     example = client.post(VIEW, json={"metrics": example_scrape(0.8)}).json()
     assert example["calibration"]["engine"]["example"] == opened
-    own = engine_metrics.example_report("sglang-server-info", 0.7, 4, cycles=3_000, seed=9)
+    own = engine_reports.example_report("sglang-server-info", 0.7, 4, cycles=3_000, seed=9)
     assert client.post(VIEW, json={"metrics": own}).json()["calibration"]["engine"]["example"] == ""
 
 
