@@ -452,6 +452,9 @@ def test_the_draft_sources_chart_shows_the_figure_the_text_calls_decisive() -> N
     assert all(bar <= top + 1e-9 for bar, top in zip(bars["y"], best, strict=True))
     ngram = bars["x"].index("PLD")
     assert bars["y"][ngram] < max(bars["y"])  # prompt lookup does not lead once verification is counted
+    # both are speedups: one axis, so that no number reads on two scales
+    layout = result["figures"]["sources"]["layout"]
+    assert "yaxis2" not in layout and all("yaxis" not in trace for trace in result["figures"]["sources"]["data"])
 
 
 def test_the_two_trees_are_named_apart_and_the_assumption_is_said() -> None:

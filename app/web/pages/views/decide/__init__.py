@@ -9,6 +9,8 @@ as the chosen engine's config; (4) the draft sources side by side; (5) chains ag
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.service import plan
 from app.web.pages.controls import Reading
 from app.web.pages.page import Page, View
@@ -77,12 +79,14 @@ def build(reading: Reading) -> View:
     calibrated.update(recommendation(decision, reading.integer("batch"), result, chosen))
     if target_note:
         engine["notes"] = [target_note, *engine["notes"]]
-    verdict = verdict_part(made, reading.integer("batch"), acceptance_source(made, engine, reading.text("mode")))
-    verdict["target"] = target_note
+    verdict: dict[str, Any] = {
+        **verdict_part(made, reading.integer("batch"), acceptance_source(made, engine, reading.text("mode"))),
+        "target": target_note,
+        "ready": not engine["fetch"],
+    }
     if engine["fetch"]:  # no report of the user's was read: nothing of the example's passes for a result
         calibrated.update(NO_RESULT)
         verdict.update(schedule="No report read yet", speedup="–")
-    verdict["ready"] = not engine["fetch"]
     return {
         "verdict": verdict,
         "other_options": {"open": bool(reading.given & OTHER_OPTIONS)},
