@@ -128,6 +128,17 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _reason(error: Exception) -> str:
+    """What a failed sweep says: the HTTP error, the file and why it failed, or the measurement's own message."""
+    import httpx
+
+    if isinstance(error, httpx.HTTPError):
+        return f"HTTP: {error}"
+    if isinstance(error, OSError):
+        return f"{error.filename}: {error.strerror}"
+    return str(error)
+
+
 def run_measure(arguments: argparse.Namespace) -> int:
     try:
         import httpx
@@ -175,12 +186,8 @@ def run_measure(arguments: argparse.Namespace) -> int:
             Path(arguments.write_calibration).write_text(metrics_delta(chosen), encoding="utf-8")
         if arguments.write_step_fit:
             Path(arguments.write_step_fit).write_text(step_times_csv(analysis), encoding="utf-8")
-    except (MeasureClientError, MeasureError) as error:
-        return _fail(str(error))
-    except httpx.HTTPError as error:
-        return _fail(f"HTTP: {error}")
-    except OSError as error:
-        return _fail(f"{error.filename}: {error.strerror}")
+    except (MeasureClientError, MeasureError, httpx.HTTPError, OSError) as error:
+        return _fail(_reason(error))
     report: dict[str, Any] = {
         "servers": [
             {
@@ -255,21 +262,23 @@ def render_text(report: dict[str, Any]) -> str:
 def _pooled(samples: list[Any], k: int) -> Any:
     """One k's counters summed over every batch and round it drafted in (for --write-calibration)."""
     from app.model.measure import Sample
+    from app.service.clients.measure import Counters
 
     mine = [sample for sample in samples if sample.k == k and sample.drafts > 0]
-    width = max((len(sample.accepted_per_position) for sample in mine), default=0)
+    counters = Counters()
+    for sample in mine:
+        counters = counters.plus(
+            Counters(sample.drafts, sample.draft_tokens, sample.accepted, sample.accepted_per_position)
+        )
     return Sample(
         k=k,
         requests=sum(sample.requests for sample in mine),
         generated=sum(sample.generated for sample in mine),
         decode_ms=sum(sample.decode_ms for sample in mine),
-        drafts=sum(sample.drafts for sample in mine),
-        draft_tokens=sum(sample.draft_tokens for sample in mine),
-        accepted=sum(sample.accepted for sample in mine),
-        accepted_per_position=tuple(
-            sum(sample.accepted_per_position[i] for sample in mine if i < len(sample.accepted_per_position))
-            for i in range(width)
-        ),
+        drafts=counters.drafts,
+        draft_tokens=counters.draft_tokens,
+        accepted=counters.accepted,
+        accepted_per_position=counters.per_position,
     )
 
 
@@ -301,12 +310,8 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
                 expected_k=arguments.k,
                 progress=None if arguments.no_progress else stderr_progress(),
             ).run()
-    except MeasureClientError as error:
-        return _fail(str(error))
-    except httpx.HTTPError as error:
-        return _fail(f"HTTP: {error}")
-    except OSError as error:
-        return _fail(f"{error.filename}: {error.strerror}")
+    except (MeasureClientError, httpx.HTTPError, OSError) as error:
+        return _fail(_reason(error))
     notes = list(run.notes)
     if arguments.server_log:
         notes.append("--server-log not used with --batch: the draft time is inside each cell's step time")
@@ -341,7 +346,7 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     except MeasureError as error:
         failure = f"{failure}; {error}" if failure else str(error)
     except OSError as error:
-        return _fail(f"{error.filename}: {error.strerror}")
+        return _fail(_reason(error))
     report["notes"] = notes
     if arguments.format == "json":
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
