@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from app.cli_arguments import bounded as _bounded
 from app.model import limits
@@ -25,6 +26,8 @@ DEFAULT_TIMEOUT_S = 600.0
 MAX_REQUESTS = 100_000
 MAX_SWEEP_K = 64
 MAX_SWEEP_BATCH = 256
+Measured = TypeVar("Measured")
+Measured_co = TypeVar("Measured_co", covariant=True)
 EXIT_INCOMPLETE = 1  # a batch sweep that stopped before every cell: what it measured is still written
 
 
@@ -128,6 +131,35 @@ def _fail(message: str) -> int:
     return 2
 
 
+class _Measures(Protocol[Measured_co]):
+    def run(self) -> Measured_co: ...
+
+
+def _swept(
+    arguments: argparse.Namespace, sweep: Callable[..., _Measures[Measured]], **particular: Any
+) -> tuple[list[str], Measured]:
+    """The prompts read and what the sweep measured, over the servers, workload and bounds the arguments give."""
+    import httpx
+
+    from app.service.clients.measure import BUILTIN_PROMPTS, read_prompts, stderr_progress
+
+    prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
+    with httpx.Client() as client:
+        measured = sweep(
+            client,
+            urls=arguments.urls,
+            prompts=prompts,
+            n_predict=arguments.n_predict,
+            repeats=arguments.repeats,
+            max_requests=arguments.max_requests,
+            timeout=arguments.timeout,
+            expected_k=arguments.k,
+            progress=None if arguments.no_progress else stderr_progress(),
+            **particular,
+        ).run()
+    return prompts, measured
+
+
 def _reason(error: Exception) -> str:
     """What a failed sweep says: the HTTP error, the file and why it failed, or the measurement's own message."""
     import httpx
@@ -146,25 +178,12 @@ def run_measure(arguments: argparse.Namespace) -> int:
         return _fail("this command needs httpx: pip install httpx")
 
     from app.model.measure import MeasureError, analyze, metrics_delta, step_times_csv
-    from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Sweep, read_prompts, stderr_progress
+    from app.service.clients.measure import MeasureClientError, Sweep
 
     if arguments.batch:
         return run_measure_batches(arguments)
     try:
-        prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
-        with httpx.Client() as client:
-            run = Sweep(
-                client,
-                arguments.urls,
-                prompts,
-                arguments.n_predict,
-                arguments.repeats,
-                arguments.max_requests,
-                arguments.timeout,
-                logs=arguments.server_log,
-                expected_k=arguments.k,
-                progress=None if arguments.no_progress else stderr_progress(),
-            ).run()
+        prompts, run = _swept(arguments, Sweep, logs=arguments.server_log)
         notes = list(run.notes)
         kinds = {server.kind for server in run.servers if server.speculative}
         timed = any(sample.draft_ms is not None for sample in run.samples)
@@ -287,29 +306,10 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
 
     from app.model.measure import MeasureError, metrics_delta
     from app.model.measure_batches import analyze_batches, batch_step_times_csv
-    from app.service.clients.measure import (
-        BUILTIN_PROMPTS,
-        MeasureClientError,
-        SweepOverBatches,
-        read_prompts,
-        stderr_progress,
-    )
+    from app.service.clients.measure import MeasureClientError, SweepOverBatches
 
     try:
-        prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
-        with httpx.Client() as client:
-            run = SweepOverBatches(
-                client,
-                arguments.urls,
-                prompts,
-                arguments.batch,
-                arguments.n_predict,
-                arguments.repeats,
-                arguments.max_requests,
-                arguments.timeout,
-                expected_k=arguments.k,
-                progress=None if arguments.no_progress else stderr_progress(),
-            ).run()
+        prompts, run = _swept(arguments, SweepOverBatches, batches=arguments.batch)
     except (MeasureClientError, httpx.HTTPError, OSError) as error:
         return _fail(_reason(error))
     notes = list(run.notes)
