@@ -31,20 +31,21 @@ Measured_co = TypeVar("Measured_co", covariant=True)
 EXIT_INCOMPLETE = 1  # a batch sweep that stopped before every cell: what it measured is still written
 
 
-def _k_list(text: str) -> list[int]:
-    parse = _bounded(int, 0, MAX_SWEEP_K)
-    values = [int(parse(item.strip())) for item in text.split(",") if item.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("give at least one k, e.g. 0,1,2,4,8")
-    return sorted(set(values))
+def _int_list(low: int, high: int, example: str) -> Callable[[str], list[int]]:
+    """Parses a comma-separated list of integers from ``low`` to ``high``, sorted and each once."""
+    parse = _bounded(int, low, high)
+
+    def parsed(text: str) -> list[int]:
+        values = [int(parse(item.strip())) for item in text.split(",") if item.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"give at least one {example}")
+        return sorted(set(values))
+
+    return parsed
 
 
-def _batch_list(text: str) -> list[int]:
-    parse = _bounded(int, 1, MAX_SWEEP_BATCH)
-    values = [int(parse(item.strip())) for item in text.split(",") if item.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("give at least one batch size, e.g. 1,2,4,8,16")
-    return sorted(set(values))
+_k_list = _int_list(0, MAX_SWEEP_K, "k, e.g. 0,1,2,4,8")
+_batch_list = _int_list(1, MAX_SWEEP_BATCH, "batch size, e.g. 1,2,4,8,16")
 
 
 def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -147,8 +148,8 @@ def _swept(
     with httpx.Client() as client:
         measured = sweep(
             client,
-            urls=arguments.urls,
-            prompts=prompts,
+            arguments.urls,
+            prompts,
             n_predict=arguments.n_predict,
             repeats=arguments.repeats,
             max_requests=arguments.max_requests,
