@@ -1,0 +1,115 @@
+"""`specdec-lab watch --prometheus` (app.service.clients.prometheus) against Prometheus HTTP APIs that misbehave,
+and a canned one."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from app.cli import main
+from app.service.clients import prometheus as prometheus_watch
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[[Callable[[str, dict[str, list[str]]], tuple[int, bytes]]], str]]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(answer: Callable[[str, dict[str, list[str]]], tuple[int, bytes]]) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                status, body = answer(parts.path, parse_qs(parts.query))
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _watch(url: str, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
+    code = main(["watch", "--prometheus", url, "--interval", "0.05", "--samples", "2", *extra])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_prometheus_that_does_not_answer_is_a_plain_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.support import free_port
+
+    code, _, err = _watch(f"http://127.0.0.1:{free_port()}", capsys)
+    assert code == 2 and "does not answer" in err and "Traceback" not in err
+    code, _, err = _watch("ftp://example.org", capsys)
+    assert code == 2 and "http(s) URL" in err
+    assert main(["watch", "http://127.0.0.1:1/metrics", "--prometheus", "http://127.0.0.1:1"]) == 2
+    assert main(["watch"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "words"),
+    [
+        (503, b'{"status":"error","errorType":"unavailable","error":"TSDB not ready"}', "HTTP 503, unavailable"),
+        (400, b'{"status":"error","errorType":"bad_data","error":"parse error"}', "bad_data: parse error"),
+        (200, b"<html>a login page</html>", "is this a Prometheus?"),
+        (200, b'{"status":"success","data":{"resultType":"vector","result":[]}}', "holds no spec-decode counters"),
+    ],
+)
+def test_a_prometheus_that_answers_an_error_is_a_plain_error(
+    http_server: Any, capsys: pytest.CaptureFixture[str], status: int, body: bytes, words: str
+) -> None:
+    url = http_server(lambda path, query: (status, body))
+    code, _, err = _watch(url, capsys)
+    assert code == 2 and words in err and "Traceback" not in err, err
+
+
+def _vector(samples: list[tuple[dict[str, str], float]]) -> bytes:
+    result = [{"metric": metric, "value": [0, repr(value)]} for metric, value in samples]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+
+
+def test_the_watch_prints_one_line_per_class_and_says_when_counters_reset(
+    http_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked: list[str] = []
+    classes = [{"instance": f"r{i}:8000", "model_name": name} for i in (1, 2) for name in ("a", "b")]
+    p, k, drafts = 0.8, 4, 500.0
+
+    def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        expr = query["query"][0]
+        asked.append(expr)
+        if expr.startswith("count by (__name__)"):
+            return 200, _vector([({"__name__": "vllm:spec_decode_num_drafts_total"}, 2.0)])
+        if "per_pos" in expr:
+            return 200, _vector([({**c, "position": str(i)}, drafts * p ** (i + 1)) for c in classes for i in range(k)])
+        if "resets(" in expr:
+            return 200, _vector([(c, 1.0 if c["instance"] == "r2:8000" else 0.0) for c in classes])
+        value = {"drafts_total": drafts, "draft_tokens": drafts * k, "running": 8.0}
+        chosen = next(v for key, v in value.items() if key in expr)
+        return 200, _vector([(c, chosen) for c in classes])
+
+    url = http_server(answer)
+    code, out, err = _watch(url, capsys)
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("interval")]
+    assert len(lines) == 8 and all("p 0.800" in line and "k 4" in line and "batch 8" in line for line in lines)
+    assert sum("counters reset" in line for line in lines) == 4
+    per_interval = (len(asked) - 1) / 2
+    assert per_interval <= prometheus_watch.QUERIES_PER_EVALUATION
