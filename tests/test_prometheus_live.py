@@ -405,14 +405,46 @@ def test_rules_of_three_engines_side_by_side_record_the_expected_values(tmp_path
         code = main(["watch", "--prometheus", url, "--engine", "vllm", "--interval", "2", "--samples", "2"])
         out = capsys.readouterr().out
         assert code == 0, out
+        assert f"reading the series recorded by the specdec-lab rules ({rules.RULES_LABEL}=vllm)" in out, out
         lines = [line for line in out.splitlines() if line.startswith("interval")]
         assert len(lines) == 8, out  # two intervals x two instances x two classes
         for engine in ("sglang", "trtllm"):
             assert main(["watch", "--prometheus", url, "--engine", engine, "--interval", "2", "--samples", "1"]) == 0
-            found = [line for line in capsys.readouterr().out.splitlines() if line.startswith("interval")]
+            out = capsys.readouterr().out
+            assert f"({rules.RULES_LABEL}={engine})" in out, out
+            found = [line for line in out.splitlines() if line.startswith("interval")]
             assert len(found) == 2, found  # one instance x two classes
             lines += found
+    _hold_the_watch_to_the_stand_ins(lines)
+
+
+def _hold_the_watch_to_the_stand_ins(lines: list[str]) -> None:
     # an interval in which a loaded machine let a stand-in add no drafts says so; every other line has the values
     measured = [line for line in lines if "no drafts this interval" not in line]
     assert all(f"p {P:.3f}" in line and f"k {K}" in line and f"batch {BATCH}" in line for line in measured), lines
     assert {line.split()[3] for line in measured} == {"model_name=m0:", "model_name=m1:"}, lines
+
+
+def test_without_the_rules_loaded_the_watch_evaluates_their_expressions(capsys: Any) -> None:
+    """A Prometheus that scrapes the engines but holds no specdec-lab rules: the watch evaluates the expressions of
+    the recording rules itself, over each interval, and reads the same values."""
+    classes = ("m0", "m1")
+    with (
+        exporter("vllm", classes) as vllm,
+        exporter("sglang", classes) as sglang,
+        exporter("trtllm", classes) as trtllm,
+        prometheus({"vllm": [vllm], "sglang": [sglang], "trtllm": [trtllm]}, []) as url,
+    ):
+        scraped = "count(count by (job) (up == 1)) == 3"
+        wait_for(lambda: bool(instant(url, scraped)), 30, "the three stand-ins scraped")
+        time.sleep(5)  # more than one interval of data
+        lines: list[str] = []
+        for engine in ("vllm", "sglang", "trtllm"):
+            assert main(["watch", "--prometheus", url, "--engine", engine, "--interval", "2", "--samples", "2"]) == 0
+            out = capsys.readouterr().out
+            assert "the specdec-lab rules are not loaded in this Prometheus: evaluating" in out, out
+            found = [line for line in out.splitlines() if line.startswith("interval")]
+            assert len(found) == 4, found  # two intervals x one instance x two classes
+            lines += found
+        assert not instant(url, '{__name__=~"specdec:.*"}')
+    _hold_the_watch_to_the_stand_ins(lines)

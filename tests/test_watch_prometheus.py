@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from app.cli import main
+from app.model import engines, rules
 from app.service.clients import prometheus as prometheus_watch
 
 
@@ -85,31 +86,74 @@ def _vector(samples: list[tuple[dict[str, str], float]]) -> bytes:
     return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
 
 
+def _recorded(p: float, k: int, drafts: float, classes: list[dict[str, str]]) -> dict[str, bytes]:
+    """What a Prometheus with the vLLM rules loaded answers for each record the watch reads."""
+    reached = [p ** (i + 1) for i in range(k)]
+    return {
+        rules.RUNNING_BATCH: _vector([(c, 8.0) for c in classes]),
+        rules.DRAFTS: _vector([(c, drafts) for c in classes]),
+        rules.COUNTER_RESETS: _vector([(c, 1.0 if c["instance"] == "r2:8000" else 0.0) for c in classes]),
+        rules.TOKENS: _vector([(c, 1.0 + sum(reached)) for c in classes]),
+        rules.AT_POSITION: _vector([({**c, "position": str(i)}, reached[i]) for c in classes for i in range(k)]),
+        rules.DRAFT_LENGTH: _vector([(c, float(k)) for c in classes]),
+    }
+
+
 def test_the_watch_prints_one_line_per_class_and_says_when_counters_reset(
     http_server: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """With the rules loaded, the watch reads their recorded series, limited to that file's own."""
     asked: list[str] = []
     classes = [{"instance": f"r{i}:8000", "model_name": name} for i in (1, 2) for name in ("a", "b")]
     p, k, drafts = 0.8, 4, 500.0
+    recorded = _recorded(p, k, drafts, classes)
 
     def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
         expr = query["query"][0]
         asked.append(expr)
         if expr.startswith("count by (__name__)"):
             return 200, _vector([({"__name__": "vllm:spec_decode_num_drafts_total"}, 2.0)])
-        if "per_pos" in expr:
-            return 200, _vector([({**c, "position": str(i)}, drafts * p ** (i + 1)) for c in classes for i in range(k)])
-        if "resets(" in expr:
-            return 200, _vector([(c, 1.0 if c["instance"] == "r2:8000" else 0.0) for c in classes])
-        value = {"drafts_total": drafts, "draft_tokens": drafts * k, "running": 8.0}
-        chosen = next(v for key, v in value.items() if key in expr)
-        return 200, _vector([(c, chosen) for c in classes])
+        if expr.startswith(f"count by ({rules.RULES_LABEL})"):
+            return 200, _vector([({rules.RULES_LABEL: "vllm"}, 4.0)])
+        name, selector = expr.split("{", 1)
+        assert selector == f'{rules.RULES_LABEL}="vllm"}}', expr
+        return 200, recorded[name]
 
     url = http_server(answer)
     code, out, err = _watch(url, capsys)
     assert code == 0, err
+    assert f"reading the series recorded by the specdec-lab rules ({rules.RULES_LABEL}=vllm)" in out
     lines = [line for line in out.splitlines() if line.startswith("interval")]
     assert len(lines) == 8 and all("p 0.800" in line and "k 4" in line and "batch 8" in line for line in lines)
     assert sum("counters reset" in line for line in lines) == 4
-    per_interval = (len(asked) - 1) / 2
+    per_interval = (len(asked) - 2) / 2
     assert per_interval <= prometheus_watch.QUERIES_PER_EVALUATION
+
+
+def test_without_the_rules_the_watch_evaluates_their_own_expressions(
+    http_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the rules loaded, each query is the expression of a recording rule with its references to other
+    records written out: the engine's own series, no recorded one."""
+    asked: list[str] = []
+
+    def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        expr = query["query"][0]
+        asked.append(expr)
+        if expr.startswith("count by (__name__)"):
+            return 200, _vector([({"__name__": "vllm:spec_decode_num_drafts_total"}, 2.0)])
+        return 200, _vector([])
+
+    url = http_server(answer)
+    code, out, err = _watch(url, capsys, "--label-value", "m")
+    assert code == 0, err
+    assert "the specdec-lab rules are not loaded in this Prometheus: evaluating the expressions" in out
+    evaluated = asked[2:]
+    assert 0 < len(evaluated) / 2 <= prometheus_watch.QUERIES_PER_EVALUATION
+    assert all("specdec:" not in expr and 'model_name="m"' in expr for expr in evaluated), evaluated
+    assert any("increase(vllm:spec_decode_num_accepted_tokens_per_pos_total{" in expr for expr in evaluated)
+    metrics = engines.adapter("vllm").RULES_METRICS[engines.versions("vllm")[-1].name]
+    series = rules.promql.Series(metrics, "model_name", "1s", 'model_name="m"')  # 0.05 s intervals: 1 s windows
+    measured = series.measured()
+    assert evaluated[0] == rules.promql.inlined(measured, rules.RUNNING_BATCH)
+    assert "no spec-decode series in Prometheus this interval" in out

@@ -125,13 +125,25 @@ def interval_report(
         per_position=tuple(b - a for a, b in zip(before.per_position, after.per_position, strict=True)),
         draft_lengths=after.draft_lengths,
     )
+    running = after.running if after.running is not None else before.running
+    return measured_report(measurement, running, setup, calibrated, batch_limit)
+
+
+def measured_report(
+    measurement: Measurement,
+    running: float | None,
+    setup: RooflineSetup,
+    calibrated: tuple[float, float] | None,
+    batch_limit: int = 1024,
+) -> IntervalReport:
+    """One interval's counts calibrated and judged; idle where they do not calibrate."""
+    drafts = measurement.cycles or 0.0
     try:
         calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
     except CalibrationError as error:
         return IntervalReport(
             "idle", drafts=drafts, message=f"counters this interval do not calibrate: {error.message}"
         )
-    running = after.running if after.running is not None else before.running
     return judged(measurement, calibrated_now, calibrated_now.result.k, running, drafts, setup, calibrated, batch_limit)
 
 

@@ -1,16 +1,17 @@
 """The rules file: one group of recording rules and alerting rules, written as YAML.
 
 The recording rules (in the order Prometheus evaluates them) record, per instance and class, the running batch,
-the schedule's k and the break-even at it, drafts, the k the engine runs, tokens per verification, the acceptance
-per position, p and its upper bound, the implied speedup and the best k at the measured p; the alerts follow
-(:mod:`app.model.rules.alerts`).  Every series the file records carries ``RULES_LABEL``, so that files for
-several engines or deployments load side by side.  Everything is data (``document``) written with PyYAML
-(``text``), under a header of comments that says what the file is for.
+the schedule's k and the break-even at it, drafts, the counter resets, the mean draft length, the k the engine
+runs, tokens per verification, the acceptance per position, p and its upper bound, the implied speedup and the
+best k at the measured p; the alerts follow (:mod:`app.model.rules.alerts`).  Every series the file records
+carries ``RULES_LABEL``, so that files for several engines or deployments load side by side.  Everything is
+data (``document``) written with PyYAML (``text``), under a header of comments that says what the file is for.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -71,6 +72,11 @@ def rules_id(engine: str, match: str) -> str:
     return f"{engine}-{hashlib.sha256(match.encode()).hexdigest()[:8]}"
 
 
+def rules_id_pattern(engine: str) -> str:
+    """A regular expression matching every ``rules_id`` of this engine's files, whatever their matchers."""
+    return f"{re.escape(engine)}(-[0-9a-f]{{8}})?"
+
+
 def recording_rules(
     series: promql.Series,
     setup: RooflineSetup,
@@ -80,21 +86,15 @@ def recording_rules(
     k_max: int,
 ) -> tuple[dict[str, str], int]:
     """Record name -> expression, in the order Prometheus evaluates them, and the break-even's pieces."""
-    records: dict[str, str] = {promql.RUNNING_BATCH: series.running_batch()}
+    measured = series.measured()
+    records: dict[str, str] = {promql.RUNNING_BATCH: measured.pop(promql.RUNNING_BATCH)}
     records[promql.SCHEDULE_BATCH] = f"clamp({promql.RUNNING_BATCH}, 1, {len(engine_k)})"
     # the k the config runs at each batch (the plan's export, read back): a server that follows the config is on
     # schedule at every batch
     records[promql.SCHEDULE_K] = promql.schedule_k(engine_k)
     records[promql.BREAK_EVEN], cost_pieces = promql.break_even(setup, priced)
-    if series.counted:
-        records[promql.DRAFTS] = series.drafts()
-    running_k = series.running_k()
-    if running_k:
-        records[promql.RUNNING_K] = running_k
-    records[promql.TOKENS] = series.tokens()
+    records.update(measured)
     if series.positional:
-        records[promql.AT_POSITION] = series.at_position()
-        records[promql.ACCEPTANCE] = series.acceptance()
         records[promql.ACCEPTANCE_UPPER] = promql.acceptance_upper()
     else:
         records[promql.ACCEPTANCE] = series.p_from_tokens(priced, k_max, decision.best_k)

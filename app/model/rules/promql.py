@@ -2,11 +2,13 @@
 
 From an engine version's own series (its adapter's ``RulesMetrics``), per instance and class (the value of a
 label) over a rate window: the running batch, drafts, tokens per verification, the acceptance per position and
-the i.i.d. p with its upper bound, the k the engine runs where it shows.  From the user's setup and the plan's
+the i.i.d. p with its upper bound, the mean draft length, the counter resets (restarts), the k the engine runs
+where it shows (``Series.measured``: what the watch reads, recorded or evaluated).  From the user's setup and the plan's
 schedule: the schedule's k and the break-even tokens per verification at the running batch (piecewise
 expressions over batch ranges), p read back from tokens per verification where an engine counts no positions,
-and the best k at the measured p.  Recorded series are named once here (``specdec:*``), and ``scoped`` limits
-every reference to them to one rules file's own.
+and the best k at the measured p.  Recorded series are named once here (``specdec:*``), ``scoped`` limits every
+reference to them to one rules file's own, and ``inlined`` writes a record's expression without references to
+the others, for a Prometheus where the rules are not loaded.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ SCHEDULE_BATCH = "specdec:schedule_batch"
 SCHEDULE_K = "specdec:schedule_k"
 BREAK_EVEN = "specdec:break_even_tokens"
 DRAFTS = "specdec:drafts"
+DRAFT_LENGTH = "specdec:draft_length"
+COUNTER_RESETS = "specdec:counter_resets"
 RUNNING_K = "specdec:running_k"
 TOKENS = "specdec:tokens_per_verification"
 AT_POSITION = "specdec:acceptance_at_position"
@@ -215,14 +219,44 @@ class Series:
 
     def drafts(self) -> str:
         """Verifications in the window; empty where the engine counts none."""
+        return self.increase(*self.verifications_counter()) if self.counted else ""
+
+    def verifications_counter(self) -> tuple[str, str]:
+        """The counter of verifications and the matcher that picks it out (position 0 of drafts per position)."""
         m = self.metrics
-        if m.drafts:
-            return self.increase(m.drafts)
-        if m.drafted_per_position:
-            return self.increase(m.drafted_per_position, f'{m.position_label}="0"')
-        if m.verify_calls:
-            return self.increase(m.verify_calls)
-        return ""
+        if m.drafts or not m.drafted_per_position:
+            return m.drafts or m.verify_calls, ""
+        return m.drafted_per_position, f'{m.position_label}="0"'
+
+    def resets(self) -> str:
+        """Restarts in the window: the resets of the counter of verifications (``increase`` counts across them)."""
+        name, extra = self.verifications_counter()
+        return f"sum by ({self.by}) (resets({self.series(name, extra)}[{self.window}]))"
+
+    def draft_length(self) -> str:
+        """Drafted tokens per draft; empty where the engine counts no drafted tokens."""
+        m = self.metrics
+        drafted = m.draft_tokens or m.drafted_per_position
+        return self.per_draft(self.increase(drafted)) if drafted and (m.drafts or m.drafted_per_position) else ""
+
+    def measured(self) -> dict[str, str]:
+        """Record name -> expression of every record read from the engine's own series alone (no setup, no
+        schedule), in the order Prometheus evaluates them: what the watch reads."""
+        found = {RUNNING_BATCH: self.running_batch()}
+        if self.counted:
+            found[DRAFTS] = self.drafts()
+            found[COUNTER_RESETS] = self.resets()
+        draft_length = self.draft_length()
+        if draft_length:
+            found[DRAFT_LENGTH] = draft_length
+        running_k = self.running_k()
+        if running_k:
+            found[RUNNING_K] = running_k
+        found[TOKENS] = self.tokens()
+        if self.positional:
+            found[AT_POSITION] = self.at_position()
+            found[ACCEPTANCE] = self.acceptance()
+        return found
 
     def per_draft(self, expr: str) -> str:
         """``expr`` per verification in the window, where there were any."""
@@ -236,7 +270,7 @@ class Series:
         if m.k_from == "positions":
             return f"count by ({self.by}) (count by ({self.by}, {m.position_label}) ({self.series(m.per_position)}))"
         if m.k_from == "mean-draft-length":
-            return self.per_draft(self.increase(m.draft_tokens))
+            return DRAFT_LENGTH
         if m.k_from == "longest-draft":
             drafted = f"increase({self.series(m.drafted_per_position)}[{self.window}])"
             return f"count by ({self.by}) (sum by ({self.by}, {m.position_label}) ({drafted}) > 0)"
@@ -303,3 +337,14 @@ class Series:
 def scoped(expr: str, identity: str) -> str:
     """Every reference to a recorded series limited to one file's own (RULES_LABEL = identity)."""
     return _RECORDED.sub(lambda found: f'{found.group(1)}{{{RULES_LABEL}="{identity}"}}', expr)
+
+
+def inlined(records: dict[str, str], name: str) -> str:
+    """The expression of record ``name`` with every reference to another of ``records`` replaced by that
+    record's own expression (so that Prometheus evaluates it where the rules are not loaded)."""
+
+    def expand(found: re.Match[str]) -> str:
+        referenced = found.group(1)
+        return f"({inlined(records, referenced)})" if referenced in records and referenced != name else referenced
+
+    return _RECORDED.sub(expand, records[name])
