@@ -317,13 +317,14 @@ def exposition(engine: str, seconds: float, classes: tuple[str, ...]) -> str:
 
 
 @contextlib.contextmanager
-def exporter(engine: str, classes: tuple[str, ...]) -> Iterator[str]:
-    """A tiny HTTP server on 127.0.0.1 whose /metrics grows as the engine's would; yields host:port."""
+def serving(render: Callable[[float], str]) -> Iterator[str]:
+    """A tiny HTTP server on 127.0.0.1 whose /metrics is ``render`` of the seconds since it started; yields
+    host:port."""
     started = time.monotonic()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            body = exposition(engine, time.monotonic() - started, classes).encode()
+            body = render(time.monotonic() - started).encode()
             self.send_response(200)
             self.send_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
             self.send_header("content-length", str(len(body)))
@@ -341,6 +342,11 @@ def exporter(engine: str, classes: tuple[str, ...]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def exporter(engine: str, classes: tuple[str, ...]) -> contextlib.AbstractContextManager[str]:
+    """A stand-in whose /metrics grows as the engine's would."""
+    return serving(lambda seconds: exposition(engine, seconds, classes))
 
 
 def test_stand_in_exporters_speak_each_engines_format() -> None:

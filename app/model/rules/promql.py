@@ -26,9 +26,9 @@ from app.model.regimes import RooflineSetup, best_k_by_batch, roofline_draft_cos
 Z_999 = 3.2905  # two-sided 99.9% normal quantile: the acceptance alert uses the 99.9% upper bound of p
 P_STEP = 0.05  # bins of measured p for the best k (each bin takes the k that is best at its lower edge)
 COST_TOLERANCE = 0.005  # largest relative error of the piecewise-linear break-even against the roofline
-P_TOLERANCE = 0.005  # largest error of p read back from tokens per verification (SGLang)
-MAX_READ_BACK_K = 16  # SGLang: p is read back from tokens per verification at the running k up to this (and the
-# schedule's own k above it)
+P_TOLERANCE = 0.005  # largest error of p read back from tokens per verification (an engine counting no positions)
+MAX_READ_BACK_K = 16  # with a gauge of the k running, p is read back from tokens per verification at each k up to
+# this (and the schedule's own k above it)
 RULES_LABEL = "specdec_rules"  # on every series a rules file records: which file recorded it
 
 RUNNING_BATCH = "specdec:running_batch"

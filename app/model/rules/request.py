@@ -72,7 +72,7 @@ class RulesRequest:
     p_low: float | None = None  # the calibrated lower bound of p; p - DEFAULT_P_MARGIN if None
     k_max: int = 8
     batch_max: int = 1024
-    batch: int = 1  # the operating batch of engines that take one k (SGLang without tiers, llama.cpp)
+    batch: int = 1  # the operating batch of an engine whose config takes one k
     method: str | None = None
     label: str = DEFAULT_LABEL
     window: str = DEFAULT_WINDOW
