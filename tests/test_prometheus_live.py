@@ -23,7 +23,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from app.model import closed_form, engine_metrics, rules
 from app.service.regimes import SetupRequest, build_setup
 from tests import live_engine
 from tests.planned import planned_rules
+from tests.support import answering
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "app.cli"]
@@ -316,32 +316,11 @@ def exposition(engine: str, seconds: float, classes: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@contextlib.contextmanager
-def serving(render: Callable[[float], str]) -> Iterator[str]:
-    """A tiny HTTP server on 127.0.0.1 whose /metrics is ``render`` of the seconds since it started; yields
-    host:port."""
+def serving(render: Callable[[float], str]) -> contextlib.AbstractContextManager[str]:
+    """A /metrics that is ``render`` of the seconds since it started; host:port."""
     started = time.monotonic()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = render(time.monotonic() - started).encode()
-            self.send_response(200)
-            self.send_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    content_type = "text/plain; version=0.0.4; charset=utf-8"
+    return answering(lambda path, query: (200, content_type, render(time.monotonic() - started).encode()))
 
 
 def exporter(engine: str, classes: tuple[str, ...]) -> contextlib.AbstractContextManager[str]:

@@ -3,47 +3,32 @@ and a canned one."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from app.cli import main
 from app.model import engines, rules
 from app.service.clients import prometheus as prometheus_watch
+from tests.support import answering
 
 
 @pytest.fixture
 def http_server() -> Iterator[Callable[[Callable[[str, dict[str, list[str]]], tuple[int, bytes]]], str]]:
-    servers: list[ThreadingHTTPServer] = []
+    """Starts canned Prometheus HTTP APIs answering JSON as a test says; stops them after the test."""
+    with contextlib.ExitStack() as servers:
 
-    def start(answer: Callable[[str, dict[str, list[str]]], tuple[int, bytes]]) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                parts = urlsplit(self.path)
-                status, body = answer(parts.path, parse_qs(parts.query))
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def start(answer: Callable[[str, dict[str, list[str]]], tuple[int, bytes]]) -> str:
+            def as_json(path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+                status, body = answer(path, query)
+                return status, "application/json", body
 
-            def log_message(self, format: str, *args: object) -> None:
-                pass
+            return f"http://{servers.enter_context(answering(as_json))}"
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+        yield start
 
 
 def _watch(url: str, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:

@@ -219,11 +219,16 @@ def judged(
     return replace(base, message="ok" + fit_note)
 
 
-def format_line(index: int, report: IntervalReport) -> str:
+def described(report: IntervalReport) -> str:
+    """A report in words: p with its interval, k, batch, drafts and speedup, and what they mean."""
     if report.p is None:
-        return f"interval {index:>4}: {report.message}"
+        return report.message
     interval = f"[{report.p_low:.3f}, {report.p_high:.3f}]" if report.p_low is not None else "[?]"
     return (
-        f"interval {index:>4}: p {report.p:.3f} {interval}  k {report.k}  batch {report.batch}  "
-        f"drafts {report.drafts:,.0f}  speedup {report.speedup:.2f}x  {report.message}"
+        f"p {report.p:.3f} {interval}  k {report.k}  batch {report.batch}  drafts {report.drafts:,.0f}  "
+        f"speedup {report.speedup:.2f}x  {report.message}"
     )
+
+
+def format_line(index: int, report: IntervalReport) -> str:
+    return f"interval {index:>4}: {described(report)}"

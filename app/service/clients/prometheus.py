@@ -37,7 +37,7 @@ from app.model.engines.reports import Measurement, mean_only
 from app.model.regimes import RooflineSetup
 from app.model.rules import promql
 from app.model.rules.file import rules_id_pattern
-from app.model.watch import IntervalReport, measured_report
+from app.model.watch import IntervalReport, described, measured_report
 
 QUERIES_PER_EVALUATION = 6
 MAX_HISTORY = 1000  # steps of one range query
@@ -360,15 +360,8 @@ def who(key: Key, label: str) -> str:
 
 
 def line(index: int, key: Key, label: str, report: IntervalReport, reset: bool) -> str:
-    head = f"interval {index:>4} {who(key, label)}:"
     tail = "; counters reset in the window read (restart?): increase() counts across it" if reset else ""
-    if report.p is None:
-        return f"{head} {report.message}{tail}"
-    interval = f"[{report.p_low:.3f}, {report.p_high:.3f}]" if report.p_low is not None else "[?]"
-    return (
-        f"{head} p {report.p:.3f} {interval}  k {report.k}  batch {report.batch}  drafts {report.drafts:,.0f}  "
-        f"speedup {report.speedup:.2f}x  {report.message}{tail}"
-    )
+    return f"interval {index:>4} {who(key, label)}: {described(report)}{tail}"
 
 
 @dataclass
