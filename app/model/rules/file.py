@@ -74,7 +74,7 @@ def rules_id(engine: str, match: str) -> str:
 
 def rules_id_pattern(engine: str) -> str:
     """A regular expression matching every ``rules_id`` of this engine's files, whatever their matchers."""
-    return f"{re.escape(engine)}(-[0-9a-f]{{8}})?"
+    return f"{re.escape(engine)}(-[0-9a-f]{{8}})?".replace("\\", "\\\\")  # PromQL strings escape backslashes
 
 
 def recording_rules(
