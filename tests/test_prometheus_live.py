@@ -427,7 +427,8 @@ def test_without_the_rules_loaded_the_watch_evaluates_their_expressions(capsys: 
         for engine in ("vllm", "sglang", "trtllm"):
             assert main(["watch", "--prometheus", url, "--engine", engine, "--interval", "2", "--samples", "2"]) == 0
             out = capsys.readouterr().out
-            assert "the specdec-lab rules are not loaded in this Prometheus: evaluating" in out, out
+            assert "rules are not loaded in this Prometheus (or not per instance and model_name)" in out, out
+            assert "evaluating the expressions of their recording rules" in out, out
             found = [line for line in out.splitlines() if line.startswith("interval")]
             assert len(found) == 4, found  # two intervals x one instance x two classes
             lines += found

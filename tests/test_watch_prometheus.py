@@ -98,8 +98,8 @@ def test_the_watch_prints_one_line_per_class_and_says_when_counters_reset(
         asked.append(expr)
         if expr.startswith("count by (__name__)"):
             return 200, _vector([({"__name__": "vllm:spec_decode_num_drafts_total"}, 2.0)])
-        if expr.startswith(f"count by ({rules.RULES_LABEL})"):
-            return 200, _vector([({rules.RULES_LABEL: "vllm"}, 4.0)])
+        if expr.startswith(f"count by ({rules.RULES_LABEL}, model_name)"):
+            return 200, _vector([({rules.RULES_LABEL: "vllm", "model_name": name}, 2.0) for name in ("a", "b")])
         name, selector = expr.split("{", 1)
         assert selector == f'{rules.RULES_LABEL}="vllm"}}', expr
         return 200, recorded[name]
@@ -115,11 +115,16 @@ def test_the_watch_prints_one_line_per_class_and_says_when_counters_reset(
     assert per_interval <= prometheus_watch.QUERIES_PER_EVALUATION
 
 
+@pytest.mark.parametrize(
+    "files",
+    [[], [{rules.RULES_LABEL: "vllm"}]],  # no rules loaded; rules loaded per instance only, not per model_name
+    ids=["not-loaded", "per-another-label"],
+)
 def test_without_the_rules_the_watch_evaluates_their_own_expressions(
-    http_server: Any, capsys: pytest.CaptureFixture[str]
+    http_server: Any, capsys: pytest.CaptureFixture[str], files: list[dict[str, str]]
 ) -> None:
-    """Without the rules loaded, each query is the expression of a recording rule with its references to other
-    records written out: the engine's own series, no recorded one."""
+    """Without the rules loaded (per instance and the class label), each query is the expression of a recording
+    rule with its references to other records written out: the engine's own series, no recorded one."""
     asked: list[str] = []
 
     def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
@@ -127,12 +132,15 @@ def test_without_the_rules_the_watch_evaluates_their_own_expressions(
         asked.append(expr)
         if expr.startswith("count by (__name__)"):
             return 200, _vector([({"__name__": "vllm:spec_decode_num_drafts_total"}, 2.0)])
+        if expr.startswith(f"count by ({rules.RULES_LABEL}, model_name)"):
+            return 200, _vector([(labels, 1.0) for labels in files])
         return 200, _vector([])
 
     url = http_server(answer)
     code, out, err = _watch(url, capsys, "--label-value", "m")
     assert code == 0, err
-    assert "the specdec-lab rules are not loaded in this Prometheus: evaluating the expressions" in out
+    assert "rules are not loaded in this Prometheus (or not per instance and model_name)" in out
+    assert "evaluating the expressions of their recording rules" in out
     evaluated = asked[2:]
     assert 0 < len(evaluated) / 2 <= prometheus_watch.QUERIES_PER_EVALUATION
     assert all("specdec:" not in expr and 'model_name="m"' in expr for expr in evaluated), evaluated

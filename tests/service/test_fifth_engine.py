@@ -176,5 +176,6 @@ def test_the_prometheus_watch_reads_a_registered_engine(
                 if loaded:
                     assert f"recorded by the specdec-lab rules ({rules.RULES_LABEL}={toyserve})" in out, out
                 else:
-                    assert "the specdec-lab rules are not loaded in this Prometheus: evaluating" in out, out
+                    assert "rules are not loaded in this Prometheus (or not per instance and model_name)" in out, out
+                    assert "evaluating the expressions of their recording rules" in out, out
                 _measured_lines(out, 2)

@@ -165,8 +165,9 @@ class Target:
                 f"{', '.join(self.recorded)}), each over the window the rules were written with"
             )
         return (
-            f"the specdec-lab rules are not loaded in this Prometheus: evaluating the expressions of their recording "
-            f"rules over each {max(1, round(seconds))} s interval (load `specdec-lab rules` to read recorded series)"
+            f"the specdec-lab rules are not loaded in this Prometheus (or not per instance and {self.label}): "
+            f"evaluating the expressions of their recording rules over each {max(1, round(seconds))} s interval "
+            "(load `specdec-lab rules` to read recorded series)"
         )
 
 
@@ -215,11 +216,13 @@ def detect(prometheus: Prometheus, engine: str | None, version: str | None, labe
         )
     matcher = f'{label}="{_escaped(value)}"' if value is not None else ""
     chosen_version, metrics = candidates[present[0]]
-    files = prometheus.query(
-        f'count by ({promql.RULES_LABEL}) ({promql.TOKENS}{{{promql.RULES_LABEL}=~"{rules_id_pattern(present[0])}"}})',
-        time.time(),
-    )
-    recorded = tuple(sorted({_metric(item).get(promql.RULES_LABEL, "") for item in files} - {""}))
+    # the rules files of this engine loaded there, per instance and this label (a file written per another label
+    # records no class of this one)
+    by = promql.RULES_LABEL if label == "instance" else f"{promql.RULES_LABEL}, {label}"
+    pattern = rules_id_pattern(present[0])
+    files = prometheus.query(f'count by ({by}) ({promql.TOKENS}{{{promql.RULES_LABEL}=~"{pattern}"}})', time.time())
+    per_label = [_metric(item) for item in files if label == "instance" or _metric(item).get(label)]
+    recorded = tuple(sorted({item.get(promql.RULES_LABEL, "") for item in per_label} - {""}))
     return Target(present[0], chosen_version, metrics, label, matcher, recorded)
 
 
