@@ -32,6 +32,7 @@ class Scrape:
     running: float | None
     engine: str = ""  # the adapter whose series these are
     format: str = ""  # the report format its /metrics is read as, where it has one
+    drafted_per_position: tuple[float, ...] = ()  # drafts that reached each position, where the engine counts them
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def read_scrape(text: str, label: str = "model_name", value: str | None = None) 
     per_position = positions_in_order(positions.get(m.per_position, {}), m.per_position)
     drafted = positions_in_order(positions.get(m.drafted_per_position, {}), m.drafted_per_position)
     drafts = sums.get(m.drafts, drafted[0] if drafted else 0.0)
-    if value is not None and not drafts and not per_position:
+    if value is not None and not sums and not positions:
         raise EngineFormatError(ErrorKind.AMBIGUOUS_MODEL, f"no spec-decode counters with {label}={value!r}")
     return Scrape(
         drafts=drafts,
@@ -120,12 +121,25 @@ def read_scrape(text: str, label: str = "model_name", value: str | None = None) 
         running=sum(running) if running else None,
         engine=engine,
         format=m.scrape_format,
+        drafted_per_position=drafted,
     )
+
+
+def draft_lengths(drafted: tuple[float, ...]) -> tuple[int, ...]:
+    """The lengths drafts ended at, from the drafts that reached each position: where fewer reached the next; none
+    where every draft reached every position (one length) or nothing is counted per position."""
+    reached = [*drafted, 0.0]
+    tolerance = 1e-9 * max(drafted[0], 1.0) if drafted else 0.0
+    if all(abs(value - reached[0]) <= tolerance for value in drafted):
+        return ()
+    return tuple(i for i in range(1, len(drafted) + 1) if reached[i - 1] - reached[i] > tolerance)
 
 
 def went_down(before: Scrape, after: Scrape) -> str | None:
     """The first counter that decreased (a restart), or None."""
-    if len(before.per_position) != len(after.per_position):
+    if len(before.per_position) != len(after.per_position) or len(before.drafted_per_position) != len(
+        after.drafted_per_position
+    ):
         return "the number of draft positions"
     pairs = [
         ("the drafts counter", before.drafts, after.drafts),
@@ -134,6 +148,10 @@ def went_down(before: Scrape, after: Scrape) -> str | None:
         *(
             (f"accepted tokens at position {i}", a, b)
             for i, (a, b) in enumerate(zip(before.per_position, after.per_position, strict=True))
+        ),
+        *(
+            (f"drafts reaching position {i}", a, b)
+            for i, (a, b) in enumerate(zip(before.drafted_per_position, after.drafted_per_position, strict=True))
         ),
     ]
     return next((name for name, a, b in pairs if b < a), None)
@@ -161,6 +179,9 @@ def interval_report(
         draft_tokens=after.draft_tokens - before.draft_tokens,
         accepted=after.accepted - before.accepted,
         per_position=tuple(b - a for a, b in zip(before.per_position, after.per_position, strict=True)),
+        draft_lengths=draft_lengths(
+            tuple(b - a for a, b in zip(before.drafted_per_position, after.drafted_per_position, strict=True))
+        ),
     )
     running = after.running if after.running is not None else before.running
     return measured_report(measurement, running, setup, calibrated, batch_limit)
