@@ -13,7 +13,11 @@ import pytest
 from app.cli import main
 from app.model import engines, rules
 from app.service.clients import prometheus as prometheus_watch
+from app.service.regimes import SetupRequest, build_setup
+from tests.planned import planned_rules
 from tests.support import answering
+
+SETUP = build_setup(SetupRequest()).setup
 
 
 @pytest.fixture
@@ -150,3 +154,20 @@ def test_without_the_rules_the_watch_evaluates_their_own_expressions(
     measured = series.measured()
     assert evaluated[0] == rules.promql.inlined(measured, rules.RUNNING_BATCH)
     assert "no spec-decode series in Prometheus this interval" in out
+
+
+def test_every_engine_is_watched_in_a_bounded_number_of_queries_that_the_rules_record() -> None:
+    """For every engine version with counters: at most QUERIES_PER_EVALUATION records read, each one the rules
+    file records (so that with the rules loaded every query is a recorded series)."""
+    for engine in engines.ENGINES:
+        for version, metrics in engines.adapter(engine).RULES_METRICS.items():
+            series = rules.promql.Series(metrics, "model_name", "1m")
+            if metrics.missing or not series.counted:
+                continue
+            target = prometheus_watch.Target(engine, version, metrics, "model_name", "", ("x",))
+            read = target.read()
+            assert rules.TOKENS in read and rules.DRAFTS in read, (engine, version, read)
+            assert len(read) <= prometheus_watch.QUERIES_PER_EVALUATION, (engine, version, read)
+            made = planned_rules(rules.RulesRequest(engine=engine, version=version), SETUP)
+            assert set(read) <= set(made.records), (engine, version, read)
+            assert set(target.queries(60.0)) == set(read)
