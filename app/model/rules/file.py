@@ -88,7 +88,7 @@ def recording_rules(
     """Record name -> expression, in the order Prometheus evaluates them, and the break-even's pieces."""
     measured = series.measured()
     records: dict[str, str] = {promql.RUNNING_BATCH: measured.pop(promql.RUNNING_BATCH)}
-    records[promql.SCHEDULE_BATCH] = f"clamp({promql.RUNNING_BATCH}, 1, {len(engine_k)})"
+    records[promql.SCHEDULE_BATCH] = promql.schedule_batch(len(engine_k))
     # the k the config runs at each batch (the plan's export, read back): a server that follows the config is on
     # schedule at every batch
     records[promql.SCHEDULE_K] = promql.schedule_k(engine_k)

@@ -135,6 +135,11 @@ def cycle_cost(setup: RooflineSetup, batches: np.ndarray, ks: np.ndarray) -> np.
     return cost
 
 
+def schedule_batch(limit: int) -> str:
+    """The running batch within the batches the schedule covers, 1 to ``limit``."""
+    return f"clamp({RUNNING_BATCH}, 1, {limit})"
+
+
 def schedule_k(engine_k: Sequence[int]) -> str:
     """The k the config runs at the running batch (0 where it runs none)."""
     return piecewise_constant(SCHEDULE_BATCH, engine_k)
