@@ -253,6 +253,8 @@ def test_an_alert_fires_on_the_real_engine_when_acceptance_drops(tmp_path: Path)
     assert watch.returncode == 1, watch.stdout + watch.stderr
     assert "stops paying" in watch.stdout or "acceptance dropped below its calibrated" in watch.stdout, watch.stdout
     assert "calibrated interval" in watch.stdout and "regressed" in watch.stdout
+    # the rules are loaded: the watch reads what they record, not its own PromQL
+    assert f"reading the series recorded by the specdec-lab rules ({rules.RULES_LABEL}=llamacpp)" in watch.stdout
     assert "Traceback" not in watch.stderr
 
 

@@ -216,14 +216,30 @@ def detect(prometheus: Prometheus, engine: str | None, version: str | None, labe
         )
     matcher = f'{label}="{_escaped(value)}"' if value is not None else ""
     chosen_version, metrics = candidates[present[0]]
-    # the rules files of this engine loaded there, per instance and this label (a file written per another label
-    # records no class of this one)
+    return Target(
+        present[0], chosen_version, metrics, label, matcher, _rules_files(prometheus, present[0], metrics, label)
+    )
+
+
+def _rules_files(prometheus: Prometheus, engine: str, metrics: RulesMetrics, label: str) -> tuple[str, ...]:
+    """The rules files of this engine loaded in Prometheus (their RULES_LABEL values) whose records carry the
+    class label wherever the engine's own series do: a file written per another label records no class of this
+    one."""
     by = promql.RULES_LABEL if label == "instance" else f"{promql.RULES_LABEL}, {label}"
-    pattern = rules_id_pattern(present[0])
-    files = prometheus.query(f'count by ({by}) ({promql.TOKENS}{{{promql.RULES_LABEL}=~"{pattern}"}})', time.time())
-    per_label = [_metric(item) for item in files if label == "instance" or _metric(item).get(label)]
-    recorded = tuple(sorted({item.get(promql.RULES_LABEL, "") for item in per_label} - {""}))
-    return Target(present[0], chosen_version, metrics, label, matcher, recorded)
+    pattern = rules_id_pattern(engine)
+    files = [
+        _metric(item)
+        for item in prometheus.query(
+            f'count by ({by}) ({promql.TOKENS}{{{promql.RULES_LABEL}=~"{pattern}"}})', time.time()
+        )
+    ]
+    if files and label != "instance":
+        counter = promql.Series(metrics, label, "1s").verifications_counter()[0]
+        labelled = any(
+            _metric(item).get(label) for item in prometheus.query(f"count by ({label}) ({counter})", time.time())
+        )
+        files = [item for item in files if item.get(label) or not labelled]
+    return tuple(sorted({item.get(promql.RULES_LABEL, "") for item in files} - {""}))
 
 
 def _escaped(value: str) -> str:
