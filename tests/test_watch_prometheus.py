@@ -88,6 +88,18 @@ def _recorded(p: float, k: int, drafts: float, classes: list[dict[str, str]]) ->
     }
 
 
+def _detection(expr: str, files: list[dict[str, str]]) -> bytes | None:
+    """What a Prometheus scraping vLLM answers to the watch's questions before it starts: vLLM's counters are
+    there, labelled by model_name, and these rules files record series; None for any other question."""
+    if expr.startswith("count by (__name__)"):
+        return _vector([({"__name__": "vllm:spec_decode_num_drafts_total"}, 2.0)])
+    if expr.startswith(f"count by ({rules.RULES_LABEL}, model_name)"):
+        return _vector([(labels, 1.0) for labels in files])
+    if expr.startswith("count by (model_name)"):  # the engine's own series carry the class label
+        return _vector([({"model_name": name}, 1.0) for name in ("a", "b")])
+    return None
+
+
 def test_the_watch_prints_one_line_per_class_and_says_when_counters_reset(
     http_server: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -100,12 +112,9 @@ def test_the_watch_prints_one_line_per_class_and_says_when_counters_reset(
     def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
         expr = query["query"][0]
         asked.append(expr)
-        if expr.startswith("count by (__name__)"):
-            return 200, _vector([({"__name__": "vllm:spec_decode_num_drafts_total"}, 2.0)])
-        if expr.startswith(f"count by ({rules.RULES_LABEL}, model_name)"):
-            return 200, _vector([({rules.RULES_LABEL: "vllm", "model_name": name}, 2.0) for name in ("a", "b")])
-        if expr.startswith("count by (model_name)"):  # the engine's own series carry the class label
-            return 200, _vector([({"model_name": name}, 2.0) for name in ("a", "b")])
+        detected = _detection(expr, [{rules.RULES_LABEL: "vllm", "model_name": name} for name in ("a", "b")])
+        if detected is not None:
+            return 200, detected
         name, selector = expr.split("{", 1)
         assert selector == f'{rules.RULES_LABEL}="vllm"}}', expr
         return 200, recorded[name]
@@ -136,13 +145,7 @@ def test_without_the_rules_the_watch_evaluates_their_own_expressions(
     def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
         expr = query["query"][0]
         asked.append(expr)
-        if expr.startswith("count by (__name__)"):
-            return 200, _vector([({"__name__": "vllm:spec_decode_num_drafts_total"}, 2.0)])
-        if expr.startswith(f"count by ({rules.RULES_LABEL}, model_name)"):
-            return 200, _vector([(labels, 1.0) for labels in files])
-        if expr.startswith("count by (model_name)"):  # the engine's own series carry the class label
-            return 200, _vector([({"model_name": "m"}, 1.0)])
-        return 200, _vector([])
+        return 200, _detection(expr, files) or _vector([])
 
     url = http_server(answer)
     code, out, err = _watch(url, capsys, "--label-value", "m")
