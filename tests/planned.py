@@ -1,6 +1,9 @@
-"""Rules as the plan makes them (app.service.plan): decided once, priced at the k the plan's config runs."""
+"""Rules as the plan makes them (app.service.plan): decided once, priced at the k the plan's config runs; and
+their recording expressions read back as Python arithmetic, so that a test can hold them to the roofline."""
 
 from __future__ import annotations
+
+import re
 
 from app.model import rules
 from app.model.regimes import RooflineSetup
@@ -30,3 +33,17 @@ def planned_rules(
         match=request.match,
     )
     return plan.build(wanted, built).rules
+
+
+def expression(made: rules.RulesFile, record: str) -> str:
+    return next(rule["expr"] for rule in made.document["groups"][0]["rules"] if rule.get("record") == record)
+
+
+def evaluate(expr: str, values: dict[str, float]) -> float:
+    """A piecewise PromQL expression over recorded series, at given values of those series, as Python."""
+    text = re.sub(r'\{specdec_rules="[^"]*"\}', "", expr)
+    text = text.replace(">= bool", ">=").replace("< bool", "<").replace("== bool", "==")
+    for name in sorted(values, key=len, reverse=True):
+        text = text.replace(name, repr(values[name]))
+    assert "specdec:" not in text, text
+    return float(eval(f"({text})", {"__builtins__": {"round": round}}, {}))

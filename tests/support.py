@@ -1,15 +1,21 @@
-"""Helpers shared by the tests, the screenshot script and the benchmarks: a real server, a real browser."""
+"""Helpers shared by the tests, the screenshot script and the benchmarks: a real server, a real browser, and a tiny
+HTTP server that answers as a test says."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
@@ -84,3 +90,33 @@ def wait_until(page: Any, expression: str, timeout: float = 15.0) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for: {expression}")
         time.sleep(0.05)
+
+
+Answer = Callable[[str, dict[str, list[str]]], tuple[int, str, bytes]]  # (path, query) -> status, type, body
+
+
+@contextlib.contextmanager
+def answering(answer: Answer) -> Iterator[str]:
+    """A tiny HTTP server on 127.0.0.1 whose every GET is ``answer`` of its path and query; yields host:port."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            parts = urlsplit(self.path)
+            status, content_type, body = answer(parts.path, parse_qs(parts.query))
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

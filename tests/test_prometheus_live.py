@@ -23,7 +23,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from app.model import closed_form, engine_metrics, rules
 from app.service.regimes import SetupRequest, build_setup
 from tests import live_engine
 from tests.planned import planned_rules
+from tests.support import answering
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "app.cli"]
@@ -253,6 +253,8 @@ def test_an_alert_fires_on_the_real_engine_when_acceptance_drops(tmp_path: Path)
     assert watch.returncode == 1, watch.stdout + watch.stderr
     assert "stops paying" in watch.stdout or "acceptance dropped below its calibrated" in watch.stdout, watch.stdout
     assert "calibrated interval" in watch.stdout and "regressed" in watch.stdout
+    # the rules are loaded: the watch reads what they record, not its own PromQL
+    assert f"reading the series recorded by the specdec-lab rules ({rules.RULES_LABEL}=llamacpp)" in watch.stdout
     assert "Traceback" not in watch.stderr
 
 
@@ -316,31 +318,16 @@ def exposition(engine: str, seconds: float, classes: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@contextlib.contextmanager
-def exporter(engine: str, classes: tuple[str, ...]) -> Iterator[str]:
-    """A tiny HTTP server on 127.0.0.1 whose /metrics grows as the engine's would; yields host:port."""
+def serving(render: Callable[[float], str]) -> contextlib.AbstractContextManager[str]:
+    """A /metrics that is ``render`` of the seconds since it started; host:port."""
     started = time.monotonic()
+    content_type = "text/plain; version=0.0.4; charset=utf-8"
+    return answering(lambda path, query: (200, content_type, render(time.monotonic() - started).encode()))
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = exposition(engine, time.monotonic() - started, classes).encode()
-            self.send_response(200)
-            self.send_header("content-type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+def exporter(engine: str, classes: tuple[str, ...]) -> contextlib.AbstractContextManager[str]:
+    """A stand-in whose /metrics grows as the engine's would."""
+    return serving(lambda seconds: exposition(engine, seconds, classes))
 
 
 def test_stand_in_exporters_speak_each_engines_format() -> None:
@@ -405,14 +392,47 @@ def test_rules_of_three_engines_side_by_side_record_the_expected_values(tmp_path
         code = main(["watch", "--prometheus", url, "--engine", "vllm", "--interval", "2", "--samples", "2"])
         out = capsys.readouterr().out
         assert code == 0, out
+        assert f"reading the series recorded by the specdec-lab rules ({rules.RULES_LABEL}=vllm)" in out, out
         lines = [line for line in out.splitlines() if line.startswith("interval")]
         assert len(lines) == 8, out  # two intervals x two instances x two classes
         for engine in ("sglang", "trtllm"):
             assert main(["watch", "--prometheus", url, "--engine", engine, "--interval", "2", "--samples", "1"]) == 0
-            found = [line for line in capsys.readouterr().out.splitlines() if line.startswith("interval")]
+            out = capsys.readouterr().out
+            assert f"({rules.RULES_LABEL}={engine})" in out, out
+            found = [line for line in out.splitlines() if line.startswith("interval")]
             assert len(found) == 2, found  # one instance x two classes
             lines += found
+    _hold_the_watch_to_the_stand_ins(lines)
+
+
+def _hold_the_watch_to_the_stand_ins(lines: list[str]) -> None:
     # an interval in which a loaded machine let a stand-in add no drafts says so; every other line has the values
     measured = [line for line in lines if "no drafts this interval" not in line]
     assert all(f"p {P:.3f}" in line and f"k {K}" in line and f"batch {BATCH}" in line for line in measured), lines
     assert {line.split()[3] for line in measured} == {"model_name=m0:", "model_name=m1:"}, lines
+
+
+def test_without_the_rules_loaded_the_watch_evaluates_their_expressions(capsys: Any) -> None:
+    """A Prometheus that scrapes the engines but holds no specdec-lab rules: the watch evaluates the expressions of
+    the recording rules itself, over each interval, and reads the same values."""
+    classes = ("m0", "m1")
+    with (
+        exporter("vllm", classes) as vllm,
+        exporter("sglang", classes) as sglang,
+        exporter("trtllm", classes) as trtllm,
+        prometheus({"vllm": [vllm], "sglang": [sglang], "trtllm": [trtllm]}, []) as url,
+    ):
+        scraped = "count(count by (job) (up == 1)) == 3"
+        wait_for(lambda: bool(instant(url, scraped)), 30, "the three stand-ins scraped")
+        time.sleep(5)  # more than one interval of data
+        lines: list[str] = []
+        for engine in ("vllm", "sglang", "trtllm"):
+            assert main(["watch", "--prometheus", url, "--engine", engine, "--interval", "2", "--samples", "2"]) == 0
+            out = capsys.readouterr().out
+            assert "rules are not loaded in this Prometheus (or not per instance and model_name)" in out, out
+            assert "evaluating the expressions of their recording rules" in out, out
+            found = [line for line in out.splitlines() if line.startswith("interval")]
+            assert len(found) == 4, found  # two intervals x one instance x two classes
+            lines += found
+        assert not instant(url, '{__name__=~"specdec:.*"}')
+    _hold_the_watch_to_the_stand_ins(lines)

@@ -14,7 +14,9 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from app.cli import main
-from app.model.watch import Scrape, interval_report, went_down
+from app.model.calibration import ErrorKind
+from app.model.engines.reports import EngineFormatError
+from app.model.watch import Scrape, draft_lengths, interval_report, read_scrape, went_down
 from app.service.regimes import SetupRequest, build_setup
 from app.testing.engine_reports import sample_accepted
 
@@ -194,3 +196,44 @@ def test_hundreds_of_intervals_at_an_unchanged_p_raise_no_false_alarm() -> None:
         alarms += report.status != "ok"
         previous = current
     assert alarms <= 1
+
+
+def _trtllm_scrape(scale: float) -> str:
+    """TensorRT-LLM's counters per token_position after ``scale`` times 8,000 drafts of 4 tokens and 12,000 of 2,
+    at i.i.d. acceptance 0.7."""
+    rng = np.random.default_rng(7)
+    drafted, accepted = [0.0] * 4, [0.0] * 4
+    for length, count in ((4, round(8000 * scale)), (2, round(12000 * scale))):
+        draws = np.minimum(rng.geometric(0.3, size=count) - 1, length)
+        for i in range(length):
+            drafted[i] += count
+            accepted[i] += float((draws > i).sum())
+    lines = ['trtllm_num_requests_running{model_name="m"} 4']
+    for name, counts in (("drafted", drafted), ("accepted", accepted)):
+        lines += [
+            f'trtllm_spec_decode_{name}_tokens_total{{model_name="m",token_position="{i}"}} {v}'
+            for i, v in enumerate(counts)
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def test_drafts_of_several_lengths_are_read_from_the_drafts_reaching_each_position() -> None:
+    """An engine counting drafts per position (TensorRT-LLM): the interval's drafts that ended at each length give
+    the mix of lengths, read by the adapter's series names."""
+    before, after = read_scrape(_trtllm_scrape(1.0)), read_scrape(_trtllm_scrape(3.0))
+    assert after.engine == "trtllm" and after.drafts == 60000 and after.draft_tokens == 4 * 24000 + 2 * 36000
+    assert after.drafted_per_position == (60000, 60000, 24000, 24000) and after.running == 4
+    delta = tuple(b - a for a, b in zip(before.drafted_per_position, after.drafted_per_position, strict=True))
+    assert draft_lengths(delta) == (2, 4) and draft_lengths((5.0, 5.0, 5.0)) == () and draft_lengths(()) == ()
+    report = interval_report(before, after, build_setup(SetupRequest()).setup, None)
+    assert report.status == "ok" and report.k == 4, report
+    assert report.p_low is not None and report.p_high is not None and report.p_low <= 0.7 <= report.p_high
+
+
+def test_a_scrape_without_counters_of_drafts_or_of_the_class_asked_says_so() -> None:
+    with pytest.raises(EngineFormatError) as caught:
+        read_scrape("process_cpu_seconds_total 3.5\n")
+    assert caught.value.kind == ErrorKind.UNRELATED and "vllm:spec_decode_num_drafts_total" in caught.value.message
+    with pytest.raises(EngineFormatError) as caught:
+        read_scrape(_trtllm_scrape(1.0), value="another")
+    assert caught.value.kind == ErrorKind.AMBIGUOUS_MODEL and "model_name='another'" in caught.value.message

@@ -1,5 +1,6 @@
-"""Acceptance and implied speedup per interval, from the counter deltas of two /metrics scrapes (vLLM,
-llama.cpp or TensorRT-LLM: any engine whose counters carry drafts and accepted tokens per position).
+"""Acceptance and implied speedup per interval, from the counter deltas of two /metrics scrapes of any engine
+whose adapter names counters of drafts and of accepted tokens (in all or per position) in its ``RULES_METRICS``:
+the series the rules and the Prometheus watch read, by the same names.
 
 Counters only grow while a server runs; when any of them goes down (or the number of positions
 changes), the server was restarted: that interval is reported as a reset and the new scrape becomes
@@ -8,24 +9,18 @@ the baseline.  An interval without drafts says so.  The batch is the engine's ru
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from app.model import engine_metrics, engines
-from app.model.calibration import CalibrationError, ErrorKind
+from app.model import engine_metrics, engines, prometheus_text
+from app.model.calibration import MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
 from app.model.capacity import max_batch_that_fits
-from app.model.engine_metrics import Measurement
+from app.model.engines.base import EngineAdapter, RulesMetrics
+from app.model.engines.reports import EngineFormatError, Measurement, check_value, positions_in_order
 from app.model.regimes import RooflineSetup, roofline_speedup
 
 DRIFT_LEVEL = 0.999
-# The /metrics formats that count drafts and accepted tokens per position: named by each engine's series.
-COUNTER_FORMATS = tuple(
-    dict.fromkeys(
-        metrics.scrape_format
-        for module in engines.ADAPTERS.values()
-        for metrics in module.RULES_METRICS.values()
-        if metrics.counts_drafts and metrics.scrape_format
-    )
-)
 
 
 @dataclass(frozen=True)
@@ -35,8 +30,9 @@ class Scrape:
     accepted: float
     per_position: tuple[float, ...]
     running: float | None
-    format: str = "vllm-metrics"
-    draft_lengths: tuple[int, ...] = ()
+    engine: str = ""  # the adapter whose series these are
+    format: str = ""  # the report format its /metrics is read as, where it has one
+    drafted_per_position: tuple[float, ...] = ()  # drafts that reached each position, where the engine counts them
 
 
 @dataclass(frozen=True)
@@ -56,38 +52,94 @@ class IntervalReport:
         return self.status in ("stops-paying", "acceptance-dropped")
 
 
-def read_scrape(text: str, label: str = "model_name", value: str | None = None) -> Scrape:
-    """One scrape's spec-decode counters summed over engines (and classes, unless ``value`` picks one)."""
-    format_name, measurements = engine_metrics.read_measurements(text, label=label)
-    if format_name not in COUNTER_FORMATS:
-        raise engine_metrics.EngineFormatError(
-            ErrorKind.UNRELATED,
-            f"watch reads spec-decode counters ({', '.join(COUNTER_FORMATS)}); this is {format_name}",
-        )
-    if value is not None:
-        measurements = [m for m in measurements if m.label == value]
-        if not measurements:
-            raise engine_metrics.EngineFormatError(
-                ErrorKind.AMBIGUOUS_MODEL, f"no spec-decode counters with {label}={value!r}"
-            )
-    widths = {len(m.per_position) for m in measurements}
-    width = max(widths)
-    return Scrape(
-        drafts=sum(m.cycles or 0.0 for m in measurements),
-        draft_tokens=sum(m.draft_tokens or 0.0 for m in measurements),
-        accepted=sum(m.accepted or 0.0 for m in measurements),
-        per_position=tuple(
-            sum(m.per_position[i] if i < len(m.per_position) else 0.0 for m in measurements) for i in range(width)
-        ),
-        running=measurements[0].batch,
-        format=format_name,
-        draft_lengths=measurements[0].draft_lengths,
+def watched(module: EngineAdapter) -> list[RulesMetrics]:
+    """The series of an engine's versions that the /metrics watch can read, newest first: a counter of drafts
+    and one of accepted tokens, in all or per position."""
+    known: Mapping[str, RulesMetrics] = module.RULES_METRICS
+    found = [known.get(version.name) for version in reversed(module.VERSIONS)]
+    return [
+        m for m in found if m is not None and (m.drafts or m.drafted_per_position) and (m.accepted or m.per_position)
+    ]
+
+
+def _engine_of(names: set[str]) -> tuple[str, RulesMetrics]:
+    """The registered engine whose counter of drafts the scrape holds, and that version's series."""
+    wanted: list[str] = []
+    for engine in engines.ENGINES:
+        for metrics in watched(engines.adapter(engine)):
+            counter = metrics.drafts or metrics.drafted_per_position
+            if counter in names:
+                return engine, metrics
+            wanted.append(counter)
+    raise EngineFormatError(
+        ErrorKind.UNRELATED,
+        f"watch reads spec-decode counters of drafts ({', '.join(dict.fromkeys(wanted))}); this scrape holds none: "
+        "is speculative decoding on? (an engine that counts only verifications is watched with --prometheus)",
     )
+
+
+def read_scrape(text: str, label: str = "model_name", value: str | None = None) -> Scrape:
+    """One scrape's spec-decode counters summed over engines (and classes, unless ``value`` picks one); the
+    running requests of every class."""
+    if len(text.encode("utf-8", errors="replace")) > MAX_EXPOSITION_BYTES:
+        raise EngineFormatError(ErrorKind.TOO_LARGE, f"the body is larger than {MAX_EXPOSITION_BYTES:,} bytes")
+    try:
+        every = list(prometheus_text.samples(text))
+    except prometheus_text.ExpositionError as error:
+        raise EngineFormatError(ErrorKind.UNPARSEABLE, f"the scrape is not Prometheus text: {error}") from None
+    engine, m = _engine_of({sample.name for sample in every})
+    running = [sample.value for sample in every if sample.name == m.running and math.isfinite(sample.value)]
+    found = [sample for sample in every if value is None or sample.labels.get(label) == value]
+    sums: dict[str, float] = {}
+    positions: dict[str, dict[int, float]] = {}
+    for sample in found:
+        if sample.name not in (m.drafts, m.draft_tokens, m.accepted, m.per_position, m.drafted_per_position):
+            continue
+        check_value(sample.name, sample.value)
+        if sample.name in (m.per_position, m.drafted_per_position):
+            raw = sample.labels.get(m.position_label, "")
+            position = int(raw) if raw.isdigit() else -1
+            if not 0 <= position < MAX_POSITIONS:
+                raise EngineFormatError(
+                    ErrorKind.BAD_LABEL,
+                    f"{sample.name} needs a {m.position_label} label from 0 to {MAX_POSITIONS - 1}; got {raw!r}",
+                )
+            counts = positions.setdefault(sample.name, {})
+            counts[position] = counts.get(position, 0.0) + sample.value
+        else:
+            sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
+    per_position = positions_in_order(positions.get(m.per_position, {}), m.per_position)
+    drafted = positions_in_order(positions.get(m.drafted_per_position, {}), m.drafted_per_position)
+    drafts = sums.get(m.drafts, drafted[0] if drafted else 0.0)
+    if value is not None and not sums and not positions:
+        raise EngineFormatError(ErrorKind.AMBIGUOUS_MODEL, f"no spec-decode counters with {label}={value!r}")
+    return Scrape(
+        drafts=drafts,
+        draft_tokens=sums.get(m.draft_tokens, float(sum(drafted))),
+        accepted=sums.get(m.accepted, float(sum(per_position))),
+        per_position=per_position,
+        running=sum(running) if running else None,
+        engine=engine,
+        format=m.scrape_format,
+        drafted_per_position=drafted,
+    )
+
+
+def draft_lengths(drafted: tuple[float, ...]) -> tuple[int, ...]:
+    """The lengths drafts ended at, from the drafts that reached each position: where fewer reached the next; none
+    where every draft reached every position (one length) or nothing is counted per position."""
+    reached = [*drafted, 0.0]
+    tolerance = 1e-9 * max(drafted[0], 1.0) if drafted else 0.0
+    if all(abs(value - reached[0]) <= tolerance for value in drafted):
+        return ()
+    return tuple(i for i in range(1, len(drafted) + 1) if reached[i - 1] - reached[i] > tolerance)
 
 
 def went_down(before: Scrape, after: Scrape) -> str | None:
     """The first counter that decreased (a restart), or None."""
-    if len(before.per_position) != len(after.per_position):
+    if len(before.per_position) != len(after.per_position) or len(before.drafted_per_position) != len(
+        after.drafted_per_position
+    ):
         return "the number of draft positions"
     pairs = [
         ("the drafts counter", before.drafts, after.drafts),
@@ -96,6 +148,10 @@ def went_down(before: Scrape, after: Scrape) -> str | None:
         *(
             (f"accepted tokens at position {i}", a, b)
             for i, (a, b) in enumerate(zip(before.per_position, after.per_position, strict=True))
+        ),
+        *(
+            (f"drafts reaching position {i}", a, b)
+            for i, (a, b) in enumerate(zip(before.drafted_per_position, after.drafted_per_position, strict=True))
         ),
     ]
     return next((name for name, a, b in pairs if b < a), None)
@@ -116,22 +172,36 @@ def interval_report(
     if drafts <= 0:
         return IntervalReport("idle", message="no drafts this interval: nothing to measure")
     measurement = Measurement(
-        engine=engine_metrics.FORMAT_ENGINE[after.format],
+        engine=after.engine,
         format=after.format,
         label=None,
         cycles=drafts,
         draft_tokens=after.draft_tokens - before.draft_tokens,
         accepted=after.accepted - before.accepted,
         per_position=tuple(b - a for a, b in zip(before.per_position, after.per_position, strict=True)),
-        draft_lengths=after.draft_lengths,
+        draft_lengths=draft_lengths(
+            tuple(b - a for a, b in zip(before.drafted_per_position, after.drafted_per_position, strict=True))
+        ),
     )
+    running = after.running if after.running is not None else before.running
+    return measured_report(measurement, running, setup, calibrated, batch_limit)
+
+
+def measured_report(
+    measurement: Measurement,
+    running: float | None,
+    setup: RooflineSetup,
+    calibrated: tuple[float, float] | None,
+    batch_limit: int = 1024,
+) -> IntervalReport:
+    """One interval's counts calibrated and judged; idle where they do not calibrate."""
+    drafts = measurement.cycles or 0.0
     try:
         calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
     except CalibrationError as error:
         return IntervalReport(
             "idle", drafts=drafts, message=f"counters this interval do not calibrate: {error.message}"
         )
-    running = after.running if after.running is not None else before.running
     return judged(measurement, calibrated_now, calibrated_now.result.k, running, drafts, setup, calibrated, batch_limit)
 
 
@@ -170,11 +240,16 @@ def judged(
     return replace(base, message="ok" + fit_note)
 
 
-def format_line(index: int, report: IntervalReport) -> str:
+def described(report: IntervalReport) -> str:
+    """A report in words: p with its interval, k, batch, drafts and speedup, and what they mean."""
     if report.p is None:
-        return f"interval {index:>4}: {report.message}"
+        return report.message
     interval = f"[{report.p_low:.3f}, {report.p_high:.3f}]" if report.p_low is not None else "[?]"
     return (
-        f"interval {index:>4}: p {report.p:.3f} {interval}  k {report.k}  batch {report.batch}  "
-        f"drafts {report.drafts:,.0f}  speedup {report.speedup:.2f}x  {report.message}"
+        f"p {report.p:.3f} {interval}  k {report.k}  batch {report.batch}  drafts {report.drafts:,.0f}  "
+        f"speedup {report.speedup:.2f}x  {report.message}"
     )
+
+
+def format_line(index: int, report: IntervalReport) -> str:
+    return f"interval {index:>4}: {described(report)}"

@@ -1,17 +1,20 @@
 """A fifth engine is one module and one registry line: a stand-in engine registered at run time goes through
-the plan, the API's engine-config, rules and dashboard, and the command line, with no other change to the product."""
+the plan, the API's engine-config, rules and dashboard, the command line, and both watches (its /metrics, and a
+real Prometheus with and without its rules loaded), with no other change to the product."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from app.model import engines
+from app.model import closed_form, engines, rules
 from app.model.engines.base import (
     ConfigRequest,
     EngineAdapter,
@@ -113,3 +116,68 @@ def test_the_api_serves_a_registered_engine(client: TestClient, toyserve: str) -
     board = client.get(f"/api/v1/dashboard?engine={toyserve}&p=0.8")
     assert board.status_code == 200 and "toyserve" in board.text
     assert client.get("/api/v1/engine-config?engine=toyserve2&p=0.8").status_code == 422
+
+
+# ---------------------------------------------------------------------------
+# The watches: ToyServe's /metrics counts drafts, drafted and accepted tokens, and the running requests
+
+P, K, BATCH, RATE = 0.8, 4, 8, 200.0  # acceptance, draft length, running requests, drafts per second
+
+
+def toyserve_metrics(seconds: float) -> str:
+    """ToyServe's /metrics after ``seconds`` of RATE drafts per second of K tokens at i.i.d. acceptance P."""
+    drafts = RATE * seconds
+    counters = {
+        "toyserve_drafts": drafts,
+        "toyserve_draft_tokens": drafts * K,
+        "toyserve_accepted_tokens": drafts * (closed_form.expected_tokens(P, K) - 1.0),
+    }
+    lines = ["# TYPE toyserve_running_requests gauge", f'toyserve_running_requests{{model_name="m"}} {BATCH}.0']
+    for name, value in counters.items():
+        lines += [f"# TYPE {name} counter", f'{name}_total{{model_name="m"}} {value!r}']
+    return "\n".join(lines) + "\n"
+
+
+def _measured_lines(out: str, count: int) -> list[str]:
+    lines = [line for line in out.splitlines() if line.startswith("interval")]
+    assert len(lines) == count, out
+    assert all(f"p {P:.3f}" in line and f"k {K}" in line and f"batch {BATCH}" in line for line in lines), out
+    return lines
+
+
+def test_the_metrics_watch_reads_a_registered_engine(toyserve: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli import main
+    from tests.test_prometheus_live import serving
+
+    with serving(toyserve_metrics) as address:
+        code = main(["watch", f"http://{address}/metrics", "--interval", "0.5", "--samples", "2"])
+    assert code == 0
+    _measured_lines(capsys.readouterr().out, 2)
+
+
+def test_the_prometheus_watch_reads_a_registered_engine(
+    toyserve: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With its rules loaded the watch reads what they record; without, it evaluates their expressions."""
+    from app.cli import main
+    from tests.test_prometheus_live import instant, prometheus, serving, wait_for
+
+    assert main(["rules", "--engine", toyserve, "--p", str(P), "--window", "10s", "--hold", "5s"]) == 0
+    text = capsys.readouterr().out
+    recorded = f'{rules.TOKENS}{{{rules.RULES_LABEL}="{toyserve}"}}'
+    with serving(toyserve_metrics) as address:
+        for loaded in ([text], []):
+            with prometheus({toyserve: [address]}, loaded) as url:
+                wait_for(lambda: bool(instant(url, "up == 1")), 30, "ToyServe scraped")
+                if loaded:
+                    wait_for(lambda: bool(instant(url, recorded)), 30, "ToyServe's rules recording")
+                time.sleep(5)  # more than one interval of data
+                assert main(["watch", "--prometheus", url, "--interval", "2", "--samples", "2"]) == 0
+                out = capsys.readouterr().out
+                assert f"watching {toyserve} 2026-12" in out, out
+                if loaded:
+                    assert f"recorded by the specdec-lab rules ({rules.RULES_LABEL}={toyserve})" in out, out
+                else:
+                    assert "rules are not loaded in this Prometheus (or not per instance and model_name)" in out, out
+                    assert "evaluating the expressions of their recording rules" in out, out
+                _measured_lines(out, 2)

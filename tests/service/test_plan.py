@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from app.model import capacity, engines, rules
 from app.service import plan
 from app.service.regimes import SetupRequest, build_setup
-from tests.test_rules import evaluate, expression
+from tests.planned import evaluate, expression
 
 APP = Path(__file__).resolve().parents[2] / "app"
 PROFILE = (0.95, 0.9, 0.5, 0.2)  # a measured profile whose i.i.d. p schedules another k at many batches

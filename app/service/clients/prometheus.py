@@ -1,13 +1,18 @@
 """`specdec-lab watch --prometheus URL`: the watch over a Prometheus server instead of one /metrics.
 
-Each interval is asked of Prometheus's HTTP API for every instance and class at once: the increase of the
-engine's spec-decode counters over the interval (by instance and class, and by position where the engine
-counts per position), the running batch averaged over it, and the counter resets in it.  That is at most
-``QUERIES_PER_EVALUATION`` queries per interval, instant queries (``/api/v1/query``) while watching and range
-queries (``/api/v1/query_range``, at most ``MAX_HISTORY`` steps) for the history asked with ``--since``; each
-has a timeout and a size cap.  Each class's interval is then judged as the /metrics watch judges it
-(:func:`app.model.watch.interval_report`): acceptance with its interval, the batch, the speedup this implies on
-the setup, and a regression when speculation stops paying or acceptance leaves its calibrated interval.
+The watch reads what the rules file records (:mod:`app.model.rules`), for every instance and class at once: the
+running batch, the drafts, the counter resets, tokens per verification, and the acceptance per position with
+the mean draft length (or, for an engine that counts only verifications, the k its gauge shows).  Where
+Prometheus holds those ``specdec:*`` series (the operator loaded ``specdec-lab rules``), it reads them; where it
+does not, it evaluates the very expressions of those recording rules, taken from the one rules builder with
+their references to other records written out, over each interval.  It says which it does.
+
+That is at most ``QUERIES_PER_EVALUATION`` queries per interval, instant queries (``/api/v1/query``) while
+watching and range queries (``/api/v1/query_range``, at most ``MAX_HISTORY`` steps) for the history asked with
+``--since``; each has a timeout and a size cap.  Each class's interval is then judged as the /metrics watch
+judges it (:func:`app.model.watch.measured_report`): acceptance with its interval, the batch, the speedup this
+implies on the setup, and a regression when speculation stops paying or acceptance leaves its calibrated
+interval.
 
 Counter resets (a restart) need no new baseline here: ``increase`` counts across them, and the line says so.
 A Prometheus that does not answer, or answers an error, ends the watch with a plain message (exit 2).
@@ -25,12 +30,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from app.model import engine_metrics, engines
+from app.model import engines
 from app.model.calibration import CalibrationError
 from app.model.engines.base import RulesMetrics
-from app.model.engines.reports import mean_only
+from app.model.engines.reports import Measurement, mean_only
 from app.model.regimes import RooflineSetup
-from app.model.watch import IntervalReport, Scrape, interval_report, judged
+from app.model.rules import promql
+from app.model.rules.file import rules_id_pattern
+from app.model.watch import IntervalReport, described, measured_report
 
 QUERIES_PER_EVALUATION = 6
 MAX_HISTORY = 1000  # steps of one range query
@@ -114,64 +121,85 @@ def _vector(data: Any, url: str) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Target:
+    """What the watch reads: the records of the rules file where Prometheus holds them (``recorded``, the rules
+    files' RULES_LABEL values), else the very expressions of those records, evaluated over each interval."""
+
     engine: str
     version: str
     metrics: RulesMetrics
     label: str
     matcher: str  # added to every selector, e.g. model_name="m"
+    recorded: tuple[str, ...] = ()
 
-    @property
-    def by(self) -> str:
-        return "instance" if self.label == "instance" else f"instance, {self.label}"
+    def series(self, seconds: float) -> promql.Series:
+        return promql.Series(self.metrics, self.label, f"{max(1, round(seconds))}s", self.matcher)
 
-    def series(self, name: str, extra: str = "") -> str:
-        inside = ", ".join(part for part in (extra, self.matcher) if part)
-        return f"{name}{{{inside}}}" if inside else name
+    def read(self) -> tuple[str, ...]:
+        """The records the watch reads: at most QUERIES_PER_EVALUATION of them."""
+        measured = self.series(1.0).measured()
+        wanted = [promql.RUNNING_BATCH, promql.DRAFTS, promql.COUNTER_RESETS, promql.TOKENS]
+        if self.metrics.counts_verifications:
+            wanted.append(promql.RUNNING_K)
+        else:
+            wanted += [promql.AT_POSITION, promql.DRAFT_LENGTH]
+        return tuple(name for name in wanted if name in measured)
 
     def queries(self, seconds: float) -> dict[str, str]:
-        """Name -> PromQL over one interval of ``seconds``; at most QUERIES_PER_EVALUATION of them."""
-        m, window, by = self.metrics, f"[{max(1, round(seconds))}s]", self.by
-        position = m.position_label
+        """Record name -> PromQL over one interval of ``seconds``: the recorded series, or their expressions."""
+        if self.recorded:
+            which = (
+                f'{promql.RULES_LABEL}="{self.recorded[0]}"'
+                if len(self.recorded) == 1
+                else f'{promql.RULES_LABEL}=~"{"|".join(self.recorded)}"'
+            )
+            selector = ", ".join(part for part in (which, self.matcher) if part)
+            return {name: f"{name}{{{selector}}}" for name in self.read()}
+        measured = self.series(seconds).measured()
+        return {name: promql.inlined(measured, name) for name in self.read()}
 
-        def increase(name: str, extra: str = "", per_position: bool = False) -> str:
-            grouping = f"{by}, {position}" if per_position else by
-            return f"sum by ({grouping}) (increase({self.series(name, extra)}{window}))"
+    def how(self, seconds: float) -> str:
+        """Which the watch does, in words."""
+        if self.recorded:
+            return (
+                f"reading the series recorded by the specdec-lab rules ({promql.RULES_LABEL}="
+                f"{', '.join(self.recorded)}), each over the window the rules were written with"
+            )
+        return (
+            f"the specdec-lab rules are not loaded in this Prometheus (or not per instance and {self.label}): "
+            f"evaluating the expressions of their recording rules over each {max(1, round(seconds))} s interval "
+            "(load `specdec-lab rules` to read recorded series)"
+        )
 
-        asked = {"running": f"sum by ({by}) (avg_over_time({self.series(m.running)}{window}))"}
-        if m.counts_verifications:  # verifications and generated tokens, the k from its gauge
-            asked["drafts"] = increase(m.verify_calls)
-            asked["generated"] = increase(m.generated)
-            asked["k"] = f"max by ({by}) (avg_over_time({self.series(m.running_k)}{window}))"
-            asked["resets"] = f"sum by ({by}) (resets({self.series(m.verify_calls)}{window}))"
-            return asked
-        if m.drafts:
-            asked["drafts"] = increase(m.drafts)
-            asked["draft_tokens"] = increase(m.draft_tokens)
-            asked["resets"] = f"sum by ({by}) (resets({self.series(m.drafts)}{window}))"
-        else:
-            asked["drafted_at"] = increase(m.drafted_per_position, per_position=True)
-            first = self.series(m.drafted_per_position, f'{position}="0"')
-            asked["resets"] = f"sum by ({by}) (resets({first}{window}))"
-        asked["accepted_at"] = increase(m.per_position, per_position=True)
-        return asked
+
+def _unwatchable(name: str, version: str, metrics: RulesMetrics | None) -> str:
+    """Why the watch cannot follow this engine version, or empty."""
+    title = engines.adapter(name).TITLE
+    if metrics is None:
+        return f"{title} {version}: no Prometheus series are known for it"
+    if metrics.missing:
+        return metrics.missing
+    if not promql.Series(metrics, "instance", "1s").counted:
+        return f"{title} {version} exports only gauges of acceptance: the watch needs a counter of verifications"
+    return ""
 
 
 def detect(prometheus: Prometheus, engine: str | None, version: str | None, label: str, value: str | None) -> Target:
-    """The engine whose series Prometheus holds (or the one named), and its newest version with counters."""
+    """The engine whose series Prometheus holds (or the one named), its newest version with counters, and the
+    rules files of that engine loaded there."""
     candidates: dict[str, tuple[str, RulesMetrics]] = {}
     for name in engines.ENGINES if engine is None else (engine,):
         known: Mapping[str, RulesMetrics] = engines.adapter(name).RULES_METRICS
         chosen = engines.version(name, version) if engine is not None else engines.versions(name)[-1]
-        metrics = known[chosen.name]
-        if metrics.missing:
-            raise PrometheusError(metrics.missing)
-        if not (metrics.drafts or metrics.drafted_per_position or metrics.verify_calls):
-            raise PrometheusError(
-                f"{engines.adapter(name).TITLE} {chosen.name} exports only gauges of acceptance: the watch needs "
-                "counters of verifications (sglang:spec_verify_calls_total, SGLang 2026-05)"
-            )
-        candidates[name] = (chosen.name, metrics)
-    identifying = {(m.drafts or m.drafted_per_position or m.verify_calls): name for name, (_, m) in candidates.items()}
+        metrics = known.get(chosen.name)
+        problem = _unwatchable(name, chosen.name, metrics)
+        if problem and engine is not None:
+            raise PrometheusError(problem)
+        if metrics is not None and not problem:
+            candidates[name] = (chosen.name, metrics)
+    identifying = {
+        promql.Series(metrics, label, "1s").verifications_counter()[0]: name
+        for name, (_, metrics) in candidates.items()
+    }
     names = "|".join(identifying)
     found = prometheus.query(f'count by (__name__) ({{__name__=~"{names}"}})', time.time())
     names_found = {_metric(item).get("__name__", "") for item in found}
@@ -188,7 +216,30 @@ def detect(prometheus: Prometheus, engine: str | None, version: str | None, labe
         )
     matcher = f'{label}="{_escaped(value)}"' if value is not None else ""
     chosen_version, metrics = candidates[present[0]]
-    return Target(present[0], chosen_version, metrics, label, matcher)
+    return Target(
+        present[0], chosen_version, metrics, label, matcher, _rules_files(prometheus, present[0], metrics, label)
+    )
+
+
+def _rules_files(prometheus: Prometheus, engine: str, metrics: RulesMetrics, label: str) -> tuple[str, ...]:
+    """The rules files of this engine loaded in Prometheus (their RULES_LABEL values) whose records carry the
+    class label wherever the engine's own series do: a file written per another label records no class of this
+    one."""
+    by = promql.RULES_LABEL if label == "instance" else f"{promql.RULES_LABEL}, {label}"
+    pattern = rules_id_pattern(engine)
+    files = [
+        _metric(item)
+        for item in prometheus.query(
+            f'count by ({by}) ({promql.TOKENS}{{{promql.RULES_LABEL}=~"{pattern}"}})', time.time()
+        )
+    ]
+    if files and label != "instance":
+        counter = promql.Series(metrics, label, "1s").verifications_counter()[0]
+        labelled = any(
+            _metric(item).get(label) for item in prometheus.query(f"count by ({label}) ({counter})", time.time())
+        )
+        files = [item for item in files if item.get(label) or not labelled]
+    return tuple(sorted({item.get(promql.RULES_LABEL, "") for item in files} - {""}))
 
 
 def _escaped(value: str) -> str:
@@ -204,15 +255,14 @@ Key = tuple[str, str]  # (instance, class)
 
 @dataclass
 class Interval:
-    """What Prometheus said of one interval, per class."""
+    """What Prometheus said of one interval, per class: each record's value, and the acceptance per position."""
 
     values: dict[str, dict[Key, float]] = field(default_factory=dict)
-    positions: dict[str, dict[Key, dict[int, float]]] = field(default_factory=dict)
+    positions: dict[Key, dict[int, float]] = field(default_factory=dict)
 
     def classes(self) -> list[Key]:
-        found = set(self.values.get("drafts", {})) | set(self.positions.get("drafted_at", {}))
-        found |= set(self.values.get("running", {}))
-        return sorted(found)
+        found = set(self.values.get(promql.DRAFTS, {})) | set(self.values.get(promql.RUNNING_BATCH, {}))
+        return sorted(found | set(self.positions))
 
 
 def _key(metric: dict[str, str], label: str) -> Key:
@@ -227,15 +277,15 @@ def _number(raw: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _store(interval: Interval, name: str, metric: dict[str, str], raw: Any, target: Target) -> None:
+def _store(interval: Interval, name: str, metric: dict[str, str], raw: Any, label: str) -> None:
     value = _number(raw)
     if value is None:
         return
-    key = _key(metric, target.label)
-    if name.endswith("_at"):
-        position = metric.get(target.metrics.position_label, "")
+    key = _key(metric, label)
+    if name == promql.AT_POSITION:  # its position label is always "position" (the record renames the engine's)
+        position = metric.get("position", "")
         if position.isdigit():
-            interval.positions.setdefault(name, {}).setdefault(key, {})[int(position)] = value
+            interval.positions.setdefault(key, {})[int(position)] = value
     else:
         interval.values.setdefault(name, {})[key] = value
 
@@ -261,14 +311,14 @@ def _evaluate(prometheus: Prometheus, target: Target, seconds: float, times: Seq
     for name, expr in target.queries(seconds).items():
         if len(times) == 1:
             for item in prometheus.query(expr, times[0]):
-                _store(intervals[0], name, _metric(item), item.get("value", [0, None])[1], target)
+                _store(intervals[0], name, _metric(item), item.get("value", [0, None])[1], target.label)
             continue
         index_of = {round(at, 3): index for index, at in enumerate(times)}
         for item in prometheus.query_range(expr, times[0], times[-1], seconds):
             for at, raw in item.get("values", []):
                 index = index_of.get(round(float(at), 3))
                 if index is not None:
-                    _store(intervals[index], name, _metric(item), raw, target)
+                    _store(intervals[index], name, _metric(item), raw, target.label)
     return intervals
 
 
@@ -279,63 +329,48 @@ def class_report(
     setup: RooflineSetup,
     calibrated: tuple[float, float] | None,
 ) -> IntervalReport:
-    """One class's interval judged as the /metrics watch judges one: acceptance, batch, speedup, regression."""
-    values, positions = interval.values, interval.positions
-    running = values.get("running", {}).get(key)
-    if target.metrics.counts_verifications:
-        return _verifications_report(values, key, running, target, setup, calibrated)
-    accepted_at = positions.get("accepted_at", {}).get(key, {})
-    width = max(accepted_at) + 1 if accepted_at else 0
-    per_position = tuple(accepted_at.get(i, 0.0) for i in range(width))
-    lengths: tuple[int, ...] = ()
-    if target.metrics.drafts:
-        drafts = values.get("drafts", {}).get(key, 0.0)
-        draft_tokens = values.get("draft_tokens", {}).get(key, 0.0)
-    else:
-        drafted_at = positions.get("drafted_at", {}).get(key, {})
-        width = max([width, *(position + 1 for position in drafted_at)])
-        per_position = tuple(accepted_at.get(i, 0.0) for i in range(width))
-        drafted = [drafted_at.get(i, 0.0) for i in range(width)]
-        drafts, draft_tokens = (drafted[0] if drafted else 0.0), float(sum(drafted))
-        reached = [*drafted, 0.0]
-        if any(abs(value - drafts) > 1e-9 * max(drafts, 1.0) for value in drafted):
-            lengths = tuple(i for i in range(1, width + 1) if reached[i - 1] - reached[i] > 1e-9 * max(drafts, 1.0))
-    if not per_position:
-        return IntervalReport("idle", message="no per-position counts yet: nothing to measure")
-    scraped = target.metrics.scrape_format
-    before = Scrape(0.0, 0.0, 0.0, (0.0,) * len(per_position), running, scraped)
-    after = Scrape(drafts, draft_tokens, float(sum(per_position)), per_position, running, scraped, lengths)
-    return interval_report(before, after, setup, calibrated)
+    """One class's interval judged as the /metrics watch judges one: acceptance, batch, speedup, regression.
 
-
-def _verifications_report(
-    values: dict[str, dict[Key, float]],
-    key: Key,
-    running: float | None,
-    target: Target,
-    setup: RooflineSetup,
-    calibrated: tuple[float, float] | None,
-) -> IntervalReport:
-    """An engine that counts verifications and generated tokens (SGLang): tokens per verification at the k
-    its gauge shows, read back to p."""
-    verifications = values.get("drafts", {}).get(key, 0.0)
-    generated = values.get("generated", {}).get(key)
-    steps = values.get("k", {}).get(key)
-    gauge = target.metrics.running_k
-    if verifications <= 0 or generated is None:
-        return IntervalReport("idle", message="no verifications this interval: nothing to measure")
-    if steps is None or round(steps) < 1:
-        return IntervalReport("idle", drafts=verifications, message=f"no {gauge}: the k is not known")
-    k = round(steps)
-    length = min(max(generated / verifications, 1.0), k + 1.0)
+    The counts are read back from the records: drafts, accepted tokens per position (the share at each position
+    times the drafts) or in all (tokens per verification less one, times the drafts), drafted tokens (the mean
+    draft length times the drafts); an engine that counts only verifications gives tokens per verification at the
+    k its gauge shows."""
+    values = {name: found[key] for name, found in interval.values.items() if key in found}
+    m = target.metrics
+    running, drafts, tokens = (
+        values.get(promql.RUNNING_BATCH),
+        values.get(promql.DRAFTS, 0.0),
+        values.get(promql.TOKENS),
+    )
+    if drafts <= 0 or tokens is None:
+        return IntervalReport("idle", message="no drafts this interval: nothing to measure")
     try:
-        measurement = mean_only(
-            target.engine, target.metrics.scrape_format, None, length, k, gauge, verifications, running, []
-        )
-        calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
+        if m.counts_verifications:
+            steps = values.get(promql.RUNNING_K)
+            if steps is None or round(steps) < 1:
+                return IntervalReport("idle", drafts=drafts, message=f"no {m.running_k}: the k is not known")
+            k = round(steps)
+            length = min(max(tokens, 1.0), k + 1.0)
+            measurement = mean_only(target.engine, m.scrape_format, None, length, k, m.running_k, drafts, running, [])
+        else:
+            shares = interval.positions.get(key, {})
+            if m.per_position and not shares:
+                return IntervalReport("idle", drafts=drafts, message="no per-position counts yet: nothing to measure")
+            per_position = tuple(shares.get(i, 0.0) * drafts for i in range(max(shares, default=-1) + 1))
+            mean_length = values.get(promql.DRAFT_LENGTH)
+            measurement = Measurement(
+                engine=target.engine,
+                format=m.scrape_format,
+                label=None,
+                cycles=drafts,
+                draft_tokens=(mean_length if mean_length is not None else len(per_position)) * drafts,
+                accepted=float(sum(per_position)) if per_position else (tokens - 1.0) * drafts,
+                per_position=per_position,
+                batch=running,
+            )
     except CalibrationError as error:
-        return IntervalReport("idle", drafts=verifications, message=f"counts do not calibrate: {error.message}")
-    return judged(measurement, calibrated_now, k, running, verifications, setup, calibrated)
+        return IntervalReport("idle", drafts=drafts, message=f"counts do not calibrate: {error.message}")
+    return measured_report(measurement, running, setup, calibrated)
 
 
 def who(key: Key, label: str) -> str:
@@ -344,15 +379,8 @@ def who(key: Key, label: str) -> str:
 
 
 def line(index: int, key: Key, label: str, report: IntervalReport, reset: bool) -> str:
-    head = f"interval {index:>4} {who(key, label)}:"
-    tail = "; counters reset in this interval (restart?): increase() counts across it" if reset else ""
-    if report.p is None:
-        return f"{head} {report.message}{tail}"
-    interval = f"[{report.p_low:.3f}, {report.p_high:.3f}]" if report.p_low is not None else "[?]"
-    return (
-        f"{head} p {report.p:.3f} {interval}  k {report.k}  batch {report.batch}  drafts {report.drafts:,.0f}  "
-        f"speedup {report.speedup:.2f}x  {report.message}{tail}"
-    )
+    tail = "; counters reset in the window read (restart?): increase() counts across it" if reset else ""
+    return f"interval {index:>4} {who(key, label)}: {described(report)}{tail}"
 
 
 @dataclass
@@ -386,7 +414,7 @@ def report_interval(
     for key in classes:
         calibrated = state.calibrated or state.per_class.get(key)
         report = class_report(interval, key, target, setup, calibrated)
-        reset = interval.values.get("resets", {}).get(key, 0.0) > 0
+        reset = interval.values.get(promql.COUNTER_RESETS, {}).get(key, 0.0) > 0
         text = line(state.index, key, target.label, report, reset)
         if calibrated is None and report.status == "ok" and report.p_low is not None and report.p_high is not None:
             state.per_class[key] = (report.p_low, report.p_high)
@@ -416,6 +444,7 @@ def run(
 
     Raises PrometheusError when Prometheus fails MAX_FAILURES intervals in a row (or the history)."""
     state = WatchState(calibrated)
+    emit(target.how(interval))
     start = clock()
     steps = min(MAX_HISTORY, int(since // interval))
     if steps >= 1:

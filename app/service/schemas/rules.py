@@ -17,7 +17,7 @@ class AlertOut(BaseModel):
 
 
 class RulesOut(BaseModel):
-    engine: str = Field(description="vllm, sglang, trtllm or llamacpp.")
+    engine: str = Field(description=f"One of {', '.join(engines.ENGINES)}.")
     engine_version: str
     engine_versions: list[str] = Field(description="The versions of this engine that specdec-lab knows.")
     sources: list[str] = Field(description="Engine source files (repository: path @ commit) that define the series.")

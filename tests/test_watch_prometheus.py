@@ -1,0 +1,180 @@
+"""`specdec-lab watch --prometheus` (app.service.clients.prometheus) against Prometheus HTTP APIs that misbehave,
+and a canned one."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from app.cli import main
+from app.model import engines, rules
+from app.service.clients import prometheus as prometheus_watch
+from app.service.regimes import SetupRequest, build_setup
+from tests.planned import planned_rules
+from tests.support import answering
+
+SETUP = build_setup(SetupRequest()).setup
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[[Callable[[str, dict[str, list[str]]], tuple[int, bytes]]], str]]:
+    """Starts canned Prometheus HTTP APIs answering JSON as a test says; stops them after the test."""
+    with contextlib.ExitStack() as servers:
+
+        def start(answer: Callable[[str, dict[str, list[str]]], tuple[int, bytes]]) -> str:
+            def as_json(path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+                status, body = answer(path, query)
+                return status, "application/json", body
+
+            return f"http://{servers.enter_context(answering(as_json))}"
+
+        yield start
+
+
+def _watch(url: str, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
+    code = main(["watch", "--prometheus", url, "--interval", "0.05", "--samples", "2", *extra])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_prometheus_that_does_not_answer_is_a_plain_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.support import free_port
+
+    code, _, err = _watch(f"http://127.0.0.1:{free_port()}", capsys)
+    assert code == 2 and "does not answer" in err and "Traceback" not in err
+    code, _, err = _watch("ftp://example.org", capsys)
+    assert code == 2 and "http(s) URL" in err
+    assert main(["watch", "http://127.0.0.1:1/metrics", "--prometheus", "http://127.0.0.1:1"]) == 2
+    assert main(["watch"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "words"),
+    [
+        (503, b'{"status":"error","errorType":"unavailable","error":"TSDB not ready"}', "HTTP 503, unavailable"),
+        (400, b'{"status":"error","errorType":"bad_data","error":"parse error"}', "bad_data: parse error"),
+        (200, b"<html>a login page</html>", "is this a Prometheus?"),
+        (200, b'{"status":"success","data":{"resultType":"vector","result":[]}}', "holds no spec-decode counters"),
+    ],
+)
+def test_a_prometheus_that_answers_an_error_is_a_plain_error(
+    http_server: Any, capsys: pytest.CaptureFixture[str], status: int, body: bytes, words: str
+) -> None:
+    url = http_server(lambda path, query: (status, body))
+    code, _, err = _watch(url, capsys)
+    assert code == 2 and words in err and "Traceback" not in err, err
+
+
+def _vector(samples: list[tuple[dict[str, str], float]]) -> bytes:
+    result = [{"metric": metric, "value": [0, repr(value)]} for metric, value in samples]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+
+
+def _recorded(p: float, k: int, drafts: float, classes: list[dict[str, str]]) -> dict[str, bytes]:
+    """What a Prometheus with the vLLM rules loaded answers for each record the watch reads."""
+    reached = [p ** (i + 1) for i in range(k)]
+    return {
+        rules.RUNNING_BATCH: _vector([(c, 8.0) for c in classes]),
+        rules.DRAFTS: _vector([(c, drafts) for c in classes]),
+        rules.COUNTER_RESETS: _vector([(c, 1.0 if c["instance"] == "r2:8000" else 0.0) for c in classes]),
+        rules.TOKENS: _vector([(c, 1.0 + sum(reached)) for c in classes]),
+        rules.AT_POSITION: _vector([({**c, "position": str(i)}, reached[i]) for c in classes for i in range(k)]),
+        rules.DRAFT_LENGTH: _vector([(c, float(k)) for c in classes]),
+    }
+
+
+def _detection(expr: str, files: list[dict[str, str]]) -> bytes | None:
+    """What a Prometheus scraping vLLM answers to the watch's questions before it starts: vLLM's counters are
+    there, labelled by model_name, and these rules files record series; None for any other question."""
+    if expr.startswith("count by (__name__)"):
+        return _vector([({"__name__": "vllm:spec_decode_num_drafts_total"}, 2.0)])
+    if expr.startswith(f"count by ({rules.RULES_LABEL}, model_name)"):
+        return _vector([(labels, 1.0) for labels in files])
+    if expr.startswith("count by (model_name)"):  # the engine's own series carry the class label
+        return _vector([({"model_name": name}, 1.0) for name in ("a", "b")])
+    return None
+
+
+def test_the_watch_prints_one_line_per_class_and_says_when_counters_reset(
+    http_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the rules loaded, the watch reads their recorded series, limited to that file's own."""
+    asked: list[str] = []
+    classes = [{"instance": f"r{i}:8000", "model_name": name} for i in (1, 2) for name in ("a", "b")]
+    p, k, drafts = 0.8, 4, 500.0
+    recorded = _recorded(p, k, drafts, classes)
+
+    def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        expr = query["query"][0]
+        asked.append(expr)
+        detected = _detection(expr, [{rules.RULES_LABEL: "vllm", "model_name": name} for name in ("a", "b")])
+        if detected is not None:
+            return 200, detected
+        name, selector = expr.split("{", 1)
+        assert selector == f'{rules.RULES_LABEL}="vllm"}}', expr
+        return 200, recorded[name]
+
+    url = http_server(answer)
+    code, out, err = _watch(url, capsys)
+    assert code == 0, err
+    assert f"reading the series recorded by the specdec-lab rules ({rules.RULES_LABEL}=vllm)" in out
+    lines = [line for line in out.splitlines() if line.startswith("interval")]
+    assert len(lines) == 8 and all("p 0.800" in line and "k 4" in line and "batch 8" in line for line in lines)
+    assert sum("counters reset" in line for line in lines) == 4
+    per_interval = (len(asked) - 3) / 2  # after the three of detection
+    assert per_interval <= prometheus_watch.QUERIES_PER_EVALUATION
+
+
+@pytest.mark.parametrize(
+    "files",
+    [[], [{rules.RULES_LABEL: "vllm"}]],  # no rules loaded; rules loaded per instance only, not per model_name
+    ids=["not-loaded", "per-another-label"],
+)
+def test_without_the_rules_the_watch_evaluates_their_own_expressions(
+    http_server: Any, capsys: pytest.CaptureFixture[str], files: list[dict[str, str]]
+) -> None:
+    """Without the rules loaded (per instance and the class label), each query is the expression of a recording
+    rule with its references to other records written out: the engine's own series, no recorded one."""
+    asked: list[str] = []
+
+    def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        expr = query["query"][0]
+        asked.append(expr)
+        return 200, _detection(expr, files) or _vector([])
+
+    url = http_server(answer)
+    code, out, err = _watch(url, capsys, "--label-value", "m")
+    assert code == 0, err
+    assert "rules are not loaded in this Prometheus (or not per instance and model_name)" in out
+    assert "evaluating the expressions of their recording rules" in out
+    evaluated = [expr for expr in asked if not expr.startswith("count by (")]
+    assert 0 < len(evaluated) / 2 <= prometheus_watch.QUERIES_PER_EVALUATION
+    assert all("specdec:" not in expr and 'model_name="m"' in expr for expr in evaluated), evaluated
+    assert any("increase(vllm:spec_decode_num_accepted_tokens_per_pos_total{" in expr for expr in evaluated)
+    metrics = engines.adapter("vllm").RULES_METRICS[engines.versions("vllm")[-1].name]
+    series = rules.promql.Series(metrics, "model_name", "1s", 'model_name="m"')  # 0.05 s intervals: 1 s windows
+    measured = series.measured()
+    assert evaluated[0] == rules.promql.inlined(measured, rules.RUNNING_BATCH)
+    assert "no spec-decode series in Prometheus this interval" in out
+
+
+def test_every_engine_is_watched_in_a_bounded_number_of_queries_that_the_rules_record() -> None:
+    """For every engine version with counters: at most QUERIES_PER_EVALUATION records read, each one the rules
+    file records (so that with the rules loaded every query is a recorded series)."""
+    for engine in engines.ENGINES:
+        for version, metrics in engines.adapter(engine).RULES_METRICS.items():
+            series = rules.promql.Series(metrics, "model_name", "1m")
+            if metrics.missing or not series.counted:
+                continue
+            target = prometheus_watch.Target(engine, version, metrics, "model_name", "", ("x",))
+            read = target.read()
+            assert rules.TOKENS in read and rules.DRAFTS in read, (engine, version, read)
+            assert len(read) <= prometheus_watch.QUERIES_PER_EVALUATION, (engine, version, read)
+            made = planned_rules(rules.RulesRequest(engine=engine, version=version), SETUP)
+            assert set(read) <= set(made.records), (engine, version, read)
+            assert set(target.queries(60.0)) == set(read)
