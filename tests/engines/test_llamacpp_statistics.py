@@ -48,3 +48,96 @@ def test_the_report_and_measure_read_the_same_totals() -> None:
 def test_the_draft_time_is_the_last_statistics_line_of_each_drafter() -> None:
     assert draft_time(LOG) == (142 + 117, pytest.approx(717.664 + 0.046))
     assert draft_time("no statistics here") is None
+
+
+# common_speculative_print_stats, ggml-org/llama.cpp common/speculative.cpp @ 001d906a6d86 (the stored commit read):
+# "#acc rate/pos" is n_acc_tokens_per_pos[i] / n_call_accept with three decimals, n_acc_tokens_per_pos[i] counting
+# the verifications that accepted at least i + 1 tokens; the line below is as -lv 4 prints it (issue 23's rates)
+RATES = (
+    "spec common_specu: adding speculative implementation 'draft-simple'\n"
+    "spec common_specu: - n_max=4, n_min=0, p_min=0.000000\n"
+    "spec common_specu: statistics     draft-simple: #calls(b,g,a) =    9   1000   1000, #gen drafts =   1000, "
+    "#acc drafts =   881, #gen tokens =   4000, #acc tokens =  3105, #mean acc len = 4.11, "
+    "#acc rate/pos = (0.881, 0.772, 0.744, 0.708), dur(b,g,a) = 0.010, 4420.123, 0.051 ms\n"
+)
+
+
+def test_the_rates_per_position_give_counts_per_position_and_an_interval() -> None:
+    line = last_statistics(RATES)["draft-simple"]
+    assert line.rates == (0.881, 0.772, 0.744, 0.708)
+    _, (measurement,) = engine_metrics.read_measurements(RATES)
+    assert measurement.k == 4  # the n_max line
+    assert measurement.per_position == pytest.approx((881, 772, 744, 708))
+    calibrated = engine_metrics.calibrate_report(RATES, 0.1, 8).top
+    p = calibrated.result.acceptance
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= p <= calibrated.interval.high
+    # accepted / (accepted + verifications ending in a rejection), from the engine's own counts
+    assert p == pytest.approx(3105 / (3105 + 1000 - 708))
+    assert "lower bound" not in calibrated.result.estimator
+
+
+def test_drafts_shorter_than_k_use_the_first_position_and_are_never_called_a_lower_bound() -> None:
+    short = RATES.replace("#gen tokens =   4000", "#gen tokens =   3300")
+    calibrated = engine_metrics.calibrate_report(short, 0.1, 8).top
+    text = calibrated.result.estimator + " ".join(calibrated.notes) + calibrated.interval.method
+    assert "lower bound" not in text
+    assert calibrated.result.acceptance == pytest.approx(0.881)  # the engine's first-position rate
+    assert calibrated.interval.low is not None and calibrated.interval.low < 0.881 < (calibrated.interval.high or 0)
+
+
+def test_a_drafter_without_rates_leaves_the_log_without_per_position_counts() -> None:
+    _, (measurement,) = engine_metrics.read_measurements(LOG, k=4)
+    assert measurement.per_position == ()  # ngram-simple's line has no rates
+
+
+# tools/server/server-context.cpp print_timings: "draft acceptance = R (A accepted / G generated), mean len = L" then,
+# at -lv 4, "acc per pos = (...)" (ggml-org/llama.cpp @ 001d906a6d86, the stored commit read); builds with PR #24536
+# print "mean acceptance length = L, acceptance rate per position = (...)" on the one line (issue 23's capture).
+# L = 1 + accepted / verification steps; each rate is n_accepted_per_pos[i] / verification steps.
+NEWER = (
+    "slot print_timing: id  0 | task 0 | draft acceptance = 0.66237 (  257 accepted /   388 generated), "
+    "mean acceptance length =  3.65, acceptance rate per position = (0.804, 0.701, 0.629, 0.515)\n"
+)
+TRACE = (
+    "slot print_timing: id  0 | task 0 | draft acceptance = 0.66237 (  257 accepted /   388 generated), "
+    "mean len =  3.65\nslot print_timing: id  0 | task 0 |      acc per pos = (0.804, 0.701, 0.629, 0.515)\n"
+)
+
+
+@pytest.mark.parametrize("log", [NEWER, TRACE])
+def test_the_newer_per_request_lines_are_read_with_their_rates(log: str) -> None:
+    _, (measurement,) = engine_metrics.read_measurements(log, k=4)
+    assert (measurement.accepted, measurement.draft_tokens) == (257, 388)
+    assert measurement.cycles == 97  # 257 / (3.65 - 1), to the nearest whole number
+    assert sum(measurement.per_position) == pytest.approx(257)
+    assert measurement.per_position[0] == pytest.approx(0.804 * 97, abs=0.5)
+    assert not any("no mean len" in note for note in measurement.notes)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
+
+
+def test_the_statistics_line_of_a_newer_drafter_is_read() -> None:
+    log = (
+        "spec common_specu: statistics        draft-mtp: #calls(b,g,a) =    1    213    213, #gen drafts =    213, "
+        "#acc drafts =   170, #gen tokens =    426, #acc tokens =   297, #mean acc len = 2.39, "
+        "#acc rate/pos = (0.798, 0.596), dur(b,g,a) = 0.005, 1122.769, 0.517 ms\n"
+    )
+    _, (measurement,) = engine_metrics.read_measurements(log, k=2)
+    assert measurement.per_position == pytest.approx((170, 127))
+    assert measurement.cycles == 213
+
+
+def test_an_interval_holds_its_own_estimate_when_every_draft_token_is_accepted() -> None:
+    # all accepted: the Wilson upper end is 1 exactly (floating point gave 0.9999999999999999)
+    scrape = (
+        "llamacpp:spec_decode_num_drafts_total 50\nllamacpp:spec_decode_num_draft_tokens_total 150\n"
+        "llamacpp:spec_decode_num_accepted_tokens_total 150\n"
+        + "".join(f'llamacpp:spec_decode_num_accepted_tokens_per_pos{{position="{i}"}} 50\n' for i in range(3))
+    )
+    calibrated = engine_metrics.calibrate_report(scrape, 0.1, 8).top
+    assert calibrated.result.acceptance == 1.0
+    assert calibrated.interval.high == 1.0 and calibrated.interval.low is not None
+    strict = engine_metrics.acceptance_interval(calibrated.measurement, 1.0, 3, 0.999)
+    assert strict.high == 1.0
