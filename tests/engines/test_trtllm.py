@@ -249,3 +249,46 @@ def test_a_scrape_with_only_the_iteration_counters_names_what_is_missing() -> No
     text = 'trtllm_spec_decode_num_draft_tokens_total{model_name="m"} 100\n'
     with pytest.raises(engine_metrics.EngineFormatError, match=r"TensorRT-LLM: missing .*token_position"):
         engine_metrics.read_measurements(text)
+
+
+def _schedule_stats(iterations: list[tuple[int, int]], p: float, seed: int) -> str:
+    """Iteration stats as py_executor.py counts them (NVIDIA/TensorRT-LLM @ 9521caf4696c, the stored commit read):
+    numDraftTokens sums each request's draft length, numRequestsWithDraftTokens counts the requests that drafted."""
+    import json
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    items = []
+    for index, (batch, length) in enumerate(iterations):
+        draws = np.minimum(rng.geometric(1.0 - p, size=batch) - 1, length)
+        spec = {
+            "numDraftTokens": batch * length,
+            "numAcceptedTokens": int(draws.sum()),
+            "numRequestsWithDraftTokens": batch,
+        }
+        items.append({"iter": index, "numActiveRequests": batch, "specDecodingStats": spec})
+    return json.dumps(items)
+
+
+def test_iteration_stats_under_a_schedule_read_k_per_iteration_and_never_round_a_mean() -> None:
+    # a schedule running k = 3 at batch 2 and k = 2 at batch 8 (true p = 0.65): the mean draft length is 2.2, which
+    # rounded up gave k = 3 by luck and k = 2 on other mixes; each iteration's whole draft length is read instead
+    text = _schedule_stats([(2, 3)] * 1500 + [(8, 2)] * 1500, 0.65, 11)
+    _, (measurement,) = engine_metrics.read_measurements(text)
+    assert measurement.k == 3 and measurement.draft_lengths == (2, 3)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= 0.65 <= calibrated.interval.high
+
+
+def test_iteration_stats_whose_requests_drafted_different_lengths_ask_for_k() -> None:
+    import json
+
+    text = json.dumps(
+        [{"specDecodingStats": {"numDraftTokens": 5, "numAcceptedTokens": 3, "numRequestsWithDraftTokens": 2}}] * 40
+    )
+    with pytest.raises(engine_metrics.EngineFormatError, match="never guessed from a mean"):
+        engine_metrics.read_measurements(text)
+    _, (given,) = engine_metrics.read_measurements(text, k=3, draft_lengths=(2, 3))
+    assert given.k == 3
