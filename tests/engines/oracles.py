@@ -192,6 +192,91 @@ ORACLES: tuple[Oracle, ...] = (
         8,
         runs=(5, 5, 5, 5, 2, 2, 2, 2),
     ),
+    # arg_groups/fields/spec.py @ 015c872628e3 lists DFLASH, DSPARK and UNO as builtins; speculative_hook.py
+    # @ 004c82e07d87 (_handle_dflash): --speculative-dflash-block-size is the verify window (--speculative-num-draft-
+    # tokens), steps and topk forced to 1, so a block of 8 drafts 7 tokens at every batch
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
+        _flags(
+            "--speculative-algorithm",
+            "DFLASH",
+            "--speculative-dflash-block-size",
+            "8",
+            "--speculative-draft-model-path",
+            "d",
+        ),
+        3,
+        runs=(7, 7, 7),
+    ),
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
+        _flags(
+            "--speculative-algorithm",
+            "DFLASH",
+            "--speculative-dflash-block-size",
+            "8",
+            "--speculative-num-draft-tokens",
+            "6",
+            "--speculative-draft-model-path",
+            "d",
+        ),
+        3,
+        refuses="they differ",
+    ),
+    # _handle_dspark: "Draft block size gamma (number of proposed draft tokens). The verify window is gamma + 1"
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dspark)",
+        _flags(
+            "--speculative-algorithm",
+            "DSPARK",
+            "--speculative-dspark-block-size",
+            "4",
+            "--speculative-draft-model-path",
+            "d",
+        ),
+        2,
+        runs=(4, 4),
+    ),
+    # _handle_uno (the stored speculative_hook.py that has it): no draft model, --uno-lora-path required, Q =
+    # --speculative-num-draft-tokens the linear verify width (the verified token and Q - 1 drafts)
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
+        "fields/spec.py @ 015c872628e3 lists UNO)",
+        _flags(
+            "--speculative-algorithm",
+            "UNO",
+            "--uno-lora-path",
+            "a",
+            "--speculative-draft-model-path",
+            "d",
+            "--speculative-num-draft-tokens",
+            "5",
+        ),
+        2,
+        refuses="does not accept --speculative-draft-model-path",
+    ),
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
+        "fields/spec.py @ 015c872628e3 lists UNO)",
+        _flags("--speculative-algorithm", "UNO", "--uno-lora-path", "a", "--speculative-num-draft-tokens", "5"),
+        2,
+        runs=(4, 4),
+    ),
     # server_args' argument parser refuses an unknown flag
     Oracle(
         "sglang",

@@ -214,3 +214,28 @@ def test_in_adaptive_mode_p_uses_the_steps_running_not_the_startup_width() -> No
     calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
     assert calibrated.result.acceptance == pytest.approx(0.6, abs=1e-9)
     assert any("startup draft width" in note for note in calibrated.notes)
+
+
+def test_a_static_config_is_chosen_at_the_users_batch_and_left_off_where_it_does_not_pay() -> None:
+    # speculative_hook.py @ 004c82e07d87: STANDALONE takes one --speculative-num-steps for every batch (no adaptive
+    # tiers, adaptive_unsupported_reason); issue 23's Mixtral case: the schedule is off at batches 1 and 2
+    best = [0, 0, 4, 4, 3, 3]
+    off = engine_config.export("sglang", best, [], 6, batch=1, draft_path="models/draft").exported
+    assert off.config is None and off.flags == []
+    assert any("does not pay at your batch 1" in note for note in off.notes)
+    assert any("3-6" in note for note in off.notes)
+    on = engine_config.export("sglang", best, [], 6, batch=5, draft_path="models/draft").exported
+    assert on.flags[on.flags.index("--speculative-num-steps") + 1] == "3"
+    assert on.differs_at == (1, 2, 3, 4)
+    assert any("batches 1-4" in note for note in on.notes)
+
+
+def test_dflash_dspark_and_uno_are_sglang_builtins_but_not_in_the_older_version() -> None:
+    flags = ["--speculative-algorithm", "DSPARK", "--speculative-dspark-block-size", "3"]
+    flags += ["--speculative-draft-model-path", "d"]
+    assert sglang.read_config(Exported({}, flags, ""), NEWEST, 2) == [3, 3]
+    with pytest.raises(ConfigRuleError, match="Unknown speculative algorithm"):
+        sglang.read_config(Exported({}, flags, ""), engines.version("sglang", "2026-03"), 2)
+    with pytest.raises(ConfigRuleError, match="dflash-block-size"):
+        dflash = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "d"]
+        sglang.read_config(Exported({}, dflash, ""), NEWEST, 2)
