@@ -20,7 +20,7 @@ from app.model.engines.base import Exported
 class Oracle:
     engine: str
     versions: tuple[str, ...]
-    kind: str  # "published example", "validator", "engine's test" or "live llama-server"
+    kind: str  # "published example", "validator", "engine's test", "engine's source" or "live llama-server"
     cite: str
     exported: Exported
     batches: int
@@ -142,6 +142,77 @@ ORACLES: tuple[Oracle, ...] = (
         _trtllm({"decoding_type": "NGram", "max_draft_len": 5, "draft_len_schedule": {1: 5, 4: 4, 5: 3, 6: 2, 7: 1}}),
         9,
         runs=(5, 5, 5, 4, 3, 2, 1, 1, 1),
+    ),
+    # drafter.py should_use_spec_decode (@ 83ab45a50d16, the stored commit read; 1ff19bbc per issue 23):
+    # "return num_effective_requests <= self.max_concurrency": NGram drafts up to max_concurrency, none above
+    Oracle(
+        "trtllm",
+        ("2025-10", "2026-03", "2026-09"),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/drafter.py @ 83ab45a50d16 (should_use_spec_decode)",
+        _trtllm({"decoding_type": "NGram", "max_draft_len": 4, "max_concurrency": 2}),
+        4,
+        runs=(4, 4, 0, 0),
+    ),
+    # interface.py @ 00b6d5a25c30 support_dynamic_draft_len leaves DSpark out: its draft_len_schedule is validated
+    # (llm_args.py) but not applied, so max_draft_len runs at every batch
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/interface.py @ 00b6d5a25c30 (support_dynamic_draft_len)",
+        _trtllm(
+            {
+                "decoding_type": "DSpark",
+                "speculative_model": "d",
+                "max_draft_len": 4,
+                "draft_len_schedule": {2: 4, 8: 2},
+                "attention_backend": "TRTLLM",
+            }
+        ),
+        10,
+        runs=(4,) * 10,
+    ),
+    # llm_args.py @ 0004396720054f: Eagle3's eagle3_one_model, MTP's mtp_eagle_one_model and thinking-phase tokens
+    # are fields of the decoding configs (StrictBaseModel takes them)
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "validator",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (MTPDecodingConfig)",
+        _trtllm(
+            {
+                "decoding_type": "MTP",
+                "max_draft_len": 3,
+                "mtp_eagle_one_model": True,
+                "use_relaxed_acceptance_for_thinking": True,
+                "begin_thinking_phase_token": 128798,
+                "end_thinking_phase_token": 128799,
+            }
+        ),
+        2,
+        runs=(3, 3),
+    ),
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "validator",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (EagleDecodingConfig.eagle3_one_model)",
+        _trtllm({"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 3, "eagle3_one_model": False}),
+        2,
+        runs=(3, 3),
+    ),
+    # AutoDecodingConfig (llm_args.py @ 0004396720054f) becomes suggest_spec_config(max_batch_size)
+    # (_torch/speculative/auto_heuristic.py @ f00d21a3c099): NGram, max_draft_len 3 above max_batch_size 4,
+    # max_concurrency 32
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/auto_heuristic.py @ f00d21a3c099 (suggest_spec_config)",
+        _trtllm({"decoding_type": "AUTO"}),
+        40,
+        runs=(3,) * 32 + (0,) * 8,
     ),
     # speculative_hook.py: with topk 1, num_draft_tokens is forced to steps + 1, so the k run is the steps
     Oracle(
