@@ -95,6 +95,45 @@ ORACLES: tuple[Oracle, ...] = (
         16,
         refuses="non-overlapping and sorted",
     ),
+    # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: "Disabling
+    # num_speculative_tokens_per_batch_size and falling back to static num_speculative_tokens" when
+    # data_parallel_size > 1
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "engine's source",
+        "vllm-project/vllm vllm/config/vllm.py @ 000fc94b754f (_maybe_disable_dynamic_sd_for_data_parallel)",
+        Exported(
+            {},
+            [
+                "--speculative-config",
+                json.dumps(
+                    {
+                        "model": "d",
+                        "num_speculative_tokens": 4,
+                        "num_speculative_tokens_per_batch_size": [[1, 4, 4], [5, 8, 1]],
+                    }
+                ),
+                "--max-num-seqs",
+                "8",
+                "--data-parallel-size",
+                "2",
+            ],
+            "",
+        ),
+        8,
+        runs=(4,) * 8,
+    ),
+    # speculative.py @ 002e77c1f0ef: draft_load_config is a SpeculativeConfig field (LoadConfig for the draft)
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "validator",
+        "vllm-project/vllm vllm/config/speculative.py @ 002e77c1f0ef (SpeculativeConfig.draft_load_config)",
+        _vllm({"model": "d", "num_speculative_tokens": 3, "draft_load_config": {"load_format": "auto"}}, 4),
+        4,
+        runs=(3,) * 4,
+    ),
     # SpeculativeConfig before PR #31541 and #42121: one num_speculative_tokens for every batch; a static tree's
     # node count is num_speculative_tokens
     Oracle(
