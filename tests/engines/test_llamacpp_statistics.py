@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
+import struct
+from pathlib import Path
+
 import pytest
 
-from app.model import engine_metrics
+from app.model import engine_metrics, engines
+from app.model.engines import llamacpp
+from app.model.engines.base import Exported
+from app.model.engines.llamacpp.gguf_types import spec_types_from_gguf
 from app.model.engines.llamacpp.statistics import last_statistics
 from app.service.clients.measure import draft_time
 
@@ -141,3 +147,37 @@ def test_an_interval_holds_its_own_estimate_when_every_draft_token_is_accepted()
     assert calibrated.interval.high == 1.0 and calibrated.interval.low is not None
     strict = engine_metrics.acceptance_interval(calibrated.measurement, 1.0, 3, 0.999)
     assert strict.high == 1.0
+
+
+def _gguf(path: Path, arch: str, tensors: list[str], blocks: int = 2) -> str:
+    """A GGUF header (no tensor data): general.architecture, <arch>.block_count and the tensor names."""
+
+    def text(value: str) -> bytes:
+        return struct.pack("<Q", len(value)) + value.encode()
+
+    body = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 2)
+    body += text("general.architecture") + struct.pack("<I", 8) + text(arch)
+    body += text(f"{arch}.block_count") + struct.pack("<I", 4) + struct.pack("<I", blocks)
+    for name in tensors:
+        body += text(name) + struct.pack("<I", 1) + struct.pack("<Q", 16) + struct.pack("<IQ", 0, 0)
+    path.write_bytes(body)
+    return str(path)
+
+
+def test_a_draft_gguf_names_its_own_type_when_no_spec_type_is_given(tmp_path: Path) -> None:
+    # common_speculative_types_from_gguf (PRs #26814, #27005) as b11312 vendors it (llama-cpp-python 0.3.36 sdist:
+    # common/speculative.cpp line 2270, common/arg.cpp line 568): nextn.eh_proj in the last block is draft-mtp,
+    # arch dflash with markov_w1 is draft-dspark, without it draft-dflash; a plain model infers nothing
+    newest = engines.version("llamacpp")
+    mtp = _gguf(tmp_path / "mtp.gguf", "qwen35", ["token_embd.weight", "blk.1.nextn.eh_proj.weight"])
+    dspark = _gguf(tmp_path / "dspark.gguf", "dflash", ["markov_w1.weight"])
+    dflash = _gguf(tmp_path / "dflash.gguf", "dflash", ["fc.weight"])
+    plain = _gguf(tmp_path / "plain.gguf", "llama", ["token_embd.weight", "blk.1.attn_q.weight"])
+    assert spec_types_from_gguf(mtp) == ["draft-mtp"]
+    assert spec_types_from_gguf(dspark) == ["draft-dspark"] and spec_types_from_gguf(dflash) == ["draft-dflash"]
+    assert spec_types_from_gguf(plain) == [] and spec_types_from_gguf(str(tmp_path / "absent.gguf")) == []
+    assert llamacpp.read_config(Exported({}, ["-md", mtp], ""), newest, 2) == [3, 3]  # common.h n_max 3
+    assert llamacpp.read_config(Exported({}, ["-md", mtp, "--spec-draft-n-max", "5"], ""), newest, 1) == [5]
+    assert llamacpp.read_config(Exported({}, ["-md", plain], ""), newest, 2) == [0, 0]
+    # an explicit --spec-type none is not the default: nothing is inferred
+    assert llamacpp.read_config(Exported({}, ["-md", mtp, "--spec-type", "none"], ""), newest, 1) == [0]
