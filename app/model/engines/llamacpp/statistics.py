@@ -8,7 +8,8 @@ each drafter holds its total.
 
 Once a drafter has been verified (``n_call_accept > 0``) the line also carries ``#mean acc len = M, #acc rate/pos =
 (r1, r2, ...)``: ``common_speculative_print_stats`` in ggml-org/llama.cpp ``common/speculative.cpp`` @ 001d906a6d86
-(the stored commit read; b11312 prints the same fields, see tests/engines/test_llamacpp_statistics.py) prints
+(the stored commit read; b11312 prints the same, read in llama-cpp-python 0.3.36's sdist at common/speculative.cpp
+line 2964) prints
 ``n_acc_tokens_per_pos[i] / n_call_accept`` with three decimals, where ``n_acc_tokens_per_pos[i]`` counts the
 verifications that accepted at least ``i + 1`` tokens.  So ``r_i * a`` (``a`` of ``#calls(b,g,a)``) is the count of
 position ``i + 1``, to within ``0.0005 * a``.
