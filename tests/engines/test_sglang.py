@@ -239,3 +239,39 @@ def test_dflash_dspark_and_uno_are_sglang_builtins_but_not_in_the_older_version(
     with pytest.raises(ConfigRuleError, match="dflash-block-size"):
         dflash = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "d"]
         sglang.read_config(Exported({}, dflash, ""), NEWEST, 2)
+
+
+def test_per_request_counts_are_read_exactly_with_their_histogram() -> None:
+    # tokenizer_manager_components/spec_decoding_meta.py (fill_spec_decoding_meta, stored version listed at
+    # 9155cf0e6eff): spec_num_proposed_drafts = spec_verify_ct * (speculative_num_draft_tokens - 1) and
+    # spec_correct_drafts_histogram[j] counts the verifications that accepted exactly j draft tokens
+    meta = {
+        "spec_verify_ct": 10,
+        "spec_num_correct_drafts": 18,
+        "spec_num_proposed_drafts": 30,
+        "spec_accept_length": 2.8,
+        "spec_accept_rate": 18 / 30,
+        "spec_correct_drafts_histogram": [2, 1, 4, 3],
+    }
+    generate = json.dumps([{"text": "a", "meta_info": meta}, {"text": "b", "meta_info": meta}])
+    name, (measurement,) = engine_metrics.read_measurements(generate)
+    assert name == "sglang-request" and measurement.k == 3
+    assert (measurement.cycles, measurement.accepted, measurement.draft_tokens) == (20, 36, 60)
+    assert measurement.per_position == (16, 14, 6)  # verifications accepting more than 0, 1, 2 drafts
+    openai = json.dumps({"id": "x", "choices": [], "sglext": {"spec_tokens_details": meta}})
+    _, (details,) = engine_metrics.read_measurements(openai)
+    assert details.per_position == (8, 7, 3)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
+    broken = dict(meta, spec_correct_drafts_histogram=[2, 1, 4, 2])
+    with pytest.raises(engine_metrics.EngineFormatError, match="histogram"):
+        engine_metrics.read_measurements(json.dumps([{"meta_info": broken}]))
+
+
+def test_per_request_samples_recover_p() -> None:
+    text = engine_reports.example_report("sglang-request", 0.7, 4, 4000, seed=5)
+    _, (measurement,) = engine_metrics.read_measurements(text)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= 0.7 <= calibrated.interval.high
