@@ -181,3 +181,28 @@ def test_a_draft_gguf_names_its_own_type_when_no_spec_type_is_given(tmp_path: Pa
     assert llamacpp.read_config(Exported({}, ["-md", plain], ""), newest, 2) == [0, 0]
     # an explicit --spec-type none is not the default: nothing is inferred
     assert llamacpp.read_config(Exported({}, ["-md", mtp, "--spec-type", "none"], ""), newest, 1) == [0]
+
+
+CAPTURED = Path(__file__).parent / "captured"
+
+
+def test_a_real_b11312_log_gives_the_per_position_counts_of_its_own_metrics() -> None:
+    # captured from the real llama-server (tests/engines/captured/README.md has the command): the statistics line's
+    # "#acc rate/pos" and the "acc per pos" line read back to the server's own /metrics per-position series
+    log = (CAPTURED / "llamacpp-b11312-lv4.log").read_text()
+    scrape = (CAPTURED / "llamacpp-b11312-metrics.prom").read_text()
+    _, (from_log,) = engine_metrics.read_measurements(log)
+    _, (from_metrics,) = engine_metrics.read_measurements(scrape)
+    assert (from_log.cycles, from_log.draft_tokens, from_log.accepted) == (
+        from_metrics.cycles,
+        from_metrics.draft_tokens,
+        from_metrics.accepted,
+    )
+    assert from_log.per_position == from_metrics.per_position and from_log.k == 4
+    lines = "\n".join(line for line in log.splitlines() if "draft acceptance" in line or "acc per pos" in line)
+    _, (from_requests,) = engine_metrics.read_measurements(lines, k=4)
+    assert from_requests.per_position == from_metrics.per_position
+    for measurement in (from_log, from_requests):
+        calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+        assert calibrated.interval.low is not None and calibrated.interval.high is not None
+        assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
