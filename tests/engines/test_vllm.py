@@ -229,3 +229,12 @@ def test_data_parallel_above_one_gets_the_k_for_the_users_batch() -> None:
 def test_releases_032_and_033_have_an_alias() -> None:
     assert engines.version("vllm", "0.32").name == "2026-08"
     assert engines.version("vllm", "0.33").name == "2026-08"
+
+
+def test_a_version_with_one_draft_length_writes_none_where_it_does_not_pay_at_the_users_batch() -> None:
+    # SpeculativeConfig before PR #32374 (speculative.py @ f19b16d95e43): one num_speculative_tokens for every batch
+    best = [0, 0, 3, 3]
+    off = engine_config.export("vllm", best, [], 4, batch=1, draft_path="d", version="2025-10").exported
+    assert off.config is None and any("does not pay at your batch 1" in note for note in off.notes)
+    on = engine_config.export("vllm", best, [], 4, batch=3, draft_path="d", version="2025-10").exported
+    assert on.config is not None and on.config["num_speculative_tokens"] == 3 and on.differs_at == (1, 2)

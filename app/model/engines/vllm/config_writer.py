@@ -90,7 +90,22 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
                 f"batch: export for data parallelism to get the k for your batch {batch} ({best[batch - 1]})"
             )
     else:
-        k = best[min(request.batch, limit) - 1] or max(best)
+        batch = min(request.batch, limit)
+        k = best[batch - 1]
+        if k == 0:
+            pays = [index for index, value in enumerate(best, start=1) if value > 0]
+            return base.Exported(
+                None,
+                [],
+                "",
+                [
+                    f"speculation does not pay at your batch {batch}: run vLLM without --speculative-config (vLLM "
+                    f"{version.name} takes one draft length for every batch); it would pay at batches "
+                    f"{base.describe_batches(pays)}"
+                ],
+                runs=(0,) * limit,
+                differs_at=tuple(pays),
+            )
         config["num_speculative_tokens"] = k
         runs = [k] * limit
         notes.append(
