@@ -50,6 +50,7 @@ def export(
     method: str | None = None,
     draft_path: str | None = None,
     version: str | None = None,
+    data_parallel: int = 1,
 ) -> EngineExport:
     """The engine's config for the schedule (best k per batch 1..batch_limit), read back as the engine reads it.
 
@@ -66,6 +67,7 @@ def export(
         tree=tree,
         method=method,
         draft_path=draft_path,
+        data_parallel=max(1, data_parallel),
     )
     exported: Exported = module.write_config(request, chosen)
     if exported.config is None or exported.placeholders or batch_limit < 1:

@@ -161,7 +161,19 @@ def _wilson(successes: float, trials: float, level: float) -> tuple[float, float
     denominator = 1 + z * z / trials
     centre = (share + z * z / (2 * trials)) / denominator
     half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the Wilson ends are exactly 0 and 1 at no and at all successes; floating point gives 0.9999999999999999
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= trials else min(1.0, centre + half)
+    return low, high
+
+
+def containing(interval: Interval, p: float) -> Interval:
+    """The interval widened, where rounding left it short, to hold its own estimate p (all accepted: p = 1.0)."""
+    if interval.low is None or interval.high is None or not math.isfinite(p):
+        return interval
+    if interval.low <= p <= interval.high:
+        return interval
+    return Interval(min(interval.low, p), max(interval.high, p), interval.level, interval.method)
 
 
 def _length_sd(p: float, k: int) -> float:
@@ -172,7 +184,12 @@ def _length_sd(p: float, k: int) -> float:
 
 
 def acceptance_interval(measurement: Measurement, p: float, k: int, level: float = INTERVAL_LEVEL) -> Interval:
-    """An interval of p from the counts: likelihood-shaped where per-position counts exist, else from the mean."""
+    """An interval of p from the counts: likelihood-shaped where per-position counts exist, else from the mean;
+    it always holds p itself."""
+    return containing(_acceptance_interval(measurement, p, k, level), p)
+
+
+def _acceptance_interval(measurement: Measurement, p: float, k: int, level: float) -> Interval:
     if measurement.schema == "v0" and measurement.draft_tokens and measurement.accepted is not None:
         low, high = _wilson(measurement.accepted, measurement.draft_tokens, level)
         return Interval(low, high, level, "Wilson score: accepted / drafted estimates p directly (V0 counters)")
@@ -244,6 +261,7 @@ def calibrate_measurement(
         interval = Interval(low if known else None, high if known else None, INTERVAL_LEVEL, method)
     else:
         interval = acceptance_interval(measurement, result.acceptance, result.k)
+    interval = containing(interval, result.acceptance)
     return EngineCalibration(measurement, result, interval, [*measurement.notes, *result.notes])
 
 

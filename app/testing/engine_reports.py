@@ -170,6 +170,23 @@ def sglang_server_info(p: float, k: int, cycles: int, seed: int, classes: int) -
     )
 
 
+def sglang_request(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
+    """/generate responses with meta_info as SGLang's spec_decoding_meta.py fills it."""
+    draws = sample_accepted(p, k, cycles, seed)
+    responses = []
+    for chunk in per_request(draws, 40):
+        histogram = [int((chunk == j).sum()) for j in range(k + 1)]
+        meta = {
+            "spec_verify_ct": len(chunk),
+            "spec_num_correct_drafts": int(chunk.sum()),
+            "spec_num_proposed_drafts": len(chunk) * k,
+            "spec_accept_length": float(1 + chunk.mean()),
+            "spec_correct_drafts_histogram": histogram,
+        }
+        responses.append({"text": "...", "meta_info": meta})
+    return json.dumps(responses)
+
+
 def trtllm_iteration_stats(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
     draws = sample_accepted(p, k, cycles, seed)
     batch = 8
@@ -279,6 +296,7 @@ WRITERS: dict[str, SampleWriter] = {
     "vllm-request": vllm_request,
     "sglang-metrics": sglang_metrics,
     "sglang-server-info": sglang_server_info,
+    "sglang-request": sglang_request,
     "trtllm-iteration-stats": trtllm_iteration_stats,
     "trtllm-metrics": trtllm_metrics,
     "llamacpp-metrics": llamacpp_metrics,

@@ -20,7 +20,7 @@ from app.model.engines.base import Exported
 class Oracle:
     engine: str
     versions: tuple[str, ...]
-    kind: str  # "published example", "validator", "engine's test" or "live llama-server"
+    kind: str  # "published example", "validator", "engine's test", "engine's source" or "live llama-server"
     cite: str
     exported: Exported
     batches: int
@@ -95,6 +95,45 @@ ORACLES: tuple[Oracle, ...] = (
         16,
         refuses="non-overlapping and sorted",
     ),
+    # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: "Disabling
+    # num_speculative_tokens_per_batch_size and falling back to static num_speculative_tokens" when
+    # data_parallel_size > 1
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "engine's source",
+        "vllm-project/vllm vllm/config/vllm.py @ 000fc94b754f (_maybe_disable_dynamic_sd_for_data_parallel)",
+        Exported(
+            {},
+            [
+                "--speculative-config",
+                json.dumps(
+                    {
+                        "model": "d",
+                        "num_speculative_tokens": 4,
+                        "num_speculative_tokens_per_batch_size": [[1, 4, 4], [5, 8, 1]],
+                    }
+                ),
+                "--max-num-seqs",
+                "8",
+                "--data-parallel-size",
+                "2",
+            ],
+            "",
+        ),
+        8,
+        runs=(4,) * 8,
+    ),
+    # speculative.py @ 002e77c1f0ef: draft_load_config is a SpeculativeConfig field (LoadConfig for the draft)
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "validator",
+        "vllm-project/vllm vllm/config/speculative.py @ 002e77c1f0ef (SpeculativeConfig.draft_load_config)",
+        _vllm({"model": "d", "num_speculative_tokens": 3, "draft_load_config": {"load_format": "auto"}}, 4),
+        4,
+        runs=(3,) * 4,
+    ),
     # SpeculativeConfig before PR #31541 and #42121: one num_speculative_tokens for every batch; a static tree's
     # node count is num_speculative_tokens
     Oracle(
@@ -142,6 +181,77 @@ ORACLES: tuple[Oracle, ...] = (
         _trtllm({"decoding_type": "NGram", "max_draft_len": 5, "draft_len_schedule": {1: 5, 4: 4, 5: 3, 6: 2, 7: 1}}),
         9,
         runs=(5, 5, 5, 4, 3, 2, 1, 1, 1),
+    ),
+    # drafter.py should_use_spec_decode (@ 83ab45a50d16, the stored commit read; 1ff19bbc per issue 23):
+    # "return num_effective_requests <= self.max_concurrency": NGram drafts up to max_concurrency, none above
+    Oracle(
+        "trtllm",
+        ("2025-10", "2026-03", "2026-09"),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/drafter.py @ 83ab45a50d16 (should_use_spec_decode)",
+        _trtllm({"decoding_type": "NGram", "max_draft_len": 4, "max_concurrency": 2}),
+        4,
+        runs=(4, 4, 0, 0),
+    ),
+    # interface.py @ 00b6d5a25c30 support_dynamic_draft_len leaves DSpark out: its draft_len_schedule is validated
+    # (llm_args.py) but not applied, so max_draft_len runs at every batch
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/interface.py @ 00b6d5a25c30 (support_dynamic_draft_len)",
+        _trtllm(
+            {
+                "decoding_type": "DSpark",
+                "speculative_model": "d",
+                "max_draft_len": 4,
+                "draft_len_schedule": {2: 4, 8: 2},
+                "attention_backend": "TRTLLM",
+            }
+        ),
+        10,
+        runs=(4,) * 10,
+    ),
+    # llm_args.py @ 0004396720054f: Eagle3's eagle3_one_model, MTP's mtp_eagle_one_model and thinking-phase tokens
+    # are fields of the decoding configs (StrictBaseModel takes them)
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "validator",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (MTPDecodingConfig)",
+        _trtllm(
+            {
+                "decoding_type": "MTP",
+                "max_draft_len": 3,
+                "mtp_eagle_one_model": True,
+                "use_relaxed_acceptance_for_thinking": True,
+                "begin_thinking_phase_token": 128798,
+                "end_thinking_phase_token": 128799,
+            }
+        ),
+        2,
+        runs=(3, 3),
+    ),
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "validator",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (EagleDecodingConfig.eagle3_one_model)",
+        _trtllm({"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 3, "eagle3_one_model": False}),
+        2,
+        runs=(3, 3),
+    ),
+    # AutoDecodingConfig (llm_args.py @ 0004396720054f) becomes suggest_spec_config(max_batch_size)
+    # (_torch/speculative/auto_heuristic.py @ f00d21a3c099): NGram, max_draft_len 3 above max_batch_size 4,
+    # max_concurrency 32
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/auto_heuristic.py @ f00d21a3c099 (suggest_spec_config)",
+        _trtllm({"decoding_type": "AUTO"}),
+        40,
+        runs=(3,) * 32 + (0,) * 8,
     ),
     # speculative_hook.py: with topk 1, num_draft_tokens is forced to steps + 1, so the k run is the steps
     Oracle(
@@ -191,6 +301,91 @@ ORACLES: tuple[Oracle, ...] = (
         ),
         8,
         runs=(5, 5, 5, 5, 2, 2, 2, 2),
+    ),
+    # arg_groups/fields/spec.py @ 015c872628e3 lists DFLASH, DSPARK and UNO as builtins; speculative_hook.py
+    # @ 004c82e07d87 (_handle_dflash): --speculative-dflash-block-size is the verify window (--speculative-num-draft-
+    # tokens), steps and topk forced to 1, so a block of 8 drafts 7 tokens at every batch
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
+        _flags(
+            "--speculative-algorithm",
+            "DFLASH",
+            "--speculative-dflash-block-size",
+            "8",
+            "--speculative-draft-model-path",
+            "d",
+        ),
+        3,
+        runs=(7, 7, 7),
+    ),
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
+        _flags(
+            "--speculative-algorithm",
+            "DFLASH",
+            "--speculative-dflash-block-size",
+            "8",
+            "--speculative-num-draft-tokens",
+            "6",
+            "--speculative-draft-model-path",
+            "d",
+        ),
+        3,
+        refuses="they differ",
+    ),
+    # _handle_dspark: "Draft block size gamma (number of proposed draft tokens). The verify window is gamma + 1"
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dspark)",
+        _flags(
+            "--speculative-algorithm",
+            "DSPARK",
+            "--speculative-dspark-block-size",
+            "4",
+            "--speculative-draft-model-path",
+            "d",
+        ),
+        2,
+        runs=(4, 4),
+    ),
+    # _handle_uno (the stored speculative_hook.py that has it): no draft model, --uno-lora-path required, Q =
+    # --speculative-num-draft-tokens the linear verify width (the verified token and Q - 1 drafts)
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
+        "fields/spec.py @ 015c872628e3 lists UNO)",
+        _flags(
+            "--speculative-algorithm",
+            "UNO",
+            "--uno-lora-path",
+            "a",
+            "--speculative-draft-model-path",
+            "d",
+            "--speculative-num-draft-tokens",
+            "5",
+        ),
+        2,
+        refuses="does not accept --speculative-draft-model-path",
+    ),
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
+        "fields/spec.py @ 015c872628e3 lists UNO)",
+        _flags("--speculative-algorithm", "UNO", "--uno-lora-path", "a", "--speculative-num-draft-tokens", "5"),
+        2,
+        runs=(4, 4),
     ),
     # server_args' argument parser refuses an unknown flag
     Oracle(

@@ -104,6 +104,12 @@ def test_every_report_of_the_server_calibrates_to_its_own_totals() -> None:
     _, (from_log,) = engine_metrics.read_measurements(log)
     assert (from_log.draft_tokens, from_log.accepted, from_log.k) == (drafted, accepted, 4)
     assert from_log.cycles == drafts
+    # -lv 4's "#acc rate/pos" (common/speculative.cpp: n_acc_tokens_per_pos / n_call_accept) read back into the
+    # per-position counts the server's own /metrics series hold
+    if accepted > 0:
+        assert from_log.per_position == pytest.approx(from_metrics.per_position, abs=0.5)
+    else:
+        assert not from_log.per_position and not any(from_metrics.per_position)
     # timings: drafted and accepted tokens per response
     timings = [{"timings": response["timings"]} for response in responses]
     _, (from_timings,) = engine_metrics.read_measurements(__import__("json").dumps(timings), k=4)

@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
+import struct
+from pathlib import Path
+
 import pytest
 
-from app.model import engine_metrics
+from app.model import engine_metrics, engines
+from app.model.engines import llamacpp
+from app.model.engines.base import Exported
+from app.model.engines.llamacpp.gguf_types import spec_types_from_gguf
 from app.model.engines.llamacpp.statistics import last_statistics
 from app.service.clients.measure import draft_time
 
@@ -48,3 +54,155 @@ def test_the_report_and_measure_read_the_same_totals() -> None:
 def test_the_draft_time_is_the_last_statistics_line_of_each_drafter() -> None:
     assert draft_time(LOG) == (142 + 117, pytest.approx(717.664 + 0.046))
     assert draft_time("no statistics here") is None
+
+
+# common_speculative_print_stats, ggml-org/llama.cpp common/speculative.cpp @ 001d906a6d86 (the stored commit read):
+# "#acc rate/pos" is n_acc_tokens_per_pos[i] / n_call_accept with three decimals, n_acc_tokens_per_pos[i] counting
+# the verifications that accepted at least i + 1 tokens; the line below is as -lv 4 prints it (issue 23's rates)
+RATES = (
+    "spec common_specu: adding speculative implementation 'draft-simple'\n"
+    "spec common_specu: - n_max=4, n_min=0, p_min=0.000000\n"
+    "spec common_specu: statistics     draft-simple: #calls(b,g,a) =    9   1000   1000, #gen drafts =   1000, "
+    "#acc drafts =   881, #gen tokens =   4000, #acc tokens =  3105, #mean acc len = 4.11, "
+    "#acc rate/pos = (0.881, 0.772, 0.744, 0.708), dur(b,g,a) = 0.010, 4420.123, 0.051 ms\n"
+)
+
+
+def test_the_rates_per_position_give_counts_per_position_and_an_interval() -> None:
+    line = last_statistics(RATES)["draft-simple"]
+    assert line.rates == (0.881, 0.772, 0.744, 0.708)
+    _, (measurement,) = engine_metrics.read_measurements(RATES)
+    assert measurement.k == 4  # the n_max line
+    assert measurement.per_position == pytest.approx((881, 772, 744, 708))
+    calibrated = engine_metrics.calibrate_report(RATES, 0.1, 8).top
+    p = calibrated.result.acceptance
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= p <= calibrated.interval.high
+    # accepted / (accepted + verifications ending in a rejection), from the engine's own counts
+    assert p == pytest.approx(3105 / (3105 + 1000 - 708))
+    assert "lower bound" not in calibrated.result.estimator
+
+
+def test_drafts_shorter_than_k_use_the_first_position_and_are_never_called_a_lower_bound() -> None:
+    short = RATES.replace("#gen tokens =   4000", "#gen tokens =   3300")
+    calibrated = engine_metrics.calibrate_report(short, 0.1, 8).top
+    text = calibrated.result.estimator + " ".join(calibrated.notes) + calibrated.interval.method
+    assert "lower bound" not in text
+    assert calibrated.result.acceptance == pytest.approx(0.881)  # the engine's first-position rate
+    assert calibrated.interval.low is not None and calibrated.interval.low < 0.881 < (calibrated.interval.high or 0)
+
+
+def test_a_drafter_without_rates_leaves_the_log_without_per_position_counts() -> None:
+    _, (measurement,) = engine_metrics.read_measurements(LOG, k=4)
+    assert measurement.per_position == ()  # ngram-simple's line has no rates
+
+
+# tools/server/server-context.cpp print_timings: "draft acceptance = R (A accepted / G generated), mean len = L" then,
+# at -lv 4, "acc per pos = (...)" (ggml-org/llama.cpp @ 001d906a6d86, the stored commit read); builds with PR #24536
+# print "mean acceptance length = L, acceptance rate per position = (...)" on the one line (issue 23's capture).
+# L = 1 + accepted / verification steps; each rate is n_accepted_per_pos[i] / verification steps.
+NEWER = (
+    "slot print_timing: id  0 | task 0 | draft acceptance = 0.66237 (  257 accepted /   388 generated), "
+    "mean acceptance length =  3.65, acceptance rate per position = (0.804, 0.701, 0.629, 0.515)\n"
+)
+TRACE = (
+    "slot print_timing: id  0 | task 0 | draft acceptance = 0.66237 (  257 accepted /   388 generated), "
+    "mean len =  3.65\nslot print_timing: id  0 | task 0 |      acc per pos = (0.804, 0.701, 0.629, 0.515)\n"
+)
+
+
+@pytest.mark.parametrize("log", [NEWER, TRACE])
+def test_the_newer_per_request_lines_are_read_with_their_rates(log: str) -> None:
+    _, (measurement,) = engine_metrics.read_measurements(log, k=4)
+    assert (measurement.accepted, measurement.draft_tokens) == (257, 388)
+    assert measurement.cycles == 97  # 257 / (3.65 - 1), to the nearest whole number
+    assert sum(measurement.per_position) == pytest.approx(257)
+    assert measurement.per_position[0] == pytest.approx(0.804 * 97, abs=0.5)
+    assert not any("no mean len" in note for note in measurement.notes)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
+
+
+def test_the_statistics_line_of_a_newer_drafter_is_read() -> None:
+    log = (
+        "spec common_specu: statistics        draft-mtp: #calls(b,g,a) =    1    213    213, #gen drafts =    213, "
+        "#acc drafts =   170, #gen tokens =    426, #acc tokens =   297, #mean acc len = 2.39, "
+        "#acc rate/pos = (0.798, 0.596), dur(b,g,a) = 0.005, 1122.769, 0.517 ms\n"
+    )
+    _, (measurement,) = engine_metrics.read_measurements(log, k=2)
+    assert measurement.per_position == pytest.approx((170, 127))
+    assert measurement.cycles == 213
+
+
+def test_an_interval_holds_its_own_estimate_when_every_draft_token_is_accepted() -> None:
+    # all accepted: the Wilson upper end is 1 exactly (floating point gave 0.9999999999999999)
+    scrape = (
+        "llamacpp:spec_decode_num_drafts_total 50\nllamacpp:spec_decode_num_draft_tokens_total 150\n"
+        "llamacpp:spec_decode_num_accepted_tokens_total 150\n"
+        + "".join(f'llamacpp:spec_decode_num_accepted_tokens_per_pos{{position="{i}"}} 50\n' for i in range(3))
+    )
+    calibrated = engine_metrics.calibrate_report(scrape, 0.1, 8).top
+    assert calibrated.result.acceptance == 1.0
+    assert calibrated.interval.high == 1.0 and calibrated.interval.low is not None
+    strict = engine_metrics.acceptance_interval(calibrated.measurement, 1.0, 3, 0.999)
+    assert strict.high == 1.0
+
+
+def _gguf(path: Path, arch: str, tensors: list[str], blocks: int = 2) -> str:
+    """A GGUF header (no tensor data): general.architecture, <arch>.block_count and the tensor names."""
+
+    def text(value: str) -> bytes:
+        return struct.pack("<Q", len(value)) + value.encode()
+
+    body = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 2)
+    body += text("general.architecture") + struct.pack("<I", 8) + text(arch)
+    body += text(f"{arch}.block_count") + struct.pack("<I", 4) + struct.pack("<I", blocks)
+    for name in tensors:
+        body += text(name) + struct.pack("<I", 1) + struct.pack("<Q", 16) + struct.pack("<IQ", 0, 0)
+    path.write_bytes(body)
+    return str(path)
+
+
+def test_a_draft_gguf_names_its_own_type_when_no_spec_type_is_given(tmp_path: Path) -> None:
+    # common_speculative_types_from_gguf (PRs #26814, #27005) as b11312 vendors it (llama-cpp-python 0.3.36 sdist:
+    # common/speculative.cpp line 2270, common/arg.cpp line 568): nextn.eh_proj in the last block is draft-mtp,
+    # arch dflash with markov_w1 is draft-dspark, without it draft-dflash; a plain model infers nothing
+    newest = engines.version("llamacpp")
+    mtp = _gguf(tmp_path / "mtp.gguf", "qwen35", ["token_embd.weight", "blk.1.nextn.eh_proj.weight"])
+    dspark = _gguf(tmp_path / "dspark.gguf", "dflash", ["markov_w1.weight"])
+    dflash = _gguf(tmp_path / "dflash.gguf", "dflash", ["fc.weight"])
+    plain = _gguf(tmp_path / "plain.gguf", "llama", ["token_embd.weight", "blk.1.attn_q.weight"])
+    assert spec_types_from_gguf(mtp) == ["draft-mtp"]
+    assert spec_types_from_gguf(dspark) == ["draft-dspark"] and spec_types_from_gguf(dflash) == ["draft-dflash"]
+    assert spec_types_from_gguf(plain) == [] and spec_types_from_gguf(str(tmp_path / "absent.gguf")) == []
+    assert llamacpp.read_config(Exported({}, ["-md", mtp], ""), newest, 2) == [3, 3]  # common.h n_max 3
+    assert llamacpp.read_config(Exported({}, ["-md", mtp, "--spec-draft-n-max", "5"], ""), newest, 1) == [5]
+    assert llamacpp.read_config(Exported({}, ["-md", plain], ""), newest, 2) == [0, 0]
+    # an explicit --spec-type none is not the default: nothing is inferred
+    assert llamacpp.read_config(Exported({}, ["-md", mtp, "--spec-type", "none"], ""), newest, 1) == [0]
+
+
+CAPTURED = Path(__file__).parent / "captured"
+
+
+def test_a_real_b11312_log_gives_the_per_position_counts_of_its_own_metrics() -> None:
+    # captured from the real llama-server (tests/engines/captured/README.md has the command): the statistics line's
+    # "#acc rate/pos" and the "acc per pos" line read back to the server's own /metrics per-position series
+    log = (CAPTURED / "llamacpp-b11312-lv4.log").read_text()
+    scrape = (CAPTURED / "llamacpp-b11312-metrics.prom").read_text()
+    _, (from_log,) = engine_metrics.read_measurements(log)
+    _, (from_metrics,) = engine_metrics.read_measurements(scrape)
+    assert (from_log.cycles, from_log.draft_tokens, from_log.accepted) == (
+        from_metrics.cycles,
+        from_metrics.draft_tokens,
+        from_metrics.accepted,
+    )
+    assert from_log.per_position == from_metrics.per_position and from_log.k == 4
+    lines = "\n".join(line for line in log.splitlines() if "draft acceptance" in line or "acc per pos" in line)
+    _, (from_requests,) = engine_metrics.read_measurements(lines, k=4)
+    assert from_requests.per_position == from_metrics.per_position
+    for measurement in (from_log, from_requests):
+        calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+        assert calibrated.interval.low is not None and calibrated.interval.high is not None
+        assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high

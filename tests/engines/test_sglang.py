@@ -214,3 +214,64 @@ def test_in_adaptive_mode_p_uses_the_steps_running_not_the_startup_width() -> No
     calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
     assert calibrated.result.acceptance == pytest.approx(0.6, abs=1e-9)
     assert any("startup draft width" in note for note in calibrated.notes)
+
+
+def test_a_static_config_is_chosen_at_the_users_batch_and_left_off_where_it_does_not_pay() -> None:
+    # speculative_hook.py @ 004c82e07d87: STANDALONE takes one --speculative-num-steps for every batch (no adaptive
+    # tiers, adaptive_unsupported_reason); issue 23's Mixtral case: the schedule is off at batches 1 and 2
+    best = [0, 0, 4, 4, 3, 3]
+    off = engine_config.export("sglang", best, [], 6, batch=1, draft_path="models/draft").exported
+    assert off.config is None and off.flags == []
+    assert any("does not pay at your batch 1" in note for note in off.notes)
+    assert any("3-6" in note for note in off.notes)
+    on = engine_config.export("sglang", best, [], 6, batch=5, draft_path="models/draft").exported
+    assert on.flags[on.flags.index("--speculative-num-steps") + 1] == "3"
+    assert on.differs_at == (1, 2, 3, 4)
+    assert any("batches 1-4" in note for note in on.notes)
+
+
+def test_dflash_dspark_and_uno_are_sglang_builtins_but_not_in_the_older_version() -> None:
+    flags = ["--speculative-algorithm", "DSPARK", "--speculative-dspark-block-size", "3"]
+    flags += ["--speculative-draft-model-path", "d"]
+    assert sglang.read_config(Exported({}, flags, ""), NEWEST, 2) == [3, 3]
+    with pytest.raises(ConfigRuleError, match="Unknown speculative algorithm"):
+        sglang.read_config(Exported({}, flags, ""), engines.version("sglang", "2026-03"), 2)
+    with pytest.raises(ConfigRuleError, match="dflash-block-size"):
+        dflash = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "d"]
+        sglang.read_config(Exported({}, dflash, ""), NEWEST, 2)
+
+
+def test_per_request_counts_are_read_exactly_with_their_histogram() -> None:
+    # tokenizer_manager_components/spec_decoding_meta.py (fill_spec_decoding_meta, stored version listed at
+    # 9155cf0e6eff): spec_num_proposed_drafts = spec_verify_ct * (speculative_num_draft_tokens - 1) and
+    # spec_correct_drafts_histogram[j] counts the verifications that accepted exactly j draft tokens
+    meta = {
+        "spec_verify_ct": 10,
+        "spec_num_correct_drafts": 18,
+        "spec_num_proposed_drafts": 30,
+        "spec_accept_length": 2.8,
+        "spec_accept_rate": 18 / 30,
+        "spec_correct_drafts_histogram": [2, 1, 4, 3],
+    }
+    generate = json.dumps([{"text": "a", "meta_info": meta}, {"text": "b", "meta_info": meta}])
+    name, (measurement,) = engine_metrics.read_measurements(generate)
+    assert name == "sglang-request" and measurement.k == 3
+    assert (measurement.cycles, measurement.accepted, measurement.draft_tokens) == (20, 36, 60)
+    assert measurement.per_position == (16, 14, 6)  # verifications accepting more than 0, 1, 2 drafts
+    openai = json.dumps({"id": "x", "choices": [], "sglext": {"spec_tokens_details": meta}})
+    _, (details,) = engine_metrics.read_measurements(openai)
+    assert details.per_position == (8, 7, 3)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
+    broken = dict(meta, spec_correct_drafts_histogram=[2, 1, 4, 2])
+    with pytest.raises(engine_metrics.EngineFormatError, match="histogram"):
+        engine_metrics.read_measurements(json.dumps([{"meta_info": broken}]))
+
+
+def test_per_request_samples_recover_p() -> None:
+    text = engine_reports.example_report("sglang-request", 0.7, 4, 4000, seed=5)
+    _, (measurement,) = engine_metrics.read_measurements(text)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= 0.7 <= calibrated.interval.high

@@ -249,3 +249,85 @@ def test_a_scrape_with_only_the_iteration_counters_names_what_is_missing() -> No
     text = 'trtllm_spec_decode_num_draft_tokens_total{model_name="m"} 100\n'
     with pytest.raises(engine_metrics.EngineFormatError, match=r"TensorRT-LLM: missing .*token_position"):
         engine_metrics.read_measurements(text)
+
+
+def _schedule_stats(iterations: list[tuple[int, int]], p: float, seed: int) -> str:
+    """Iteration stats as py_executor.py counts them (NVIDIA/TensorRT-LLM @ 9521caf4696c, the stored commit read):
+    numDraftTokens sums each request's draft length, numRequestsWithDraftTokens counts the requests that drafted."""
+    import json
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    items = []
+    for index, (batch, length) in enumerate(iterations):
+        draws = np.minimum(rng.geometric(1.0 - p, size=batch) - 1, length)
+        spec = {
+            "numDraftTokens": batch * length,
+            "numAcceptedTokens": int(draws.sum()),
+            "numRequestsWithDraftTokens": batch,
+        }
+        items.append({"iter": index, "numActiveRequests": batch, "specDecodingStats": spec})
+    return json.dumps(items)
+
+
+def test_iteration_stats_under_a_schedule_read_k_per_iteration_and_never_round_a_mean() -> None:
+    # a schedule running k = 3 at batch 2 and k = 2 at batch 8 (true p = 0.65): the mean draft length is 2.2, which
+    # rounded up gave k = 3 by luck and k = 2 on other mixes; each iteration's whole draft length is read instead
+    text = _schedule_stats([(2, 3)] * 1500 + [(8, 2)] * 1500, 0.65, 11)
+    _, (measurement,) = engine_metrics.read_measurements(text)
+    assert measurement.k == 3 and measurement.draft_lengths == (2, 3)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= 0.65 <= calibrated.interval.high
+
+
+def test_iteration_stats_whose_requests_drafted_different_lengths_ask_for_k() -> None:
+    import json
+
+    text = json.dumps(
+        [{"specDecodingStats": {"numDraftTokens": 5, "numAcceptedTokens": 3, "numRequestsWithDraftTokens": 2}}] * 40
+    )
+    with pytest.raises(engine_metrics.EngineFormatError, match="never guessed from a mean"):
+        engine_metrics.read_measurements(text)
+    _, (given,) = engine_metrics.read_measurements(text, k=3, draft_lengths=(2, 3))
+    assert given.k == 3
+
+
+def test_ngram_max_concurrency_drafts_up_to_it_and_not_above() -> None:
+    # drafter.py @ 83ab45a50d16 should_use_spec_decode: num_effective_requests <= self.max_concurrency
+    config = {"decoding_type": "NGram", "max_draft_len": 5, "max_concurrency": 3}
+    assert trtllm.read_config(_yaml(config), NEWEST, 5) == [5, 5, 5, 0, 0]
+    assert trtllm.read_config(_yaml(config), OLDEST, 5) == [5, 5, 5, 0, 0]
+
+
+def test_dspark_runs_one_draft_length_and_its_export_says_so() -> None:
+    # interface.py @ 00b6d5a25c30: DSpark is not in support_dynamic_draft_len, so no schedule is applied
+    result = engine_config.export("trtllm", [4, 4, 2, 2, 0, 0], [], 6, batch=3, method="DSpark", draft_path="d")
+    config = result.exported.config
+    assert config is not None and "draft_len_schedule" not in config["speculative_config"]
+    assert config["speculative_config"]["max_draft_len"] == 2
+    assert result.exported.differs_at == (1, 2, 5, 6)
+    off = engine_config.export("trtllm", [4, 4, 2, 2, 0, 0], [], 6, batch=6, method="DSpark", draft_path="d")
+    assert off.exported.config is None and any("does not pay at your batch 6" in n for n in off.exported.notes)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"decoding_type": "Eagle3", "speculative_model": "d", "eagle3_one_model": True},
+        {"decoding_type": "MTP", "mtp_eagle_one_model": False, "begin_thinking_phase_token": 1},
+        {"decoding_type": "MTP", "end_thinking_phase_token": 2},
+        {"decoding_type": "DSpark", "speculative_model": "d", "attention_backend": "VANILLA"},
+    ],
+)
+def test_valid_keys_of_llm_args_are_taken(extra: dict[str, Any]) -> None:
+    # llm_args.py @ 0004396720054f: EagleDecodingConfig.eagle3_one_model, MTPDecodingConfig.mtp_eagle_one_model,
+    # begin/end_thinking_phase_token, DSparkDecodingConfig.attention_backend
+    assert trtllm.read_config(_yaml({"max_draft_len": 3, **extra}), NEWEST, 2) == [3, 3]
+
+
+def test_auto_runs_the_engines_own_ngram_choice() -> None:
+    # AutoDecodingConfig -> auto_heuristic.py @ f00d21a3c099 suggest_spec_config(max_batch_size)
+    assert trtllm.read_config(_yaml({"decoding_type": "AUTO"}, max_batch_size=4), NEWEST, 4) == [5, 5, 5, 5]
+    assert trtllm.read_config(_yaml({"decoding_type": "AUTO"}, max_batch_size=40), NEWEST, 34)[-3:] == [3, 0, 0]

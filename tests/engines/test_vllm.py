@@ -209,3 +209,32 @@ def test_a_per_request_report_without_its_histogram_names_what_is_missing() -> N
     body = json.dumps({"metrics": {"speculative_decoding": {"num_spec_steps": 3, "num_draft_tokens": 9}}})
     with pytest.raises(engine_metrics.EngineFormatError, match=r"vLLM: .*acceptance_histogram"):
         engine_metrics.read_measurements(body)
+
+
+def test_data_parallel_above_one_gets_the_k_for_the_users_batch() -> None:
+    # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel drops the schedule at DP > 1
+    best = [4, 4, 2, 2, 0, 0]
+    one = engine_config.export("vllm", best, [], 6, batch=3, draft_path="d").exported
+    assert one.config is not None and "num_speculative_tokens_per_batch_size" in one.config
+    assert any("_maybe_disable_dynamic_sd_for_data_parallel" in note for note in one.notes)
+    two = engine_config.export("vllm", best, [], 6, batch=3, draft_path="d", data_parallel=2).exported
+    assert two.config is not None and "num_speculative_tokens_per_batch_size" not in two.config
+    assert two.config["num_speculative_tokens"] == 2 and "--data-parallel-size" in two.flags
+    assert vllm.read_config(two, engines.version("vllm"), 6) == [2] * 6
+    assert two.differs_at == (1, 2, 5, 6)
+    off = engine_config.export("vllm", best, [], 6, batch=5, draft_path="d", data_parallel=2).exported
+    assert off.config is None and any("does not pay at your batch 5" in note for note in off.notes)
+
+
+def test_releases_032_and_033_have_an_alias() -> None:
+    assert engines.version("vllm", "0.32").name == "2026-08"
+    assert engines.version("vllm", "0.33").name == "2026-08"
+
+
+def test_a_version_with_one_draft_length_writes_none_where_it_does_not_pay_at_the_users_batch() -> None:
+    # SpeculativeConfig before PR #32374 (speculative.py @ f19b16d95e43): one num_speculative_tokens for every batch
+    best = [0, 0, 3, 3]
+    off = engine_config.export("vllm", best, [], 4, batch=1, draft_path="d", version="2025-10").exported
+    assert off.config is None and any("does not pay at your batch 1" in note for note in off.notes)
+    on = engine_config.export("vllm", best, [], 4, batch=3, draft_path="d", version="2025-10").exported
+    assert on.config is not None and on.config["num_speculative_tokens"] == 3 and on.differs_at == (1, 2)

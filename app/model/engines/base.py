@@ -95,6 +95,7 @@ class ConfigRequest:
     tree: TreeShape | None = None
     method: str | None = None  # vLLM method, SGLang algorithm or TensorRT-LLM decoding type
     draft_path: str | None = None
+    data_parallel: int = 1  # data-parallel ranks (vLLM drops its per-batch schedule above 1)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 
 from app.model.engines import base
 from app.model.engines.base import ConfigRuleError
+from app.model.engines.llamacpp.gguf_types import spec_types_from_gguf
 from app.model.engines.llamacpp.methods import SPEC_TYPES
-from app.model.engines.llamacpp.versions import ARG_CPP, ARG_CPP_2025, SPEC_FLAGS, SPECULATIVE_CPP
+from app.model.engines.llamacpp.versions import ARG_CPP, ARG_CPP_2025, DRAFT_TYPE_FROM_GGUF, SPEC_FLAGS, SPECULATIVE_CPP
 
 REMOVED = ("--draft", "--draft-n", "--draft-max", "--draft-min", "--draft-n-min")
 
@@ -90,6 +91,10 @@ def draft_length(flags: Sequence[str], version: base.EngineVersion) -> int:
             return 0
         return _count(parsed, ("--draft-max", "--draft", "--draft-n"), 16, where)
     types = [name for name in parsed.get("--spec-type", "none").split(",") if name != "none"]
+    if "--spec-type" not in parsed and draft is not None and version.can(DRAFT_TYPE_FROM_GGUF):
+        # common/arg.cpp: with the types at their default, the type is inferred from the draft GGUF (an MTP,
+        # DFlash or DSpark draft drafts; a plain model infers nothing); a file not here to read infers nothing
+        types = spec_types_from_gguf(draft)
     if not types:
         return 0  # --spec-type defaults to none: a draft model alone is loaded and unused
     kind = types[0]

@@ -18,7 +18,7 @@ RULES_METRICS = {
         scrape_format="llamacpp-metrics",
         missing="llama.cpp 2026-03 reports speculation only in its log: llamacpp:spec_decode_num_drafts_total, "
         "llamacpp:spec_decode_num_accepted_tokens_total and llamacpp:spec_decode_num_accepted_tokens_per_pos_total "
-        "came with PR #22397 (2026-10, build b11312)",
+        "came with PR #26389 (2026-10, build b11312)",
     ),
     "2026-10": base.RulesMetrics(
         running="llamacpp:requests_processing",

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.model.engines import reports
-from app.model.engines.llamacpp.statistics import has_statistics, last_statistics
+from app.model.engines.llamacpp.statistics import has_statistics, last_statistics, parse_rates
 from app.model.engines.llamacpp.versions import NAME
 from app.model.engines.reports import ErrorKind, fail
 
@@ -18,9 +18,16 @@ PROMETHEUS = reports.PrometheusNames(
 )
 
 
+# The per-request line of tools/server/server-context.cpp (print_timings): "draft acceptance rate = R (A accepted /
+# G generated)" in older builds; "draft acceptance = R (...), mean len = L" followed at -lv 4 by "acc per pos = (...)"
+# (ggml-org/llama.cpp @ 001d906a6d86, the stored commit read); and "..., mean acceptance length = L, acceptance rate
+# per position = (...)" in builds with PR #24536.  L = 1 + accepted / verifications and each rate is the share of
+# the request's verifications accepting at least i + 1 tokens (three decimals).
 ACCEPTANCE_LINE = re.compile(
     r"draft acceptance(?P<old> rate)?\s*=\s*[0-9.]+%?\s*\(\s*(?P<accepted>\d+)\s*accepted\s*/\s*"
-    r"(?P<generated>\d+)\s*generated\s*\)(?:,\s*mean len\s*=\s*(?P<length>[0-9.]+))?"
+    r"(?P<generated>\d+)\s*generated\s*\)(?:,\s*mean (?:len|acceptance length)\s*=\s*(?P<length>[0-9.]+))?"
+    r"(?:,\s*acceptance rate per position\s*=\s*\((?P<rates>[0-9.,\s]*)\))?"
+    r"(?:[ \t]*\r?\n[^\n]*?\bacc per pos\s*=\s*\((?P<trace_rates>[0-9.,\s]*)\))?"
 )
 
 
@@ -77,6 +84,26 @@ def _detect_log(text: str, payload: Any) -> bool:
     return payload is None and (ACCEPTANCE_LINE.search(text) is not None or has_statistics(text))
 
 
+def _sum_positions(vectors: list[tuple[float, ...]]) -> tuple[float, ...]:
+    width = max((len(vector) for vector in vectors), default=0)
+    return tuple(sum(vector[i] for vector in vectors if i < len(vector)) for i in range(width))
+
+
+def _line_positions(line: re.Match[str], cycles: float) -> tuple[float, ...] | None:
+    """Per-position counts of one per-request line: rate * verifications, scaled to the line's accepted tokens."""
+    rates = parse_rates(line["rates"] if line["rates"] is not None else line["trace_rates"])
+    accepted = int(line["accepted"])
+    if accepted == 0:
+        return ()
+    if not rates or cycles <= 0:
+        return None
+    raw = [rate * cycles for rate in rates]
+    total = sum(raw)
+    if total <= 0 or abs(total - accepted) > 0.0005 * cycles * len(raw) + 1.0:
+        return None
+    return tuple(min(value * accepted / total, cycles) for value in raw)
+
+
 def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     """Per-request acceptance lines (summed) or the cumulative statistics lines (the last of each type)."""
     statistics = last_statistics(text)  # cumulative since the server started: the last line holds the total
@@ -89,6 +116,7 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
             k, source = int(configured[-1]), "n_max in the log's speculative start-up line"
     version = "2026-03" if lines and all(line["old"] for line in lines) else "2026-10"
     cycles: float | None
+    positions: tuple[float, ...] | None = None
     if statistics and all(line.accept_calls is not None for line in statistics.values()):
         accepted = float(sum(line.accepted_tokens for line in statistics.values()))
         generated = float(sum(line.tokens for line in statistics.values()))
@@ -97,20 +125,38 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
             f"statistics lines are cumulative since the server started: the last line of each type "
             f"({', '.join(sorted(statistics))}) is the total"
         )
+        counted = [line.position_counts() for line in statistics.values()]
+        if all(vector is not None for vector in counted):
+            positions = _sum_positions([vector for vector in counted if vector is not None])
+            notes.append(
+                "per-position counts = #acc rate/pos x the verifications (a of #calls(b,g,a)), scaled to sum to "
+                "#acc tokens: common_speculative_print_stats prints n_acc_tokens_per_pos / n_call_accept to three "
+                "decimals (common/speculative.cpp)"
+            )
     elif lines and all(line["length"] is not None for line in lines):
         accepted = float(sum(int(line["accepted"]) for line in lines))
         generated = float(sum(int(line["generated"]) for line in lines))
         cycles = 0.0
+        per_line: list[tuple[float, ...] | None] = []
         for line in lines:
             length = float(line["length"])
+            line_cycles = 0.0
             if int(line["accepted"]) > 0:
                 if length <= 1.0:
                     raise fail(ErrorKind.INCONSISTENT, "llama.cpp: accepted tokens but mean len 1.00")
-                cycles += round(int(line["accepted"]) / (length - 1.0))
+                line_cycles = float(round(int(line["accepted"]) / (length - 1.0)))
+            cycles += line_cycles
+            per_line.append(_line_positions(line, line_cycles))
         notes.append(
-            f"{len(lines)} per-request 'draft acceptance' lines summed; verifications = accepted / (mean len - 1) "
+            f"{len(lines)} per-request 'draft acceptance' lines summed; verifications = accepted / (mean length - 1) "
             "per line, to the nearest whole number"
         )
+        if all(vector is not None for vector in per_line):
+            positions = _sum_positions([vector for vector in per_line if vector is not None])
+            notes.append(
+                "per-position counts = the line's acceptance rate per position x its verifications, scaled to its "
+                "accepted tokens (tools/server/server-context.cpp prints n_accepted_per_pos / verification steps)"
+            )
         if cycles == 0:
             cycles = None
     else:
@@ -133,6 +179,14 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
         notes.append("verifications estimated as generated / k: drafts assumed full length")
     elif lines and not statistics:
         cycles = max(cycles, generated / k)  # a draft holds at most k tokens
+    per_position: tuple[float, ...] = ()
+    if positions is not None and sum(positions) > 0:
+        if len(positions) > k:
+            raise fail(
+                ErrorKind.INCONSISTENT,
+                f"llama.cpp: the log accepts up to {len(positions)} tokens per verification, more than k = {k}",
+            )
+        per_position = positions + (0.0,) * (k - len(positions))  # positions never reached print no rate
     return [
         reports.Measurement(
             engine=NAME,
@@ -141,6 +195,7 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
             cycles=cycles,
             draft_tokens=generated,
             accepted=accepted,
+            per_position=per_position,
             k=k,
             k_source=source,
             notes=tuple(notes),

@@ -30,12 +30,18 @@ COMMON_H = base.Source(REPOSITORY, "common/common.h", B11312, "common_params_spe
 
 
 SPECULATIVE_CPP = base.Source(
-    REPOSITORY, "common/speculative.cpp", B11312, "spec types; statistics line (cumulative since start)"
+    REPOSITORY,
+    "common/speculative.cpp",
+    B11312,
+    "spec types; statistics line (cumulative since start) with #acc rate/pos; common_speculative_types_from_gguf",
 )
 
 
 SERVER_CONTEXT = base.Source(
-    REPOSITORY, "tools/server/server-context.cpp", B11312, "draft acceptance line with mean len; spec counters"
+    REPOSITORY,
+    "tools/server/server-context.cpp",
+    B11312,
+    "draft acceptance line with mean len, then 'acc per pos' at -lv 4; spec counters",
 )
 
 
@@ -44,6 +50,11 @@ SERVER_TASK = base.Source(REPOSITORY, "tools/server/server-task.cpp", B11312, "/
 
 # Capabilities, set once per version below.
 SPEC_FLAGS = "--spec-type and --spec-draft-* flags"  # PR #22397: the spec params refactor (the older flags removed)
+
+
+# PRs #26814 and #27005: with no --spec-type, the type is inferred from the draft GGUF (MTP, DFlash, DSpark drafts);
+# in b11312 (common/arg.cpp line 568 and common/speculative.cpp line 2270 of llama-cpp-python 0.3.36's sdist)
+DRAFT_TYPE_FROM_GGUF = "spec type inferred from the draft GGUF"
 
 
 VERSIONS = (
@@ -59,8 +70,9 @@ VERSIONS = (
         "2026-10",
         "PR #22397 spec params refactor (--spec-type, --spec-draft-n-max); build b11312 (llama-cpp-python 0.3.36)",
         (ARG_CPP, COMMON_H, SPECULATIVE_CPP, SERVER_CONTEXT, SERVER_TASK),
-        "--spec-type draft-simple and --spec-draft-* flags; /metrics spec counters per position",
-        capabilities=frozenset({SPEC_FLAGS}),
+        "--spec-type draft-simple and --spec-draft-* flags; /metrics spec counters per position; with no "
+        "--spec-type an MTP, DFlash or DSpark draft GGUF names its own type (PRs #26814, #27005)",
+        capabilities=frozenset({SPEC_FLAGS, DRAFT_TYPE_FROM_GGUF}),
     ),
 )
 

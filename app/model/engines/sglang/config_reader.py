@@ -12,7 +12,14 @@ from typing import Any
 from app.model.engines import base
 from app.model.engines.base import ConfigRuleError
 from app.model.engines.sglang.methods import ALGORITHMS, NEEDS_DRAFT
-from app.model.engines.sglang.versions import ADAPTIVE_PARAMS, ADAPTIVE_TIERS, SPEC_FIELDS, SPEC_HOOK
+from app.model.engines.sglang.versions import (
+    ADAPTIVE_PARAMS,
+    ADAPTIVE_TIERS,
+    BLOCK_DRAFTERS,
+    SPEC_FIELDS,
+    SPEC_HOOK,
+    SPEC_HOOK_BLOCKS,
+)
 
 
 def graph_batches(limit: int, tier_ends: Sequence[int]) -> list[int]:
@@ -31,6 +38,9 @@ def _parse(flags: Sequence[str]) -> dict[str, Any]:
         "--speculative-draft-model-path": str,
         "--speculative-adaptive-config": str,
         "--max-running-requests": int,
+        "--speculative-dflash-block-size": int,
+        "--speculative-dspark-block-size": int,
+        "--uno-lora-path": str,
     }
     switches = {"--speculative-adaptive"}
     lists = {"--cuda-graph-bs"}
@@ -61,11 +71,81 @@ def _parse(flags: Sequence[str]) -> dict[str, Any]:
     return parsed
 
 
+# arg_groups/fields/spec.py @ 015c872628e3: "Builtins: EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK,
+# UNO"; speculative_hook.py (_handle_dflash, _handle_dspark @ 004c82e07d87; _handle_uno in the stored version that
+# has it, whose commit the store does not name) forces steps and topk to 1 for DFLASH and DSPARK and reads the
+# verify window, which holds the verified token and the draft: k = num_draft_tokens - 1.
+BLOCK_ALGORITHMS = ("DFLASH", "DSPARK", "UNO")
+
+
+def _block_draft_length(algorithm: str, flags: Mapping[str, Any], batch_limit: int) -> int:
+    """The one draft length DFLASH, DSPARK or UNO runs at every batch, as speculative_hook.py resolves it."""
+    where = SPEC_HOOK_BLOCKS
+    draft = flags.get("--speculative-draft-model-path")
+    window = flags.get("--speculative-num-draft-tokens")
+    running = flags.get("--max-running-requests", 48)
+    if running < batch_limit:
+        raise ConfigRuleError(f"--max-running-requests {running} is below the batch {batch_limit}", where)
+    if algorithm == "DFLASH":
+        if draft is None:
+            raise ConfigRuleError("DFLASH speculative decoding requires setting --speculative-draft-model-path", where)
+        block = flags.get("--speculative-dflash-block-size")
+        if block is not None:
+            if block <= 0:
+                raise ConfigRuleError("DFLASH requires --speculative-dflash-block-size to be positive", where)
+            if window is not None and window != block:
+                raise ConfigRuleError(
+                    "Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ",
+                    where,
+                )
+            window = block
+        if window is None:
+            raise ConfigRuleError(
+                "DFLASH takes its block size from the draft checkpoint (16 where it has none), which this reader "
+                "cannot see: give --speculative-dflash-block-size",
+                where,
+            )
+    elif algorithm == "DSPARK":
+        gamma = flags.get("--speculative-dspark-block-size")
+        if gamma is not None:
+            if gamma <= 0:
+                raise ConfigRuleError("DSpark requires --speculative-dspark-block-size to be positive", where)
+            if window is not None and window != gamma + 1:
+                raise ConfigRuleError("DSpark speculative_num_draft_tokens must equal gamma + 1", where)
+            window = gamma + 1
+        if window is None:
+            raise ConfigRuleError(
+                "DSpark takes gamma from the draft checkpoint, which this reader cannot see: give "
+                "--speculative-dspark-block-size (= gamma)",
+                where,
+            )
+        if window < 2:
+            raise ConfigRuleError("DSpark speculative_num_draft_tokens must be >= 2 (= gamma + 1)", where)
+    else:
+        if draft is not None:
+            raise ConfigRuleError(
+                "UNO reuses the target model and does not accept --speculative-draft-model-path", where
+            )
+        if flags.get("--uno-lora-path") is None:
+            raise ConfigRuleError("UNO requires --uno-lora-path", where)
+        if window is None or window < 1:
+            raise ConfigRuleError(
+                "UNO requires --speculative-num-draft-tokens to be a positive integer denoting the linear width or "
+                "tree verify width Q",
+                where,
+            )
+    if window < 2:
+        raise ConfigRuleError(f"{algorithm}: a verify window of {window} holds no draft token", where)
+    return int(window) - 1
+
+
 def read_config(exported: base.Exported, version: base.EngineVersion, batch_limit: int) -> list[int]:
     """Read the flags (and the adaptive file) as SGLang's ServerArgs does; the steps run at each batch."""
     where = SPEC_HOOK.cite()
     flags = _parse(exported.flags)
     algorithm = str(flags.get("--speculative-algorithm", "")).upper()
+    if algorithm in BLOCK_ALGORITHMS and version.can(BLOCK_DRAFTERS):
+        return [_block_draft_length(algorithm, flags, batch_limit)] * batch_limit
     if algorithm not in ALGORITHMS:
         raise ConfigRuleError(f"Unknown speculative algorithm name: {algorithm}", where)
     if algorithm == "NEXTN":

@@ -58,10 +58,10 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
             "captured size never crosses into the next tier"
         )
     else:
-        k = best[min(request.batch, limit) - 1] or max(best)
-        steps, topk, draft_tokens = k, 1, k + 1
-        runs = [k] * limit
-        adaptive = None
+        # one draft length for every batch (speculative_hook.py: --speculative-num-steps is one number), chosen at
+        # the user's batch; where speculation does not pay there, SGLang is launched without it
+        batch = min(request.batch, limit)
+        k = best[batch - 1]
         why = (
             f"SGLang {version.name} has no per-batch schedule"
             if not version.can(ADAPTIVE_TIERS)
@@ -69,7 +69,23 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
             if algorithm not in ADAPTIVE_ALGORITHMS
             else "one k pays at every batch"
         )
-        notes.append(f"{why}: one draft length, the schedule's k = {k} at batch {min(request.batch, limit)}")
+        if k == 0:
+            pays = [index for index, value in enumerate(best, start=1) if value > 0]
+            return base.Exported(
+                None,
+                [],
+                "",
+                [
+                    f"speculation does not pay at your batch {batch}: launch SGLang without speculation ({why}: one "
+                    f"draft length would run at every batch); it would pay at batches {base.describe_batches(pays)}"
+                ],
+                runs=(0,) * limit,
+                differs_at=tuple(pays),
+            )
+        steps, topk, draft_tokens = k, 1, k + 1
+        runs = [k] * limit
+        adaptive = None
+        notes.append(f"{why}: one draft length, k = {k}, the schedule's k at your batch {batch}")
     config: dict[str, Any] = {
         "speculative_algorithm": algorithm,
         "speculative_num_steps": steps,

@@ -143,7 +143,119 @@ def _read_server_info(text: str, payload: Any, options: reports.ReadOptions) -> 
     return [_versioned(measurement, "2026-05", options)]
 
 
+# The per-request counts SGLang returns: /generate's meta_info and, with return_spec_tokens_details (PR #33518), the
+# OpenAI endpoints' sglext.spec_tokens_details.  tokenizer_manager_components/spec_decoding_meta.py
+# (fill_spec_decoding_meta, sgl-project/sglang, stored version listed at 9155cf0e6eff): spec_verify_ct verifications,
+# spec_num_correct_drafts accepted draft tokens, spec_num_proposed_drafts = spec_verify_ct *
+# (speculative_num_draft_tokens - 1), and spec_correct_drafts_histogram[j] = verifications that accepted exactly j.
+REQUEST_KEYS = ("spec_verify_ct", "spec_num_correct_drafts", "spec_num_proposed_drafts")
+
+
+def _request_counts(item: Any) -> Mapping[str, Any] | None:
+    if not isinstance(item, Mapping):
+        return None
+    for candidate in (item.get("meta_info"), (item.get("sglext") or {}).get("spec_tokens_details"), item):
+        if isinstance(candidate, Mapping) and "spec_verify_ct" in candidate:
+            return candidate
+    return None
+
+
+def _detect_requests(text: str, payload: Any) -> bool:
+    return (
+        payload is not None
+        and reports.has_key(payload, ("spec_verify_ct",))
+        and not reports.has_key(payload, ("internal_states",))
+    )
+
+
+def _read_requests(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    items = payload if isinstance(payload, list) else [payload]
+    if isinstance(payload, Mapping) and isinstance(payload.get("choices"), list) and "sglext" not in payload:
+        items = list(payload["choices"])
+    cycles = accepted = proposed = 0.0
+    histograms: list[list[float]] = []
+    used = without_histogram = 0
+    for index, item in enumerate(items):
+        counts = _request_counts(item)
+        if counts is None or not counts.get("spec_verify_ct"):
+            continue
+        missing = [key for key in REQUEST_KEYS if key not in counts]
+        if missing:
+            raise fail(ErrorKind.MISSING_COUNTER, f"SGLang: response {index} has spec_verify_ct but no {missing[0]}")
+        verify = reports.number(counts["spec_verify_ct"], f"response {index} spec_verify_ct")
+        correct = reports.number(counts["spec_num_correct_drafts"], f"response {index} spec_num_correct_drafts")
+        drafted = reports.number(counts["spec_num_proposed_drafts"], f"response {index} spec_num_proposed_drafts")
+        if correct > drafted:
+            raise fail(ErrorKind.INCONSISTENT, f"response {index}: spec_num_correct_drafts exceeds the proposed")
+        histogram = counts.get("spec_correct_drafts_histogram")
+        if isinstance(histogram, list) and histogram:
+            values = [reports.number(value, f"response {index} histogram") for value in histogram]
+            if sum(values) != verify or sum(j * value for j, value in enumerate(values)) != correct:
+                raise fail(
+                    ErrorKind.INCONSISTENT,
+                    f"response {index}: spec_correct_drafts_histogram does not sum to spec_verify_ct verifications "
+                    "and spec_num_correct_drafts accepted tokens",
+                )
+            histograms.append(values)
+        else:
+            without_histogram += 1
+        cycles += verify
+        accepted += correct
+        proposed += drafted
+        used += 1
+    if used == 0:
+        raise fail(ErrorKind.ZERO_DRAFTS, "SGLang: no response with spec_verify_ct > 0")
+    notes = [f"{used} responses' spec_verify_ct, spec_num_correct_drafts and spec_num_proposed_drafts summed"]
+    k, source = options.k, "given"
+    if k is None:
+        k = reports.integral(proposed / cycles, 1e-9)
+        source = "spec_num_proposed_drafts / spec_verify_ct = speculative_num_draft_tokens - 1 (spec_decoding_meta.py)"
+        if k is None:
+            raise fail(
+                ErrorKind.UNKNOWN_K,
+                "SGLang: spec_num_proposed_drafts is not a whole multiple of spec_verify_ct: give k",
+            )
+        notes.append(
+            "k = speculative_num_draft_tokens - 1 at start-up; under --speculative-adaptive the steps run vary by "
+            "tier (give draft_lengths)"
+        )
+    per_position: tuple[float, ...] = ()
+    if histograms and not without_histogram:
+        width = max(len(values) for values in histograms)
+        exactly = [sum(values[j] for values in histograms if j < len(values)) for j in range(width)]
+        if any(exactly[j] for j in range(k + 1, width)):
+            raise fail(ErrorKind.INCONSISTENT, f"SGLang: a verification accepted more than k = {k} draft tokens")
+        per_position = tuple(float(sum(exactly[j] for j in range(i + 1, width))) for i in range(k))
+        notes.append("per-position counts from spec_correct_drafts_histogram: position i = verifications accepting > i")
+    elif histograms:
+        notes.append(f"{without_histogram} responses carry no spec_correct_drafts_histogram: no per-position counts")
+    measurement = reports.Measurement(
+        engine=NAME,
+        format="sglang-request",
+        label=None,
+        cycles=cycles,
+        draft_tokens=proposed,
+        accepted=accepted,
+        per_position=per_position,
+        k=k,
+        k_source=source,
+        notes=tuple(notes),
+        draft_lengths=options.draft_lengths,
+        version="2026-05",
+    )
+    return [measurement]
+
+
 REPORTS = (
+    reports.ReportFormat(
+        "sglang-request",
+        NAME,
+        "SGLang responses: /generate meta_info or sglext.spec_tokens_details (spec_verify_ct, "
+        "spec_num_correct_drafts, spec_num_proposed_drafts, spec_correct_drafts_histogram)",
+        ("2026-05",),
+        _detect_requests,
+        _read_requests,
+    ),
     reports.ReportFormat(
         "sglang-server-info",
         NAME,

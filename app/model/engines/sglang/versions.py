@@ -30,6 +30,18 @@ SPEC_HOOK = base.Source(
 )
 
 
+SPEC_HOOK_BLOCKS_SOURCE = base.Source(
+    REPOSITORY,
+    "python/sglang/srt/arg_groups/speculative_hook.py",
+    "004c82e07d876f6e4a0ad6e15325706b0f478f1a",
+    "_handle_dflash, _handle_dspark: steps and topk 1, the verify window = the draft + 1; _handle_uno "
+    "(--uno-lora-path, Q) read in a later stored version whose commit the store does not name",
+)
+
+
+SPEC_HOOK_BLOCKS = SPEC_HOOK_BLOCKS_SOURCE.cite()
+
+
 ADAPTIVE_PARAMS = base.Source(
     REPOSITORY,
     "python/sglang/srt/speculative/adaptive_spec_params.py",
@@ -60,6 +72,9 @@ SERVER_ARGS_2026_03 = base.Source(
 
 
 # Capabilities, set once per version below.
+BLOCK_DRAFTERS = "DFLASH, DSPARK and UNO"  # builtins in arg_groups/fields/spec.py @ 015c872628e3
+
+
 ADAPTIVE_TIERS = "adaptive per-batch tiers"  # PR #24055: --speculative-adaptive-config per batch-size tier
 
 
@@ -76,9 +91,9 @@ VERSIONS = (
         "2026-05",
         "PR #24055 adaptive config per batch-size tier; PR #23530 drafts-only accept rate; PR #25689 "
         "spec_verify_calls_total; PR #25940 spec_num_steps and spec_num_draft_tokens gauges",
-        (SPEC_FIELDS, SPEC_HOOK, ADAPTIVE_PARAMS, ADAPTIVE_ROUTER, METRICS),
+        (SPEC_FIELDS, SPEC_HOOK, SPEC_HOOK_BLOCKS_SOURCE, ADAPTIVE_PARAMS, ADAPTIVE_ROUTER, METRICS),
         "a per-batch schedule through the adaptive config (EAGLE, EAGLE3)",
-        capabilities=frozenset({ADAPTIVE_TIERS, SCHEDULE_PER_BATCH}),
+        capabilities=frozenset({ADAPTIVE_TIERS, SCHEDULE_PER_BATCH, BLOCK_DRAFTERS}),
     ),
 )
 

@@ -47,6 +47,7 @@ EAGLE_FIELDS = frozenset(
         "eagle3_layers_to_capture",
         "eagle3_model_arch",
         "sa_config",
+        "eagle3_one_model",  # llm_args.py @ 0004396720054f: one-model (draft as submodule) or two-model
     }
 )
 
@@ -58,13 +59,31 @@ CLASS_FIELDS: dict[str, frozenset[str]] = {
     "MTP": frozenset(
         {"use_relaxed_acceptance_for_thinking", "relaxed_topk", "relaxed_delta", "use_mtp_vanilla"}
         | {"use_dynamic_tree", "dynamic_tree_max_topK", "sa_config"}
+        # llm_args.py @ 0004396720054f MTPDecodingConfig: mtp_eagle_one_model, the thinking-phase tokens, and the
+        # deprecated num_nextn_predict_layers (remapped to max_draft_len when that is absent)
+        | {"mtp_eagle_one_model", "begin_thinking_phase_token", "end_thinking_phase_token", "num_nextn_predict_layers"}
     ),
     "NGram": frozenset({"max_matching_ngram_size", "is_keep_all", "is_use_oldest", "is_public_pool"}),
     "SA": frozenset({"max_matching_ngram_size", "enable_global_pool", "global_pool_size"}),
     "PARD": frozenset({"mask_token_id", "sa_config"}),
     "DFlash": frozenset({"mask_token_id", "target_layer_ids", "attention_backend"}),
-    "DSpark": frozenset({"mask_token_id", "target_layer_ids", "block_size", "markov_rank", "markov_head_type"}),
+    "DSpark": frozenset(
+        {"mask_token_id", "target_layer_ids", "block_size", "markov_rank", "markov_head_type", "attention_backend"}
+    ),
+    "AUTO": frozenset(),  # AutoDecodingConfig: the inherited fields are ignored
 }
+
+
+# _torch/speculative/interface.py @ 00b6d5a25c30 support_dynamic_draft_len: MTP and Eagle3 one-model, PARD, DFlash,
+# Draft_Target one-model and SA; not DSpark, which therefore runs its static max_draft_len at every batch
+STATIC_ONLY = ("DSpark",)
+
+
+def _auto_runs(max_batch: int, batch_limit: int) -> list[int]:
+    """_torch/speculative/auto_heuristic.py @ f00d21a3c099 suggest_spec_config: NGram with max_draft_len 5 where
+    max_batch_size <= 4, else 3, and max_concurrency 32 (drafter.py: it drafts while the batch is <= 32)."""
+    k = 5 if max_batch <= 4 else 3
+    return [k if batch <= 32 else 0 for batch in range(1, batch_limit + 1)]
 
 
 TOP_LEVEL = frozenset({"speculative_config", "max_batch_size"})
@@ -94,6 +113,10 @@ def read_config(exported: base.Exported, version: base.EngineVersion, batch_limi
     unknown = sorted(set(config) - allowed)
     if unknown:
         raise ConfigRuleError(f"unknown keys {unknown}: the decoding configs are StrictBaseModel", where)
+    if kind == "AUTO":
+        return _auto_runs(max_batch, batch_limit)
+    if kind == "MTP" and "num_nextn_predict_layers" in config and config.get("max_draft_len") is None:
+        config = {**config, "max_draft_len": config["num_nextn_predict_layers"]}
     model = config.get("speculative_model", config.get("speculative_model_dir"))
     if kind in NEEDS_MODEL and model is None:
         raise ConfigRuleError(f"speculative_model must be specified for {kind}", where)
@@ -112,11 +135,15 @@ def read_config(exported: base.Exported, version: base.EngineVersion, batch_limi
         raise ConfigRuleError("max_concurrency must be a positive integer", where)
     _check_tree(config, version, where)
     assert isinstance(max_draft, int)
-    if schedule is None and concurrency is not None:
-        schedule = {concurrency: max_draft}
+    if concurrency is not None:
+        # drafter.py should_use_spec_decode (@ 1ff19bbc per issue 23; the stored versions read say the same):
+        # `return len(requests) <= self.max_concurrency`: k up to max_concurrency, none above
+        return [max_draft if batch <= concurrency else 0 for batch in range(1, batch_limit + 1)]
     if schedule is None:
         return [max_draft] * batch_limit
     checked = _check_schedule(schedule, max_draft, version)
+    if kind in STATIC_ONLY:
+        return [max_draft] * batch_limit
     old_lookup = not version.can(UPPER_BOUND_KEYS) or kind in DRAFTER_TYPES
     lookup = _from_key_lookup if old_lookup else _upper_key_lookup
     return [lookup(checked, batch) for batch in range(1, batch_limit + 1)]

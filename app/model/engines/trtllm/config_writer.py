@@ -7,7 +7,13 @@ from typing import Any
 import yaml
 
 from app.model.engines import base
-from app.model.engines.trtllm.methods import DRAFTER_TYPES, NEEDS_MODEL, PLACEHOLDER_MODEL, decoding_type
+from app.model.engines.trtllm.methods import (
+    DRAFTER_TYPES,
+    NEEDS_MODEL,
+    PLACEHOLDER_MODEL,
+    STATIC_TYPES,
+    decoding_type,
+)
 from app.model.engines.trtllm.versions import LATE_FIRST_KEY, STATIC_TREES, UPPER_BOUND_KEYS
 
 TREE = base.TreeFormat(STATIC_TREES, lambda paths: paths)  # eagle_choices: the paths as they are (a list of lists)
@@ -31,6 +37,8 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         notes.append(f"fill in speculative_model: {kind} needs the draft model (TensorRT-LLM refuses it without)")
     if request.tree is not None:
         return _tree_config(request, version, config, notes, placeholders)
+    if kind in STATIC_TYPES:
+        return _static_config(request, config, notes, placeholders)
     old_lookup = not version.can(UPPER_BOUND_KEYS) or kind in DRAFTER_TYPES
     if old_lookup and not version.can(LATE_FIRST_KEY) and best[0] == 0:
         schedule, runs, why = _upper_keys(best)  # key 1 is required before PR #10860: no later start either
@@ -63,6 +71,43 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         runs=tuple(runs),
         differs_at=differ,
         placeholders=placeholders,
+    )
+
+
+def _static_config(
+    request: base.ConfigRequest, config: dict[str, Any], notes: list[str], placeholders: tuple[str, ...]
+) -> base.Exported:
+    """One max_draft_len at every batch (interface.py @ 00b6d5a25c30: DSpark is not in support_dynamic_draft_len,
+    so a draft_len_schedule would be ignored): the schedule's k at the user's batch, or no speculation there."""
+    best, limit = list(request.best_k), request.batch_limit
+    batch = min(request.batch, limit)
+    k = best[batch - 1]
+    kind = config["decoding_type"]
+    if k == 0:
+        pays = [index for index, value in enumerate(best, start=1) if value > 0]
+        return base.Exported(
+            None,
+            [],
+            "",
+            [
+                f"speculation does not pay at your batch {batch}: leave speculative_config out ({kind} runs one "
+                f"max_draft_len at every batch); it would pay at batches {base.describe_batches(pays)}"
+            ],
+            runs=(0,) * limit,
+            differs_at=tuple(pays),
+        )
+    config["max_draft_len"] = k
+    runs = [k] * limit
+    notes.append(
+        f"{kind} ignores draft_len_schedule: one max_draft_len, k = {k}, the schedule's k at your batch {batch}"
+    )
+    differ = base.differences(best, runs)
+    if differ:
+        notes.append(f"TensorRT-LLM runs another k than the schedule at batches {base.describe_batches(differ)}")
+    document = {"max_batch_size": limit, "speculative_config": config}
+    notes.append(f"max_batch_size {limit}: the largest batch whose weights and KV caches fit")
+    return base.Exported(
+        document, [], _yaml(document), notes, runs=tuple(runs), differs_at=differ, placeholders=placeholders
     )
 
 

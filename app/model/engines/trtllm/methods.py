@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-DECODING_TYPES = ("Draft_Target", "Eagle3", "Eagle", "MTP", "NGram", "SA", "PARD", "DFlash", "DSpark")
+DECODING_TYPES = ("Draft_Target", "Eagle3", "Eagle", "MTP", "NGram", "SA", "PARD", "DFlash", "DSpark", "AUTO")
+
+
+# interface.py @ 00b6d5a25c30 support_dynamic_draft_len leaves DSpark out: one max_draft_len at every batch;
+# AUTO (AutoDecodingConfig) chooses its own NGram setting (auto_heuristic.py), so no schedule is written for it
+STATIC_TYPES = ("DSpark",)
+
+
+CHOSEN_BY_ENGINE = ("AUTO",)
+
+
+WRITTEN_TYPES = tuple(name for name in DECODING_TYPES if name not in CHOSEN_BY_ENGINE)
 
 
 NEEDS_MODEL = ("Draft_Target", "Eagle", "Eagle3")
@@ -18,13 +29,13 @@ PLACEHOLDER_MODEL = "<draft model: a path or hub name>"
 def decoding_type(given: str | None) -> str:
     if given is None or not given.strip():
         return "Draft_Target"
-    for name in DECODING_TYPES:
+    for name in WRITTEN_TYPES:
         if given.strip().lower().replace("-", "_") in (name.lower(), name.lower().replace("_", "")):
             return name
-    raise ValueError(f"TensorRT-LLM decoding_type must be one of {', '.join(DECODING_TYPES)}; got {given!r}")
+    raise ValueError(f"TensorRT-LLM decoding_type must be one of {', '.join(WRITTEN_TYPES)}; got {given!r}")
 
 
-METHODS = DECODING_TYPES
+METHODS = WRITTEN_TYPES
 
 
 METHOD_ALIAS = "trtllm_decoding_type"  # the older query parameter for method=, kept as an alias

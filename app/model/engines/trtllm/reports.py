@@ -67,6 +67,8 @@ def _read_stats(text: str, payload: Any, options: reports.ReadOptions) -> list[r
     drafted = accepted = requests = 0.0
     batches = []
     inconsistent = used = 0
+    lengths: set[int] = set()
+    mixed_iterations = 0
     for index, iteration in enumerate(_iterations(payload)):
         spec = _pick(iteration, ("specDecodingStats", "spec_decoding_stats", "specdec_stats"))
         if not isinstance(spec, Mapping):
@@ -98,6 +100,11 @@ def _read_stats(text: str, payload: Any, options: reports.ReadOptions) -> list[r
         accepted += accepted_here
         requests += requests_here
         used += 1
+        per_request = reports.integral(drafted_here / requests_here, 1e-9)
+        if per_request is None:
+            mixed_iterations += 1
+        else:
+            lengths.add(per_request)
         inflight = _pick(iteration, ("inflightBatchingStats", "inflight_batching_stats"))
         generation = _pick(inflight, ("numGenRequests", "num_gen_requests")) if isinstance(inflight, Mapping) else None
         active = _pick(iteration, ("numActiveRequests", "num_active_requests"))
@@ -109,13 +116,31 @@ def _read_stats(text: str, payload: Any, options: reports.ReadOptions) -> list[r
     notes = [f"{used} iterations with draft tokens summed"]
     if inconsistent:
         notes.append(f"{inconsistent} iterations report an acceptanceLength other than 1 + accepted / requests")
+    # py_executor.py (_get_iter_stats: numDraftTokens sums each request's draft length, numRequestsWithDraftTokens
+    # counts them) at NVIDIA/TensorRT-LLM @ 9521caf4696c, the stored commit read: under a draft_len_schedule one
+    # iteration runs one batch, so its requests share one length, read per iteration; k is never a mean's rounding.
     k, source = options.k, "given"
+    draft_lengths = options.draft_lengths
+    if k is None and options.draft_lengths:
+        k, source = max(options.draft_lengths), "the largest of the draft lengths given (the schedule)"
     if k is None:
-        k = reports.integral(drafted / requests, 1e-6)
-        source = "numDraftTokens / numRequestsWithDraftTokens"
-        if k is None:
-            k = math.ceil(drafted / requests)
-            source = "rounded up from numDraftTokens / numRequestsWithDraftTokens (drafts of varying length)"
+        if mixed_iterations or not lengths:
+            raise fail(
+                ErrorKind.UNKNOWN_K,
+                f"TensorRT-LLM: in {mixed_iterations} of {used} iterations the requests drafted different lengths "
+                "(numDraftTokens / numRequestsWithDraftTokens is not whole), so the draft length is not in the "
+                "stats: give k (max_draft_len) and, under a draft_len_schedule, its draft lengths; k is never "
+                "guessed from a mean",
+            )
+        k = max(lengths)
+        if len(lengths) == 1:
+            source = "numDraftTokens / numRequestsWithDraftTokens, the same whole number in every iteration"
+        else:
+            source = "the longest per-iteration draft length (numDraftTokens / numRequestsWithDraftTokens)"
+            draft_lengths = tuple(sorted(lengths))
+            notes.append(
+                f"iterations drafted {', '.join(map(str, sorted(lengths)))} tokens per request (a draft_len_schedule)"
+            )
     return [
         reports.Measurement(
             engine=NAME,
@@ -128,7 +153,7 @@ def _read_stats(text: str, payload: Any, options: reports.ReadOptions) -> list[r
             k_source=source,
             batch=float(np.mean(batches)) if batches else None,
             notes=tuple(notes),
-            draft_lengths=options.draft_lengths,
+            draft_lengths=draft_lengths,
             version="2026-03",
         )
     ]

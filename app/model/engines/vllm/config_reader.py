@@ -68,6 +68,7 @@ FIELDS = frozenset(
         "enable_adaptive_verification",
         "draft_sample_method",
         "dspark_draft_topk",
+        "draft_load_config",  # speculative.py @ 002e77c1f0ef: LoadConfig for the draft, else the target's
     }
 )
 
@@ -139,7 +140,26 @@ def read_config(exported: base.Exported, version: base.EngineVersion, batch_limi
     schedule = config.get("num_speculative_tokens_per_batch_size")
     if schedule is None or not version.can(PER_BATCH_SCHEDULE):
         return [k_max] * batch_limit
-    return _schedule_lookup(schedule, k_max, max_num_seqs)[1 : batch_limit + 1]
+    lookup = _schedule_lookup(schedule, k_max, max_num_seqs)
+    if data_parallel_size(exported.flags) > 1:
+        # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: with data parallelism
+        # above 1 the schedule is set to None and num_speculative_tokens runs at every batch
+        return [k_max] * batch_limit
+    return lookup[1 : batch_limit + 1]
+
+
+def data_parallel_size(flags: Sequence[str]) -> int:
+    """--data-parallel-size (or -dp) as vLLM's arg parser takes it; 1 when absent."""
+    raw = _flag(flags, "--data-parallel-size") or _flag(flags, "-dp")
+    if raw is None:
+        return 1
+    try:
+        size = int(raw)
+    except ValueError:
+        raise ConfigRuleError(f"--data-parallel-size: invalid int value {raw!r}", "vllm/engine/arg_utils.py") from None
+    if size < 1:
+        raise ConfigRuleError("--data-parallel-size must be >= 1", "vllm/engine/arg_utils.py")
+    return size
 
 
 def _schedule_lookup(schedule: Any, k_max: int, max_num_seqs: int) -> list[int]:

@@ -48,6 +48,32 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         config[TREE.key] = TREE.write(paths)
         notes.append("a static tree: vLLM verifies every node, so num_speculative_tokens is the node count")
         runs = [len(paths)] * limit
+    elif version.can(PER_BATCH_SCHEDULE) and request.data_parallel > 1:
+        # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: above one data-parallel
+        # rank the schedule is dropped and num_speculative_tokens runs at every batch, so it is the user's batch k
+        batch = min(request.batch, limit)
+        k = best[batch - 1]
+        if k == 0:
+            pays = [index for index, value in enumerate(best, start=1) if value > 0]
+            return base.Exported(
+                None,
+                [],
+                "",
+                [
+                    f"speculation does not pay at your batch {batch}: run vLLM without --speculative-config (with "
+                    f"--data-parallel-size {request.data_parallel} vLLM drops num_speculative_tokens_per_batch_size "
+                    f"and runs one k at every batch); it would pay at batches {base.describe_batches(pays)}"
+                ],
+                runs=(0,) * limit,
+                differs_at=tuple(pays),
+            )
+        config["num_speculative_tokens"] = k
+        runs = [k] * limit
+        notes.append(
+            f"--data-parallel-size {request.data_parallel}: vLLM drops num_speculative_tokens_per_batch_size above "
+            f"one data-parallel rank (_maybe_disable_dynamic_sd_for_data_parallel) and runs num_speculative_tokens at "
+            f"every batch: k = {k}, the schedule's at your batch {batch}"
+        )
     elif version.can(PER_BATCH_SCHEDULE):
         if request.tree is not None:
             notes.append(
@@ -56,8 +82,30 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         config["num_speculative_tokens"] = max(best)
         config["num_speculative_tokens_per_batch_size"] = [[first, last, k] for first, last, k in base.runs_of(best)]
         runs = best
+        if len(set(best)) > 1:
+            batch = min(request.batch, limit)
+            notes.append(
+                "with --data-parallel-size above 1, vLLM drops num_speculative_tokens_per_batch_size "
+                f"(vllm/config/vllm.py _maybe_disable_dynamic_sd_for_data_parallel) and runs {max(best)} at every "
+                f"batch: export for data parallelism to get the k for your batch {batch} ({best[batch - 1]})"
+            )
     else:
-        k = best[min(request.batch, limit) - 1] or max(best)
+        batch = min(request.batch, limit)
+        k = best[batch - 1]
+        if k == 0:
+            pays = [index for index, value in enumerate(best, start=1) if value > 0]
+            return base.Exported(
+                None,
+                [],
+                "",
+                [
+                    f"speculation does not pay at your batch {batch}: run vLLM without --speculative-config (vLLM "
+                    f"{version.name} takes one draft length for every batch); it would pay at batches "
+                    f"{base.describe_batches(pays)}"
+                ],
+                runs=(0,) * limit,
+                differs_at=tuple(pays),
+            )
         config["num_speculative_tokens"] = k
         runs = [k] * limit
         notes.append(
@@ -65,6 +113,8 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
             f"{min(request.batch, limit)}"
         )
     flags = ["--speculative-config", json.dumps(config, separators=(",", ":")), "--max-num-seqs", str(limit)]
+    if request.data_parallel > 1:
+        flags += ["--data-parallel-size", str(request.data_parallel)]
     notes.append(f"--max-num-seqs {limit}: the largest batch whose weights and KV caches fit")
     differ = base.differences(best, runs) if request.tree is None else ()
     if differ:

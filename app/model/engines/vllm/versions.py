@@ -54,6 +54,14 @@ PROTOCOL_PY = base.Source(
 )
 
 
+VLLM_CONFIG_PY = base.Source(
+    REPOSITORY,
+    "vllm/config/vllm.py",
+    "000fc94b754f66aeb60ef5acf1ea2e94cdc65164",
+    "_maybe_disable_dynamic_sd_for_data_parallel: data_parallel_size > 1 drops num_speculative_tokens_per_batch_size",
+)
+
+
 # Capabilities, set once per version below.
 PER_BATCH_SCHEDULE = "num_speculative_tokens_per_batch_size"  # PR #32374: a draft length per batch range
 
@@ -78,7 +86,7 @@ VERSIONS = (
         "2026-06",
         "PR #32374 num_speculative_tokens_per_batch_size; PR #42121 tree attention removed; "
         "PR #31541 unknown keys refused",
-        (SPECULATIVE_PY, DYNAMIC_UTILS, METRICS_PY),
+        (SPECULATIVE_PY, DYNAMIC_UTILS, METRICS_PY, VLLM_CONFIG_PY),
         "per-batch draft length as inclusive [start, end, k] ranges; no static trees",
         capabilities=frozenset({PER_BATCH_SCHEDULE, SCHEDULE_PER_BATCH, STRICT_KEYS}),
     ),
@@ -86,11 +94,13 @@ VERSIONS = (
         "2026-08",
         "2026-08",
         "PR #48915 per-request acceptance (metrics.speculative_decoding), first in 0.29",
-        (SPECULATIVE_PY, DYNAMIC_UTILS, METRICS_PY, PROTOCOL_PY),
+        (SPECULATIVE_PY, DYNAMIC_UTILS, METRICS_PY, PROTOCOL_PY, VLLM_CONFIG_PY),
         "as 2026-06, and per-request acceptance in each response",
         capabilities=frozenset({PER_BATCH_SCHEDULE, SCHEDULE_PER_BATCH, STRICT_KEYS}),
     ),
 )
 
 
-ALIASES = {"0.29": "2026-08", "0.25": "2026-06"}
+# 0.32 and 0.33 read as 2026-08: the sources read (speculative.py @ 002e77c1f0ef, dynamic/utils.py, vllm.py @
+# 000fc94b754f) keep its fields and schedule format; PR #48944 (speculative_token_schedule) is not merged
+ALIASES = {"0.29": "2026-08", "0.25": "2026-06", "0.32": "2026-08", "0.33": "2026-08"}
