@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -669,10 +669,11 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
             "a longer draft may do better (raise --k-max)"
         )
     if schedule.accuracy is not None:
+        # the defaults are the fitted terms; the plain roofline's, to see what they change
         terms = " ".join(
-            f"--{name.replace('_', '-')} {value:g}" for name, value in schedule.accuracy.fitted_terms.items()
+            f"--{name.replace('_', '-')} {value:g}" for name, value in asdict(published.PLAIN_ROOFLINE).items()
         )
         lines.append(_paint(schedule.accuracy.summary, DIM, color))
-        if schedule.accuracy.source == "defaults" and terms:
-            lines.append(_paint(f"the fitted terms: {terms}", DIM, color))
+        if schedule.accuracy.source == "defaults":
+            lines.append(_paint(f"the plain roofline, to compare: {terms}", DIM, color))
     return "\n".join(lines) + "\n"

@@ -592,11 +592,11 @@ def build(reading: Reading) -> View:
 
 
 def fitted_terms_params(reading: Reading, edits: dict[str, float | int]) -> list[tuple[str, str]]:
-    """This page's state with the efficiencies and overheads fitted to published measurements in place."""
+    """This page's state with the efficiencies and overheads fitted to published measurements in place: the
+    defaults, so none of them is written."""
     fitted = published.published_fit()["terms"]
     kept = [(name, url_text(value)) for name, value in _changed(reading, CONTROLS) if name not in fitted]
-    kept += [(name, url_text(value)) for name, value in edits.items()]
-    return [*kept, *((name, url_text(value)) for name, value in fitted.items())]
+    return [*kept, *((name, url_text(value)) for name, value in edits.items())]
 
 
 PAGE = Page(
