@@ -1,4 +1,10 @@
-# specdec-lab: the same install path as `make run` (a venv, dependencies from constraints.txt).
+# specdec-lab: the same install path as `make run` (a venv, dependencies from constraints.txt, and Plotly.js's
+# partial bundle from package-lock.json).
+FROM node:22-slim AS plotly
+WORKDIR /build
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -12,6 +18,7 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY app ./app
 COPY templates ./templates
 COPY static ./static
+COPY --from=plotly /build/node_modules/plotly.js-basic-dist-min ./node_modules/plotly.js-basic-dist-min
 RUN python -m venv /app/.venv \
     && /app/.venv/bin/python -m pip install --no-cache-dir -c constraints.txt -e . \
     && chown -R 10001:10001 /app

@@ -23,7 +23,8 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml constraints.txt
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
-run: install
+# The app serves Plotly.js's partial bundle from node_modules (package.json pins it).
+run: install node_modules/.installed
 	$(BIN)/uvicorn app.web.main:app --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
 # Debian's chromium for the browser tests; Playwright cannot download a browser here.
@@ -44,7 +45,7 @@ prometheus:
 engine: install-test
 	@PYTHON=$(BIN)/python bash scripts/engine/build.sh
 
-# Node for ESLint on the pages' ES modules; the image ships it, Debian's packages otherwise.
+# Node for Plotly.js's partial bundle and ESLint on the pages' ES modules; Debian's packages when missing.
 node:
 	@command -v npm >/dev/null 2>&1 || { \
 	  echo "installing Debian's nodejs and npm for ESLint"; \
@@ -64,15 +65,15 @@ lint: install-test node_modules/.installed
 typecheck: install-test
 	$(BIN)/mypy
 
-pytest: install-test chromium engine prometheus
+pytest: install-test node_modules/.installed chromium engine prometheus
 	$(BIN)/pytest
 
 test: lint typecheck pytest
 
-bench: install-test chromium engine
+bench: install-test node_modules/.installed chromium engine
 	$(BIN)/python -m benchmarks
 
-screenshot: install-test chromium
+screenshot: install-test node_modules/.installed chromium
 	$(BIN)/python scripts/screenshot.py
 
 clean:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.model.step_fit import example_step_times, fit_step_times, read_step_times
+from app.model.step_fit import fit_step_times, read_step_times
 from app.service import plan
 from app.service.decision import cost_regime
 from app.service.engines import calibrate_report
 from app.service.regimes import SetupRequest, build_setup, schedule_out
+from app.testing.step_times import example_step_times
 from benchmarks.bench_decision import large_exposition
 from benchmarks.timing import best_time
 

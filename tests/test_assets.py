@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.web.core import assets
-from app.web.core.assets import PLOTLY_PATH, asset_table, asset_url, asset_version
+from app.web.core.assets import PLOTLY_BUNDLE, PLOTLY_PATH, asset_table, asset_url, asset_version
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 
@@ -65,14 +65,44 @@ def test_page_references_assets_by_current_hash(client: TestClient) -> None:
         assert response.headers["cache-control"] == IMMUTABLE
 
 
-def test_plotly_is_served_from_the_installed_package(client: TestClient) -> None:
-    installed = (Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js").read_bytes()
+def test_plotly_is_served_from_the_installed_partial_bundle(client: TestClient) -> None:
+    installed = PLOTLY_BUNDLE.read_bytes()
     response = client.get(asset_url(PLOTLY_PATH), headers={"accept-encoding": "identity"})
     assert response.status_code == 200
     assert response.content == installed
     assert response.headers["content-type"].startswith("text/javascript")
     assert "content-encoding" not in response.headers
     assert len(installed) > 1_000_000, "the real bundle, not a stub"
+    full = (Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js").read_bytes()
+    assert len(installed) < len(full) / 3, "a partial bundle, not the full one"
+    # the same Plotly.js as the plotly package the figures are written for
+    version = re.compile(rb"plotly\.js (?:\([^)]*\) )?v(\d+\.\d+\.\d+)")
+    ours, theirs = version.search(installed[:400]), version.search(full[:400])
+    assert ours is not None and theirs is not None and ours.group(1) == theirs.group(1)
+
+
+def _trace_types(value: object) -> set[str]:
+    """The trace types of every figure in a view (a trace with no type is a scatter)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        if isinstance(value.get("data"), list) and isinstance(value.get("layout"), dict):
+            found |= {str(trace.get("type", "scatter")) for trace in value["data"]}
+        for item in value.values():
+            found |= _trace_types(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _trace_types(item)
+    return found
+
+
+def test_the_bundle_draws_every_trace_type_the_pages_use(client: TestClient) -> None:
+    bundle = PLOTLY_BUNDLE.read_text(encoding="utf-8")
+    registered = set(re.findall(r'name:"([a-z0-9]+)",basePlotModule', bundle))
+    used: set[str] = set()
+    for page in ("demo", "batch", "exact", "decide"):
+        used |= _trace_types(client.get(f"/api/v1/views/{page}").json())
+    assert used and "scatter" in used and "bar" in used
+    assert used <= registered, f"trace types missing from the bundle: {sorted(used - registered)}"
 
 
 @pytest.mark.parametrize("path", [PLOTLY_PATH, "js/demo.js", "css/site.css"])

@@ -12,12 +12,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.cli import main
-from app.model import engine_metrics as em
+from app.testing import engine_reports
 
 
 @pytest.fixture
 def report_url() -> Iterator[str]:
-    text = em.example_report("llamacpp-log", 0.7, 5, 5000, 3).encode()
+    text = engine_reports.example_report("llamacpp-log", 0.7, 5, 5000, 3).encode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -39,7 +39,7 @@ def report_url() -> Iterator[str]:
 def test_calibrate_from_a_file_matches_the_api(
     tmp_path: Path, client: TestClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = em.example_report("vllm-metrics", 0.8, 4, 5000, 2, classes=2)
+    text = engine_reports.example_report("vllm-metrics", 0.8, 4, 5000, 2, classes=2)
     path = tmp_path / "metrics.txt"
     path.write_text(text)
     assert main(["calibrate", "--from", str(path), "--format", "json"]) == 0
@@ -80,7 +80,7 @@ def test_config_from_a_report_calibrates_and_configures_in_one_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = tmp_path / "metrics.txt"
-    report.write_text(em.example_report("vllm-metrics", 0.75, 4, 4000, 5))
+    report.write_text(engine_reports.example_report("vllm-metrics", 0.75, 4, 4000, 5))
     arguments = ["config", "--engine", "vllm", "--from", str(report), "--draft-path", "org/draft", "--format", "json"]
     assert main(arguments) == 0
     body = json.loads(capsys.readouterr().out)

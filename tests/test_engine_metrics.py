@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from app.model import engine_metrics as em
 from app.model.calibration import CalibrationError
+from app.testing import engine_reports
 from app.web.core.config import Settings
 from app.web.main import create_app
 
@@ -25,7 +26,7 @@ def test_each_format_recovers_a_known_p_within_its_interval(
     client: TestClient, format_name: str, p: float, k: int, seed: int
 ) -> None:
     cycles = 6000
-    text = em.example_report(format_name, p, k, cycles, seed)
+    text = engine_reports.example_report(format_name, p, k, cycles, seed)
     params: dict[str, float | int] = {}
     if format_name in ("vllm-metrics-v0", "llamacpp-timings"):
         params["k"] = k  # the V0 counters hold no drafts counter
@@ -46,7 +47,7 @@ def test_intervals_cover_the_truth_about_95_percent_of_the_time(format_name: str
     covered = 0
     runs = 200
     for seed in range(runs):
-        text = em.example_report(format_name, 0.7, 4, 400, 1000 + seed)
+        text = engine_reports.example_report(format_name, 0.7, 4, 400, 1000 + seed)
         _, measurements = em.read_measurements(text)
         item = em.calibrate_measurement(measurements[0], 0.1, 8)
         assert item.interval.low is not None and item.interval.high is not None
@@ -55,7 +56,7 @@ def test_intervals_cover_the_truth_about_95_percent_of_the_time(format_name: str
 
 
 def test_vllm_per_position_counts_give_the_independence_test(client: TestClient) -> None:
-    body = client.post(CALIBRATE, content=em.example_report("vllm-metrics", 0.75, 4, 20_000, 9)).json()
+    body = client.post(CALIBRATE, content=engine_reports.example_report("vllm-metrics", 0.75, 4, 20_000, 9)).json()
     departure = body["calibration"]["departure"]
     assert departure["degrees_of_freedom"] == 3 and departure["consistent_with_iid"] is True
     assert [row["position"] for row in body["calibration"]["positions"]] == [1, 2, 3, 4]
@@ -63,8 +64,8 @@ def test_vllm_per_position_counts_give_the_independence_test(client: TestClient)
 
 
 def test_several_model_names_are_calibrated_each_on_its_own(client: TestClient) -> None:
-    first = em.example_report("vllm-metrics", 0.6, 4, 8000, 13)
-    second = em.example_report("vllm-metrics", 0.9, 4, 8000, 12).replace("model-0", "model-9")
+    first = engine_reports.example_report("vllm-metrics", 0.6, 4, 8000, 13)
+    second = engine_reports.example_report("vllm-metrics", 0.9, 4, 8000, 12).replace("model-0", "model-9")
     body = client.post(CALIBRATE, content=first + second).json()
     by_label = {item["label"]: item for item in body["classes"]}
     assert set(by_label) == {"model-0", "model-9"}
@@ -74,27 +75,27 @@ def test_several_model_names_are_calibrated_each_on_its_own(client: TestClient) 
 
 
 def test_a_label_the_user_names_splits_the_classes(client: TestClient) -> None:
-    text = em.example_report("vllm-metrics", 0.7, 3, 4000, 5)
-    other = em.example_report("vllm-metrics", 0.4, 3, 4000, 6).replace('engine="0"', 'engine="1"')
+    text = engine_reports.example_report("vllm-metrics", 0.7, 3, 4000, 5)
+    other = engine_reports.example_report("vllm-metrics", 0.4, 3, 4000, 6).replace('engine="0"', 'engine="1"')
     body = client.post(CALIBRATE, content=text + other, params={"label": "engine"}).json()
     assert [item["label"] for item in body["classes"]] == ["0", "1"]
     assert body["classes"][1]["p_low"] <= 0.4 <= body["classes"][1]["p_high"]
 
 
 def test_sglang_k_is_read_from_rate_and_length_or_from_server_args(client: TestClient) -> None:
-    current = em.example_report("sglang-metrics", 0.8, 6, 3000, 4)
+    current = engine_reports.example_report("sglang-metrics", 0.8, 6, 3000, 4)
     older = "\n".join(line for line in current.splitlines() if "spec_accept_" in line) + "\n"
     body = client.post(CALIBRATE, content=older).json()
     assert body["k"] == 6 and body["p_low"] is None and "cycles" in body["interval_method"]
     body = client.post(CALIBRATE, content=current).json()  # spec_num_steps and spec_verify_calls_total (2026-05)
     assert body["k"] == 6 and body["p_low"] is not None and body["engine_version"] == "2026-05"
-    info = em.example_report("sglang-server-info", 0.8, 6, 3000, 4)
+    info = engine_reports.example_report("sglang-server-info", 0.8, 6, 3000, 4)
     body = client.post(CALIBRATE, content=info, headers={"content-type": "application/json"}).json()
     assert body["k"] == 6 and body["k_source"] == "speculative_num_steps"
 
 
 def test_trtllm_python_binding_names_and_json_lines_are_read() -> None:
-    iterations = json.loads(em.example_report("trtllm-iteration-stats", 0.7, 4, 800, 8))
+    iterations = json.loads(engine_reports.example_report("trtllm-iteration-stats", 0.7, 4, 800, 8))
     renamed = []
     for item in iterations:
         spec = item["specDecodingStats"]
@@ -195,7 +196,7 @@ def test_the_model_layer_raises_a_calibration_error_not_a_crash() -> None:
 @pytest.fixture
 def local_report() -> Iterator[str]:
     """A real HTTP server on 127.0.0.1 serving a vLLM scrape."""
-    text = em.example_report("vllm-metrics", 0.65, 4, 5000, 21).encode()
+    text = engine_reports.example_report("vllm-metrics", 0.65, 4, 5000, 21).encode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -229,8 +230,8 @@ def test_the_server_fetches_no_url_unless_allowed(client: TestClient, local_repo
 
 
 def test_a_baseline_scrape_is_subtracted_and_a_restart_is_a_422(client: TestClient) -> None:
-    warm = em.example_report("vllm-metrics", 0.3, 4, 2000, 30)
-    later_draws = em.example_report("vllm-metrics", 0.8, 4, 6000, 31)
+    warm = engine_reports.example_report("vllm-metrics", 0.3, 4, 2000, 30)
+    later_draws = engine_reports.example_report("vllm-metrics", 0.8, 4, 6000, 31)
     # the later scrape holds the warm-up counts plus 6000 drafts at p = 0.8
     _, before = em.read_measurements(warm)
     _, extra = em.read_measurements(later_draws)

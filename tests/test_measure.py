@@ -10,7 +10,7 @@ import pytest
 from app.cli import main
 from app.model.measure import MeasureError, Sample, analyze, metrics_delta, step_times_csv
 from app.model.step_fit import read_step_times
-from app.service.clients.measure import Counters, Record, Server, draft_time, parse_metrics, samples_from
+from app.service.clients.measure import Counters, Record, Server, parse_metrics, samples_from
 
 T_PLAIN = 10.0  # ms per plain step
 C = 0.3
@@ -187,23 +187,6 @@ def test_each_prompt_counts_its_fastest_round_with_that_requests_counts() -> Non
     assert (speculative.decode_ms, speculative.drafts, speculative.accepted) == (370.0, 15, 11)
     assert speculative.accepted_per_position == (8, 3)
     assert samples_from(servers, records, repeats=[1])[1].decode_ms == 900.0
-
-
-def test_the_draft_time_is_the_last_statistics_line_of_each_drafter() -> None:
-    log = "\n".join(
-        [
-            "srv  llama_server: listening on http://127.0.0.1:8080",
-            "spec common_specu: statistics     draft-simple: #calls(b,g,a) =    1     18     18, #gen drafts =     18, "
-            "#acc drafts =    16, #gen tokens =     71, #acc tokens =    45, dur(b,g,a) = 0.001, 343.472, 0.004 ms",
-            "spec common_specu: statistics     draft-simple: #calls(b,g,a) =    2     36     36, #gen drafts =     36, "
-            "#acc drafts =    32, #gen tokens =    142, #acc tokens =    90, #mean acc len = 3.50, "
-            "#acc rate/pos = (0.889, 0.667, 0.556, 0.389), dur(b,g,a) = 0.001, 717.664, 0.010 ms",
-            "spec common_specu: statistics     ngram-simple: #calls(b,g,a) =    2     68     32, #gen drafts =     32, "
-            "#acc drafts =    20, #gen tokens =    117, #acc tokens =    57, dur(b,g,a) = 0.000, 0.046, 0.013 ms",
-        ]
-    )
-    assert draft_time(log) == (142 + 117, pytest.approx(717.664 + 0.046))
-    assert draft_time("no statistics here") is None
 
 
 def test_the_command_says_what_is_wrong(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,8 +11,9 @@ from fastapi.testclient import TestClient
 
 from app.cli import main
 from app.model.regimes import draft_step, target_step
-from app.model.step_fit import example_step_times, fit_step_times, read_step_times
+from app.model.step_fit import fit_step_times, read_step_times
 from app.service.regimes import SetupRequest, build_setup
+from app.testing.step_times import example_step_times
 
 FIT = "/api/v1/step-fit"
 TRUE = {"bandwidth_efficiency": 0.55, "compute_efficiency": 0.4, "step_overhead_us": 120.0}

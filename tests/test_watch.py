@@ -14,9 +14,9 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from app.cli import main
-from app.model.engine_metrics import sample_accepted
 from app.model.watch import Scrape, interval_report, went_down
 from app.service.regimes import SetupRequest, build_setup
+from app.testing.engine_reports import sample_accepted
 
 K = 4
 

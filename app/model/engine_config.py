@@ -1,6 +1,6 @@
 """A decision written in each engine's own configuration, and read back the way that engine reads it.
 
-What each engine takes lives in its adapter (``app/model/engines/<engine>.py``): the versions it knows, the
+What each engine takes lives in its package (``app/model/engines/<engine>/``): the versions it knows, the
 writer, and a reader of its own config that follows the engine's code.  This module asks the adapter for
 the config of the version the user names (the newest by default) and reads it back, so that the answer
 says which k the engine will run at every batch, and where that differs from the schedule.
@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.model import engines
-from app.model.engines import llamacpp, sglang, trtllm, vllm
 from app.model.engines.base import (
     ConfigRequest,
     ConfigRuleError,
@@ -25,10 +24,11 @@ from app.model.engines.base import (
 from app.model.regimes import ScheduleStep
 from app.model.trees import TreeShape
 
-SGLANG_ALGORITHMS = sglang.ALGORITHMS
-TRTLLM_DECODING_TYPES = trtllm.DECODING_TYPES
-VLLM_METHODS = vllm.METHODS
-LLAMACPP_SPEC_TYPES = llamacpp.WRITTEN_TYPES
+# each engine's drafters, from the registry (the older names of the API's method parameter read them)
+SGLANG_ALGORITHMS = engines.adapter("sglang").METHODS
+TRTLLM_DECODING_TYPES = engines.adapter("trtllm").METHODS
+VLLM_METHODS = engines.adapter("vllm").METHODS
+LLAMACPP_SPEC_TYPES = engines.adapter("llamacpp").METHODS
 
 __all__ = ["ConfigRuleError", "Exported", "export", "tree_paths"]
 

@@ -1,11 +1,12 @@
 """What serving engines report about speculative decoding, detected across engines and turned into p with an
 interval.
 
-Each engine's formats live in its adapter (``app/model/engines/<engine>.py``: the names, where they are
-defined, the versions that write them, a reader and a sample writer).  Here every format is reduced to the
-same counts of one class (one model, or one value of a label the user names): verifications (drafts),
-drafted tokens, accepted draft tokens and, where the engine has them, accepted tokens per draft position.
-Those go through the calibration the rest of the product uses (:mod:`app.model.calibration`), and this
+Each engine's formats live in its package (``app/model/engines/<engine>/``: the names, where they are
+defined, the versions that write them and a reader; samples of each are in :mod:`app.testing.engine_reports`).
+Here every format is reduced to the same counts of one class (one model, or one value of a label the user
+names): verifications (drafts), drafted tokens, accepted draft tokens and, where the engine has them, accepted
+tokens per draft position.  Those go through the calibration the rest of the product uses
+(:mod:`app.model.calibration`), and this
 module adds the 95% interval of p.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
@@ -30,7 +31,6 @@ from app.model.engines.reports import (
     clip,
     fail,
     json_payload,
-    sample_accepted,
 )
 
 INTERVAL_LEVEL = 0.95
@@ -45,7 +45,6 @@ __all__ = [
     "EngineFormatError",
     "Measurement",
     "ReadOptions",
-    "sample_accepted",
 ]
 _fail = fail
 
@@ -131,61 +130,23 @@ def read_measurements(
     return format_name, measurements
 
 
-def _minus(name: str, now: float | None, then: float | None) -> float | None:
-    if now is None or then is None:
-        return now
-    if now < then:
-        raise _fail(
-            ErrorKind.COUNTER_RESET,
-            f"{name} went down from {then:g} in the baseline to {now:g}: counters only grow, so the server was "
-            "restarted in between (scrape a new baseline)",
-        )
-    return now - then
-
-
-def subtract_baseline(measurements: list[Measurement], baseline: list[Measurement]) -> list[Measurement]:
-    """Counts accumulated since an earlier scrape of the same server, class by class (vLLM counters)."""
-    earlier = {m.label: m for m in baseline}
-    result = []
-    for now in measurements:
-        then = earlier.get(now.label)
-        if then is None:
-            result.append(now)
-            continue
-        if len(then.per_position) not in (0, len(now.per_position)):
-            raise _fail(ErrorKind.COUNTER_RESET, "the baseline has another number of draft positions: k changed")
-        positions = tuple(
-            _minus(f"vllm:spec_decode_num_accepted_tokens_per_pos{{position={i}}}", a, b) or 0.0
-            for i, (a, b) in enumerate(
-                zip(now.per_position, then.per_position or (0.0,) * len(now.per_position), strict=True)
-            )
-        )
-        result.append(
-            replace(
-                now,
-                cycles=_minus("vllm:spec_decode_num_drafts", now.cycles, then.cycles),
-                draft_tokens=_minus("vllm:spec_decode_num_draft_tokens", now.draft_tokens, then.draft_tokens),
-                accepted=_minus("vllm:spec_decode_num_accepted_tokens", now.accepted, then.accepted),
-                emitted=_minus("vllm:spec_decode_num_emitted_tokens", now.emitted, then.emitted),
-                per_position=positions,
-                efficiency=None,
-                notes=(*now.notes, "counts since the baseline scrape"),
-            )
-        )
-    return result
-
-
 def read_with_baseline(
     text: str, baseline: str, k: int | None = None, label: str = "model_name", draft_lengths: tuple[int, ...] = ()
 ) -> tuple[str, list[Measurement]]:
-    """A vLLM scrape minus an earlier one of the same server (to drop warm-up traffic)."""
+    """A scrape minus an earlier one of the same server (to drop warm-up traffic), for the formats whose
+    counters can be subtracted (vLLM's, by its package)."""
     format_name, now = read_measurements(text, k=k, label=label, draft_lengths=draft_lengths)
-    if not format_name.startswith("vllm"):
-        raise _fail(ErrorKind.INCONSISTENT, f"a baseline is subtracted from vLLM counters only; this is {format_name}")
+    subtract = REPORT_FORMATS[format_name].subtract_baseline
+    if subtract is None:
+        takers = sorted({engines.adapter(r.engine).TITLE for r in REPORT_FORMATS.values() if r.subtract_baseline})
+        raise _fail(
+            ErrorKind.INCONSISTENT,
+            f"a baseline is subtracted from {' and '.join(takers)} counters only; this is {format_name}",
+        )
     baseline_format, then = read_measurements(baseline, k=k, label=label, draft_lengths=draft_lengths)
     if baseline_format != format_name:
         raise _fail(ErrorKind.INCONSISTENT, f"the baseline is {baseline_format}, the scrape {format_name}")
-    return format_name, subtract_baseline(now, then)
+    return format_name, subtract(now, then)
 
 
 # ---------------------------------------------------------------------------
@@ -351,14 +312,3 @@ def calibrate_report(
         return ReportCalibration(format_name, classes, calibrate_measurement(summed, c, k_max, verify), True)
     top = max(classes, key=lambda item: item.measurement.cycles or 0.0) if len(classes) > 1 else classes[0]
     return ReportCalibration(format_name, classes, top, False)
-
-
-# ---------------------------------------------------------------------------
-# Samples for tests and examples: each format written from seeded i.i.d. acceptance
-
-
-def example_report(format_name: str, p: float, k: int, cycles: int, seed: int, classes: int = 1) -> str:
-    """A report in ``format_name`` after ``cycles`` verifications per class with i.i.d. acceptance p."""
-    if format_name not in REPORT_FORMATS:
-        raise ValueError(f"format must be one of {', '.join(REPORT_FORMATS)}")
-    return REPORT_FORMATS[format_name].example(p, k, cycles, seed, classes)

@@ -12,13 +12,8 @@ token, per draft step), which need no hardware figures: ``StepFit.step_cost``.
 
 Formats read: a CSV of ``batch, tokens, ms`` (tokens may be a mean over steps; an optional ``draft_steps``
 column makes a row a cycle of that many draft passes and the verification, as ``measure --batch`` writes
-for a draft model); the JSON vLLM's dynamic speculation config generator
-writes (``vllm/v1/spec_decode/dynamic/generate_config.py``: ``batch_stats`` maps batch size to
-{k: median inter-token latency in ms}, k = 0 without speculation), each entry taken as the time of one
-step (k = 0) or cycle (k > 0); SGLang's ``scripts/playground/bench_speculative.py`` JSON Lines (keys
-``batch_size``, ``steps``, ``topk``, ``num_draft_tokens``, ``step_time`` in seconds); TensorRT-LLM's
-iteration statistics (decode-only iterations: ``iterLatencyMS`` at ``inflightBatchingStats.numGenRequests``
-sequences, each drafting ``specDecodingStats.numDraftTokens / numRequestsWithDraftTokens`` tokens).
+for a draft model), and each engine's own files of step times, read by its package
+(``app/model/engines/<engine>/step_times.py``, listed by :func:`app.model.engines.step_time_formats`).
 """
 
 from __future__ import annotations
@@ -31,35 +26,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from app.model import engines
 from app.model import step_cost as named_terms
+from app.model.engines.step_times import MAX_ROWS, StepFitError, StepRow, step_row
 from app.model.regimes import RooflineSetup, model_step
 from app.model.step_cost import StepCost, StepPoint
 
-MAX_ROWS = 5_000
-MAX_BATCH = 4096
-MAX_TOKENS = 1024
-MAX_DRAFT_STEPS = 64
 MAX_OVERHEAD_US = 100_000.0
 EFFICIENCY_FLOOR = 0.01
 GRID = 48
 GRID_CHUNK = 64
 
-
-class StepFitError(ValueError):
-    """Step times that cannot be read or fitted, with the reason."""
-
-
-@dataclass(frozen=True)
-class StepRow:
-    batch: int
-    tokens: float  # verified tokens per sequence of the target pass (a mean over steps may be fractional)
-    ms: float
-    draft_steps: int = 0
-    draft_width: int = 1
-
-    @property
-    def kind(self) -> str:
-        return "cycle" if self.draft_steps else "target"
+__all__ = ["StepFit", "StepFitError", "StepRow", "fit_step_times", "read_step_times"]
 
 
 @dataclass(frozen=True)
@@ -75,24 +53,6 @@ class StepFit:
     at_bounds: list[str]
     setup: RooflineSetup
     step_cost: StepCost | None = None  # the named terms, where the rows identify any
-
-
-def _row(batch: float, tokens: float, ms: float, where: str, draft_steps: int = 0, width: int = 1) -> StepRow:
-    for name, value in (("batch", batch), ("tokens", tokens), ("ms", ms)):
-        if not math.isfinite(value):
-            raise StepFitError(f"{where}: {name} is not a finite number")
-    if not (1 <= batch <= MAX_BATCH and float(batch).is_integer()):
-        raise StepFitError(f"{where}: batch must be a whole number from 1 to {MAX_BATCH}; got {batch:g}")
-    if not 1 <= tokens <= MAX_TOKENS:
-        raise StepFitError(f"{where}: tokens must be from 1 to {MAX_TOKENS} (a mean may be fractional); got {tokens:g}")
-    if not 0 < ms <= 1e6:
-        raise StepFitError(f"{where}: the time must be above 0 and at most 1e6 ms; got {ms:g}")
-    if not 0 <= draft_steps <= MAX_DRAFT_STEPS:
-        raise StepFitError(
-            f"{where}: draft_steps must be a whole number from 0 to {MAX_DRAFT_STEPS}; got {draft_steps}"
-        )
-    whole = int(tokens) if float(tokens).is_integer() else float(tokens)
-    return StepRow(int(batch), whole, float(ms), draft_steps, width)
 
 
 def _csv_rows(text: str) -> list[StepRow]:
@@ -120,85 +80,17 @@ def _csv_rows(text: str) -> list[StepRow]:
         if not draft_steps.is_integer():
             raise StepFitError(f"line {number}: draft_steps must be a whole number; got {draft_steps:g}")
         where = f"line {number}"
-        rows.append(_row(values["batch"], values["tokens"], values["ms"], where, draft_steps=int(draft_steps)))
+        rows.append(step_row(values["batch"], values["tokens"], values["ms"], where, draft_steps=int(draft_steps)))
         if len(rows) > MAX_ROWS:
             raise StepFitError(f"more than {MAX_ROWS:,} rows")
-    return rows
-
-
-def _vllm_rows(payload: dict[str, object]) -> list[StepRow]:
-    stats = payload.get("batch_stats")
-    if not isinstance(stats, dict) or not stats:
-        raise StepFitError("vLLM dynamic speculation config: batch_stats must map batch size to {k: ms}")
-    rows = []
-    for batch_key, by_k in stats.items():
-        if not isinstance(by_k, dict):
-            raise StepFitError(f"batch_stats[{batch_key!r}] must map k to milliseconds")
-        for k_key, ms in by_k.items():
-            where = f"batch_stats[{batch_key!r}][{k_key!r}]"
-            try:
-                batch, k = float(batch_key), float(k_key)
-            except ValueError:
-                raise StepFitError(f"{where}: batch and k must be numbers") from None
-            if not isinstance(ms, int | float) or isinstance(ms, bool):
-                raise StepFitError(f"{where}: the latency must be a number")
-            if not (0 <= k <= 64 and k.is_integer()):
-                raise StepFitError(f"{where}: k must be a whole number from 0 to 64")
-            rows.append(_row(batch, int(k) + 1, float(ms), where, draft_steps=int(k)))
-    return rows
-
-
-def _sglang_rows(records: list[object]) -> list[StepRow]:
-    rows = []
-    for number, record in enumerate(records, start=1):
-        if not isinstance(record, dict):
-            raise StepFitError(f"line {number}: each line must be a JSON object")
-        try:
-            batch = float(record["batch_size"])
-            steps = int(record.get("steps", 0) or 0)
-            topk = int(record.get("topk", 0) or 0)
-            draft_tokens = int(record.get("num_draft_tokens", 0) or 0)
-            seconds = float(record["step_time"])
-        except (KeyError, TypeError, ValueError):
-            raise StepFitError(f"line {number}: needs numeric batch_size and step_time (seconds)") from None
-        if steps < 0 or topk < 0 or draft_tokens < 0 or steps > 64:
-            raise StepFitError(f"line {number}: steps, topk and num_draft_tokens must be at least 0 (steps <= 64)")
-        tokens = draft_tokens if steps else 1
-        rows.append(_row(batch, max(tokens, 1), seconds * 1e3, f"line {number}", steps, max(topk, 1)))
-    return rows
-
-
-def _trtllm_rows(records: list[object]) -> list[StepRow]:
-    """Decode-only iterations of TensorRT-LLM's iteration stats: iterLatencyMS at numGenRequests sequences."""
-    rows = []
-    for number, record in enumerate(records):
-        if not isinstance(record, dict):
-            continue
-        inflight = record.get("inflightBatchingStats") or {}
-        spec = record.get("specDecodingStats") or {}
-        if not isinstance(inflight, dict) or not isinstance(spec, dict):
-            continue
-        try:
-            context = float(inflight.get("numContextRequests", 0) or 0)
-            batch = float(inflight.get("numGenRequests", 0) or 0)
-            ms = float(record["iterLatencyMS"])
-            drafted = float(spec.get("numDraftTokens", 0) or 0)
-            requests = float(spec.get("numRequestsWithDraftTokens", 0) or 0)
-        except (KeyError, TypeError, ValueError):
-            raise StepFitError(f"iteration {number}: needs numeric iterLatencyMS and numGenRequests") from None
-        if context > 0 or batch < 1:
-            continue  # a prefill shares the iteration: not a decoding step
-        k = round(drafted / requests) if requests > 0 else 0
-        if requests > 0 and (requests != batch or abs(drafted / requests - k) > 1e-9):
-            continue  # some sequences drafted and some did not, or drafts of several lengths
-        rows.append(_row(batch, k + 1, ms, f"iteration {number}", draft_steps=k))
     return rows
 
 
 def read_step_times(text: str) -> tuple[str, list[StepRow]]:
     stripped = text.strip()
     if not stripped:
-        raise StepFitError("no step times: give a CSV (batch, tokens, ms) or a vLLM / SGLang benchmark file")
+        files = ", ".join(sorted({engines.adapter(item.engine).TITLE for item in engines.step_time_formats()}))
+        raise StepFitError(f"no step times: give a CSV (batch, tokens, ms) or a file of step times from {files}")
     if stripped[0] in "[{":
         try:
             payload = json.loads(stripped)
@@ -207,16 +99,13 @@ def read_step_times(text: str) -> tuple[str, list[StepRow]]:
                 payload = [json.loads(line) for line in stripped.splitlines() if line.strip()]
             except json.JSONDecodeError as error:
                 raise StepFitError(f"the JSON does not parse ({error.msg})") from None
-        if isinstance(payload, dict) and "batch_stats" in payload:
-            rows, name = _vllm_rows(payload), "vllm-dynamic-config"
-        elif isinstance(payload, dict) and "step_time" in payload:
-            rows, name = _sglang_rows([payload]), "sglang-bench-speculative"
-        elif isinstance(payload, list) and any(isinstance(item, dict) and "iterLatencyMS" in item for item in payload):
-            rows, name = _trtllm_rows(payload), "trtllm-iteration-stats"
-        elif isinstance(payload, list):
-            rows, name = _sglang_rows(payload), "sglang-bench-speculative"
-        else:
-            raise StepFitError("JSON with neither batch_stats (vLLM) nor step_time records (SGLang bench_speculative)")
+        found = engines.step_time_formats()
+        chosen = next((item for item in found if not item.fallback and item.detect(payload)), None)
+        chosen = chosen or next((item for item in found if item.fallback and item.detect(payload)), None)
+        if chosen is None:
+            named = ", ".join(f"{item.description}" for item in found)
+            raise StepFitError(f"the JSON is in neither of the formats of step times the engines write: {named}")
+        rows, name = chosen.read(payload), chosen.name
     else:
         rows, name = _csv_rows(stripped), "csv"
     if len(rows) > MAX_ROWS:
@@ -315,15 +204,3 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
         setup=fitted_setup,
         step_cost=terms,
     )
-
-
-def example_step_times(setup: RooflineSetup, batches: list[int], tokens: list[int], noise: float, seed: int) -> str:
-    """A CSV of target step times from ``setup`` itself, with multiplicative noise (for tests and examples)."""
-    rng = np.random.default_rng(seed)
-    lines = ["batch,tokens,ms"]
-    for batch in batches:
-        for n in tokens:
-            step = model_step(setup, setup.target, setup.target_bytes_per_param, batch, n)
-            ms = float(step.total_s) * 1e3 * float(np.exp(rng.normal(0.0, noise)))
-            lines.append(f"{batch},{n},{ms:.6f}")
-    return "\n".join(lines) + "\n"

@@ -172,16 +172,17 @@ class Plan:
             notes.append(
                 f"batch {request.batch} does not fit; the flags use the largest batch that fits, {decision.batch_limit}"
             )
-        tree_out = None
+        tree_out: dict[str, object] | None = None
         if self.tree is not None:
             paths = engine_config.tree_paths(self.tree)
             tree_out = {
                 "nodes": len(paths),
                 "depth": self.tree.depth,
                 "expected_tokens": self.tree.value,
-                "vllm_speculative_token_tree": str([tuple(path) for path in paths]),
-                "trtllm_eagle_choices": paths,
             }
+            for module in engines.ADAPTERS.values():  # each engine that takes a static tree, in its own keys
+                if module.TREE is not None:
+                    tree_out |= {f"{module.NAME}_{module.TREE.key}": module.TREE.write(paths)}
         return EngineConfigOut(
             engine=request.engine,
             engine_version=version.name,

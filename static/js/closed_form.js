@@ -1,7 +1,7 @@
 // The demo's closed form in the browser, so that a drag never waits for the network.
 //
 // The one deliberate copy of the Python model (app/model/closed_form.py): E[T], cost, speedup, best k and
-// break-even under free verification. tests/browser/test_closed_form_parity.py holds it to the Python model
+// break-even under free verification, and the arithmetic factor. tests/browser/test_closed_form_parity.py holds it to the Python model
 // on thousands of generated points, to 1e-12 relative, in the real browser.
 
 export const K_SEARCH_MAX = 64;
@@ -61,6 +61,11 @@ export function breakEvenAcceptance(k, c) {
   if (expectedTokens(1, k) < cost) return null;
   if (expectedTokens(0, k) >= cost) return 0;
   return bisectIncreasing((p) => expectedTokens(p, k), cost, 0, 1);
+}
+
+// Leviathan Thm 3.11: arithmetic operations against plain decoding, (k c_ops + k + 1) / E[T].
+export function operationsIncrease(p, k, cOps = 0) {
+  return (k * cOps + k + 1) / expectedTokens(p, k);
 }
 
 export function draftAcceptanceRate(p, k) {

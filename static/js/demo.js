@@ -3,7 +3,7 @@
 // page's view.
 
 import * as closedForm from "./closed_form.js";
-import { drawFigure, onInput, onView, refresh, view } from "./driver.js";
+import { drawFigure, onInput, onInputNow, onView, refresh, view } from "./driver.js";
 
 const TOKEN_DELAY_MS = 45;
 const RUN_MS = 3500; // a long run (low p) is revealed faster, so that it never takes longer than this
@@ -35,6 +35,7 @@ function localReadouts(p, k, c, kSearchMax) {
     best_speedup: times(bestSpeedup),
     break_even: breakEven === null ? "none" : breakEven.toFixed(2),
     acceptance_rate: rate === null ? "n/a" : rate.toFixed(2),
+    operations: times(closedForm.operationsIncrease(p, k)),
     p: p.toFixed(2),
   };
 }
@@ -60,13 +61,19 @@ function localCurve(figure, p, k, c, chart) {
   return next;
 }
 
-// Once per animation frame of a drag, whatever number of input events it had: readouts and curve at once.
+// In the task of each input event: the readouts, cheap arithmetic, are on screen before the next frame.
+function onSliderInput(changed) {
+  if (!changed.some((element) => sliders.includes(element))) return;
+  const [k, p, c] = sliders.map((slider) => Number(slider.value));
+  const readouts = localReadouts(p, k, c, view().chart.k_search_max);
+  for (const [key, text] of Object.entries(readouts)) setReadout(key, text);
+}
+
+// Once per animation frame of a drag, whatever number of input events it had: the curve.
 function onDrag(changed) {
   if (!changed.some((element) => sliders.includes(element))) return undefined;
   const current = view();
   const [k, p, c] = sliders.map((slider) => Number(slider.value));
-  const readouts = localReadouts(p, k, c, current.chart.k_search_max);
-  for (const [key, text] of Object.entries(readouts)) setReadout(key, text);
   const curve = document.getElementById("curve");
   if (!curve || !current.figures.curve) return undefined;
   return drawFigure(curve, localCurve(current.figures.curve, p, k, c, current.chart)).then(() => {
@@ -74,6 +81,7 @@ function onDrag(changed) {
   });
 }
 
+onInputNow(onSliderInput);
 onInput(onDrag);
 
 // ---------------------------------------------------------------- the run, token by token

@@ -34,15 +34,19 @@
 const form = document.querySelector("form[data-view]");
 const listeners = [];
 const inputListeners = [];
+const nowListeners = []; // called in the task of each input event
 let current = JSON.parse(document.getElementById("view-data").textContent);
 let inflight = null;
 let requested = null;
 let shown = null; // the request whose view is on screen
 let changes = 0; // how often the user changed a control
 let timer = null;
-const ADDRESS_MS = 200;
+// Chromium ignores changes of address past 200 in 10 s: the address follows every change at once while fewer than
+// ADDRESS_BUDGET were written in the last ADDRESS_WINDOW_MS, and the last change of a long drag when it stops.
+const ADDRESS_BUDGET = 100;
+const ADDRESS_WINDOW_MS = 10_000;
 let addressTimer = 0;
-let addressWritten = -Infinity;
+const addressWrites = []; // when the address was written, within the window
 
 const phone = window.matchMedia("(max-width: 720px)");
 const plotConfig = () => ({
@@ -209,7 +213,8 @@ let staleShown = null;
 function setStale(stale) {
   if (stale === staleShown) return; // once per change of state, not on every frame of a drag
   staleShown = stale;
-  for (const element of document.querySelectorAll("[data-results]")) {
+  // Results the page computes itself (data-local) are right already: only what waits for the server dims.
+  for (const element of document.querySelectorAll("[data-results]:not([data-local])")) {
     element.classList.toggle("stale", stale);
     element.setAttribute("aria-busy", stale ? "true" : "false");
   }
@@ -305,7 +310,7 @@ async function fetchView() {
     shown = key;
     // The address says what is on screen once the view for it is painted, whatever its throttle had pending.
     window.clearTimeout(addressTimer);
-    addressWritten = performance.now();
+    addressWrites.push(performance.now());
     writeAddress(state());
     await patch(body);
     listeners.forEach((listener) => listener(body, { initial: false }));
@@ -320,16 +325,17 @@ async function fetchView() {
   }
 }
 
-// The address follows a change at once, and a drag at most every ADDRESS_MS (then once more when it stops): the
-// browser takes a millisecond or more per change of address, and ignores them past 200 in 10 s.
+// The address follows a change at once, within the browser's budget (above); past it, once the oldest write leaves
+// the window, with the controls as they are then.
 function followAddress() {
   const now = performance.now();
   window.clearTimeout(addressTimer);
-  if (now - addressWritten >= ADDRESS_MS) {
-    addressWritten = now;
+  while (addressWrites.length && now - addressWrites[0] >= ADDRESS_WINDOW_MS) addressWrites.shift();
+  if (addressWrites.length < ADDRESS_BUDGET) {
+    addressWrites.push(now);
     writeAddress(state());
   } else {
-    addressTimer = window.setTimeout(followAddress, addressWritten + ADDRESS_MS - now);
+    addressTimer = window.setTimeout(followAddress, addressWrites[0] + ADDRESS_WINDOW_MS - now);
   }
 }
 
@@ -358,6 +364,12 @@ export function onView(listener) {
 // written their outputs and the address; what it returns (a promise, say) is waited for by the frame's timing.
 export function onInput(listener) {
   inputListeners.push(listener);
+}
+
+// Called in the task of each input event, with the control it changed: for what a page computes itself and
+// cheaply (the demo's readouts), so that it is on screen before the next frame.
+export function onInputNow(listener) {
+  nowListeners.push(listener);
 }
 
 export function view() {
@@ -416,18 +428,10 @@ async function applyInputs() {
   const start = performance.now();
   const changed = [];
   for (const element of touched) {
-    if (element.dataset.steps) {
-      const target = form.elements.namedItem(element.dataset.target);
-      const steps = lookup(current, element.dataset.steps)?.steps;
-      if (!target || !steps) continue;
-      target.value = String(steps[Number(element.value)]);
-      element.setAttribute("aria-valuetext", target.value);
-      liveOutputs(target);
-      changed.push(target);
-    } else {
-      liveOutputs(element);
-      changed.push(element);
-    }
+    const control = changedControl(element);
+    if (!control) continue;
+    liveOutputs(control);
+    changed.push(control);
   }
   touched.clear();
   if (changed.length === 0) return;
@@ -437,9 +441,28 @@ async function applyInputs() {
   performance.measure("specdec:input-frame", { start, end: performance.now() });
 }
 
+// The control a change sets: the element itself, or the control a steps slider (data-steps) sets from its position.
+function changedControl(element) {
+  if (!element.dataset.steps) return element;
+  const target = form.elements.namedItem(element.dataset.target);
+  const steps = lookup(current, element.dataset.steps)?.steps;
+  if (!target || !steps) return null;
+  target.value = String(steps[Number(element.value)]);
+  element.setAttribute("aria-valuetext", target.value);
+  return target;
+}
+
+// What is cheap follows in the same task as the input event: the control's outputs, the page's own readouts
+// (onInputNow) and the address; charts and the view wait for the frame (applyInputs).
 function onInputEvent(event) {
   const element = event.target;
   if (!element.name && !element.dataset.steps) return;
+  const control = changedControl(element);
+  if (control) {
+    liveOutputs(control);
+    for (const listener of nowListeners) listener([control]);
+    if (updatedThisFrame) followAddress(); // otherwise applyInputs, just below, writes it
+  }
   touched.add(element);
   if (!updatedThisFrame) applyInputs();
 }
@@ -474,6 +497,12 @@ if (form) {
     }
   });
 }
+
+// A chart drawn while its <details> was closed had no width: it takes the width it has once opened.
+document.addEventListener("toggle", (event) => {
+  if (!event.target.open || !window.Plotly) return;
+  for (const chart of event.target.querySelectorAll("[data-figure][data-ready]")) window.Plotly.Plots.resize(chart);
+}, true);
 
 if (document.body.classList.contains("embed")) {
   for (const link of document.querySelectorAll("a[href]")) {

@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from app.model import closed_form as cf
 from app.model.regimes import default_setup, sweep_batches
-from app.model.step_fit import example_step_times
+from app.testing.step_times import example_step_times
 from app.web.pages.text import fixed
 from app.web.pages.views.batch import K_SEARCH_MAX
 from tests.browser.test_accessibility import blocking_violations

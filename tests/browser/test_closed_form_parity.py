@@ -21,7 +21,7 @@ EVALUATE = """async ([url, points]) => {
   const m = await import(url);
   return points.map(([p, k, c]) => [
     m.expectedTokens(p, k), m.costPerCycle(k, c), m.speedup(p, k, c), m.bestK(p, c, m.K_SEARCH_MAX),
-    m.breakEvenAcceptance(k, c), m.draftAcceptanceRate(p, k),
+    m.breakEvenAcceptance(k, c), m.draftAcceptanceRate(p, k), m.operationsIncrease(p, k, c),
   ]);
 }"""
 
@@ -49,7 +49,7 @@ def test_closed_form_module_matches_the_python_model(page: Page, live_server: st
     points = generated_points(4000)
     results: list[list[Any]] = page.evaluate(EVALUATE, [asset_url("js/closed_form.js"), points])
     mismatches = []
-    for (p, k, c), (tokens, cost, speedup, best, break_even, rate) in zip(points, results, strict=True):
+    for (p, k, c), (tokens, cost, speedup, best, break_even, rate, operations) in zip(points, results, strict=True):
         python_best = cf.best_k(p, c, K_MAX_LIMIT)
         python_rate = cf.draft_acceptance_rate(p, k) if k > 0 else None
         checks = {
@@ -59,6 +59,7 @@ def test_closed_form_module_matches_the_python_model(page: Page, live_server: st
             "best_k": best[0] == python_best[0] and close(best[1], python_best[1]),
             "break_even": close(break_even, cf.break_even_acceptance(k, c)),
             "draft_acceptance_rate": close(rate, python_rate),
+            "operations_increase": close(operations, cf.operations_increase(p, k, c)),
         }
         mismatches += [(name, p, k, c) for name, ok in checks.items() if not ok]
     assert len(points) == 4000

@@ -12,7 +12,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, Route, expect
 
-from app.model import calibration, closed_form, draft_sources, engine_metrics
+from app.model import calibration, closed_form, draft_sources
+from app.testing import engine_reports
 from tests.conftest import PageWatch
 from tests.support import wait_until
 
@@ -35,6 +36,13 @@ LEGACY = (
 def open_decide(page: Page, url: str) -> None:
     page.goto(url)
     wait_until(page, ALL_READY, timeout=60)
+
+
+def open_other_options(page: Page) -> None:
+    """Unfold the draft sources and trees, folded under "other options" below the verdict."""
+    if not page.evaluate("document.getElementById('other-options').open"):
+        page.click("#other-options > summary")
+    expect(page.locator("#sources-table")).to_be_visible()
 
 
 def url_state(page: Page) -> dict[str, list[str]]:
@@ -247,6 +255,7 @@ def test_a_cost_change_reaches_every_step(page: Page, live_server: str, watch: P
     assert url_state(page)["regime"] == ["compute-bound"]
     # Trees are priced by their own verification cost, the roofline unless the user picks another, and say so.
     expect(page.locator("#trees-summary")).to_have_text(trees_before or "")
+    open_other_options(page)
     page.select_option("#tree_regime", "compute-bound")
     expect(page.locator("#trees-summary")).not_to_have_text(trees_before or "", timeout=UPDATE_MS)
     expect(page.locator("#trees-assumption")).to_contain_text("Compute-bound")
@@ -258,6 +267,8 @@ def test_a_cost_change_reaches_every_step(page: Page, live_server: str, watch: P
 def test_editing_a_draft_source(page: Page, live_server: str, watch: PageWatch) -> None:
     open_decide(page, live_server + "/decide")
     source = next(source for source in draft_sources.DEFAULT_SOURCES if source.id == "ngram")
+    expect(page.locator("#sources-table")).to_be_hidden()  # folded under "other options" until asked for
+    open_other_options(page)
     page.fill("#ngram_p", "0.9")
     expect(page.locator('tr[data-id="ngram"] .edited')).to_be_visible(timeout=UPDATE_MS)
     assert url_state(page) == {"ngram_p": ["0.9"]}
@@ -274,6 +285,7 @@ def test_editing_a_draft_source(page: Page, live_server: str, watch: PageWatch) 
 
 def test_trees_follow_the_budget_and_refuse_bad_acceptance(page: Page, live_server: str, watch: PageWatch) -> None:
     open_decide(page, live_server + "/decide?budget=16")
+    expect(page.locator("#budget")).to_be_visible()  # an address that sets a tree control opens "other options"
     points: int = page.evaluate("document.getElementById('trees').data[0].x.length")
     assert points == 17
     page.focus("#budget")
@@ -404,7 +416,7 @@ def test_another_engines_report_calibrates_on_the_page(
     page: Page, live_server: str, watch: PageWatch, format_name: str, engine: str, p: float, k: int
 ) -> None:
     open_decide(page, live_server + "/decide")
-    report = engine_metrics.example_report(format_name, p, k, cycles=4_000, seed=3)
+    report = engine_reports.example_report(format_name, p, k, cycles=4_000, seed=3)
     page.fill("#metrics", report)
     expect(page.locator("#cal-engine-name")).to_have_text(engine, timeout=UPDATE_MS)
     expected_view = httpx.post(live_server + VIEW, json={"metrics": report, "baseline": ""}).json()
@@ -503,4 +515,42 @@ def test_a_url_is_not_fetched_and_the_page_says_so(page: Page, live_server: str,
     expect(message).to_be_visible(timeout=UPDATE_MS)
     expect(message).to_contain_text("does not fetch URLs")
     expect(message).to_contain_text("specdec-lab calibrate --from http://10.0.0.1:8000/metrics")
+    for readout in ("#cal-p", "#cal-best-k", "#cal-best-speedup"):
+        expect(page.locator(readout)).to_have_text("–")
+    expect(page.locator("#verdict-schedule")).to_have_text("No report read yet")
+    expect(page.locator("#verdict-config")).to_be_hidden()
+    assert_clean(watch)
+
+
+@pytest.mark.parametrize("size", [(1366, 900), (390, 844)])
+def test_the_page_opens_with_one_verdict(browser: Browser, live_server: str, size: tuple[int, int]) -> None:
+    """The first screen answers the question: the plan's schedule, its speedup and the config, with Copy; the
+    verdict's k at the operating batch is the one the config runs there (one plan for both)."""
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page = context.new_page()
+    open_decide(page, live_server + "/decide?regime=roofline&batch=16")
+    body = httpx.get(live_server + VIEW + "?regime=roofline&batch=16").json()
+    config = httpx.get(live_server + body["links"]["config"]).json()
+    expect(page.locator("#verdict-schedule")).to_have_text(body["verdict"]["schedule"])
+    runs = config["engine_k_by_batch"][15]
+    expect(page.locator("#verdict-speedup")).to_contain_text(f"k = {runs}," if runs else "leave it off")
+    expect(page.locator("#verdict-speedup")).to_contain_text("at batch 16")
+    assert page.text_content("#config-text") == config["text"]
+    box = page.locator("#verdict-schedule").bounding_box()
+    assert box is not None and box["y"] + box["height"] <= size[1], "the verdict is on the first screen"
+    copy = page.locator("#config-copy").bounding_box()
+    assert copy is not None and copy["y"] < (size[1] if size[0] > 1000 else 2 * size[1])
+    expect(page.locator("#sources-table")).to_be_hidden()
+    expect(page.locator("#trees-summary")).to_be_hidden()
+    context.close()
+
+
+def test_a_reports_model_name_chooses_the_target(page: Page, live_server: str, watch: PageWatch) -> None:
+    """A scrape served as Llama-3.3-70B picks the 70B target when none is chosen, and says so."""
+    open_decide(page, live_server + "/decide?mode=metrics")
+    scrape = page.input_value("#metrics").replace('model_name="target-model"', 'model_name="meta-llama/Llama-3.3-70B"')
+    page.fill("#metrics", scrape)
+    expect(page.locator("#verdict-target")).to_contain_text("Llama-3.3-70B", timeout=UPDATE_MS)
+    expect(page.locator("#model")).to_have_value("dense-70b")
+    expect(page.locator("#schedule-setup")).to_contain_text("Dense 70B")
     assert_clean(watch)

@@ -247,11 +247,11 @@ def test_the_local_readouts_are_the_views(page: Page, live_server: str, watch: P
             " && !document.getElementById('histogram').classList.contains('stale')",
         )
         assert {key: page.evaluate(READOUTS)[key] for key in local} == local
-        assert len(local) == 8
+        assert len(local) == 9
     assert_clean(watch)
 
 
-SERVER_ONLY = {"readouts.simulation", "readouts.operations", "readouts.best_limit"}
+SERVER_ONLY = {"readouts.simulation", "readouts.best_limit"}
 NEXT_FRAME = "new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))"
 READOUTS = (
     "Object.fromEntries([...document.querySelectorAll('[data-text^=\"readouts.\"]')]"
@@ -410,3 +410,75 @@ def test_one_multiplication_sign_style(page: Page, live_server: str, path: str) 
     text = page.inner_text("body")
     assert MULTIPLICATION.findall(text) == []
     assert re.search(r"\d\.\d\d×", text)
+
+
+# ---------------------------------------------------------------- in the task of the input event
+
+QUICK_MOVES = """([ks, p]) => {
+  const slider = document.getElementById('k');
+  const seen = [];
+  for (const k of ks) {
+    slider.value = String(k);
+    slider.dispatchEvent(new Event('input', { bubbles: true }));
+    // read in the same task: no frame, no timer has run since the event
+    seen.push({
+      k,
+      speedup: document.getElementById('speedup').textContent,
+      tokens: document.getElementById('tokens').textContent,
+      operations: document.getElementById('operations').textContent,
+      address: new URLSearchParams(location.search).get('k'),
+      dimmed: document.querySelector('.readouts').classList.contains('stale'),
+    });
+  }
+  return seen;
+}"""
+
+
+@pytest.mark.parametrize("size", [(1366, 900), (390, 844)])
+def test_readouts_and_the_address_follow_the_input_event_itself(
+    browser: Browser, live_server: str, size: tuple[int, int]
+) -> None:
+    """Eight quick moves of k: after each, before any frame, the readouts (the arithmetic factor among them) and
+    the address say that k, and the readouts, right already, are not dimmed while the view is on its way."""
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page = context.new_page()
+    open_demo(page, live_server + "/")
+    ks = [7, 9, 12, 14, 13, 11, 12, 10]
+    seen: list[dict[str, Any]] = page.evaluate(QUICK_MOVES, [ks, 0.75])
+    for row in seen:
+        k = row["k"]
+        assert row["speedup"] == f"{cf.speedup(0.75, k, 0.15):.2f}×", row
+        assert row["tokens"] == f"{cf.expected_tokens(0.75, k):.2f}", row
+        assert row["operations"] == f"{cf.operations_increase(0.75, k):.2f}×", row
+        assert row["address"] == str(k), row
+        assert row["dimmed"] is False, row
+    assert page.evaluate("document.getElementById('histogram').classList.contains('stale')"), "the server's part waits"
+    wait_until(page, "document.getElementById('histogram').dataset.k === '10'")
+    expect(page.locator("#operations")).to_have_text(f"{cf.operations_increase(0.75, 10):.2f}×")
+    assert urlsplit(page.url).query == "k=10"
+    context.close()
+
+
+def test_the_labels_say_one_thing_each(page: Page, live_server: str) -> None:
+    open_demo(page, live_server + "/")
+    terms = page.locator("#demo-details dt").all_text_contents()
+    assert any(term.startswith("Extra arithmetic against plain decoding") and "cost factor" in term for term in terms)
+    assert not any("Arithmetic operations" in term for term in terms)
+    assert "Draft acceptance rate an engine reports" in terms
+    assert any(term.startswith("Largest draft cost c that breaks even") for term in terms)
+    # the two are one number: S = 1 exactly where c = (E[T] - 1) / k, the rate an engine reports
+    assert page.text_content("#break-even-cost") == page.text_content("#acceptance-rate")
+    rate = cf.draft_acceptance_rate(0.75, 6)
+    assert cf.speedup(0.75, 6, rate) == pytest.approx(1.0)
+
+
+def test_discarded_drafts_have_one_colour_on_every_page(page: Page, live_server: str) -> None:
+    open_demo(page, live_server + "/")
+    demo = page.evaluate("getComputedStyle(document.querySelector('.swatch.discarded')).backgroundColor")
+    page.goto(live_server + "/exact")
+    wait_until(page, "document.body.dataset.ready === '1'")
+    exact = page.evaluate(
+        """(() => { const probe = document.createElement('td'); probe.className = 'tok-discarded';
+          document.body.append(probe); return getComputedStyle(probe).backgroundColor; })()"""
+    )
+    assert demo == exact

@@ -147,6 +147,26 @@ def test_every_nav_link_is_in_sight_on_a_phone(browser: Browser, live_server: st
     )
     # The header stays in view, so it must leave most of the screen to the page.
     assert page.evaluate("document.querySelector('.site-header').getBoundingClientRect().height") < 844 / 6
+    # one compact line, the same on every page: at most 64 px, every link on the brand's line
+    assert page.evaluate("document.querySelector('.site-header').getBoundingClientRect().height") <= 64
+    brand = page.locator(".site-header .brand").bounding_box()
+    assert brand is not None
+    middle = brand["y"] + brand["height"] / 2
+    assert all(box["top"] <= middle <= box["bottom"] for box in boxes), "the nav wraps under the brand"
+    context.close()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_sliders_are_touch_targets_on_a_phone(browser: Browser, live_server: str, path: str) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(live_server + path)
+    wait_until(page, READY)
+    heights = page.eval_on_selector_all(
+        "input[type=range]", "els => els.map((e) => [e.id, e.getBoundingClientRect().height])"
+    )
+    assert heights or path not in ("/", "/exact"), "the demo and /exact have sliders"
+    assert all(height >= 32 for _, height in heights if height > 0), heights
     context.close()
 
 

@@ -1,21 +1,34 @@
-"""The suite every engine adapter runs: a grid of setups, each exported and read back the way the engine reads
-its config (``read_config`` of the adapter, whose rules each engine's test module holds to hand-written configs
-citing the engine's source).
+"""The conformance suite every engine runs, for every version and drafter in the registry
+(``tests/engines/test_conformance.py`` parametrizes it from the registry; nothing is listed by hand).
 
-For every setup: the engine accepts the config (no rule broken), and the k it runs at each batch from 1 to
-the largest that fits equals the product's schedule, except at the batches the answer names (where the engine
-cannot express the schedule, it says so, and gives what it can).
+- The oracle is the engine: :mod:`tests.engines.oracles` holds configs as each engine's own examples,
+  validators and tests (or the live llama-server) give them, with the k the engine runs; the adapter's reader
+  must agree with each, and a registered version with no oracle entry fails (:func:`uncovered`).
+- A grid of setups, each exported and read back: the engine accepts the config (no rule broken), and the k it
+  runs at each batch from 1 to the largest that fits equals the product's schedule, except at the batches the
+  answer names (where the engine cannot express the schedule, it says so, and gives what it can).
+- Requirement gates, in the SQLAlchemy style: a test that holds only where a version can do something says so
+  with :func:`requires` (a :class:`Requirement` read from the version's named capabilities or the adapter's
+  own declarations), and runs for exactly the versions that meet it; ``~requirement`` selects the others.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
+
+import pytest
 
 from app.model import engines, trees
 from app.model.capacity import decide
+from app.model.engines.base import SCHEDULE_PER_BATCH, EngineVersion
 from app.service.regimes import SetupRequest, build_setup
+from tests.engines.oracles import ORACLES, Oracle
+
+F = TypeVar("F", bound=Callable[..., object])
 
 P_VALUES = (0.3, 0.5, 0.65, 0.8, 0.9, 0.95)
 SETUPS = (
@@ -55,6 +68,7 @@ def cases() -> Iterator[Case]:
         yield Case(target, draft, accelerator, devices, batch_max, context, p)
 
 
+@functools.cache
 def schedule_of(case: Case) -> tuple[list[int], list[object], int]:
     built = build_setup(
         SetupRequest(
@@ -101,3 +115,74 @@ def check_tree(engine: str, budget: int, *, version: str | None = None, method: 
     module = engines.adapter(engine)
     runs: list[int] = module.read_config(result.exported, result.version, 16)
     return runs
+
+
+# ---------------------------------------------------------------------------
+# The registry, as the suite walks it
+
+
+def registered_versions() -> list[tuple[str, EngineVersion]]:
+    """Every (engine, version) in the registry as it is now (an engine registered at run time included)."""
+    return [(name, version) for name, module in engines.ADAPTERS.items() for version in module.VERSIONS]
+
+
+def registered_methods() -> list[tuple[str, EngineVersion, str]]:
+    """Every (engine, version, drafter) in the registry."""
+    return [
+        (name, version, method) for name, version in registered_versions() for method in engines.adapter(name).METHODS
+    ]
+
+
+def oracles_for(engine: str, version: str) -> list[Oracle]:
+    return [oracle for oracle in ORACLES if oracle.engine == engine and version in oracle.versions]
+
+
+def uncovered() -> list[tuple[str, str]]:
+    """The registered versions the engine's own word does not cover: each one fails the suite."""
+    return [(name, version.name) for name, version in registered_versions() if not oracles_for(name, version.name)]
+
+
+# ---------------------------------------------------------------------------
+# Requirement gates
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What a version must be able to do for a test to hold of it, read from what the registry declares."""
+
+    name: str
+    holds: Callable[[str, EngineVersion], bool]
+
+    def __invert__(self) -> Requirement:
+        return Requirement(f"not {self.name}", lambda engine, version: not self.holds(engine, version))
+
+
+def _static_tree(engine: str, version: EngineVersion) -> bool:
+    tree = engines.adapter(engine).TREE
+    return tree is not None and version.can(tree.key)
+
+
+class Requirements:
+    """The gates, one property each (``requires(Requirements.static_tree)``)."""
+
+    schedule_per_batch = Requirement(SCHEDULE_PER_BATCH, lambda engine, version: version.can(SCHEDULE_PER_BATCH))
+    static_tree = Requirement("a static tree in its config", _static_tree)
+    takes_trees = Requirement(
+        "a static tree in some version", lambda engine, _: engines.adapter(engine).TREE is not None
+    )
+
+
+def requires(*needs: Requirement) -> Callable[[F], F]:
+    """Run the test for each registered (engine, version) that meets every requirement, and for no other."""
+    chosen = [
+        pytest.param(engine, version, id=f"{engine}-{version.name}")
+        for engine, version in registered_versions()
+        if all(need.holds(engine, version) for need in needs)
+    ]
+    assert chosen, f"no registered version meets {', '.join(need.name for need in needs)}: the gate tests nothing"
+
+    def mark(test: F) -> F:
+        marked: F = pytest.mark.parametrize(("engine", "version"), chosen)(test)
+        return marked
+
+    return mark

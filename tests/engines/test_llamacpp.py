@@ -65,15 +65,6 @@ def test_a_draft_model_alone_drafts_nothing_now_and_did_before() -> None:
 # --- The real llama-server ------------------------------------------------------------------------
 
 
-def test_llama_server_exits_on_the_flags_the_reader_refuses() -> None:
-    built = live_engine.engine()
-    code, output = live_engine.exits(["-md", built.drafts["requantized"], "--draft-max", "4"])
-    assert code not in (None, 0), output[-2000:]
-    assert "removed" in output
-    with pytest.raises(ConfigRuleError, match="removed"):
-        llamacpp.read_config(Exported({}, ["-md", "d.gguf", "--draft-max", "4"], ""), NEWEST, 1)
-
-
 @pytest.mark.parametrize("draft", ["requantized", "truncated"])
 def test_the_printed_flags_start_a_server_that_speculates(draft: str) -> None:
     built = live_engine.engine()
@@ -85,14 +76,6 @@ def test_the_printed_flags_start_a_server_that_speculates(draft: str) -> None:
         _, (measurement,) = engine_metrics.read_measurements(server.metrics())
     assert measurement.cycles and measurement.cycles > 0 and measurement.draft_tokens and measurement.draft_tokens > 0
     assert measurement.k == 3  # one per-position series per drafted position: the configured maximum
-
-
-def test_a_draft_model_without_spec_type_really_drafts_nothing() -> None:
-    built = live_engine.engine()
-    with live_engine.llama_server(["-md", built.drafts["requantized"]]) as server:
-        server.complete(live_engine.REPEATING_PROMPT, n_predict=16)
-        text = server.metrics()
-    assert re.search(r"llamacpp:spec_decode_num_draft_tokens_total 0\b", text), text
 
 
 def test_every_report_of_the_server_calibrates_to_its_own_totals() -> None:

@@ -8,6 +8,7 @@ import pytest
 from app.model import engine_metrics, engines
 from app.model.engines import doc
 from app.model.engines.base import EngineAdapter
+from app.testing import engine_reports
 
 REQUIRED = (
     "NAME",
@@ -36,7 +37,9 @@ def test_each_adapter_has_what_the_product_asks_of_it(engine: str) -> None:
         assert version.sources and all(source.repository and source.path for source in version.sources)
     for report in module.REPORTS:
         assert report.engine == engine and set(report.versions) <= set(names)
-        assert engine_metrics.detect_format(report.example(0.7, 3, 300, 1, 1)) == report.name
+        assert (
+            engine_metrics.detect_format(engine_reports.example_report(report.name, 0.7, 3, 300, 1, 1)) == report.name
+        )
     assert set(module.ALIASES.values()) <= set(names)
 
 
@@ -53,12 +56,20 @@ def test_an_unknown_engine_names_the_known_ones() -> None:
 @pytest.mark.parametrize("engine", engines.ENGINES)
 def test_versions_gate_by_named_capability_not_by_month(engine: str) -> None:
     """Writers and readers ask a version what it can do (EngineVersion.can); none compares version names."""
+    import importlib
     import inspect
+    import pkgutil
     import re
 
     module = engines.adapter(engine)
-    source = inspect.getsource(module)  # type: ignore[arg-type]  # an adapter module
-    assert not re.search(r"version\.name\s*(==|!=|<|>)|_at_least\(|\.index\(version\.name\)", source)
-    declared = {value for value in vars(module).values() if isinstance(value, str)}
+    package = importlib.import_module(f"app.model.engines.{engine}")
+    parts = [
+        importlib.import_module(f"{package.__name__}.{info.name}") for info in pkgutil.iter_modules(package.__path__)
+    ]
+    assert parts, "an engine is a package of modules"
+    for part in (package, *parts):
+        source = inspect.getsource(part)
+        assert not re.search(r"version\.name\s*(==|!=|<|>)|_at_least\(|\.index\(version\.name\)", source), part
+    declared = {value for value in vars(package.versions).values() if isinstance(value, str)}
     for version in module.VERSIONS:
         assert version.capabilities <= declared, (version.name, version.capabilities - declared)

@@ -1,7 +1,7 @@
 """SGLang's adapter: every export read back as SGLang's ServerArgs and adaptive router read it, its rules held
 to hand-written flags, and its reports recovering a known p.
 
-Rules cite sgl-project/sglang as the adapter names them (``app/model/engines/sglang.py``):
+Rules cite sgl-project/sglang as the adapter names them (``app/model/engines/sglang/``):
 arg_groups/speculative_hook.py @ 004c82e07d87, speculative/adaptive_spec_params.py @ 015c872628e3,
 speculative/adaptive_step_router.py @ a12239f6ac74.
 """
@@ -15,6 +15,8 @@ import pytest
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import sglang
 from app.model.engines.base import ConfigRuleError, Exported
+from app.model.engines.sglang import config_reader
+from app.testing import engine_reports
 from tests.engines import suite
 
 NEWEST = engines.version("sglang")
@@ -163,27 +165,11 @@ def test_sglang_refuses_what_its_source_refuses(flags: list[str], files: dict[st
         sglang.read_config(Exported({}, flags, "", files=files), NEWEST, 4)
 
 
-def test_topk_one_forces_draft_tokens_to_steps_plus_one() -> None:
-    flags = [
-        "--speculative-algorithm",
-        "EAGLE3",
-        "--speculative-num-steps",
-        "4",
-        "--speculative-eagle-topk",
-        "1",
-        "--speculative-num-draft-tokens",
-        "9",
-        "--speculative-draft-model-path",
-        "d",
-    ]
-    assert sglang.read_config(Exported({}, flags, ""), NEWEST, 3) == [4, 4, 4]
-
-
 def test_the_router_pads_a_batch_to_a_captured_graph_before_choosing_its_tier() -> None:
     # adaptive_step_router.py: batch 5 pads to the graph batch 8, whose tier is "8"
     tiers = {1: [5], 8: [2]}
-    assert sglang._tier_step(tiers, [1, 8], [1, 2, 4, 8, 16], 5, 5) == 2
-    assert sglang._tier_step(tiers, [1, 8], [1, 2, 4, 5, 8, 16], 5, 5) == 5
+    assert config_reader._tier_step(tiers, [1, 8], [1, 2, 4, 8, 16], 5, 5) == 2
+    assert config_reader._tier_step(tiers, [1, 8], [1, 2, 4, 5, 8, 16], 5, 5) == 5
 
 
 def test_adaptive_is_ignored_for_standalone_so_one_k_runs() -> None:
@@ -205,7 +191,7 @@ def test_adaptive_is_ignored_for_standalone_so_one_k_runs() -> None:
 
 
 def test_the_current_gauges_and_verify_counter_recover_p() -> None:
-    text = engine_metrics.example_report("sglang-metrics", 0.8, 4, 5000, seed=2)
+    text = engine_reports.example_report("sglang-metrics", 0.8, 4, 5000, seed=2)
     _, (measurement,) = engine_metrics.read_measurements(text)
     assert measurement.k == 4 and measurement.version == "2026-05" and measurement.cycles == 5000
     calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)

@@ -1,7 +1,7 @@
 """TensorRT-LLM's adapter: every export read back as TensorRT-LLM reads it, its rules held to hand-written
 configs, and its reports recovering a known p.
 
-Rules cite NVIDIA/TensorRT-LLM as the adapter names them (``app/model/engines/trtllm.py``):
+Rules cite NVIDIA/TensorRT-LLM as the adapter names them (``app/model/engines/trtllm/``):
 tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (validators), _torch/speculative/utils.py
 get_draft_len_for_batch_size (PR #10860), the Drafter's lookup (PR #8194), PR #18210 (eagle_choices removed).
 """
@@ -16,6 +16,7 @@ import yaml
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import trtllm
 from app.model.engines.base import ConfigRuleError, Exported
+from app.testing import engine_reports
 from tests.engines import suite
 
 NEWEST = engines.version("trtllm")
@@ -211,7 +212,7 @@ def test_max_concurrency_alone_is_a_schedule_of_one_key() -> None:
 
 @pytest.mark.parametrize("format_name", ["trtllm-metrics", "trtllm-iteration-stats"])
 def test_reports_recover_p(format_name: str) -> None:
-    text = engine_metrics.example_report(format_name, 0.65, 3, 5000, seed=7)
+    text = engine_reports.example_report(format_name, 0.65, 3, 5000, seed=7)
     _, measurements = engine_metrics.read_measurements(text)
     calibrated = engine_metrics.calibrate_measurement(measurements[0], 0.1, 8)
     assert calibrated.interval.low is not None and calibrated.interval.high is not None

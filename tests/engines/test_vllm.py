@@ -1,7 +1,7 @@
 """vLLM's adapter: every export read back as vLLM reads it, vLLM's rules held to hand-written configs, and
 its reports recovering a known p.
 
-Rules cite vllm-project/vllm at the commits the adapter names (``app/model/engines/vllm.py``):
+Rules cite vllm-project/vllm at the commits the adapter names (``app/model/engines/vllm/``):
 speculative.py @ 002e77c1f0ef (SpeculativeConfig), dynamic/utils.py @ a6f6bb1d3c17 (the schedule).
 """
 
@@ -15,6 +15,7 @@ import pytest
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import vllm
 from app.model.engines.base import ConfigRuleError, Exported
+from app.testing import engine_reports
 from tests.engines import suite
 
 NEWEST = engines.version("vllm")
@@ -196,7 +197,7 @@ def test_a_scrape_from_a_schedule_of_k_4_and_2_recovers_p(seed: int) -> None:
 
 
 def test_the_per_request_report_recovers_p_and_names_its_version() -> None:
-    text = engine_metrics.example_report("vllm-request", 0.75, 5, 4000, seed=4)
+    text = engine_reports.example_report("vllm-request", 0.75, 5, 4000, seed=4)
     assert engine_metrics.detect_format(text) == "vllm-request"
     calibrated = _calibrate(text)
     assert calibrated.measurement.version == "2026-08" and calibrated.measurement.k == 5

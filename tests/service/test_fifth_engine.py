@@ -52,6 +52,8 @@ TOYSERVE = SimpleNamespace(
     ALIASES={},
     METHODS=("draft_model",),
     REPORTS=(),
+    STEP_TIMES=(),
+    TREE=None,
     RULES_METRICS={
         "2026-12": RulesMetrics(
             running="toyserve_running_requests",

@@ -1,9 +1,14 @@
-"""One adapter per serving engine, each a module of this package holding all the product knows of it.
+"""One adapter per serving engine, each a package of this package holding all the product knows of it.
 
-``ADAPTERS`` maps the engine's name to its module; :func:`version` resolves a version a user names (or the
+``ADAPTERS`` maps the engine's name to its package; :func:`version` resolves a version a user names (or the
 newest when none is named); :func:`formats` lists every report format in the order detection tries them.
-Adding an engine means adding a module that satisfies :class:`app.model.engines.base.EngineAdapter` and one
-line in ``REGISTRY``, and its tests.
+Adding an engine means adding a package that satisfies :class:`app.model.engines.base.EngineAdapter` and one
+line in ``ENGINES``, and its tests.
+
+Each engine's package holds one module per concept: ``versions`` (with the capabilities each has), ``methods``
+(the drafters), ``config_writer`` and ``config_reader`` (its config as the engine's own code reads it),
+``reports`` (report readers), ``step_times`` (step-time readers) and ``counters`` (the series the rules and the
+watch are built from); the package's ``__init__`` exposes what the typed base asks for.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from app.model.engines.base import EngineAdapter, EngineVersion, UnknownVersionE
 
 if TYPE_CHECKING:
     from app.model.engines.reports import ReportFormat
+    from app.model.engines.step_times import StepTimeFormat
 
 # The registry: one line per engine, a module of this package named by the engine.  The names load without the
 # adapters (so that the command line lists them at start-up); the adapters load on first use.
@@ -77,6 +83,14 @@ def formats() -> list[ReportFormat]:
     return found
 
 
+def step_time_formats() -> list[StepTimeFormat]:
+    """Every engine's files of step times, in the registry's order."""
+    found: list[StepTimeFormat] = []
+    for module in _adapters().values():
+        found.extend(module.STEP_TIMES)
+    return found
+
+
 __all__ = [
     "ADAPTERS",
     "ENGINES",
@@ -86,6 +100,7 @@ __all__ = [
     "UnknownVersionError",
     "adapter",
     "formats",
+    "step_time_formats",
     "version",
     "versions",
 ]

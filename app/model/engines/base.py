@@ -1,7 +1,7 @@
 """What every engine adapter is made of: versions with their sources, a config request, an export, and the
 errors of reading a config back.
 
-An adapter is a module of this package (``vllm``, ``sglang``, ``trtllm``, ``llamacpp``) that satisfies
+An adapter is a package of this package (``vllm``, ``sglang``, ``trtllm``, ``llamacpp``) that satisfies
 :class:`EngineAdapter`, that is, defines:
 
 - ``NAME`` and ``TITLE``;
@@ -12,21 +12,28 @@ An adapter is a module of this package (``vllm``, ``sglang``, ``trtllm``, ``llam
   1..batch_limit, read the way that engine's code reads its config, raising :class:`ConfigRuleError`
   for any rule of the engine the config breaks;
 - ``REPORTS``: the report formats it reads (see :mod:`app.model.engine_metrics`);
-- ``RULES_METRICS``: per version, the Prometheus series rules are built from (:class:`RulesMetrics`).
+- ``STEP_TIMES``: its files of step times (see :mod:`app.model.engines.step_times`);
+- ``RULES_METRICS``: per version, the Prometheus series rules are built from (:class:`RulesMetrics`);
+- ``TREE``: how its config holds a static tree (:class:`TreeFormat`), or None.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: the registry's names load without numpy (the command line's start-up)
     from app.model.engines.reports import ReportFormat
+    from app.model.engines.step_times import StepTimeFormat
     from app.model.regimes import ScheduleStep
     from app.model.trees import TreeShape
 
 T = TypeVar("T")
+
+# A capability every engine names the same way (beside its own, which say how): the conformance suite's gates
+# and docs/engines.md read it.
+SCHEDULE_PER_BATCH = "a draft length per batch"  # the config can hold another k for another batch size
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,15 @@ class Exported:
     runs: tuple[int, ...] = ()  # the k the engine runs at batch 1..batch_limit, read back
     differs_at: tuple[int, ...] = ()  # batches where that is not the product's schedule
     placeholders: tuple[str, ...] = ()  # values the user must fill in before the engine accepts the config
+
+
+@dataclass(frozen=True)
+class TreeFormat:
+    """How an engine's config holds a static tree: the key, and the value written for the tree's paths (each
+    node as the 0-based ranks of the choices from the root, as :func:`tree_paths` gives them)."""
+
+    key: str
+    write: Callable[[list[list[int]]], object]
 
 
 def tree_paths(shape: TreeShape) -> list[list[int]]:
@@ -207,9 +223,13 @@ class EngineAdapter(Protocol):
     @property
     def REPORTS(self) -> tuple[ReportFormat, ...]: ...
     @property
+    def STEP_TIMES(self) -> tuple[StepTimeFormat, ...]: ...  # its own files of step times (may be empty)
+    @property
     def RULES_METRICS(self) -> Mapping[str, RulesMetrics]: ...  # per version name
     @property
     def HOW_TO_APPLY(self) -> str: ...  # what the off-schedule alert tells an operator to do
+    @property
+    def TREE(self) -> TreeFormat | None: ...  # how its config holds a static tree; None when it takes none
 
     def write_config(self, request: ConfigRequest, version: EngineVersion) -> Exported: ...
 

@@ -1,7 +1,7 @@
 """The toolkit every engine's report readers share: one class's counts (:class:`Measurement`), errors that
 say what is wrong, and parsers for the shapes engines write (Prometheus text, JSON and JSON Lines).
 
-The readers themselves live in each engine's adapter (``app/model/engines/<engine>.py``); detection and
+The readers themselves live in each engine's package (``app/model/engines/<engine>/reports.py``); detection and
 calibration across engines in :mod:`app.model.engine_metrics`.
 """
 
@@ -12,8 +12,6 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from app.model import prometheus_text
 from app.model.calibration import MAX_COUNTER, MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
@@ -64,7 +62,7 @@ class ReadOptions:
 
 @dataclass(frozen=True)
 class ReportFormat:
-    """One report format of one engine: how to recognise it, read it and write a sample of it."""
+    """One report format of one engine: how to recognise it and read it (its samples are in app.testing)."""
 
     name: str
     engine: str
@@ -72,7 +70,8 @@ class ReportFormat:
     versions: tuple[str, ...]  # the engine versions that write it
     detect: Callable[[str, Any], bool]  # (text, JSON payload or None) -> is it this format
     read: Callable[[str, Any, ReadOptions], list[Measurement]]
-    example: Callable[[float, int, int, int, int], str]  # (p, k, cycles, seed, classes) -> a report
+    # (now, baseline) -> counts since the baseline, for formats of counters that only grow; None for the others
+    subtract_baseline: Callable[[list[Measurement], list[Measurement]], list[Measurement]] | None = None
 
 
 def fail(kind: ErrorKind, message: str) -> EngineFormatError:
@@ -204,6 +203,16 @@ def groups(text: str, names: PrometheusNames, label: str) -> tuple[dict[str, Gro
     return found, total_running
 
 
+def found_groups(
+    text: str, names: PrometheusNames, label: str, none_found: str
+) -> tuple[dict[str, Group], float | None]:
+    """As :func:`groups`; an UNRELATED error saying ``none_found`` when the text has none of the engine's series."""
+    found, running = groups(text, names, label)
+    if not found:
+        raise fail(ErrorKind.UNRELATED, none_found)
+    return found, running
+
+
 def positions_in_order(counts: dict[int, float], what: str) -> tuple[float, ...]:
     """Per-position counts as a tuple 0..k-1; a 422 when positions are missing in between."""
     if counts and sorted(counts) != list(range(len(counts))):
@@ -306,58 +315,3 @@ def counter_measurement(
         draft_lengths=options.draft_lengths,
         version=version,
     )
-
-
-def sample_accepted(p: float, k: int, cycles: int, seed: int) -> np.ndarray:
-    """Accepted drafts per verification: truncated geometric draws."""
-    rng = np.random.default_rng(seed)
-    if p >= 1:
-        return np.full(cycles, k)
-    return np.minimum(rng.geometric(1.0 - p, size=cycles) - 1, k)
-
-
-def prometheus_counters(
-    prefix: str,
-    stems: dict[str, str],
-    p: float,
-    k: int,
-    cycles: int,
-    seed: int,
-    classes: int,
-    *,
-    labels: str = "",
-    position_label: str = "position",
-    per_position_drafted: str | None = None,
-    running: tuple[str, float] | None = None,
-) -> str:
-    """Spec-decode counters after ``cycles`` verifications per class of i.i.d. acceptance p at draft length k.
-
-    ``stems`` maps 'drafts', 'draft_tokens', 'accepted', 'per_position' to the engine's metric stems (a
-    missing key is not written); ``per_position_drafted`` names a drafted-per-position counter.
-    """
-    lines: list[str] = []
-    draws = [sample_accepted(p, k, cycles, seed + index) for index in range(classes)]
-    for kind, stem in stems.items():
-        name = f"{prefix}{stem}_total"
-        lines += [f"# HELP {name} {kind.replace('_', ' ')}", f"# TYPE {name} counter"]
-        for index, accepted in enumerate(draws):
-            base = f'{labels}model_name="model-{index}"'
-            if kind == "drafts":
-                lines.append(f"{name}{{{base}}} {float(cycles)}")
-            elif kind == "draft_tokens":
-                lines.append(f"{name}{{{base}}} {float(cycles * k)}")
-            elif kind == "accepted":
-                lines.append(f"{name}{{{base}}} {float(accepted.sum())}")
-            elif kind == "per_position":
-                for position in range(k):
-                    value = float(np.sum(accepted > position))
-                    lines.append(f'{name}{{{base},{position_label}="{position}"}} {value}')
-    if per_position_drafted:
-        name = f"{prefix}{per_position_drafted}_total"
-        lines += [f"# TYPE {name} counter"]
-        for index in range(classes):
-            base = f'{labels}model_name="model-{index}"'
-            lines += [f'{name}{{{base},{position_label}="{position}"}} {float(cycles)}' for position in range(k)]
-    if running is not None:
-        lines += [f"# TYPE {prefix}{running[0]} gauge", f"{prefix}{running[0]}{{{labels.rstrip(',')}}} {running[1]}"]
-    return "\n".join(lines) + "\n"

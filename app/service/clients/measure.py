@@ -36,7 +36,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from app.model import prometheus_text
+from app.model.engines.llamacpp import live
+from app.model.engines.llamacpp.statistics import last_statistics
 from app.model.measure import Sample
 
 BUILTIN_PROMPTS = (
@@ -50,11 +51,6 @@ MAX_PROMPT_CHARS = 20_000
 WARMUP_TOKENS = 16
 LOG_WAIT_S = 3.0
 REQUEST_TIMEOUT_CAP_S = 300.0
-PREFIX = "llamacpp:"
-STATISTICS = re.compile(
-    r"statistics\s+(?P<kind>[\w-]+)\s*:.*?#gen tokens\s*=\s*(?P<tokens>\d+).*?"
-    r"dur\(b,g,a\)\s*=\s*(?P<b>[0-9.]+),\s*(?P<g>[0-9.]+),\s*(?P<a>[0-9.]+)\s*ms"
-)
 LISTENING = re.compile(r"listening on (https?://\S+)")
 
 Progress = Callable[[int, int, str], None]
@@ -99,42 +95,19 @@ class Counters:
 
 def parse_metrics(text: str) -> Counters:
     """llama.cpp's speculative counters from a /metrics scrape (all 0 where the engine has not drafted)."""
-    values: dict[str, float] = {}
-    positions: dict[int, float] = {}
-    seen = False
     try:
-        read = list(prometheus_text.samples(text))
-    except prometheus_text.ExpositionError as error:
-        raise MeasureClientError(f"/metrics is not a Prometheus text exposition: {error}") from None
-    for sample in read:
-        if not sample.name.startswith(PREFIX):
-            continue
-        seen = True
-        name = sample.name[len(PREFIX) :]
-        if name == "spec_decode_num_accepted_tokens_per_pos_total":
-            if sample.labels.get("position", "").isdigit():
-                positions[int(sample.labels["position"])] = sample.value
-        else:
-            values[name] = sample.value
-    if not seen:
-        raise MeasureClientError("/metrics has no llamacpp:* series: is this a llama-server started with --metrics?")
-    count = max(positions) + 1 if positions else 0
-    return Counters(
-        int(values.get("spec_decode_num_drafts_total", 0)),
-        int(values.get("spec_decode_num_draft_tokens_total", 0)),
-        int(values.get("spec_decode_num_accepted_tokens_total", 0)),
-        tuple(int(positions.get(index, 0)) for index in range(count)),
-    )
+        counts = live.spec_counts(text)
+    except live.LiveReadError as error:
+        raise MeasureClientError(str(error)) from None
+    return Counters(counts.drafts, counts.draft_tokens, counts.accepted, counts.per_position)
 
 
 def draft_time(text: str) -> tuple[int, float] | None:
     """(drafted tokens, draft-generation ms) since start-up: the last statistics line of each drafter, summed."""
-    last: dict[str, re.Match[str]] = {}
-    for match in STATISTICS.finditer(text):
-        last[match["kind"]] = match
+    last = last_statistics(text, timed=True)
     if not last:
         return None
-    return sum(int(m["tokens"]) for m in last.values()), sum(float(m["g"]) for m in last.values())
+    return sum(line.tokens for line in last.values()), sum(line.draft_ms or 0.0 for line in last.values())
 
 
 def base_url(url: str) -> str:
@@ -321,7 +294,7 @@ class Sweep:
     def _slot(self, server: str) -> dict[str, Any]:
         return self._slots(server)[0]
 
-    def _complete(self, server: Server, prompt: str, n_predict: int) -> dict[str, Any]:
+    def _complete(self, server: Server, prompt: str, n_predict: int) -> live.Timings:
         body = {
             "prompt": prompt,
             "n_predict": n_predict,
@@ -335,10 +308,10 @@ class Sweep:
         with self._lock:  # requests of one batch run on several threads
             self.requests += 1
         result = _json(response, f"{server.url}")
-        timings = result.get("timings") if isinstance(result, dict) else None
-        if not isinstance(timings, dict) or "predicted_n" not in timings or "predicted_ms" not in timings:
-            raise MeasureClientError(f"{server.url}/completion: the response has no timings.predicted_n/_ms")
-        return timings
+        try:
+            return live.response_timings(result)
+        except live.LiveReadError as error:
+            raise MeasureClientError(f"{server.url}/completion: {error}") from None
 
     def _draft_time(self, server: Server, drafted_total: int) -> tuple[int, float] | None:
         """The log's cumulative draft time once it has caught up with /metrics (the logger is asynchronous)."""
@@ -459,9 +432,7 @@ class Sweep:
         timings = self._complete(server, prompt, self.n_predict)
         after = self._scrape(server)
         delta = after.minus(before)
-        drafted = int(timings.get("draft_n", 0) or 0)
-        accepted = int(timings.get("draft_n_accepted", 0) or 0)
-        if (drafted, accepted) != (delta.draft_tokens, delta.accepted):
+        if (timings.draft_n, timings.draft_n_accepted) != (delta.draft_tokens, delta.accepted):
             server.mismatches += 1
         if not server.speculative and delta.drafts:
             raise MeasureClientError(f"{server.url} drafted, but /slots says it does not speculate")
@@ -472,7 +443,7 @@ class Sweep:
                 draft_ms = now[1] - server.draft[1]
             server.draft = now
         server.counters = after
-        return int(timings["predicted_n"]), float(timings["predicted_ms"]), delta, draft_ms
+        return timings.predicted_n, timings.predicted_ms, delta, draft_ms
 
     def run(self) -> Run:
         servers = self._servers()
@@ -630,7 +601,7 @@ class SweepOverBatches(Sweep):
         self.batches = sorted(set(batches))
         self.prompt_misses = 0
 
-    def _together(self, server: Server, batch: int, n_predict: int) -> list[dict[str, Any]]:
+    def _together(self, server: Server, batch: int, n_predict: int) -> list[live.Timings]:
         prompts = [self.prompts[index % len(self.prompts)] for index in range(batch)]
         with ThreadPoolExecutor(max_workers=batch) as pool:
             return list(pool.map(lambda prompt: self._complete(server, prompt, n_predict), prompts))
@@ -640,14 +611,14 @@ class SweepOverBatches(Sweep):
         timings = self._together(server, batch, self.n_predict)
         after = self._scrape(server)
         server.counters = after
-        if max(int(item.get("prompt_n", 0) or 0) for item in timings) > MAX_CACHED_PROMPT_TOKENS:
+        if max(item.prompt_n for item in timings) > MAX_CACHED_PROMPT_TOKENS:
             self.prompt_misses += 1
         delta = after.minus(before)
         if not server.speculative and delta.drafts:
             raise MeasureClientError(f"{server.url} drafted, but /slots says it does not speculate")
         return (
-            sum(int(item["predicted_n"]) for item in timings),
-            sum(float(item["predicted_ms"]) for item in timings),
+            sum(item.predicted_n for item in timings),
+            sum(item.predicted_ms for item in timings),
             delta,
         )
 

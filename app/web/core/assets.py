@@ -1,7 +1,7 @@
 """Static assets under a content-hashed URL, compressed once and cached for good.
 
-Every file under ``static/`` plus Plotly.js and Swagger UI from their
-installed Python packages is served at ``/static/<version>/<path>``, where ``version`` is a hash
+Every file under ``static/``, Plotly.js's partial bundle from npm and Swagger UI from its
+installed Python package is served at ``/static/<version>/<path>``, where ``version`` is a hash
 of all their contents.  Relative imports between ES modules stay inside the
 same versioned folder, so one hash covers the whole tree and a changed file
 changes every URL.
@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import plotly
-
 STATIC_ROOT = Path(__file__).resolve().parents[3] / "static"
 PLOTLY_PATH = "vendor/plotly.min.js"
+# Plotly.js with only the trace types the pages draw (scatter and bar; pie comes with it): npm's partial bundle,
+# installed by the Makefile (package.json pins it), about a quarter of the full bundle the plotly package ships.
+PLOTLY_BUNDLE = STATIC_ROOT.parent / "node_modules" / "plotly.js-basic-dist-min" / "plotly-basic.min.js"
 COMPRESSIBLE = {"application/javascript", "text/css", "text/javascript", "image/svg+xml", "text/plain"}
 
 
@@ -51,8 +52,13 @@ def _vendor_files() -> dict[str, Path]:
     if spec is None or spec.origin is None:
         raise RuntimeError("fastapi-offline is required: it ships the Swagger UI bundle")
     swagger = Path(spec.origin).parent / "static"
+    if not PLOTLY_BUNDLE.is_file():
+        raise RuntimeError(
+            f"Plotly's partial bundle is missing ({PLOTLY_BUNDLE.relative_to(STATIC_ROOT.parent)}): "
+            "`make run` installs it (npm ci)"
+        )
     return {
-        PLOTLY_PATH: Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js",
+        PLOTLY_PATH: PLOTLY_BUNDLE,
         "vendor/swagger-ui-bundle.js": swagger / "swagger-ui-bundle.js",
         "vendor/swagger-ui.css": swagger / "swagger-ui.css",
     }

@@ -136,6 +136,7 @@ class Reading:
     notes: list[str] = field(default_factory=list)
     strict: bool = False
     body: dict[str, str] | None = None  # texts posted with the view (None: asked for with GET)
+    given: frozenset[str] = frozenset()  # the controls the address names (the others are at their defaults)
 
     def correct(self, control: Control, value: Value, message: str) -> None:
         """A rule between controls is broken: the strict reading refuses it, naming the control's label; the
@@ -164,6 +165,7 @@ def read_controls(controls: Sequence[Control], query: Mapping[str, str], strict:
     """Every control's value from the query; strict raises ControlError, lenient corrects and notes."""
     values: dict[str, Value | None] = {}
     notes: list[str] = []
+    given: set[str] = set()
     for control in controls:
         raw = query.get(control.name)
         for old in control.legacy:
@@ -171,9 +173,11 @@ def read_controls(controls: Sequence[Control], query: Mapping[str, str], strict:
                 raw = query.get(old)
         value, note = control.read(raw, strict)
         values[control.name] = value
+        if raw is not None and raw.strip():
+            given.add(control.name)
         if note:
             notes.append(note)
-    return Reading(values, notes, strict)
+    return Reading(values, notes, strict, given=frozenset(given))
 
 
 def changed_from_defaults(controls: Sequence[Control], reading: Reading) -> dict[str, str]:

@@ -31,6 +31,11 @@ class Page:
     # Long texts a POST to /api/v1/views/<name> may carry in its JSON body (a pasted scrape); never in the URL.
     body_controls: Sequence[Control] = ()
     legacy_keys: tuple[str, ...] = ()  # URL keys (or prefixes ending in _) of the one-page version that belong here
+    nav_short: str = ""  # the nav link's text on a phone, where the whole nav is one line (``nav`` when empty)
+
+    @property
+    def nav_compact(self) -> str:
+        return self.nav_short or self.nav
 
     def owns(self, key: str) -> bool:
         return any(key == old or (old.endswith("_") and key.startswith(old)) for old in self.legacy_keys)

@@ -12,8 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
-from app.model import calibration, closed_form, draft_sources, engine_metrics
+from app.model import calibration, closed_form, draft_sources
 from app.model.limits import DEFAULT_C
+from app.testing import engine_reports
 from app.web.pages.controls import ControlError
 from app.web.pages.views import decide
 from app.web.pages.views.decide import EXAMPLE_DRAFTS, EXAMPLE_K, EXAMPLE_P, EXAMPLE_SEED, PAGE
@@ -374,7 +375,7 @@ ENGINE_SAMPLES = {
 @pytest.mark.parametrize("format_name", list(ENGINE_SAMPLES))
 def test_each_engine_report_calibrates_on_the_page_within_its_interval(client: TestClient, format_name: str) -> None:
     engine, p, k = ENGINE_SAMPLES[format_name]
-    report = engine_metrics.example_report(format_name, p, k, cycles=4_000, seed=3)
+    report = engine_reports.example_report(format_name, p, k, cycles=4_000, seed=3)
     result = client.post(VIEW, json={"metrics": report}).json()
     read = result["calibration"]["engine"]
     assert read["shown"] and read["engine"] == engine
@@ -389,7 +390,7 @@ def test_each_engine_report_calibrates_on_the_page_within_its_interval(client: T
 
 
 def test_several_classes_are_calibrated_each_on_their_own(client: TestClient) -> None:
-    report = engine_metrics.example_report("vllm-metrics", 0.7, 4, cycles=3_000, seed=5, classes=3)
+    report = engine_reports.example_report("vllm-metrics", 0.7, 4, cycles=3_000, seed=5, classes=3)
     read = client.post(VIEW, json={"metrics": report}).json()["calibration"]["engine"]
     assert read["several"]
     assert [row["cells"][0]["text"] for row in read["classes"]["rows"]] == ["model-0", "model-1", "model-2"]
@@ -412,6 +413,11 @@ def test_a_url_is_not_fetched_unless_the_setting_allows_it(client: TestClient) -
     engine = response.json()["calibration"]["engine"]
     assert engine["format"].startswith("the example report, not yours")  # never passed off as the server's
     assert engine["notes"][0].startswith("The numbers below are the example report's, not your server's")
+    # nothing of the example's shows as a result: the big cards and the verdict wait for a report
+    calibrated, verdict = response.json()["calibration"], response.json()["verdict"]
+    assert [calibrated[name] for name in ("p", "best_k", "best_speedup", "observed")] == ["–"] * 4
+    assert verdict["schedule"] == "No report read yet" and verdict["ready"] is False
+    assert view()["verdict"]["ready"] is True  # type: ignore[index]
     refused = client.post(VIEW + "?url=file%3A%2F%2F%2Fetc%2Fpasswd", json={"metrics": ""})
     assert refused.status_code == 422 and refused.json()["detail"][0]["label"] == "Report URL"
 
@@ -446,6 +452,9 @@ def test_the_draft_sources_chart_shows_the_figure_the_text_calls_decisive() -> N
     assert all(bar <= top + 1e-9 for bar, top in zip(bars["y"], best, strict=True))
     ngram = bars["x"].index("PLD")
     assert bars["y"][ngram] < max(bars["y"])  # prompt lookup does not lead once verification is counted
+    # both are speedups: one axis, so that no number reads on two scales
+    layout = result["figures"]["sources"]["layout"]
+    assert "yaxis2" not in layout and all("yaxis" not in trace for trace in result["figures"]["sources"]["data"])
 
 
 def test_the_two_trees_are_named_apart_and_the_assumption_is_said() -> None:
@@ -490,12 +499,12 @@ def test_a_bad_config_choice_is_refused_naming_its_label(client: TestClient, que
 
 
 def test_a_report_with_per_position_counts_decides_from_its_measured_profile(client: TestClient) -> None:
-    report = engine_metrics.example_report("vllm-metrics", 0.75, 4, cycles=4_000, seed=5)
+    report = engine_reports.example_report("vllm-metrics", 0.75, 4, cycles=4_000, seed=5)
     result = client.post(VIEW, json={"metrics": report}).json()
     assert "measured profile up to k = 4" in result["schedule"]["acceptance_model"]
     assert result["schedule"]["summary"].startswith("From the measured acceptance profile")
     assert "profile=" in result["links"]["config"]
-    mean_only = engine_metrics.example_report("sglang-server-info", 0.75, 4, cycles=4_000, seed=5)
+    mean_only = engine_reports.example_report("sglang-server-info", 0.75, 4, cycles=4_000, seed=5)
     result = client.post(VIEW, json={"metrics": mean_only}).json()
     assert "i.i.d. model" in result["schedule"]["acceptance_model"]
 
@@ -565,7 +574,7 @@ def test_the_example_report_says_it_is_an_example_and_a_report_of_ones_own_does_
     assert opened.startswith("Example:") and "synthetic report's at p = 0.80" in opened
     example = client.post(VIEW, json={"metrics": example_scrape(0.8)}).json()
     assert example["calibration"]["engine"]["example"] == opened
-    own = engine_metrics.example_report("sglang-server-info", 0.7, 4, cycles=3_000, seed=9)
+    own = engine_reports.example_report("sglang-server-info", 0.7, 4, cycles=3_000, seed=9)
     assert client.post(VIEW, json={"metrics": own}).json()["calibration"]["engine"]["example"] == ""
 
 
@@ -574,3 +583,53 @@ def test_the_schedule_says_how_good_it_is() -> None:
     assert isinstance(default, dict)
     assert str(default["accuracy"]).startswith("How good: defaults: fitted to published measurements, median error")
     assert "held-out published points" in str(default["accuracy"])
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])
+@pytest.mark.parametrize("batch", [1, 16, 64])
+def test_the_verdict_is_the_config_the_engine_runs(client: TestClient, engine: str, batch: int) -> None:
+    """The page opens with one verdict, read from the same plan as the config: its k at the user's batch is the k
+    the engine runs there when it reads the config back, and its schedule names the config's first range."""
+    result = view(f"engine={engine}&regime=roofline&batch={batch}")
+    verdict = result["verdict"]
+    config = api(client, result["links"]["config"])  # type: ignore[index]
+    runs = config["engine_k_by_batch"]
+    assert isinstance(verdict, dict) and isinstance(runs, list)
+    at = min(batch, len(runs))
+    if batch not in config["differs_at"]:  # where the engine can run the schedule exactly (not a single-k engine)
+        assert (f"k = {runs[at - 1]}," if runs[at - 1] else "leave it off") in verdict["speedup"]
+    steps = config["schedule"]["steps"]
+    first = steps[0]
+    assert (
+        verdict["schedule"]
+        .split(": ", 1)[1]
+        .startswith(
+            f"k = {first['k']} at batches {first['batch_from']}–{first['batch_to']}"
+            if first["k"]
+            else f"off at batches {first['batch_from']}–{first['batch_to']}"
+        )
+    )
+
+
+def test_a_reports_model_name_chooses_the_target_or_says_it_differs(client: TestClient) -> None:
+    served = 'model_name="meta-llama/Llama-3.3-70B-Instruct"'
+    scrape = example_scrape(0.7).replace('model_name="target-model"', served)
+    chosen = client.post(VIEW + "?mode=metrics", json={"metrics": scrape}).json()
+    assert chosen["controls"]["model"]["value"] == "dense-70b"
+    assert "Llama-3.3-70B-Instruct" in chosen["verdict"]["target"]
+    assert "model=dense-70b" in chosen["links"]["self"]
+    # the schedule is the 70B's: the same as asking for it
+    asked = client.post(VIEW + "?mode=metrics&model=dense-70b", json={"metrics": scrape}).json()
+    assert chosen["schedule"] == asked["schedule"] and asked["verdict"]["target"] == ""
+    # a target the user chose stays, and the page says the report is another model
+    other = client.post(VIEW + "?mode=metrics&model=dense-8b", json={"metrics": scrape}).json()
+    assert other["controls"]["model"]["value"] == "dense-8b"
+    assert "not the chosen target" in other["verdict"]["target"]
+    # a name that is no preset chooses nothing and says so
+    unknown = client.post(
+        VIEW + "?mode=metrics", json={"metrics": scrape.replace("Llama-3.3-70B-Instruct", "Qwen3-32B")}
+    ).json()
+    assert unknown["controls"]["model"]["value"] == PAGE.defaults()["model"]
+    assert "matches no target preset" in unknown["verdict"]["target"]
+    # the example report's stand-in name says nothing
+    assert view()["verdict"]["target"] == ""  # type: ignore[index]

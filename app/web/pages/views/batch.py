@@ -603,6 +603,7 @@ PAGE = Page(
     name="batch",
     path="/batch",
     nav="Batch size and hardware",
+    nav_short="Batch",
     title="When verification stops being free: batch size and hardware",
     question="At which batch size does speculation stop paying on my hardware, and which k should run at each batch?",
     template="pages/batch.html",

@@ -237,6 +237,7 @@ def readouts(p: float, k: int, c: float) -> dict[str, str]:
         "best_speedup": times(best_value),
         "break_even": _none_or_fixed(closed_form.break_even_acceptance(k, c)),
         "acceptance_rate": _none_or_fixed(rate, "n/a"),
+        "operations": times(closed_form.operations_increase(p, k)),
         "p": fixed(p, 2),
         "best_limit": (
             f"Best k is searched over 1 to {K_MAX_LIMIT}; at this p and c it still gains at {K_MAX_LIMIT}."
@@ -275,7 +276,7 @@ def build_parts(reading: Reading, parts: Sequence[str]) -> View:
     p, k, c, seed = reading.number("p"), reading.integer("k"), reading.number("c"), reading.integer("seed")
     query = f"k={k}&p={p!r}&c={c!r}"
     view: View = {
-        "readouts": {**readouts(p, k, c), "operations": times(closed_form.operations_increase(p, k))},
+        "readouts": readouts(p, k, c),
         "figures": {},
         "chart": {"k_min": DEMO_CHART_K_MIN, "band": DEMO_BAND, "k_search_max": K_MAX_LIMIT},
         "links": {

@@ -533,6 +533,7 @@ PAGE = Page(
     name="exact",
     path="/exact",
     nav="Exactness and real text",
+    nav_short="Exact",
     title="Exactness and real acceptance",
     question="Is the output exactly the target's, and how does acceptance behave on real text?",
     template="pages/exact.html",

@@ -9,6 +9,8 @@ as the chosen engine's config; (4) the draft sources side by side; (5) chains ag
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.service import plan
 from app.web.pages.controls import Reading
 from app.web.pages.page import Page, View
@@ -22,7 +24,9 @@ from app.web.pages.views.decide.calibrate import (
     recommendation,
 )
 from app.web.pages.views.decide.controls import (
+    ACCEPTANCE,
     BASELINE,
+    BUDGET,
     CONTROLS,
     EXAMPLE_DRAFTS,
     EXAMPLE_K,
@@ -30,19 +34,32 @@ from app.web.pages.views.decide.controls import (
     EXAMPLE_SEED,
     METRICS,
     SOURCE_CONTROLS,
+    TREE_REGIME,
     chosen_cost,
     tree_cost,
 )
 from app.web.pages.views.decide.schedule import config_part, plan_request, schedule_part, setup_query, user_setup
 from app.web.pages.views.decide.sources import sources_part
 from app.web.pages.views.decide.trees import trees_part
+from app.web.pages.views.decide.verdict import acceptance_source, target_from_report, verdict_part
 from app.web.pages.views.decide.watch import watch_part
+
+# The controls folded under "other options" (other draft sources, trees): an address that sets one opens them.
+OTHER_OPTIONS = frozenset(
+    {ACCEPTANCE.name, BUDGET.name, TREE_REGIME.name}
+    | {control.name for controls in SOURCE_CONTROLS.values() for control in controls}
+)
+
+
+# The big cards and the verdict while no report has been read (a URL the server may not fetch).
+NO_RESULT = {"p": "–", "best_k": "–", "best_speedup": "–", "observed": "–"}
 
 
 def build(reading: Reading) -> View:
     chosen = chosen_cost(reading, reading.number("c"))
     result, calibration_link, engine = calibrate(reading, chosen)
     sources, sources_chart, sources_link = sources_part(reading, chosen.verify)
+    target_note = target_from_report(reading, engine)  # before the setup: a report's model_name may choose it
     built = user_setup(reading)
     query = setup_query(reading)
     profile = tuple(position.rate for position in result.positions)
@@ -60,7 +77,19 @@ def build(reading: Reading) -> View:
     calibrated = calibration_part(reading, result)
     calibrated["engine"] = engine
     calibrated.update(recommendation(decision, reading.integer("batch"), result, chosen))
+    if target_note:
+        engine["notes"] = [target_note, *engine["notes"]]
+    verdict: dict[str, Any] = {
+        **verdict_part(made, reading.integer("batch"), acceptance_source(made, engine, reading.text("mode"))),
+        "target": target_note,
+        "ready": not engine["fetch"],
+    }
+    if engine["fetch"]:  # no report of the user's was read: nothing of the example's passes for a result
+        calibrated.update(NO_RESULT)
+        verdict.update(schedule="No report read yet", speedup="–")
     return {
+        "verdict": verdict,
+        "other_options": {"open": bool(reading.given & OTHER_OPTIONS)},
         "cost": {"regime": chosen.regime.label, "c": fixed(chosen.c, 3)},
         "calibration": calibrated,
         "sources": sources,
@@ -91,6 +120,7 @@ PAGE = Page(
     name="decide",
     path="/decide",
     nav="Decide for my server",
+    nav_short="Decide",
     title="From serving metrics to a decision",
     question="What p does my server see, which draft source and k should I run, and do trees pay?",
     template="pages/decide.html",

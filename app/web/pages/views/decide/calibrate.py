@@ -142,6 +142,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
         "several": len(classes) > 1,
         "classes": {"columns": ["Class", "p", "Interval", "k", "Verifications"], "rows": rows},
         "fetch": fetch_message or "",
+        "served_model": top.measurement.label or "",  # the class's model_name (or the label the user split by)
         "example": "",  # said when the numbers are the example report's
         "notes": (
             [f"{len(classes)} classes in the report: each is calibrated on its own below."] if len(classes) > 1 else []
@@ -170,6 +171,7 @@ NO_ENGINE: dict[str, Any] = {
     "several": False,
     "classes": {"columns": [], "rows": []},
     "fetch": "",
+    "served_model": "",
     "example": "",
     "notes": [],
 }

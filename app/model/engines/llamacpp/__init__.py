@@ -1,0 +1,45 @@
+"""llama.cpp (llama-server): everything specdec-lab knows of it.
+
+Versions, named by the month of the change that set their format:
+
+- ``2026-03``: ``-md DRAFT`` alone speculates; ``--draft-max`` (``--draft``, ``--draft-n``), ``--draft-min``
+  and ``--draft-p-min`` (default 0.75); per-request log line ``draft acceptance rate = R (A accepted / G
+  generated)``.
+- ``2026-10`` (build b11312, the one vendored by llama-cpp-python 0.3.36 and tested live here): PR #22397
+  removed ``--draft-max``/``--draft-min``/``--draft``/``--draft-n`` (llama-server exits on them) for
+  ``--spec-draft-n-max``/``--spec-draft-n-min``; ``--spec-type`` chooses the drafter and defaults to
+  ``none`` (``-md`` alone drafts nothing); ``--spec-draft-p-min`` defaults to 0.0; ``/metrics`` has
+  ``llamacpp:spec_decode_num_drafts_total`` (verifications of a non-empty draft),
+  ``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total`` and
+  ``..._num_accepted_tokens_per_pos_total{position}`` (from 0: drafts with at least position + 1 accepted,
+  one series per position up to the configured maximum); the per-request line
+  ``draft acceptance = R (A accepted / G generated), mean len = L`` (L = 1 + accepted / verifications);
+  the ``-lv 4`` line ``statistics <type>: #calls(b,g,a) = B G A, #gen drafts = ..., #acc drafts = ...,
+  #gen tokens = ..., #acc tokens = ...``, cumulative since the server started; ``timings.draft_n`` and
+  ``timings.draft_n_accepted`` in each response.  Per-request ``speculative.n_max`` is compiled out in
+  this build (``tools/server/server-schema.cpp``): one draft length per server.
+
+llama.cpp takes one draft length for every batch (parallel slots), so the config carries the schedule's
+k at the batch the user names.
+"""
+
+from __future__ import annotations
+
+from app.model.engines.llamacpp.config_reader import draft_length as draft_length
+from app.model.engines.llamacpp.config_reader import parse_flags as parse_flags
+from app.model.engines.llamacpp.config_reader import read_config as read_config
+from app.model.engines.llamacpp.config_writer import TREE as TREE
+from app.model.engines.llamacpp.config_writer import write_config as write_config
+from app.model.engines.llamacpp.counters import HOW_TO_APPLY as HOW_TO_APPLY
+from app.model.engines.llamacpp.counters import RULES_METRICS as RULES_METRICS
+from app.model.engines.llamacpp.methods import METHODS as METHODS
+from app.model.engines.llamacpp.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
+from app.model.engines.llamacpp.methods import WRITTEN_TYPES as WRITTEN_TYPES
+from app.model.engines.llamacpp.methods import choose_method as choose_method
+from app.model.engines.llamacpp.reports import PROMETHEUS as PROMETHEUS
+from app.model.engines.llamacpp.reports import REPORTS as REPORTS
+from app.model.engines.llamacpp.step_times import STEP_TIMES as STEP_TIMES
+from app.model.engines.llamacpp.versions import ALIASES as ALIASES
+from app.model.engines.llamacpp.versions import NAME as NAME
+from app.model.engines.llamacpp.versions import TITLE as TITLE
+from app.model.engines.llamacpp.versions import VERSIONS as VERSIONS

@@ -1,0 +1,261 @@
+"""llama.cpp's reports read into counts of one class (see :mod:`app.model.engine_metrics`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from app.model.engines import reports
+from app.model.engines.llamacpp.statistics import has_statistics, last_statistics
+from app.model.engines.llamacpp.versions import NAME
+from app.model.engines.reports import ErrorKind, fail
+
+PROMETHEUS = reports.PrometheusNames(
+    prefix="llamacpp",
+    running="requests_processing",
+    counters=("spec_decode_num_drafts", "spec_decode_num_draft_tokens", "spec_decode_num_accepted_tokens"),
+)
+
+
+ACCEPTANCE_LINE = re.compile(
+    r"draft acceptance(?P<old> rate)?\s*=\s*[0-9.]+%?\s*\(\s*(?P<accepted>\d+)\s*accepted\s*/\s*"
+    r"(?P<generated>\d+)\s*generated\s*\)(?:,\s*mean len\s*=\s*(?P<length>[0-9.]+))?"
+)
+
+
+N_MAX_LINE = re.compile(r"\bn_max\s*=\s*(\d+)")
+
+
+EXAMPLE = {name: re.compile(rf"\b{name}\s*=\s*(\d+)\s*$", re.M) for name in ("n_draft", "n_drafted", "n_accept")}
+
+
+def _detect_metrics(text: str, payload: Any) -> bool:
+    return payload is None and re.search(r"(?m)^llamacpp:spec_decode_", text) is not None
+
+
+def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    found, running = reports.found_groups(
+        text, PROMETHEUS, options.label, "llama.cpp: no llamacpp:spec_decode_* series"
+    )
+    group = found.get("") or next(iter(found.values()))
+    sums = group.sums
+    missing = [stem for stem in PROMETHEUS.counters if stem not in sums]
+    if missing:
+        raise fail(
+            ErrorKind.MISSING_COUNTER,
+            f"llama.cpp: missing {', '.join(f'llamacpp:{stem}_total' for stem in missing)} (build b11312 or later)",
+        )
+    per_position = reports.positions_in_order(
+        group.positions.get("spec_decode_num_accepted_tokens_per_pos", {}), "llama.cpp per-position counters"
+    )
+    notes = ["k = the number of positions /metrics reports: the configured --spec-draft-n-max (or the n-gram maximum)"]
+    if not per_position:
+        notes = [
+            "no per-position series yet (it appears once a request that drafted has finished): give k "
+            "(--spec-draft-n-max)"
+        ]
+    return [
+        reports.counter_measurement(
+            NAME,
+            "llamacpp-metrics",
+            None,
+            sums["spec_decode_num_drafts"],
+            sums["spec_decode_num_draft_tokens"],
+            sums["spec_decode_num_accepted_tokens"],
+            per_position,
+            options,
+            batch=running,
+            version="2026-10",
+            notes=tuple(notes),
+            k_source="per-position series: the configured maximum draft length",
+        )
+    ]
+
+
+def _detect_log(text: str, payload: Any) -> bool:
+    return payload is None and (ACCEPTANCE_LINE.search(text) is not None or has_statistics(text))
+
+
+def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    """Per-request acceptance lines (summed) or the cumulative statistics lines (the last of each type)."""
+    statistics = last_statistics(text)  # cumulative since the server started: the last line holds the total
+    lines = list(ACCEPTANCE_LINE.finditer(text))
+    notes: list[str] = []
+    k, source = options.k, "given (--spec-draft-n-max)"
+    if k is None:
+        configured = N_MAX_LINE.findall(text)
+        if configured:
+            k, source = int(configured[-1]), "n_max in the log's speculative start-up line"
+    version = "2026-03" if lines and all(line["old"] for line in lines) else "2026-10"
+    cycles: float | None
+    if statistics and all(line.accept_calls is not None for line in statistics.values()):
+        accepted = float(sum(line.accepted_tokens for line in statistics.values()))
+        generated = float(sum(line.tokens for line in statistics.values()))
+        cycles = float(sum(line.accept_calls or 0 for line in statistics.values()))
+        notes.append(
+            f"statistics lines are cumulative since the server started: the last line of each type "
+            f"({', '.join(sorted(statistics))}) is the total"
+        )
+    elif lines and all(line["length"] is not None for line in lines):
+        accepted = float(sum(int(line["accepted"]) for line in lines))
+        generated = float(sum(int(line["generated"]) for line in lines))
+        cycles = 0.0
+        for line in lines:
+            length = float(line["length"])
+            if int(line["accepted"]) > 0:
+                if length <= 1.0:
+                    raise fail(ErrorKind.INCONSISTENT, "llama.cpp: accepted tokens but mean len 1.00")
+                cycles += round(int(line["accepted"]) / (length - 1.0))
+        notes.append(
+            f"{len(lines)} per-request 'draft acceptance' lines summed; verifications = accepted / (mean len - 1) "
+            "per line, to the nearest whole number"
+        )
+        if cycles == 0:
+            cycles = None
+    else:
+        accepted = float(sum(int(line["accepted"]) for line in lines))
+        generated = float(sum(int(line["generated"]) for line in lines))
+        cycles = None
+        notes.append(f"{len(lines)} 'draft acceptance rate' lines summed (an older build: no mean len)")
+    if accepted > generated:
+        raise fail(ErrorKind.INCONSISTENT, f"accepted ({accepted:g}) exceeds generated draft tokens ({generated:g})")
+    if generated <= 0:
+        raise fail(ErrorKind.ZERO_DRAFTS, "no draft tokens were generated")
+    if k is None:
+        raise fail(
+            ErrorKind.UNKNOWN_K,
+            "llama.cpp: the log does not say the configured draft length: give k (--spec-draft-n-max), which is "
+            "never guessed from a mean",
+        )
+    if cycles is None:
+        cycles = generated / k
+        notes.append("verifications estimated as generated / k: drafts assumed full length")
+    elif lines and not statistics:
+        cycles = max(cycles, generated / k)  # a draft holds at most k tokens
+    return [
+        reports.Measurement(
+            engine=NAME,
+            format="llamacpp-log",
+            label=None,
+            cycles=cycles,
+            draft_tokens=generated,
+            accepted=accepted,
+            k=k,
+            k_source=source,
+            notes=tuple(notes),
+            draft_lengths=options.draft_lengths,
+            version=version,
+        )
+    ]
+
+
+def _detect_timings(text: str, payload: Any) -> bool:
+    return payload is not None and reports.has_key(payload, ("draft_n_accepted",))
+
+
+def _read_timings(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    items = payload if isinstance(payload, list) else [payload]
+    drafted = accepted = 0.0
+    count = 0
+    for index, item in enumerate(items):
+        timings = item.get("timings", item) if isinstance(item, Mapping) else None
+        if not isinstance(timings, Mapping) or "draft_n" not in timings:
+            continue
+        drafted += reports.number(timings["draft_n"], f"response {index} timings.draft_n")
+        accepted += reports.number(timings.get("draft_n_accepted", 0), f"response {index} timings.draft_n_accepted")
+        count += 1
+    if count == 0 or drafted <= 0:
+        raise fail(ErrorKind.ZERO_DRAFTS, "llama.cpp: no response with timings.draft_n > 0")
+    if options.k is None:
+        raise fail(
+            ErrorKind.UNKNOWN_K,
+            "llama.cpp timings give drafted and accepted tokens but not the draft length: give k (--spec-draft-n-max)",
+        )
+    return [
+        reports.Measurement(
+            engine=NAME,
+            format="llamacpp-timings",
+            label=None,
+            cycles=drafted / options.k,
+            draft_tokens=drafted,
+            accepted=accepted,
+            k=options.k,
+            k_source="given (--spec-draft-n-max)",
+            notes=(
+                f"{count} responses' timings summed; timings carry no count of verifications, so drafts are taken "
+                "as full length (use /metrics for the exact count)",
+            ),
+            draft_lengths=options.draft_lengths,
+            version="2026-10",
+        )
+    ]
+
+
+def _detect_example(text: str, payload: Any) -> bool:
+    found = EXAMPLE["n_drafted"].search(text) is not None and EXAMPLE["n_accept"].search(text) is not None
+    return payload is None and found
+
+
+def _read_example(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    found = {name: pattern.findall(text) for name, pattern in EXAMPLE.items()}
+    drafted, accepted = float(found["n_drafted"][-1]), float(found["n_accept"][-1])
+    k, source = options.k, "given"
+    if k is None and found["n_draft"]:
+        k, source = int(found["n_draft"][-1]), "n_draft"
+    if k is None or k < 1:
+        raise fail(ErrorKind.UNKNOWN_K, "the summary has no n_draft: give k (--spec-draft-n-max)")
+    if drafted <= 0:
+        raise fail(ErrorKind.ZERO_DRAFTS, "n_drafted is 0: nothing was drafted")
+    if accepted > drafted:
+        raise fail(ErrorKind.INCONSISTENT, f"n_accept ({accepted:g}) exceeds n_drafted ({drafted:g})")
+    return [
+        reports.Measurement(
+            engine=NAME,
+            format="llamacpp-speculative",
+            label=None,
+            cycles=drafted / k,
+            draft_tokens=drafted,
+            accepted=accepted,
+            k=k,
+            k_source=source,
+            notes=("verifications estimated as n_drafted / n_draft: drafts cut short count as full",),
+            draft_lengths=options.draft_lengths,
+        )
+    ]
+
+
+REPORTS = (
+    reports.ReportFormat(
+        "llamacpp-timings",
+        NAME,
+        "llama.cpp responses' timings JSON: draft_n and draft_n_accepted",
+        ("2026-10",),
+        _detect_timings,
+        _read_timings,
+    ),
+    reports.ReportFormat(
+        "llamacpp-metrics",
+        NAME,
+        "llama.cpp /metrics (Prometheus text): llamacpp:spec_decode_* counters per position",
+        ("2026-10",),
+        _detect_metrics,
+        _read_metrics,
+    ),
+    reports.ReportFormat(
+        "llamacpp-log",
+        NAME,
+        "llama.cpp server log: draft acceptance lines, statistics lines",
+        ("2026-03", "2026-10"),
+        _detect_log,
+        _read_log,
+    ),
+    reports.ReportFormat(
+        "llamacpp-speculative",
+        NAME,
+        "llama.cpp speculative example summary: n_draft, n_drafted, n_accept",
+        ("2026-03", "2026-10"),
+        _detect_example,
+        _read_example,
+    ),
+)

@@ -1,0 +1,39 @@
+"""SGLang: everything specdec-lab knows of it.
+
+Versions, named by the month of the change that set their format:
+
+- ``2026-03``: launch flags ``--speculative-algorithm``, ``--speculative-num-steps``,
+  ``--speculative-eagle-topk``, ``--speculative-num-draft-tokens``; one draft length for every batch;
+  gauges ``sglang:spec_accept_length`` and ``sglang:spec_accept_rate`` (rate = length / draft tokens).
+- ``2026-05``: the adaptive schedule per batch-size tier, ``--speculative-adaptive`` with
+  ``--speculative-adaptive-config FILE`` (PR #24055: digit keys are the lowest batch of a tier, each with
+  ``candidate_steps``, 0 = no drafting); the rate counts drafts only, (length - 1) / (draft tokens - 1)
+  (PR #23530); the counter ``sglang:spec_verify_calls_total`` (PR #25689) and the gauges
+  ``sglang:spec_num_steps`` and ``sglang:spec_num_draft_tokens`` (PR #25940).
+
+The adaptive schedule runs only for EAGLE, EAGLE3 and NEXTN with topk 1; for a separate draft model
+(STANDALONE) SGLang falls back to one draft length, so that is what is written for it.
+"""
+
+from __future__ import annotations
+
+from app.model.engines.sglang.config_reader import graph_batches as graph_batches
+from app.model.engines.sglang.config_reader import read_config as read_config
+from app.model.engines.sglang.config_writer import TREE as TREE
+from app.model.engines.sglang.config_writer import shell_line as shell_line
+from app.model.engines.sglang.config_writer import write_config as write_config
+from app.model.engines.sglang.counters import HOW_TO_APPLY as HOW_TO_APPLY
+from app.model.engines.sglang.counters import RULES_METRICS as RULES_METRICS
+from app.model.engines.sglang.methods import ALGORITHMS as ALGORITHMS
+from app.model.engines.sglang.methods import METHOD_ALIAS as METHOD_ALIAS
+from app.model.engines.sglang.methods import METHODS as METHODS
+from app.model.engines.sglang.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
+from app.model.engines.sglang.methods import choose_method as choose_method
+from app.model.engines.sglang.reports import PROMETHEUS as PROMETHEUS
+from app.model.engines.sglang.reports import REPORTS as REPORTS
+from app.model.engines.sglang.reports import k_from_rate as k_from_rate
+from app.model.engines.sglang.step_times import STEP_TIMES as STEP_TIMES
+from app.model.engines.sglang.versions import ALIASES as ALIASES
+from app.model.engines.sglang.versions import NAME as NAME
+from app.model.engines.sglang.versions import TITLE as TITLE
+from app.model.engines.sglang.versions import VERSIONS as VERSIONS

@@ -1,0 +1,163 @@
+"""SGLang's reports read into counts of one class (see :mod:`app.model.engine_metrics`)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from app.model.engines import reports
+from app.model.engines.reports import ErrorKind, fail
+from app.model.engines.sglang.versions import NAME
+
+PROMETHEUS = reports.PrometheusNames(prefix="sglang", running="num_running_reqs", counters=("spec_verify_calls",))
+
+
+def k_from_rate(length: float, rate: float) -> tuple[int | None, str]:
+    """k from accept length and accept rate: (L - 1) / k since PR #23530, L / (k + 1) before."""
+    if rate <= 0 or length <= 1:
+        return None, ""
+    current = reports.integral((length - 1.0) / rate)
+    if current is not None:
+        return current, "sglang:spec_accept_rate read as (accept length - 1) / k (SGLang 2026-05)"
+    older = reports.integral(length / rate - 1.0)
+    if older is not None:
+        return older, "sglang:spec_accept_rate read as accept length / (k + 1) (SGLang 2026-03)"
+    return None, ""
+
+
+def _detect_metrics(text: str, payload: Any) -> bool:
+    return payload is None and re.search(r"(?m)^sglang[:_]spec_(accept_|num_steps|verify_calls)", text) is not None
+
+
+def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    found, running = reports.found_groups(
+        text, PROMETHEUS, options.label, "SGLang: no sglang:spec_* series: is speculative decoding enabled?"
+    )
+    generated: dict[str, float] = {}
+    for name, labels, value in reports.samples(text):
+        if reports.stem_of(name, "sglang") == "generation_tokens" and math.isfinite(value):
+            key = labels.get(options.label, "")
+            generated[key] = generated.get(key, 0.0) + value
+    measurements = []
+    for key, group in sorted(found.items()):
+        lengths = group.gauges.get("spec_accept_length")
+        if not lengths:
+            raise fail(ErrorKind.MISSING_COUNTER, "SGLang: missing gauge sglang:spec_accept_length")
+        length = float(np.mean(lengths))
+        notes: list[str] = []
+        k, source = options.k, "given"
+        live_steps = group.gauges.get("spec_num_steps")
+        live_tokens = group.gauges.get("spec_num_draft_tokens")
+        version = "2026-05" if live_steps is not None else "2026-03"
+        if k is None and live_steps:
+            k, source = round(float(np.mean(live_steps))), "sglang:spec_num_steps (the tier running now)"
+            if live_tokens and abs(float(np.mean(live_tokens)) - (k + 1)) > 1e-9:
+                notes.append("sglang:spec_num_draft_tokens is not steps + 1: a tree; p is chain-equivalent")
+        rates = group.gauges.get("spec_accept_rate")
+        if k is None and rates:
+            k, how = k_from_rate(length, float(np.mean(rates)))
+            source = "from accept length and accept rate"
+            if how:
+                notes.append(how)
+        if live_steps is not None and len(set(live_steps)) > 1:
+            notes.append(f"series report several steps {sorted(set(live_steps))}: an adaptive schedule")
+        if rates and live_steps is not None:
+            notes.append(
+                "in adaptive mode sglang:spec_accept_rate divides by the startup draft width, not the tier that ran; "
+                "p here comes from the accept length at the steps running now"
+            )
+        verify = group.sums.get("spec_verify_calls")
+        cycles = options.cycles
+        if cycles is None and verify and key in generated:
+            length = generated[key] / verify
+            cycles = verify
+            notes.append(
+                "accept length = sglang:generation_tokens_total / sglang:spec_verify_calls_total (exact, whole run)"
+            )
+        elif cycles is None and key in generated and length > 0 and len(found) == 1:
+            cycles = generated[key] / length
+            notes.append(
+                "verifications estimated as sglang:generation_tokens_total / accept length (the gauge covers the last "
+                "logging interval, the counter the whole run): the interval is approximate"
+            )
+        measurement = reports.mean_only(NAME, "sglang-metrics", key or None, length, k, source, cycles, running, notes)
+        measurements.append(_versioned(measurement, version, options))
+    return measurements
+
+
+def _versioned(measurement: reports.Measurement, version: str, options: reports.ReadOptions) -> reports.Measurement:
+    from dataclasses import replace
+
+    return replace(measurement, version=version, draft_lengths=options.draft_lengths)
+
+
+def _detect_server_info(text: str, payload: Any) -> bool:
+    from app.model.engines.reports import has_key
+
+    return payload is not None and has_key(payload, ("avg_spec_accept_length", "internal_states"))
+
+
+def _read_server_info(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    info = payload[0] if isinstance(payload, list) and payload else payload
+    if not isinstance(info, Mapping):
+        raise fail(ErrorKind.UNPARSEABLE, "SGLang /server_info must be a JSON object")
+    states = info.get("internal_states")
+    if states is None and isinstance(info.get("decode"), list) and info["decode"]:
+        info = info["decode"][0]
+        states = info.get("internal_states") if isinstance(info, Mapping) else None
+    if not isinstance(states, list) or not states:
+        states = [info]
+    lengths = []
+    for state in states:
+        value = state.get("avg_spec_accept_length") if isinstance(state, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        lengths.append(float(value))
+    if not lengths:
+        raise fail(
+            ErrorKind.MISSING_COUNTER,
+            "SGLang: no numeric avg_spec_accept_length in internal_states: is speculative decoding enabled?",
+        )
+    notes = []
+    if len(lengths) > 1:
+        notes.append(f"{len(lengths)} internal states (data-parallel ranks) averaged")
+    steps = info.get("speculative_num_steps")
+    topk = info.get("speculative_eagle_topk")
+    k, source = options.k, "given"
+    if k is None and isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1:
+        k, source = steps, "speculative_num_steps"
+        if isinstance(topk, int) and topk > 1:
+            notes.append(f"speculative_eagle_topk = {topk}: a tree; p is the chain-equivalent acceptance at depth k")
+    if info.get("speculative_adaptive"):
+        notes.append(
+            "speculative_adaptive: steps vary by batch tier; the top-level speculative_num_steps is the startup "
+            "value (give draft_lengths for the tiers)"
+        )
+    measurement = reports.mean_only(
+        NAME, "sglang-server-info", None, float(np.mean(lengths)), k, source, options.cycles, None, notes
+    )
+    return [_versioned(measurement, "2026-05", options)]
+
+
+REPORTS = (
+    reports.ReportFormat(
+        "sglang-server-info",
+        NAME,
+        "SGLang /server_info JSON: avg_spec_accept_length in internal_states",
+        ("2026-03", "2026-05"),
+        _detect_server_info,
+        _read_server_info,
+    ),
+    reports.ReportFormat(
+        "sglang-metrics",
+        NAME,
+        "SGLang /metrics (Prometheus text): spec_accept_length, spec_num_steps gauges, spec_verify_calls_total",
+        ("2026-03", "2026-05"),
+        _detect_metrics,
+        _read_metrics,
+    ),
+)

@@ -1,0 +1,36 @@
+"""TensorRT-LLM: everything specdec-lab knows of it.
+
+Versions, named by the month of the change that set their format:
+
+- ``2025-10``: ``draft_len_schedule`` as added by PR #8194: a key is the batch from which its draft length
+  holds; the schedule must hold batch 1 with ``max_draft_len``; static trees as ``eagle_choices``;
+  reports as iteration statistics JSON only.
+- ``2026-03``: PR #10860: on the one-model path (Draft_Target, Eagle3, MTP, PARD, DFlash, SA) a key is the
+  *inclusive upper* batch of its range and batches above the last key get 0; the smallest key's value must be
+  ``max_draft_len``; ``max_concurrency`` and ``draft_len_schedule`` are mutually exclusive.  NGram keeps the
+  old "from this batch on" lookup (the Drafter path).  Prometheus counters ``trtllm_spec_decode_*``
+  (PR #12545) and per token position (PR #12636).
+- ``2026-09``: PR #18210 removed ``eagle_choices`` (no static tree); PR #18721 the two-model path.
+
+Every config class is a StrictBaseModel: unknown keys are refused.
+"""
+
+from __future__ import annotations
+
+from app.model.engines.trtllm.config_reader import read_config as read_config
+from app.model.engines.trtllm.config_writer import TREE as TREE
+from app.model.engines.trtllm.config_writer import write_config as write_config
+from app.model.engines.trtllm.counters import HOW_TO_APPLY as HOW_TO_APPLY
+from app.model.engines.trtllm.counters import RULES_METRICS as RULES_METRICS
+from app.model.engines.trtllm.methods import DECODING_TYPES as DECODING_TYPES
+from app.model.engines.trtllm.methods import METHOD_ALIAS as METHOD_ALIAS
+from app.model.engines.trtllm.methods import METHODS as METHODS
+from app.model.engines.trtllm.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
+from app.model.engines.trtllm.methods import choose_method as choose_method
+from app.model.engines.trtllm.reports import PROMETHEUS as PROMETHEUS
+from app.model.engines.trtllm.reports import REPORTS as REPORTS
+from app.model.engines.trtllm.step_times import STEP_TIMES as STEP_TIMES
+from app.model.engines.trtllm.versions import ALIASES as ALIASES
+from app.model.engines.trtllm.versions import NAME as NAME
+from app.model.engines.trtllm.versions import TITLE as TITLE
+from app.model.engines.trtllm.versions import VERSIONS as VERSIONS

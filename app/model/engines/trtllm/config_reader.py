@@ -1,0 +1,192 @@
+"""TensorRT-LLM's config read back the way TensorRT-LLM's own code reads it: the k it runs at each batch, and
+every rule it applies, each naming the file it comes from."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from app.model.engines import base
+from app.model.engines.base import ConfigRuleError
+from app.model.engines.trtllm.methods import DECODING_TYPES, DRAFTER_TYPES, NEEDS_MODEL
+from app.model.engines.trtllm.versions import LATE_FIRST_KEY, LLM_ARGS, LLM_ARGS_2025, STATIC_TREES, UPPER_BOUND_KEYS
+
+BASE_FIELDS = frozenset(
+    {
+        "decoding_type",
+        "max_draft_len",
+        "max_total_draft_tokens",
+        "speculative_model",
+        "speculative_model_dir",
+        "max_concurrency",
+        "draft_len_schedule",
+        "load_format",
+        "acceptance_rate_window_size",
+        "acceptance_rate_threshold",
+        "use_rejection_sampling",
+        "allow_advanced_sampling",
+        "advanced_sampling_mode",
+        "enable_penalty",
+    }
+)
+
+
+EAGLE_FIELDS = frozenset(
+    {
+        "eagle_choices",
+        "greedy_sampling",
+        "posterior_threshold",
+        "use_dynamic_tree",
+        "dynamic_tree_max_topK",
+        "num_eagle_layers",
+        "max_non_leaves_per_layer",
+        "eagle3_layers_to_capture",
+        "eagle3_model_arch",
+        "sa_config",
+    }
+)
+
+
+CLASS_FIELDS: dict[str, frozenset[str]] = {
+    "Draft_Target": frozenset(),
+    "Eagle": EAGLE_FIELDS,
+    "Eagle3": EAGLE_FIELDS,
+    "MTP": frozenset(
+        {"use_relaxed_acceptance_for_thinking", "relaxed_topk", "relaxed_delta", "use_mtp_vanilla"}
+        | {"use_dynamic_tree", "dynamic_tree_max_topK", "sa_config"}
+    ),
+    "NGram": frozenset({"max_matching_ngram_size", "is_keep_all", "is_use_oldest", "is_public_pool"}),
+    "SA": frozenset({"max_matching_ngram_size", "enable_global_pool", "global_pool_size"}),
+    "PARD": frozenset({"mask_token_id", "sa_config"}),
+    "DFlash": frozenset({"mask_token_id", "target_layer_ids", "attention_backend"}),
+    "DSpark": frozenset({"mask_token_id", "target_layer_ids", "block_size", "markov_rank", "markov_head_type"}),
+}
+
+
+TOP_LEVEL = frozenset({"speculative_config", "max_batch_size"})
+
+
+def read_config(exported: base.Exported, version: base.EngineVersion, batch_limit: int) -> list[int]:
+    """Read the YAML as TensorRT-LLM's LLM API does; the k of each batch 1..batch_limit."""
+    where = LLM_ARGS.cite()
+    document = yaml.safe_load(exported.text)
+    if not isinstance(document, Mapping):
+        raise ConfigRuleError("extra_llm_api_options must be a mapping", where)
+    unknown_top = sorted(set(document) - TOP_LEVEL)
+    if unknown_top:
+        raise ConfigRuleError(f"unexpected top-level keys {unknown_top}", where)
+    max_batch = document.get("max_batch_size", 2048)
+    if not isinstance(max_batch, int) or max_batch < batch_limit:
+        raise ConfigRuleError(f"max_batch_size {max_batch!r} is below the batch {batch_limit}", where)
+    config = document.get("speculative_config")
+    if not isinstance(config, Mapping):
+        raise ConfigRuleError("speculative_config must be a mapping", where)
+    kind = config.get("decoding_type")
+    if kind not in DECODING_TYPES:
+        raise ConfigRuleError(f"decoding_type {kind!r} is not a member of the SpeculativeConfig union", where)
+    allowed = BASE_FIELDS | CLASS_FIELDS[kind]
+    if not version.can(STATIC_TREES):
+        allowed = allowed - {"eagle_choices"}
+    unknown = sorted(set(config) - allowed)
+    if unknown:
+        raise ConfigRuleError(f"unknown keys {unknown}: the decoding configs are StrictBaseModel", where)
+    model = config.get("speculative_model", config.get("speculative_model_dir"))
+    if kind in NEEDS_MODEL and model is None:
+        raise ConfigRuleError(f"speculative_model must be specified for {kind}", where)
+    if model is not None and (not isinstance(model, str) or not re.match(r"^[~./A-Za-z0-9_\-]+$", model)):
+        raise ConfigRuleError(f"speculative_model {model!r} is not a path or hub name", where)
+    max_draft = config.get("max_draft_len")
+    if max_draft is not None and (isinstance(max_draft, bool) or not isinstance(max_draft, int) or max_draft < 0):
+        raise ConfigRuleError("max_draft_len must be a non-negative integer", where)
+    if kind != "MTP" and not max_draft:
+        raise ConfigRuleError(f"max_draft_len must be > 0 for {kind}", where)
+    concurrency = config.get("max_concurrency")
+    schedule = config.get("draft_len_schedule")
+    if concurrency is not None and schedule is not None:
+        raise ConfigRuleError("max_concurrency and draft_len_schedule are mutually exclusive", where)
+    if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
+        raise ConfigRuleError("max_concurrency must be a positive integer", where)
+    _check_tree(config, version, where)
+    assert isinstance(max_draft, int)
+    if schedule is None and concurrency is not None:
+        schedule = {concurrency: max_draft}
+    if schedule is None:
+        return [max_draft] * batch_limit
+    checked = _check_schedule(schedule, max_draft, version)
+    old_lookup = not version.can(UPPER_BOUND_KEYS) or kind in DRAFTER_TYPES
+    lookup = _from_key_lookup if old_lookup else _upper_key_lookup
+    return [lookup(checked, batch) for batch in range(1, batch_limit + 1)]
+
+
+def _check_schedule(schedule: Any, max_draft: int, version: base.EngineVersion) -> dict[int, int]:
+    where = (LLM_ARGS if version.can(UPPER_BOUND_KEYS) else LLM_ARGS_2025).cite()
+    if not isinstance(schedule, Mapping) or not schedule:
+        raise ConfigRuleError("draft_len_schedule must be a non-empty mapping", where)
+    checked: dict[int, int] = {}
+    for key, value in schedule.items():
+        if isinstance(key, bool) or not isinstance(key, int) or key < 1:
+            raise ConfigRuleError(f"draft_len_schedule: batch size threshold must be >= 1, got {key!r}", where)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigRuleError(f"draft_len_schedule[{key}]: draft length must be >= 0", where)
+        if value > max_draft:
+            raise ConfigRuleError(
+                f"draft_len_schedule[{key}] = {value}: all draft lengths must be <= max_draft_len", where
+            )
+        checked[key] = value
+    smallest = min(checked)
+    if not version.can(LATE_FIRST_KEY) and smallest != 1:
+        raise ConfigRuleError("draft_len_schedule must include batch_size=1", where)
+    if checked[smallest] != max_draft:
+        raise ConfigRuleError(f"draft_len_schedule[{smallest}] must equal max_draft_len ({max_draft})", where)
+    return dict(sorted(checked.items()))
+
+
+def _upper_key_lookup(schedule: dict[int, int], batch: int) -> int:
+    """get_draft_len_for_batch_size (one-model path): the first key >= batch; 0 above the last key."""
+    keys = list(schedule)
+    index = bisect.bisect_left(keys, batch)
+    return schedule[keys[index]] if index < len(keys) else 0
+
+
+def _from_key_lookup(schedule: dict[int, int], batch: int) -> int:
+    """Drafter.get_draft_len_for_batch_size: the last key <= batch; 0 below the first key."""
+    keys = list(schedule)
+    index = bisect.bisect_right(keys, batch) - 1
+    return schedule[keys[index]] if index >= 0 else 0
+
+
+def _check_tree(config: Mapping[str, Any], version: base.EngineVersion, where: str) -> None:
+    choices = config.get("eagle_choices")
+    dynamic = config.get("use_dynamic_tree", False)
+    max_draft = config.get("max_draft_len")
+    if choices is not None:
+        if dynamic:
+            raise ConfigRuleError("If eagle_choices is provided, use_dynamic_tree should be False", where)
+        if not isinstance(choices, list) or not all(isinstance(path, list) for path in choices):
+            raise ConfigRuleError("eagle_choices must be a list of lists of ints", where)
+        known = {()}
+        for path in sorted(choices, key=len):
+            if tuple(path[:-1]) not in known:
+                raise ConfigRuleError(f"eagle_choices node {path} is not connected to its parent", where)
+            known.add(tuple(path))
+        depth = max(len(path) for path in choices)
+        if max_draft != depth or config.get("max_total_draft_tokens", len(choices)) != len(choices):
+            raise ConfigRuleError(
+                "with eagle_choices, max_draft_len is the depth and max_total_draft_tokens the count", where
+            )
+    if dynamic:
+        top_k = config.get("dynamic_tree_max_topK")
+        if not isinstance(top_k, int) or top_k <= 0:
+            raise ConfigRuleError("dynamic_tree_max_topK should be provided and > 0 with use_dynamic_tree", where)
+        assert isinstance(max_draft, int)
+        total = config.get("max_total_draft_tokens", top_k * max_draft)
+        if not max_draft <= total <= top_k * max_draft:
+            raise ConfigRuleError(
+                f"max_total_draft_tokens ({total}) must be in [max_draft_len ({max_draft}), "
+                f"dynamic_tree_max_topK * max_draft_len ({top_k * max_draft})]",
+                where,
+            )

@@ -1,0 +1,208 @@
+"""TensorRT-LLM's reports read into counts of one class (see :mod:`app.model.engine_metrics`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from app.model.engines import reports
+from app.model.engines.reports import ErrorKind, fail
+from app.model.engines.trtllm.versions import NAME
+
+PROMETHEUS = reports.PrometheusNames(
+    prefix="trtllm",
+    running="num_requests_running",
+    position_label="token_position",
+    counters=("spec_decode_num_draft_tokens", "spec_decode_num_accepted_tokens"),
+)
+
+
+TRT_NAMES = {
+    "drafted": ("numDraftTokens", "num_draft_tokens"),
+    "accepted": ("numAcceptedTokens", "num_accepted_tokens"),
+    "requests": ("numRequestsWithDraftTokens", "num_requests_with_draft_tokens"),
+    "length": ("acceptanceLength", "acceptance_length"),
+}
+
+
+def _pick(mapping: Mapping[str, Any], names: tuple[str, ...]) -> Any:
+    for name in names:
+        if name in mapping:
+            return mapping[name]
+    return None
+
+
+def _iterations(payload: Any) -> list[Mapping[str, Any]]:
+    if isinstance(payload, Mapping):
+        for key in ("stats", "iteration_stats", "iterations"):
+            if isinstance(payload.get(key), list):
+                return [item for item in payload[key] if isinstance(item, Mapping)]
+        return [payload]
+    if isinstance(payload, list):
+        items = []
+        for item in payload:
+            if isinstance(item, str):  # LLM.get_stats() can hand out each iteration as a JSON string
+                try:
+                    item = json.loads(item)
+                except json.JSONDecodeError:
+                    continue
+            if isinstance(item, Mapping):
+                items.append(item)
+        return items
+    return []
+
+
+def _detect_stats(text: str, payload: Any) -> bool:
+    return payload is not None and reports.has_key(
+        payload, ("specDecodingStats", "spec_decoding_stats", "specdec_stats")
+    )
+
+
+def _read_stats(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    drafted = accepted = requests = 0.0
+    batches = []
+    inconsistent = used = 0
+    for index, iteration in enumerate(_iterations(payload)):
+        spec = _pick(iteration, ("specDecodingStats", "spec_decoding_stats", "specdec_stats"))
+        if not isinstance(spec, Mapping):
+            continue
+        values = {}
+        for key, names in TRT_NAMES.items():
+            raw = _pick(spec, names)
+            if raw is None and key != "length":
+                raise fail(
+                    ErrorKind.MISSING_COUNTER, f"TensorRT-LLM: iteration {index}: specDecodingStats has no {names[0]}"
+                )
+            values[key] = None if raw is None else reports.number(raw, f"iteration {index} {names[0]}")
+        if not values["drafted"]:
+            continue
+        drafted_here, accepted_here, requests_here = values["drafted"], values["accepted"], values["requests"]
+        assert accepted_here is not None and requests_here is not None
+        if accepted_here > drafted_here:
+            raise fail(
+                ErrorKind.INCONSISTENT,
+                f"iteration {index}: numAcceptedTokens ({accepted_here:g}) exceed numDraftTokens ({drafted_here:g})",
+            )
+        if requests_here <= 0:
+            raise fail(ErrorKind.INCONSISTENT, f"iteration {index}: draft tokens but numRequestsWithDraftTokens is 0")
+        length = values["length"]
+        expected = 1.0 + accepted_here / requests_here
+        if length is not None and length > 0 and abs(length - expected) > 1e-3 * expected:
+            inconsistent += 1
+        drafted += drafted_here
+        accepted += accepted_here
+        requests += requests_here
+        used += 1
+        inflight = _pick(iteration, ("inflightBatchingStats", "inflight_batching_stats"))
+        generation = _pick(inflight, ("numGenRequests", "num_gen_requests")) if isinstance(inflight, Mapping) else None
+        active = _pick(iteration, ("numActiveRequests", "num_active_requests"))
+        batch = generation if generation is not None else active
+        if isinstance(batch, int | float) and not isinstance(batch, bool) and math.isfinite(batch) and batch >= 0:
+            batches.append(float(batch))
+    if used == 0:
+        raise fail(ErrorKind.ZERO_DRAFTS, "no iteration with draft tokens (numDraftTokens > 0): nothing was speculated")
+    notes = [f"{used} iterations with draft tokens summed"]
+    if inconsistent:
+        notes.append(f"{inconsistent} iterations report an acceptanceLength other than 1 + accepted / requests")
+    k, source = options.k, "given"
+    if k is None:
+        k = reports.integral(drafted / requests, 1e-6)
+        source = "numDraftTokens / numRequestsWithDraftTokens"
+        if k is None:
+            k = math.ceil(drafted / requests)
+            source = "rounded up from numDraftTokens / numRequestsWithDraftTokens (drafts of varying length)"
+    return [
+        reports.Measurement(
+            engine=NAME,
+            format="trtllm-iteration-stats",
+            label=None,
+            cycles=requests,
+            draft_tokens=drafted,
+            accepted=accepted,
+            k=k,
+            k_source=source,
+            batch=float(np.mean(batches)) if batches else None,
+            notes=tuple(notes),
+            draft_lengths=options.draft_lengths,
+            version="2026-03",
+        )
+    ]
+
+
+def _detect_metrics(text: str, payload: Any) -> bool:
+    return payload is None and re.search(r"(?m)^trtllm[:_]spec_decode_", text) is not None
+
+
+def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+    """Per token position: drafted_tokens{token_position} and accepted_tokens{token_position} (PR #12636).
+
+    Position 0's drafted count is the number of drafts (every draft has a first token), so these give the
+    drafts, the draft tokens, and accepted tokens per position; the iteration counters alone have no drafts.
+    """
+    found, running = reports.found_groups(
+        text, PROMETHEUS, options.label, "TensorRT-LLM: no trtllm_spec_decode_* series"
+    )
+    measurements = []
+    for key, group in sorted(found.items()):
+        drafted = group.positions.get("spec_decode_drafted_tokens", {})
+        accepted = group.positions.get("spec_decode_accepted_tokens", {})
+        if not drafted or not accepted:
+            present = ", ".join(sorted({*group.sums, *group.gauges, *group.positions})) or "nothing"
+            raise fail(
+                ErrorKind.MISSING_COUNTER,
+                "TensorRT-LLM: missing trtllm_spec_decode_drafted_tokens_total and "
+                "trtllm_spec_decode_accepted_tokens_total per token_position (PR #12636; they need "
+                f"return_perf_metrics: true); found {present}",
+            )
+        width = max(drafted) + 1
+        drafted_at = [drafted.get(i, 0.0) for i in range(width)]
+        accepted_at = [accepted.get(i, 0.0) for i in range(width)]
+        drafts = drafted_at[0]
+        notes = ("drafts = drafted tokens at position 0; k = the positions drafted",)
+        lengths = options.draft_lengths
+        if not lengths and any(abs(value - drafts) > 1e-9 * max(drafts, 1.0) for value in drafted_at):
+            # drafted per position tells how many drafts reached each position: the mix of lengths is known
+            reached = [*drafted_at, 0.0]
+            lengths = tuple(i for i in range(1, width + 1) if reached[i - 1] - reached[i] > 0)
+        measurements.append(
+            reports.counter_measurement(
+                NAME,
+                "trtllm-metrics",
+                key or None,
+                drafts,
+                float(sum(drafted_at)),
+                float(sum(accepted_at)),
+                tuple(accepted_at),
+                reports.ReadOptions(options.k, options.label, options.cycles, lengths),
+                batch=running,
+                series=len(group.series),
+                version="2026-03",
+                notes=notes,
+            )
+        )
+    return measurements
+
+
+REPORTS = (
+    reports.ReportFormat(
+        "trtllm-iteration-stats",
+        NAME,
+        "TensorRT-LLM iteration statistics JSON: specDecodingStats per iteration",
+        ("2025-10", "2026-03", "2026-09"),
+        _detect_stats,
+        _read_stats,
+    ),
+    reports.ReportFormat(
+        "trtllm-metrics",
+        NAME,
+        "TensorRT-LLM /prometheus/metrics: trtllm_spec_decode_* counters per token_position",
+        ("2026-03", "2026-09"),
+        _detect_metrics,
+        _read_metrics,
+    ),
+)

@@ -1,0 +1,176 @@
+"""vLLM's config read back the way vLLM's own code reads it: the k it runs at each batch, and
+every rule it applies, each naming the file it comes from."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.model.engines import base
+from app.model.engines.base import ConfigRuleError
+from app.model.engines.vllm.methods import METHODS, MODEL_FREE
+from app.model.engines.vllm.versions import DYNAMIC_UTILS, PER_BATCH_SCHEDULE, SPECULATIVE_PY, STATIC_TREES, STRICT_KEYS
+
+FIELDS_2025 = frozenset(
+    {
+        "num_speculative_tokens",
+        "model",
+        "method",
+        "draft_tensor_parallel_size",
+        "quantization",
+        "max_model_len",
+        "revision",
+        "code_revision",
+        "disable_by_batch_size",
+        "prompt_lookup_max",
+        "prompt_lookup_min",
+        "speculative_token_tree",
+        "enforce_eager",
+    }
+)
+
+
+FIELDS = frozenset(
+    {
+        "enforce_eager",
+        "num_speculative_tokens",
+        "model",
+        "method",
+        "draft_tensor_parallel_size",
+        "tensor_parallel_size",
+        "quantization",
+        "moe_backend",
+        "attention_backend",
+        "kv_cache_dtype",
+        "max_model_len",
+        "revision",
+        "code_revision",
+        "index_share_for_mtp_iteration",
+        "disable_padded_drafter_batch",
+        "disable_eagle_block_drop",
+        "use_local_argmax_reduction",
+        "use_heterogeneous_vocab",
+        "prompt_lookup_max",
+        "prompt_lookup_min",
+        "parallel_drafting",
+        "num_speculative_tokens_per_batch_size",
+        "suffix_decoding_max_tree_depth",
+        "suffix_decoding_max_cached_requests",
+        "suffix_decoding_max_spec_factor",
+        "suffix_decoding_min_token_prob",
+        "rejection_sample_method",
+        "synthetic_acceptance_rates",
+        "synthetic_acceptance_length",
+        "enable_adaptive_verification",
+        "draft_sample_method",
+        "dspark_draft_topk",
+    }
+)
+
+
+_LOADABLE = re.compile(r"^(/|\./|\.\./|~/)?[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$")
+
+
+def _flag(flags: Sequence[str], name: str) -> str | None:
+    for index, flag in enumerate(flags):
+        if flag == name and index + 1 < len(flags):
+            return flags[index + 1]
+        if flag.startswith(name + "="):
+            return flag.split("=", 1)[1]
+    return None
+
+
+def _int(value: Any, what: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigRuleError(f"{what} must be an integer; got {value!r}", where)
+    return value
+
+
+def read_config(exported: base.Exported, version: base.EngineVersion, batch_limit: int) -> list[int]:
+    """Read the flags as vLLM does and return the k it drafts at batch 1..batch_limit."""
+    raw = _flag(exported.flags, "--speculative-config")
+    if raw is None:
+        raise ConfigRuleError("no --speculative-config", "vllm/engine/arg_utils.py")
+    config = json.loads(raw)
+    if not isinstance(config, Mapping):
+        raise ConfigRuleError("--speculative-config must be a JSON object", "vllm/engine/arg_utils.py")
+    seqs = _flag(exported.flags, "--max-num-seqs")
+    max_num_seqs = int(seqs) if seqs is not None else 256
+    if max_num_seqs < batch_limit:
+        raise ConfigRuleError(f"--max-num-seqs {max_num_seqs} is below the batch {batch_limit}", "SchedulerConfig")
+    where = SPECULATIVE_PY.cite()
+    fields = FIELDS_2025 if version.can(STATIC_TREES) else FIELDS  # the SpeculativeConfig of its time
+    unknown = sorted(set(config) - fields)
+    if unknown and version.can(STRICT_KEYS):
+        raise ConfigRuleError(f"unknown keys {unknown}: SpeculativeConfig forbids extra fields", where)
+    if config.get("tensor_parallel_size") is not None:
+        raise ConfigRuleError("'tensor_parallel_size' is not a valid argument in the speculative_config", where)
+    method = config.get("method")
+    model = config.get("model")
+    if method is not None:
+        if method not in METHODS and not (isinstance(method, str) and method.endswith("_mtp")):
+            raise ConfigRuleError(f"method {method!r} is not one of SpeculativeMethod's literals", where)
+        if method.endswith("_mtp"):
+            method = "mtp"
+    elif isinstance(model, str) and model in ("ngram", "[ngram]"):
+        method = "ngram"
+    else:
+        method = "draft_model"
+    if model is None and method not in MODEL_FREE:
+        raise ConfigRuleError(f"num_speculative_tokens was provided but without speculative model ({method})", where)
+    if model is not None and (not isinstance(model, str) or not _LOADABLE.match(model)):
+        raise ConfigRuleError(f"model {model!r} is not a path or hub name vLLM can load", where)
+    if "num_speculative_tokens" not in config:
+        raise ConfigRuleError("num_speculative_tokens must be provided (no draft checkpoint n_predict here)", where)
+    k_max = _int(config["num_speculative_tokens"], "num_speculative_tokens", where)
+    if k_max <= 0:
+        raise ConfigRuleError(f"Expected num_speculative_tokens to be greater than zero ({k_max})", where)
+    tree = config.get("speculative_token_tree")
+    if tree is not None:
+        if not version.can(STATIC_TREES):
+            raise ConfigRuleError("speculative_token_tree was removed with tree attention (PR #42121)", where)
+        nodes = len(ast.literal_eval(tree))  # vLLM reads the tree with ast.literal_eval
+        if nodes != k_max:
+            raise ConfigRuleError(f"the tree has {nodes} nodes but num_speculative_tokens is {k_max}", where)
+    schedule = config.get("num_speculative_tokens_per_batch_size")
+    if schedule is None or not version.can(PER_BATCH_SCHEDULE):
+        return [k_max] * batch_limit
+    return _schedule_lookup(schedule, k_max, max_num_seqs)[1 : batch_limit + 1]
+
+
+def _schedule_lookup(schedule: Any, k_max: int, max_num_seqs: int) -> list[int]:
+    """validate_and_normalize_dynamic_sd_schedule, then build_dynamic_sd_schedule_lookup (index = batch)."""
+    where = DYNAMIC_UTILS.cite()
+    if not isinstance(schedule, list) or not schedule:
+        raise ConfigRuleError("num_speculative_tokens_per_batch_size must be a non-empty list of entries", where)
+    entries = []
+    for entry in schedule:
+        if not isinstance(entry, list | tuple) or len(entry) != 3:
+            raise ConfigRuleError(f"each entry must be a 3-item sequence; got {entry!r}", where)
+        start, end, k = (_int(value, "a schedule value", where) for value in entry)
+        if start <= 0 or end <= 0:
+            raise ConfigRuleError(f"batch-size range ({start}, {end}) must be positive", where)
+        if start > end:
+            raise ConfigRuleError(f"batch-size range start must be <= end for ({start}, {end}, {k})", where)
+        if k < 0:
+            raise ConfigRuleError("values must be >= 0", where)
+        entries.append((start, end, k))
+    entries.sort()
+    for (_, previous_end, _), (start, _, _) in itertools.pairwise(entries):
+        if start <= previous_end:
+            raise ConfigRuleError("batch-size ranges must be non-overlapping and sorted", where)
+    if entries[0][0] != 1:
+        raise ConfigRuleError("the first batch-size range must start at 1", where)
+    lookup = [0] * (max_num_seqs + 1)
+    current = 0
+    index = 0
+    for batch in range(1, max_num_seqs + 1):
+        while index < len(entries) and entries[index][0] <= batch:
+            current = min(k_max, entries[index][2])
+            index += 1
+        lookup[batch] = current
+    return lookup

@@ -1,0 +1,164 @@
+"""The conformance suite, for every engine, version and drafter in the registry (see tests/engines/suite.py):
+the engine's own word as the oracle, exports that read back to the schedule, and the gated behaviours."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app.model import engine_config, engines, trees
+from app.model.engines.base import ConfigRuleError, EngineVersion, Exported
+from tests import live_engine
+from tests.engines import suite
+from tests.engines.oracles import ORACLES, Oracle
+from tests.engines.suite import Requirements, requires
+
+FALLING = [4, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1]
+
+
+def test_every_registered_version_has_the_engines_own_word() -> None:
+    assert suite.uncovered() == []
+
+
+@pytest.mark.parametrize(("engine", "version"), [(e, v.name) for e, v in suite.registered_versions()])
+def test_each_version_is_covered_by_an_oracle(engine: str, version: str) -> None:
+    assert suite.oracles_for(engine, version), f"{engine} {version}: no oracle (tests/engines/oracles.py)"
+
+
+def test_every_oracle_names_a_registered_version_and_says_what_the_engine_does() -> None:
+    known = {(engine, version.name) for engine, version in suite.registered_versions()}
+    for oracle in ORACLES:
+        assert {(oracle.engine, version) for version in oracle.versions} <= known, oracle.id
+        assert (oracle.runs is None) != (oracle.refuses is None), oracle.id
+        assert oracle.runs is None or len(oracle.runs) == oracle.batches, oracle.id
+        assert re.search(r"[0-9a-f]{12}|PR #\d+|\(argparse\)|test", oracle.cite), oracle.id
+
+
+@pytest.mark.parametrize(
+    ("oracle", "version"),
+    [pytest.param(oracle, version, id=f"{oracle.id}@{version}") for oracle in ORACLES for version in oracle.versions],
+)
+def test_the_reader_does_what_the_engine_says(oracle: Oracle, version: str) -> None:
+    module = engines.adapter(oracle.engine)
+    chosen = engines.version(oracle.engine, version)
+    if oracle.refuses is not None:
+        with pytest.raises(ConfigRuleError, match=oracle.refuses):
+            module.read_config(oracle.exported, chosen, oracle.batches)
+    else:
+        assert tuple(module.read_config(oracle.exported, chosen, oracle.batches)) == oracle.runs
+
+
+@pytest.mark.parametrize(
+    "oracle", [pytest.param(oracle, id=oracle.id) for oracle in ORACLES if oracle.kind == "live llama-server"]
+)
+def test_the_real_llama_server_does_what_its_oracle_says(oracle: Oracle) -> None:
+    """The oracle's flags on the built llama-server (tests/live_engine.py), the draft file in for d.gguf."""
+    built = live_engine.engine()
+    flags = [built.drafts["requantized"] if flag == "d.gguf" else flag for flag in oracle.exported.flags]
+    if oracle.refuses is not None:
+        code, output = live_engine.exits(flags)
+        assert code not in (None, 0), output[-2000:]
+        assert re.search(oracle.refuses, output), output[-2000:]
+        return
+    assert oracle.runs == (0,) * oracle.batches  # what a server that drafts nothing shows
+    with live_engine.llama_server(flags) as server:
+        server.complete(live_engine.REPEATING_PROMPT, n_predict=16)
+        text = server.metrics()
+    assert re.search(r"llamacpp:spec_decode_num_draft_tokens_total 0\b", text), text
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "method"),
+    [pytest.param(e, v, m, id=f"{e}-{v.name}-{m}") for e, v, m in suite.registered_methods()],
+)
+def test_every_drafter_of_every_version_reads_back_to_the_schedule(
+    engine: str, version: EngineVersion, method: str
+) -> None:
+    """Each setup of the grid, or a refusal that names the version (a drafter the version does not have)."""
+    checked = []
+    for case in suite.cases():
+        try:
+            checked.append(suite.check_export(engine, case, version=version.name, method=method))
+        except ValueError as error:
+            assert version.name in str(error), (engine, version.name, method, error)
+            return
+    assert len(checked) == len(suite.SETUPS) * len(suite.P_VALUES)
+    assert sum(item["batches"] for item in checked) > 1_000
+
+
+def _falling_exports(engine: str, version: EngineVersion) -> list[tuple[str, Exported]]:
+    """The falling schedule written with each drafter the version takes (a drafter it refuses is left out)."""
+    written = []
+    for method in engines.adapter(engine).METHODS:
+        try:
+            result = engine_config.export(
+                engine, FALLING, [], len(FALLING), method=method, draft_path="models/draft", version=version.name
+            )
+        except ValueError:
+            continue
+        written.append((method, result.exported))
+    assert written, f"{engine} {version.name} takes none of its drafters"
+    return written
+
+
+@requires(Requirements.schedule_per_batch)
+def test_a_version_with_a_schedule_per_batch_runs_another_k_at_another_batch(
+    engine: str, version: EngineVersion
+) -> None:
+    distinct = [len(set(exported.runs)) for _, exported in _falling_exports(engine, version)]
+    assert max(distinct) > 1, f"{engine} {version.name}: one k at every batch with every drafter"
+
+
+@requires(~Requirements.schedule_per_batch)
+def test_a_version_without_one_runs_one_k_at_every_batch_and_says_where_it_differs(
+    engine: str, version: EngineVersion
+) -> None:
+    for method, exported in _falling_exports(engine, version):
+        assert len(set(exported.runs)) == 1, (method, exported.runs)
+        assert exported.differs_at and any("batch" in note for note in exported.notes)
+
+
+@requires(Requirements.static_tree)
+def test_a_static_tree_is_written_in_the_engines_key_and_read_back(engine: str, version: EngineVersion) -> None:
+    module = engines.adapter(engine)
+    assert module.TREE is not None
+    shape = trees.best_first_tree(suite.TREE_ACCEPTANCE, 10)
+    result = engine_config.export(engine, [4] * 16, [], 16, tree=shape, draft_path="models/draft", version=version.name)
+    assert result.exported.config is not None
+    config = result.exported.config.get("speculative_config", result.exported.config)
+    assert config[module.TREE.key] == module.TREE.write(engine_config.tree_paths(shape))
+    runs = module.read_config(result.exported, version, 16)
+    assert len(set(runs)) == 1 and runs[0] > 0  # a static tree: one shape at every batch
+
+
+@requires(Requirements.takes_trees, ~Requirements.static_tree)
+def test_a_version_that_dropped_static_trees_writes_none_and_says_so(engine: str, version: EngineVersion) -> None:
+    module = engines.adapter(engine)
+    assert module.TREE is not None
+    shape = trees.best_first_tree(suite.TREE_ACCEPTANCE, 10)
+    result = engine_config.export(engine, [4] * 16, [], 16, tree=shape, draft_path="models/draft", version=version.name)
+    config = (result.exported.config or {}).get("speculative_config", result.exported.config or {})
+    assert module.TREE.key not in config
+    assert any("tree" in note for note in result.exported.notes)
+
+
+def test_a_registered_engine_without_the_engines_own_word_fails_the_suite(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.service.test_fifth_engine import TOYSERVE
+
+    assert suite.uncovered() == []
+    monkeypatch.setitem(engines.ADAPTERS, "toyserve", TOYSERVE)
+    assert suite.uncovered() == [("toyserve", "2026-12")]
+    with pytest.raises(AssertionError):
+        test_every_registered_version_has_the_engines_own_word()
+
+
+def test_a_version_added_to_a_registered_engine_without_an_oracle_fails_the_suite(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    vllm = engines.adapter("vllm")
+    newer = EngineVersion("2099-01", "2099-01", "a stand-in", vllm.VERSIONS[-1].sources)
+    monkeypatch.setattr(vllm, "VERSIONS", (*vllm.VERSIONS, newer))
+    assert suite.uncovered() == [("vllm", "2099-01")]
+    with pytest.raises(AssertionError):
+        test_every_registered_version_has_the_engines_own_word()
