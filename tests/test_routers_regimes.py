@@ -411,3 +411,15 @@ def test_the_defaults_stop_paying_near_the_published_eagle_sweep_on_one_h100(cli
     assert body["crossover_batch"] is not None and 12 <= body["crossover_batch"] <= 48
     plain = client.get(REGIMES + "/speedup-vs-batch", params={**params, "p": low, **PLAIN_ROOFLINE}).json()
     assert plain["crossover_batch"] is None or plain["crossover_batch"] > 4 * 24
+
+
+def test_hardware_nobody_has_measured_gets_the_same_terms_and_is_told_so(client: TestClient) -> None:
+    measured = {point.accelerator for point in published.load() if point.priced}
+    unmeasured = next(key for key in ACCELERATORS if key not in measured)
+    h100 = client.get(REGIMES + "/speedup-vs-batch", params={"hw": "h100-sxm"}).json()
+    other = client.get(REGIMES + "/speedup-vs-batch", params={"hw": unmeasured}).json()
+    assert "h100-sxm" in measured and "measured on" in h100["accuracy"]["summary"]
+    name = ACCELERATORS[unmeasured].name
+    assert f"nothing published on {name}: the same terms apply" in other["accuracy"]["summary"]
+    assert other["accuracy"]["source"] == "defaults"
+    assert other["setup"]["bandwidth_efficiency"] == h100["setup"]["bandwidth_efficiency"]
