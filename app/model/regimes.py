@@ -19,6 +19,11 @@ context 0, where the formula is exactly ``2 * active_params * B * n``).
 Bandwidth and compute are the vendor peaks times ``devices`` times an
 efficiency factor.  Functions taking ``batch`` and ``tokens`` accept arrays
 and broadcast them.
+
+By default the efficiencies, the overheads (per pass, per draft step, per
+cycle and per sequence of a cycle) and the all-reduce latency are those
+fitted to published measurements (``limits.FITTED_TERMS``);
+``plain_roofline`` prices a setup without them.
 """
 
 from __future__ import annotations
