@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from app.cli_arguments import bounded as _bounded
 from app.model import limits
@@ -25,23 +26,26 @@ DEFAULT_TIMEOUT_S = 600.0
 MAX_REQUESTS = 100_000
 MAX_SWEEP_K = 64
 MAX_SWEEP_BATCH = 256
+Measured = TypeVar("Measured")
+Measured_co = TypeVar("Measured_co", covariant=True)
 EXIT_INCOMPLETE = 1  # a batch sweep that stopped before every cell: what it measured is still written
 
 
-def _k_list(text: str) -> list[int]:
-    parse = _bounded(int, 0, MAX_SWEEP_K)
-    values = [int(parse(item.strip())) for item in text.split(",") if item.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("give at least one k, e.g. 0,1,2,4,8")
-    return sorted(set(values))
+def _int_list(low: int, high: int, example: str) -> Callable[[str], list[int]]:
+    """Parses a comma-separated list of integers from ``low`` to ``high``, sorted and each once."""
+    parse = _bounded(int, low, high)
+
+    def parsed(text: str) -> list[int]:
+        values = [int(parse(item.strip())) for item in text.split(",") if item.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"give at least one {example}")
+        return sorted(set(values))
+
+    return parsed
 
 
-def _batch_list(text: str) -> list[int]:
-    parse = _bounded(int, 1, MAX_SWEEP_BATCH)
-    values = [int(parse(item.strip())) for item in text.split(",") if item.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("give at least one batch size, e.g. 1,2,4,8,16")
-    return sorted(set(values))
+_k_list = _int_list(0, MAX_SWEEP_K, "k, e.g. 0,1,2,4,8")
+_batch_list = _int_list(1, MAX_SWEEP_BATCH, "batch size, e.g. 1,2,4,8,16")
 
 
 def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -128,6 +132,46 @@ def _fail(message: str) -> int:
     return 2
 
 
+class _Measures(Protocol[Measured_co]):
+    def run(self) -> Measured_co: ...
+
+
+def _swept(
+    arguments: argparse.Namespace, sweep: Callable[..., _Measures[Measured]], **particular: Any
+) -> tuple[list[str], Measured]:
+    """The prompts read and what the sweep measured, over the servers, workload and bounds the arguments give."""
+    import httpx
+
+    from app.service.clients.measure import BUILTIN_PROMPTS, read_prompts, stderr_progress
+
+    prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
+    with httpx.Client() as client:
+        measured = sweep(
+            client,
+            arguments.urls,
+            prompts,
+            n_predict=arguments.n_predict,
+            repeats=arguments.repeats,
+            max_requests=arguments.max_requests,
+            timeout=arguments.timeout,
+            expected_k=arguments.k,
+            progress=None if arguments.no_progress else stderr_progress(),
+            **particular,
+        ).run()
+    return prompts, measured
+
+
+def _reason(error: Exception) -> str:
+    """What a failed sweep says: the HTTP error, the file and why it failed, or the measurement's own message."""
+    import httpx
+
+    if isinstance(error, httpx.HTTPError):
+        return f"HTTP: {error}"
+    if isinstance(error, OSError):
+        return f"{error.filename}: {error.strerror}"
+    return str(error)
+
+
 def run_measure(arguments: argparse.Namespace) -> int:
     try:
         import httpx
@@ -135,25 +179,12 @@ def run_measure(arguments: argparse.Namespace) -> int:
         return _fail("this command needs httpx: pip install httpx")
 
     from app.model.measure import MeasureError, analyze, metrics_delta, step_times_csv
-    from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Sweep, read_prompts, stderr_progress
+    from app.service.clients.measure import MeasureClientError, Sweep
 
     if arguments.batch:
         return run_measure_batches(arguments)
     try:
-        prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
-        with httpx.Client() as client:
-            run = Sweep(
-                client,
-                arguments.urls,
-                prompts,
-                arguments.n_predict,
-                arguments.repeats,
-                arguments.max_requests,
-                arguments.timeout,
-                logs=arguments.server_log,
-                expected_k=arguments.k,
-                progress=None if arguments.no_progress else stderr_progress(),
-            ).run()
+        prompts, run = _swept(arguments, Sweep, logs=arguments.server_log)
         notes = list(run.notes)
         kinds = {server.kind for server in run.servers if server.speculative}
         timed = any(sample.draft_ms is not None for sample in run.samples)
@@ -175,12 +206,8 @@ def run_measure(arguments: argparse.Namespace) -> int:
             Path(arguments.write_calibration).write_text(metrics_delta(chosen), encoding="utf-8")
         if arguments.write_step_fit:
             Path(arguments.write_step_fit).write_text(step_times_csv(analysis), encoding="utf-8")
-    except (MeasureClientError, MeasureError) as error:
-        return _fail(str(error))
-    except httpx.HTTPError as error:
-        return _fail(f"HTTP: {error}")
-    except OSError as error:
-        return _fail(f"{error.filename}: {error.strerror}")
+    except (MeasureClientError, MeasureError, httpx.HTTPError, OSError) as error:
+        return _fail(_reason(error))
     report: dict[str, Any] = {
         "servers": [
             {
@@ -255,21 +282,23 @@ def render_text(report: dict[str, Any]) -> str:
 def _pooled(samples: list[Any], k: int) -> Any:
     """One k's counters summed over every batch and round it drafted in (for --write-calibration)."""
     from app.model.measure import Sample
+    from app.service.clients.measure import Counters
 
     mine = [sample for sample in samples if sample.k == k and sample.drafts > 0]
-    width = max((len(sample.accepted_per_position) for sample in mine), default=0)
+    counters = Counters()
+    for sample in mine:
+        counters = counters.plus(
+            Counters(sample.drafts, sample.draft_tokens, sample.accepted, sample.accepted_per_position)
+        )
     return Sample(
         k=k,
         requests=sum(sample.requests for sample in mine),
         generated=sum(sample.generated for sample in mine),
         decode_ms=sum(sample.decode_ms for sample in mine),
-        drafts=sum(sample.drafts for sample in mine),
-        draft_tokens=sum(sample.draft_tokens for sample in mine),
-        accepted=sum(sample.accepted for sample in mine),
-        accepted_per_position=tuple(
-            sum(sample.accepted_per_position[i] for sample in mine if i < len(sample.accepted_per_position))
-            for i in range(width)
-        ),
+        drafts=counters.drafts,
+        draft_tokens=counters.draft_tokens,
+        accepted=counters.accepted,
+        accepted_per_position=counters.per_position,
     )
 
 
@@ -278,35 +307,12 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
 
     from app.model.measure import MeasureError, metrics_delta
     from app.model.measure_batches import analyze_batches, batch_step_times_csv
-    from app.service.clients.measure import (
-        BUILTIN_PROMPTS,
-        MeasureClientError,
-        SweepOverBatches,
-        read_prompts,
-        stderr_progress,
-    )
+    from app.service.clients.measure import MeasureClientError, SweepOverBatches
 
     try:
-        prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
-        with httpx.Client() as client:
-            run = SweepOverBatches(
-                client,
-                arguments.urls,
-                prompts,
-                arguments.batch,
-                arguments.n_predict,
-                arguments.repeats,
-                arguments.max_requests,
-                arguments.timeout,
-                expected_k=arguments.k,
-                progress=None if arguments.no_progress else stderr_progress(),
-            ).run()
-    except MeasureClientError as error:
-        return _fail(str(error))
-    except httpx.HTTPError as error:
-        return _fail(f"HTTP: {error}")
-    except OSError as error:
-        return _fail(f"{error.filename}: {error.strerror}")
+        prompts, run = _swept(arguments, SweepOverBatches, batches=arguments.batch)
+    except (MeasureClientError, httpx.HTTPError, OSError) as error:
+        return _fail(_reason(error))
     notes = list(run.notes)
     if arguments.server_log:
         notes.append("--server-log not used with --batch: the draft time is inside each cell's step time")
@@ -341,7 +347,7 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     except MeasureError as error:
         failure = f"{failure}; {error}" if failure else str(error)
     except OSError as error:
-        return _fail(f"{error.filename}: {error.strerror}")
+        return _fail(_reason(error))
     report["notes"] = notes
     if arguments.format == "json":
         sys.stdout.write(json.dumps(report, indent=2) + "\n")

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+START_SECONDS = 90  # a busy shared machine can take this long to import the app
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -44,7 +45,7 @@ def start_server(port: int, extra_env: dict[str, str] | None = None, workers: in
     if workers > 1:
         command += ["--workers", str(workers)]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
             message = process.stderr.read().decode() if process.stderr else ""
@@ -55,7 +56,7 @@ def start_server(port: int, extra_env: dict[str, str] | None = None, workers: in
         except httpx.HTTPError:
             time.sleep(0.1)
     process.kill()
-    raise RuntimeError("uvicorn did not answer /healthz within 30 s")
+    raise RuntimeError(f"uvicorn did not answer /healthz within {START_SECONDS} s")
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:

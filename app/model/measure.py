@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -254,50 +254,43 @@ def analyze(samples: list[Sample], draft_cost: float | None = None, draft_cost_s
     for k, sample in by_k.items():
         ms_per_token = sample.decode_ms / sample.tokens
         measured = t / ms_per_token
-        if k not in lengths:  # plain decoding, or a k at which nothing was drafted
-            baseline = 1.0 if k == 0 else None
-            results.append(
-                KResult(
-                    k=k,
-                    requests=sample.requests,
-                    tokens=sample.tokens,
-                    ms_per_token=ms_per_token,
-                    measured_speedup=measured,
-                    drafts=0,
-                    draft_tokens=sample.draft_tokens,
-                    accepted=0,
-                    profile=(),
-                    tokens_per_verification=None,
-                    mean_draft_length=None,
-                    plain_steps=sample.tokens,
-                    draft_share=None if k == 0 else 0.0,
-                    cycle_cost=None,
-                    c=None,
-                    v=None,
-                    v_model=None,
-                    predicted_speedup=baseline,
-                    predicted_speedup_mixed=baseline,
-                    predicted_speedup_holdout=baseline,
-                )
-            )
+        baseline = 1.0 if k == 0 else None
+        result = KResult(  # plain decoding, or a k at which nothing was drafted
+            k=k,
+            requests=sample.requests,
+            tokens=sample.tokens,
+            ms_per_token=ms_per_token,
+            measured_speedup=measured,
+            drafts=0,
+            draft_tokens=sample.draft_tokens,
+            accepted=0,
+            profile=(),
+            tokens_per_verification=None,
+            mean_draft_length=None,
+            plain_steps=sample.tokens,
+            draft_share=None if k == 0 else 0.0,
+            cycle_cost=None,
+            c=None,
+            v=None,
+            v_model=None,
+            predicted_speedup=baseline,
+            predicted_speedup_mixed=baseline,
+            predicted_speedup_holdout=baseline,
+        )
+        if k not in lengths:
+            results.append(result)
             continue
         expected = 1.0 + sample.accepted / sample.drafts
         steps = plain_steps[k]
         modelled = predicted_cycle(k, line)
         holdout = predicted_cycle(k, fit(k))
-        c = c_at(sample)
         v_model = None
         if line is not None and c_pooled is not None:
             v_model = line[0] + line[1] * lengths[k]
         results.append(
-            KResult(
-                k=k,
-                requests=sample.requests,
-                tokens=sample.tokens,
-                ms_per_token=ms_per_token,
-                measured_speedup=measured,
+            replace(
+                result,
                 drafts=sample.drafts,
-                draft_tokens=sample.draft_tokens,
                 accepted=sample.accepted,
                 profile=tuple(count / sample.drafts for count in sample.accepted_per_position),
                 tokens_per_verification=expected,
@@ -305,7 +298,7 @@ def analyze(samples: list[Sample], draft_cost: float | None = None, draft_cost_s
                 plain_steps=steps,
                 draft_share=sample.drafts / (sample.drafts + steps) if sample.drafts + steps > 0 else None,
                 cycle_cost=cycles[k],
-                c=c,
+                c=c_at(sample),
                 v=measured_v.get(k),
                 v_model=v_model,
                 predicted_speedup=expected / modelled if modelled and modelled > 0 else None,

@@ -69,43 +69,26 @@ def cost_regime(name: RegimeName | str, c: float, beta: float = limits.DEFAULT_B
 def calibration_out(result: calibration.Calibration, regime: CostRegime, source: str | None = None) -> CalibrationOut:
     counters = result.counters
     departure = result.departure
-    return CalibrationOut(
+    search_max = result.predictions[-1].k
+    return filled(
+        CalibrationOut,
+        result,
         source=source or result.source,
-        k=result.k,
-        acceptance=result.acceptance,
-        estimator=result.estimator,
-        draft_acceptance_rate=result.draft_acceptance_rate,
-        mean_acceptance_length=result.mean_acceptance_length,
-        acceptance_from_mean_length=result.acceptance_from_mean_length,
-        acceptance_from_draft_rate=result.acceptance_from_draft_rate,
         regime=regime.out(),
-        predictions=[
-            KPredictionOut(
-                k=row.k, expected_tokens=row.expected_tokens, cost_per_cycle=row.cost_per_cycle, speedup=row.speedup
-            )
-            for row in result.predictions
-        ],
-        best_k=result.best_k,
-        best_speedup=result.best_speedup,
-        k_search_max=result.predictions[-1].k,
-        limit_reached=closed_form.limit_reached(result.best_k, result.predictions[-1].k),
+        predictions=[filled(KPredictionOut, row) for row in result.predictions],
+        k_search_max=search_max,
+        limit_reached=closed_form.limit_reached(result.best_k, search_max),
         speculate=result.best_k > 0,
-        speedup_at_k=result.speedup_at_k,
         positions=[filled(PositionOut, row) for row in result.positions],
         departure=None if departure is None else filled(DepartureOut, departure),
         counters=None
         if counters is None
-        else CountersOut(
+        else filled(
+            CountersOut,
+            counters,
             schema_version=counters.schema,
-            drafts=counters.drafts,
-            draft_tokens=counters.draft_tokens,
-            accepted_tokens=counters.accepted_tokens,
             accepted_per_position=list(counters.accepted_per_position),
-            emitted_tokens=counters.emitted_tokens,
-            model_name=counters.model_name,
-            series=counters.series,
         ),
-        notes=result.notes,
     )
 
 
@@ -142,19 +125,14 @@ def trees_out(acceptance: Sequence[float], budget: int, regime: CostRegime, widt
         depths=list(shape.depths),
         reach=list(shape.reach),
     )
-    return TreesOut(
+    return filled(
+        TreesOut,
+        comparison,
         acceptance=list(comparison.acceptance),
         budget=budget,
         regime=regime.out(),
-        chain_bound=comparison.chain_bound,
-        binary_tree_bound=comparison.binary_tree_bound,
-        full_bound=comparison.full_bound,
         families=[filled(TreeFamilyOut, family) for family in comparison.families],
         most_tokens_values=comparison.optimal_values,
-        optimal_values=comparison.optimal_values,
-        best_family=comparison.best_family,
-        best_budget=comparison.best_budget,
-        best_speedup=comparison.best_speedup,
         best_speedup_shape=shape_out,
         optimal_shape=shape_out,
         verification_assumption=tree_verification_assumption(regime),

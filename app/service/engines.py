@@ -7,6 +7,7 @@ import json
 from app.model import engine_metrics, engines
 from app.service.decision import CostRegime, calibration_out
 from app.service.schemas.engines import ClassCalibrationOut, EngineCalibrationOut
+from app.service.schemas.fill import filled
 
 
 def _class_out(item: engine_metrics.EngineCalibration, regime: CostRegime) -> ClassCalibrationOut:
@@ -90,7 +91,9 @@ def calibrate_report(
     elif len(outs) > 1:
         notes.append(f"classes differ in k: the top-level p is the class {top.label!r} with the most verifications")
     sources = engines.version(engine, read_as).cite() if read_as in {v.name for v in engines.versions(engine)} else []
-    return EngineCalibrationOut(
+    return filled(
+        EngineCalibrationOut,
+        top,
         engine=engine,
         engine_version=read_as,
         format_versions=list(known),
@@ -98,17 +101,6 @@ def calibrate_report(
         format=format_name,
         format_description=engine_metrics.FORMATS[format_name],
         label_name=label,
-        label=top.label,
-        p=top.p,
-        p_low=top.p_low,
-        p_high=top.p_high,
-        interval_level=top.interval_level,
-        interval_method=top.interval_method,
-        k=top.k,
-        k_source=top.k_source,
-        cycles=top.cycles,
-        batch=top.batch,
-        calibration=top.calibration,
         classes=outs,
         notes=version_notes + notes + top.notes,
     )

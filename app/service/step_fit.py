@@ -8,6 +8,7 @@ from app.model.step_cost import TERM_LABELS
 from app.model.step_fit import StepFitError
 from app.service.regimes import BuiltSetup, schedule_out
 from app.service.schemas.engines import StepCostOut, StepFitOut, StepPointOut
+from app.service.schemas.fill import filled
 
 MAX_BYTES = 1_000_000
 
@@ -41,15 +42,11 @@ def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batc
         notes += [f"{TERM_LABELS[name]} kept at 0: {why}" for name, why in terms.kept.items()]
     if fit.at_bounds:
         notes.append(f"{', '.join(fit.at_bounds)} at a bound of its range: the data do not pin it down")
-    return StepFitOut(
+    return filled(
+        StepFitOut,
+        fit,
         format=format_name,
         rows=len(rows),
-        bandwidth_efficiency=fit.bandwidth_efficiency,
-        compute_efficiency=fit.compute_efficiency,
-        overhead_us=fit.overhead_us,
-        rms_relative_error=fit.rms_relative_error,
-        max_relative_error=fit.max_relative_error,
-        at_bounds=fit.at_bounds,
         points=[
             StepPointOut(
                 batch=row.batch,
@@ -61,19 +58,7 @@ def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batc
             for row, value in zip(rows, fit.fitted_ms, strict=True)
         ],
         step_cost=(
-            StepCostOut(
-                model=STEP_COST_MODEL,
-                fixed_ms=terms.fixed_ms,
-                multi_token_ms=terms.multi_token_ms,
-                per_sequence_ms=terms.per_sequence_ms,
-                per_extra_token_ms=terms.per_extra_token_ms,
-                per_draft_step_ms=terms.per_draft_step_ms,
-                fitted=list(terms.fitted),
-                kept=terms.kept,
-                rms_relative_error=terms.rms_relative_error,
-            )
-            if terms is not None
-            else None
+            filled(StepCostOut, terms, model=STEP_COST_MODEL, fitted=list(terms.fitted)) if terms is not None else None
         ),
         schedule=schedule_out(p, k_max, batch_max, fitted) if p is not None else None,
         notes=notes,

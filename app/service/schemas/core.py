@@ -5,9 +5,20 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
-class ExpectedTokens(BaseModel):
+class _AtAcceptanceAndK(BaseModel):
+    """The acceptance p and draft length k an answer is for, echoed first."""
+
     p: float
     k: int
+
+
+class _AtAcceptanceKAndCost(_AtAcceptanceAndK):
+    """The same with the draft cost c."""
+
+    c: float
+
+
+class ExpectedTokens(_AtAcceptanceAndK):
     expected_tokens: float = Field(description="E[T] = (1 - p^(k+1)) / (1 - p): tokens per cycle.")
     accepted_distribution: list[float] = Field(description="P(A = j) for j = 0..k accepted drafts.")
 
@@ -18,10 +29,7 @@ class Cost(BaseModel):
     cost_per_cycle: float = Field(description="k*c + 1 target passes per cycle (free verification).")
 
 
-class Speedup(BaseModel):
-    p: float
-    k: int
-    c: float
+class Speedup(_AtAcceptanceKAndCost):
     expected_tokens: float
     cost_per_cycle: float
     speedup: float = Field(description="expected_tokens / cost_per_cycle; 1 means no gain.")
@@ -44,10 +52,7 @@ class OptimalK(BaseModel):
     limit_reached: bool = Field(description=LIMIT_REACHED_DESCRIPTION)
 
 
-class BreakEven(BaseModel):
-    p: float
-    k: int
-    c: float
+class BreakEven(_AtAcceptanceKAndCost):
     break_even_acceptance: float | None = Field(
         description="Acceptance p* where speedup(p*, k, c) = 1; null when even p = 1 does not pay."
     )
@@ -59,16 +64,12 @@ class BreakEven(BaseModel):
     )
 
 
-class ServingMetrics(BaseModel):
-    p: float
-    k: int
+class ServingMetrics(_AtAcceptanceAndK):
     draft_acceptance_rate: float = Field(description="Accepted / drafted: (p - p^(k+1)) / ((1 - p) k).")
     mean_acceptance_length: float = Field(description="Tokens per verification step; equals expected_tokens.")
 
 
-class Operations(BaseModel):
-    p: float
-    k: int
+class Operations(_AtAcceptanceAndK):
     c_ops: float
     operations_increase: float = Field(
         description="Factor by which arithmetic grows: (1-p)(k c_ops + k + 1) / (1 - p^(k+1)) (Leviathan Thm 3.11)."
@@ -84,10 +85,7 @@ class CurvePoint(BaseModel):
     cost_per_cycle: float
 
 
-class Curve(BaseModel):
-    p: float
-    k: int
-    c: float
+class Curve(_AtAcceptanceKAndCost):
     k_max: int = Field(description="The chart's x axis: points run over k = 0..k_max (at least k).")
     band: float
     c_ops: float = Field(description="Arithmetic of a draft step relative to a target step, for operations_increase.")
@@ -128,12 +126,9 @@ class RunCycle(BaseModel):
     total_passes: float
 
 
-class _SeededRun(BaseModel):
+class _SeededRun(_AtAcceptanceKAndCost):
     """The inputs a seeded Monte Carlo answer echoes first."""
 
-    p: float
-    k: int
-    c: float
     seed: int
     rho: float = Field(default=0.0, description="Lag-1 correlation of acceptances; 0 is i.i.d.")
 

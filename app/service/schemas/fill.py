@@ -7,7 +7,7 @@ from pydantic import BaseModel
 M = TypeVar("M", bound=BaseModel)
 
 
-def filled(model: type[M], *sources: object, **given: Any) -> M:
+def filled(model: type[M], /, *sources: object, **given: Any) -> M:
     """``model`` with the fields in ``given`` as passed and every other field read by name from ``sources``.
 
     The first source that has the attribute gives it; a field no source has is left to the model's default.

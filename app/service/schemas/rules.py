@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from app.model import engines, rules
+from app.service.schemas.fill import filled
 
 
 class AlertOut(BaseModel):
@@ -60,16 +61,12 @@ def rules_out(made: rules.RulesFile) -> RulesOut:
         )
         if name
     ]
-    return RulesOut(
-        engine=made.engine,
+    return filled(
+        RulesOut,
+        made,
         engine_version=made.version.name,
         engine_versions=[version.name for version in engines.versions(made.engine)],
         sources=made.version.cite(),
-        label=made.label,
-        window=made.window,
-        hold=made.hold,
-        p=made.p,
-        p_low=made.p_low,
         batch_limit=made.decision.batch_limit,
         schedule_k_by_batch=made.decision.best_k,
         engine_k_by_batch=list(made.engine_k),
