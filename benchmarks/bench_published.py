@@ -4,8 +4,9 @@ The points the cost model can price (a preset accelerator and target, an EAGLE, 
 n-gram lookup, k and the batch named, lossless) are split within each sweep: every other point by batch
 fits the terms of app.model.published.SpecCosts, the rest are held out.  A sweep whose source gives no
 acceptance length takes the one that makes its smallest batch come out right (that point is then used for
-nothing else).  ``before`` is the product's roofline as it ships (its efficiencies and one overhead per
-pass, no cycle or all-reduce terms); ``after`` the same points with the fitted terms.
+nothing else).  ``before`` is the plain roofline (fixed efficiencies and one overhead per pass, no cycle or
+all-reduce terms: the defaults before the fit); ``after`` the same points with the terms fitted here, which are
+the product's defaults (``app/model/data/published_fit.json``; the run says whether they still agree).
 
 RATIO published_<id>_<before|after> predicted measured ratio, for each held-out point; then the median and
 worst error of each, and per sweep the crossover batch measured and predicted.
@@ -24,10 +25,18 @@ def main() -> None:
     points = published.load()
     priced = [point for point in points if point.priced]
     train = published.split(points)
-    before = published.SpecCosts()
+    before = published.PLAIN_ROOFLINE
     after = published.fitted(points, published.FIT_START, train, published.FREE_TERMS)
     print(f"{len(points)} published points, {len(priced)} priced, {len(train)} fit the terms")
     print("fitted terms: " + ", ".join(f"{name} {value:.4g}" for name, value in asdict(after).items()))
+    shipped = published.SpecCosts()
+    agree = all(
+        abs(getattr(after, name) - getattr(shipped, name)) <= 0.005 * max(abs(getattr(shipped, name)), 1.0)
+        for name in published.FREE_TERMS
+    )
+    print(
+        "the shipped defaults " + ("are these terms" if agree else f"differ: {shipped}; run scripts/fit_published.py")
+    )
     predictions = {}
     for label, costs in (("before", before), ("after", after)):
         predictions[label] = [item for item in published.predict_all(points, costs, train) if not item.train]

@@ -121,14 +121,32 @@ def test_the_fitted_terms_move_the_crossover_towards_the_published_one() -> None
     import dataclasses
 
     group = published.sweeps([point for point in POINTS if point.priced])["eagle3_paper_tab3_sglang_h100_eagle"]
-    shipped = published.SpecCosts()
-    fitted = dataclasses.replace(shipped, **published.published_fit()["terms"])
+    plain = published.PLAIN_ROOFLINE
+    fitted = dataclasses.replace(plain, **published.published_fit()["terms"])
+    assert fitted == published.SpecCosts(), "the shipped defaults are the fitted terms"
     crossings = {}
-    for name, costs in (("shipped", shipped), ("fitted", fitted)):
+    for name, costs in (("plain", plain), ("fitted", fitted)):
         length, _where, _used = published.acceptance_for(group, costs)
         crossings[name] = published.crossover(group, costs, length)
-    measured = crossings["shipped"][0]
+    measured = crossings["plain"][0]
     assert measured == 24
-    assert crossings["shipped"][1] > 8 * measured  # an order of magnitude late
+    assert crossings["plain"][1] > 8 * measured  # the plain roofline: an order of magnitude late
     fitted_crossover = crossings["fitted"][1]
     assert fitted_crossover is not None and measured / 2 <= fitted_crossover <= 2 * measured
+
+
+def test_the_defaults_accuracy_is_the_fits_held_out_error() -> None:
+    """Every answer from the defaults quotes their error on the published points their fit never saw."""
+    accuracy = published.shipped_accuracy()
+    held = published.published_fit()["held_out"]
+    assert accuracy.points == held["points"]
+    assert accuracy.median_error == pytest.approx(held["median_error"], abs=1e-6)
+    assert accuracy.worst_error == pytest.approx(held["worst_error"], abs=1e-6)
+    assert accuracy.sentence == (
+        f"defaults: fitted to published measurements, median error {held['median_error']:.0%} / worst "
+        f"{held['worst_error']:.0%} on {held['points']} held-out published points"
+    )
+    assert accuracy.crossover_measured == 24
+    predicted = accuracy.crossover_predicted
+    assert predicted is not None and 12 <= predicted <= 48  # the EAGLE / SGLang / H100 sweep, within a factor of 2
+    assert set(accuracy.measured_hardware) == {point.accelerator for point in POINTS if point.priced}

@@ -1,5 +1,6 @@
 import dataclasses
 import itertools
+import json
 import math
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.model import closed_form
+from app.model import closed_form, published
 from app.model.presets import ACCELERATORS, MODELS
 from app.model.regimes import (
     MAX_SIMULATED_ROUTINGS,
@@ -28,6 +29,7 @@ from app.model.regimes import (
     memory_capacity_gb,
     memory_needed_gb,
     operations_ratio,
+    plain_roofline,
     roofline_draft_cost,
     roofline_speedup,
     roofline_verification,
@@ -43,8 +45,11 @@ DENSE_TARGETS = ("dense-8b", "dense-70b", "dense-405b")
 ACCEPTANCES = (0.0, 0.3, 0.6, 0.8, 0.95, 1.0 - 1e-9, 1.0)
 
 
-def setup_for(accelerator: str, target: str, **changes: float) -> RooflineSetup:
-    setup = RooflineSetup(ACCELERATORS[accelerator], MODELS[target], MODELS["dense-1b"])
+def plain_setup_for(accelerator: str, target: str, **changes: float) -> RooflineSetup:
+    """The plain roofline (fixed efficiencies, one overhead per pass, no cycle or all-reduce time): the setup of
+    the roofline's own physics, which the fitted defaults' extra terms would blur (a cycle's time makes v > 1 at
+    batch one)."""
+    setup = plain_roofline(RooflineSetup(ACCELERATORS[accelerator], MODELS[target], MODELS["dense-1b"]))
     setup = dataclasses.replace(setup, devices=devices_to_fit(setup) or 1)
     return dataclasses.replace(setup, **changes)
 
@@ -82,7 +87,7 @@ def test_closed_form_takes_the_linear_regime() -> None:
 @pytest.mark.parametrize("accelerator", sorted(ACCELERATORS))
 @pytest.mark.parametrize("target", DENSE_TARGETS)
 def test_roofline_at_batch_one_reduces_to_closed_form(accelerator: str, target: str) -> None:
-    setup = setup_for(accelerator, target)
+    setup = plain_setup_for(accelerator, target)
     c = float(roofline_draft_cost(setup, 1))
     assert 0 < c < 1
     verify = roofline_verification(setup, 1)
@@ -105,7 +110,7 @@ def test_memory_bound_roofline_is_the_free_closed_form(
 ) -> None:
     accelerator = dataclasses.replace(ACCELERATORS["h100-sxm"], bandwidth_tb_s=bandwidth, bf16_tflops=1e9)
     setup = dataclasses.replace(
-        default_setup(), accelerator=accelerator, step_overhead_us=overhead, context_tokens=context
+        plain_roofline(default_setup()), accelerator=accelerator, step_overhead_us=overhead, context_tokens=context
     )
     c = float(roofline_draft_cost(setup, 1))
     assert float(verification_costs(setup, 1, k)) == 1.0
@@ -114,7 +119,7 @@ def test_memory_bound_roofline_is_the_free_closed_form(
 
 def test_moe_verification_is_not_free_at_batch_one() -> None:
     for target in ("mixtral-8x7b", "deepseek-v3"):
-        setup = setup_for("h100-sxm", target)
+        setup = plain_setup_for("h100-sxm", target)
         costs = verification_costs(setup, 1, np.arange(0, 9))
         assert costs[0] == 1.0
         assert np.all(np.diff(costs) > 0)
@@ -129,7 +134,7 @@ def test_moe_verification_is_not_free_at_batch_one() -> None:
 def test_compute_bound_limit_is_one_over_operations_increase(target: str, context: int) -> None:
     accelerator = dataclasses.replace(ACCELERATORS["h100-sxm"], bandwidth_tb_s=1e12)
     setup = dataclasses.replace(
-        setup_for("h100-sxm", target), accelerator=accelerator, step_overhead_us=0.0, context_tokens=context
+        plain_setup_for("h100-sxm", target), accelerator=accelerator, step_overhead_us=0.0, context_tokens=context
     )
     c_ops = operations_ratio(setup)
     for k in (1, 3, 8):
@@ -142,7 +147,7 @@ def test_compute_bound_limit_is_one_over_operations_increase(target: str, contex
 
 @pytest.mark.parametrize("target", DENSE_TARGETS)
 def test_speedup_tends_to_compute_bound_limit_as_batch_grows(target: str) -> None:
-    setup = dataclasses.replace(setup_for("b200", target), context_tokens=0)
+    setup = dataclasses.replace(plain_setup_for("b200", target), context_tokens=0)
     c_ops = operations_ratio(setup)
     p, k = 0.8, 4
     limit = 1 / closed_form.operations_increase(p, k, c_ops)
@@ -176,7 +181,7 @@ def test_crossover_definitions() -> None:
 @pytest.mark.parametrize("target", DENSE_TARGETS)
 @pytest.mark.parametrize("context", [0, 1024])
 def test_crossover_falls_with_k_and_rises_with_p(accelerator: str, target: str, context: int) -> None:
-    setup = setup_for(accelerator, target, context_tokens=context)
+    setup = plain_setup_for(accelerator, target, context_tokens=context)
     ps = (0.6, 0.7, 0.8, 0.9)
     grid = np.array(
         [[as_crossover(sweep_batches(p, k, setup, 1024, 8).crossover_batch) for k in range(1, 9)] for p in ps]
@@ -188,12 +193,46 @@ def test_crossover_falls_with_k_and_rises_with_p(accelerator: str, target: str, 
     assert (grid[1:, :] > grid[:-1, :]).any()
 
 
-def test_known_crossover_h100_8b_without_context() -> None:
-    setup = dataclasses.replace(default_setup(), context_tokens=0)
+def test_known_crossover_h100_8b_without_context_on_the_plain_roofline() -> None:
+    setup = dataclasses.replace(plain_roofline(default_setup()), context_tokens=0)
     sweep = sweep_batches(0.8, 4, setup, 1024, 8)
     assert sweep.crossover_batch is not None and 100 < sweep.crossover_batch < 200
     assert sweep.speedup[sweep.crossover_batch - 2] > 1.0 >= sweep.speedup[sweep.crossover_batch - 1]
     assert sweep.speedup[0] > 1.5
+
+
+def test_the_defaults_crossover_h100_8b_without_context_priced_by_hand() -> None:
+    """The shipped defaults are the terms fitted to published measurements: price their step times by hand from
+    the presets and the fit file (at context 0 a pass reads the weights once and does 2 FLOPs per parameter per
+    token) and find where speculation stops paying."""
+    terms = json.loads(published.FIT.read_text())["terms"]
+    hw, target, draft = ACCELERATORS["h100-sxm"], MODELS["dense-8b"], MODELS["dense-1b"]
+    bandwidth = hw.bandwidth_tb_s * 1e12 * terms["bandwidth_efficiency"]
+    flops = hw.bf16_tflops * 1e12 * terms["compute_efficiency"]
+
+    def step(params_b: float, tokens: int, overhead_us: float) -> float:
+        return max(params_b * 1e9 * 2 / bandwidth, 2 * params_b * 1e9 * tokens / flops) + overhead_us * 1e-6
+
+    p, k = 0.8, 4
+    tokens = sum(p**i for i in range(k + 1))
+
+    def by_hand(batch: int) -> float:
+        plain = step(target.total_params_b, batch, terms["overhead_us"])
+        cycle = (
+            k * step(draft.total_params_b, batch, terms["overhead_per_draft_step_us"])
+            + step(target.total_params_b, batch * (k + 1), terms["overhead_us"])
+            + (terms["cycle_overhead_us"] + terms["cycle_overhead_per_sequence_us"] * batch) * 1e-6
+        )
+        return tokens * plain / cycle
+
+    curve = [by_hand(batch) for batch in range(1, 1025)]
+    crossover = next(batch for batch in range(1, 1025) if max(curve[batch - 1 :]) <= 1.0)
+    sweep = sweep_batches(p, k, dataclasses.replace(default_setup(), context_tokens=0), 1024, 8)
+    assert sweep.crossover_batch == crossover
+    for batch in (1, 8, 32):
+        assert float(sweep.speedup[batch - 1]) == pytest.approx(curve[batch - 1], rel=1e-9)
+    plain = sweep_batches(p, k, dataclasses.replace(plain_roofline(default_setup()), context_tokens=0), 1024, 8)
+    assert plain.crossover_batch is not None and crossover < plain.crossover_batch
 
 
 # ---------------------------------------------------------------- mixture of experts
@@ -237,7 +276,7 @@ def test_expert_coverage_is_a_fraction_growing_with_tokens(experts: int, data: s
 
 
 def test_moe_step_reads_active_weights_for_one_token() -> None:
-    setup = dataclasses.replace(setup_for("h200", "mixtral-8x7b"), context_tokens=0)
+    setup = dataclasses.replace(plain_setup_for("h200", "mixtral-8x7b"), context_tokens=0)
     step = target_step(setup, 1, 1)
     assert float(step.bytes_read) == pytest.approx(12.9e9 * 2)
     saturated = target_step(setup, 1024, 1)
@@ -264,7 +303,8 @@ def test_speedup_grid_and_best_k_agree_with_closed_form() -> None:
 
 
 def test_schedule_covers_every_batch_and_switches_off() -> None:
-    setup = dataclasses.replace(default_setup(), context_tokens=0)
+    # the plain roofline: without a cycle's own time to spread, a longer draft never pays more at a larger batch
+    setup = dataclasses.replace(plain_roofline(default_setup()), context_tokens=0)
     schedule = best_k_schedule(0.8, setup, 8, 1024)
     assert schedule[0].batch_from == 1 and schedule[-1].batch_to == 1024
     for before, after in itertools.pairwise(schedule):
@@ -373,7 +413,7 @@ def test_setup_validation() -> None:
 def test_the_cycle_draft_and_all_reduce_terms_enter_each_cost_once() -> None:
     from app.model.regimes import draft_step, roofline_draft_cost, target_step
 
-    base = setup_for("h100-sxm", "dense-70b")
+    base = plain_setup_for("h100-sxm", "dense-70b")
     two = dataclasses.replace(base, devices=2)
     terms = dataclasses.replace(
         two,
@@ -403,7 +443,9 @@ def test_the_cycle_draft_and_all_reduce_terms_enter_each_cost_once() -> None:
 def test_the_draft_step_is_priced_with_the_pass_overhead_unless_given() -> None:
     from app.model.regimes import draft_step
 
-    base = dataclasses.replace(setup_for("h100-sxm", "dense-8b"), step_overhead_us=0.0)
+    base = dataclasses.replace(
+        plain_setup_for("h100-sxm", "dense-8b"), step_overhead_us=0.0, overhead_per_draft_step_us=None
+    )
     assert base.draft_step_overhead_us == 0.0
     assert float(draft_step(base, 1).overhead_s) == 0.0
     given = dataclasses.replace(base, overhead_per_draft_step_us=75.0)

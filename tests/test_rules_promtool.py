@@ -30,9 +30,9 @@ CHANGE_AT = 30  # the minute the scenario changes
 DRAFTS_PER_MINUTE = 600
 K = 4
 P_HIGH = 0.93  # mid-bin values: the best k read from the measured p is that of the bin's lower edge
-P_LOW = 0.12  # speculation at k = 4 stops paying; the best k there is 1
+P_LOW = 0.32  # speculation at k = 4 stops paying; the best k there is 1
 BATCH = 8
-BIG_BATCH = 600  # past the crossover of the setup below (speculation off from batch 336)
+BIG_BATCH = 600  # past the crossover of the setup below (speculation off from batch 147)
 INSTANCE = "replica-1:8000"
 
 

@@ -42,6 +42,10 @@ def test_the_endpoint_reports_the_fit_error_and_the_fitted_schedule(client: Test
     assert body["rows"] == 30 and 0.01 < body["rms_relative_error"] < 0.06
     assert body["bandwidth_efficiency"] == pytest.approx(0.55, rel=0.1)
     assert body["schedule"]["setup"]["bandwidth_efficiency"] == body["bandwidth_efficiency"]
+    # the measured steps carry every fixed time: none of the defaults' other terms is added on top
+    terms = ("cycle_overhead_us", "cycle_overhead_per_sequence_us", "allreduce_us")
+    assert [body["schedule"]["setup"][name] for name in terms] == [0.0, 0.0, 0.0]
+    assert body["schedule"]["setup"]["draft_step_overhead_us"] == body["overhead_us"]
     assert body["schedule"]["steps"] and len(body["points"]) == 30
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 # The seed demo's question (DESIGN.md section 1): its defaults are the API's defaults too.
 DEFAULT_P = 0.75
@@ -84,9 +86,25 @@ DEFAULT_DRAFT = "dense-1b"
 DEFAULT_WEIGHTS = "bf16"
 DEFAULT_KV_CACHE = "bf16"
 DEFAULT_CONTEXT = 1024
-DEFAULT_BANDWIDTH_EFFICIENCY = 0.8
-DEFAULT_COMPUTE_EFFICIENCY = 0.6
-DEFAULT_OVERHEAD_US = 50.0
+# The cost model's terms (efficiencies and overheads) are by default those fitted to half of the published
+# measurements (data/published_fit.json, written by scripts/fit_published.py), keyed by their API names, so that
+# a refit moves every default.  Hardware nobody has published a measurement of gets the same terms.
+PUBLISHED_FIT = Path(__file__).with_name("data") / "published_fit.json"
+FITTED_TERMS: dict[str, float] = json.loads(PUBLISHED_FIT.read_text(encoding="utf-8"))["terms"]
+DEFAULT_BANDWIDTH_EFFICIENCY = FITTED_TERMS["bandwidth_efficiency"]
+DEFAULT_COMPUTE_EFFICIENCY = FITTED_TERMS["compute_efficiency"]
+DEFAULT_OVERHEAD_US = FITTED_TERMS["overhead_us"]
+# The plain roofline: vendor peaks at fixed efficiencies, one overhead per pass (a draft's as a target's) and
+# nothing else.  The defaults before the fit, where the fit starts from, and the setup of what is said about the
+# roofline's own physics.
+PLAIN_ROOFLINE_TERMS: dict[str, float] = {
+    "bandwidth_efficiency": 0.8,
+    "compute_efficiency": 0.6,
+    "overhead_us": 50.0,
+    "cycle_overhead_us": 0.0,
+    "cycle_overhead_per_sequence_us": 0.0,
+    "allreduce_us": 0.0,
+}
 MAX_BATCH = 1024
 MAX_DEVICES = 64
 MAX_CONTEXT = 1_048_576
@@ -105,20 +123,19 @@ class CostTerm:
     description: str
 
 
-# Each is 0 or the per-pass overhead by default, so that the roofline prices as before until one is set or fitted
-# (benchmarks/bench_published.py fits them to published measurements).
+# Each defaults to its value fitted to published measurements (FITTED_TERMS).
 COST_TERMS: tuple[CostTerm, ...] = (
     CostTerm(
         "overhead_per_draft_step_us",
         "Overhead per draft step (µs)",
-        None,
+        FITTED_TERMS["overhead_per_draft_step_us"],
         MAX_OVERHEAD_US,
-        "Fixed time per draft step (its launches and sampling), microseconds; by default the overhead per pass",
+        "Fixed time per draft step (its launches and sampling), microseconds",
     ),
     CostTerm(
         "cycle_overhead_us",
         "Overhead per speculative cycle (µs)",
-        0.0,
+        FITTED_TERMS["cycle_overhead_us"],
         MAX_OVERHEAD_US,
         "Fixed time a speculative cycle adds beyond its passes (the draft's pass over accepted tokens, building "
         "the verification batch, rejection sampling), microseconds",
@@ -126,14 +143,14 @@ COST_TERMS: tuple[CostTerm, ...] = (
     CostTerm(
         "cycle_overhead_per_sequence_us",
         "Cycle overhead per sequence (µs)",
-        0.0,
+        FITTED_TERMS["cycle_overhead_per_sequence_us"],
         10_000.0,
         "The same per sequence of the batch, microseconds",
     ),
     CostTerm(
         "allreduce_us",
         "All-reduce latency (µs)",
-        0.0,
+        FITTED_TERMS["allreduce_us"],
         1_000.0,
         "Latency of one all-reduce over the devices, two per layer per pass when there is more than one, microseconds",
     ),

@@ -8,14 +8,17 @@ method whose cost follows from the target's shape or is nearly nothing, and it n
   :func:`app.model.presets.draft_head` (one layer, a fusion layer and an LM head), once per draft step;
 - ``ngram``: a lookup in the context, priced at zero.
 
-The speedup at batch B is the closed form over the roofline's step times with the terms of
-:class:`SpecCosts`:
+The speedup at batch B is the closed form over the product's roofline (:class:`RooflineSetup`) with the
+terms of :class:`SpecCosts`:
 
     S = L t(B, 1) / (k t_draft(B, w) + t(B, n) + cycle + cycle_per_sequence B)
 
 with L the mean acceptance length (tokens per verification), n the tokens each sequence verifies (k + 1 for
 a chain, the tree's draft tokens for a tree) and w the tokens each draft step proposes per sequence (the
 tree's top-k, 1 for a chain).  A step over several devices adds two all-reduces per layer.
+
+The terms fitted to half of the points (``data/published_fit.json``) are the product's defaults
+(:data:`app.model.limits.FITTED_TERMS`); :data:`PLAIN_ROOFLINE` is the roofline without them.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import numpy as np
 
 from app.model import limits
 from app.model.presets import ACCELERATORS, MODELS, draft_head
-from app.model.regimes import RooflineSetup, crossover_batch, model_step
+from app.model.regimes import RooflineSetup, crossover_batch, cycle_overhead_s, model_step, target_step
 
 DATA = Path(__file__).with_name("data") / "published_speedups.json"
 HEAD_METHODS = ("eagle", "eagle2", "eagle3", "mtp")
@@ -114,15 +117,17 @@ def sweeps(points: Sequence[PublishedPoint]) -> dict[str, list[PublishedPoint]]:
 
 @dataclass(frozen=True)
 class SpecCosts:
-    """What the roofline's passes leave out, each fitted or given (defaults: the product's roofline)."""
+    """What the roofline's passes leave out, each fitted or given (defaults: the product's, fitted to these points)."""
 
     bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     overhead_us: float = limits.DEFAULT_OVERHEAD_US  # per target pass
-    overhead_per_draft_step_us: float = limits.DEFAULT_OVERHEAD_US  # per draft step: launches and sampling
-    cycle_overhead_us: float = 0.0  # per speculative cycle: the draft's pass over accepted tokens, bookkeeping
-    cycle_overhead_per_sequence_us: float = 0.0  # the same, per sequence of the batch
-    allreduce_us: float = 0.0  # per all-reduce over the devices; two per layer per pass
+    # per draft step: launches and sampling
+    overhead_per_draft_step_us: float = limits.FITTED_TERMS["overhead_per_draft_step_us"]
+    # per speculative cycle: the draft's pass over accepted tokens, bookkeeping; then the same per sequence
+    cycle_overhead_us: float = limits.FITTED_TERMS["cycle_overhead_us"]
+    cycle_overhead_per_sequence_us: float = limits.FITTED_TERMS["cycle_overhead_per_sequence_us"]
+    allreduce_us: float = limits.FITTED_TERMS["allreduce_us"]  # per all-reduce over the devices; two per layer per pass
 
     def as_vector(self) -> list[float]:
         return [getattr(self, field.name) for field in fields(self)]
@@ -130,6 +135,12 @@ class SpecCosts:
     @classmethod
     def from_vector(cls, values: Sequence[float]) -> SpecCosts:
         return cls(**{field.name: float(value) for field, value in zip(fields(cls), values, strict=True)})
+
+
+# the roofline as it shipped before the fit: a draft step's overhead is a pass's
+PLAIN_ROOFLINE = SpecCosts(
+    **limits.PLAIN_ROOFLINE_TERMS, overhead_per_draft_step_us=limits.PLAIN_ROOFLINE_TERMS["overhead_us"]
+)
 
 
 def _setup(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
@@ -144,10 +155,15 @@ def _setup(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
         target,
         draft,
         devices=point.tensor_parallel or point.devices or 1,
+        target_bytes_per_param=WEIGHT_BYTES.get(point.weights or "bf16", 2.0),
         context_tokens=point.context or limits.DEFAULT_CONTEXT,
         bandwidth_efficiency=min(max(costs.bandwidth_efficiency, 1e-3), 1.0),
         compute_efficiency=min(max(costs.compute_efficiency, 1e-3), 1.0),
-        step_overhead_us=0.0,
+        step_overhead_us=costs.overhead_us,
+        overhead_per_draft_step_us=costs.overhead_per_draft_step_us,
+        cycle_overhead_us=costs.cycle_overhead_us,
+        cycle_overhead_per_sequence_us=costs.cycle_overhead_per_sequence_us,
+        allreduce_us=costs.allreduce_us,
     )
 
 
@@ -165,17 +181,13 @@ def predicted_speedup(
     if point.tree and point.topk:
         width = float(point.topk)
         verified = float(point.num_draft_tokens or k * point.topk + 1)
-    layers_target = setup.target.layers if setup.devices > 1 else 0
-    allreduce = 2.0 * costs.allreduce_us * 1e-6
-    per_pass = costs.overhead_us * 1e-6 + allreduce * layers_target
-    weight = WEIGHT_BYTES.get(point.weights or "bf16", 2.0)
-    plain = float(model_step(setup, setup.target, weight, at, 1.0).total_s) + per_pass
-    verify = float(model_step(setup, setup.target, weight, at, verified).total_s) + per_pass
+    plain = float(target_step(setup, at, 1.0).total_s)
+    verify = float(target_step(setup, at, verified).total_s)
     draft = 0.0
     if point.draft_method != "ngram":
-        draft = float(model_step(setup, setup.draft, 2.0, at, width).total_s) + costs.overhead_per_draft_step_us * 1e-6
-        draft += allreduce if setup.devices > 1 else 0.0
-    cycle = (costs.cycle_overhead_us + costs.cycle_overhead_per_sequence_us * at) * 1e-6
+        step = model_step(setup, setup.draft, setup.draft_bytes_per_param, at, width, setup.draft_step_overhead_us)
+        draft = float(step.total_s)
+    cycle = float(cycle_overhead_s(setup, at))
     return float(acceptance_length * plain / (k * draft + verify + cycle))
 
 
@@ -281,24 +293,35 @@ def fitted(points: Sequence[PublishedPoint], start: SpecCosts, train_ids: set[st
 
 @dataclass(frozen=True)
 class Accuracy:
-    """How far the shipped roofline's defaults are from the published points (none of which fitted them)."""
+    """How far the shipped defaults (the fitted terms) are from the published points none of which fitted them."""
 
-    points: int
-    setups: int
+    points: int  # held out
+    setups: int  # the sweeps they come from
     median_error: float | None
     worst_error: float | None
     crossover_sweep: str | None  # a published batch sweep that stops paying
     crossover_setup: str | None  # what it measured, in words
     crossover_measured: int | None
     crossover_predicted: int | None
+    measured_hardware: tuple[str, ...]  # accelerator presets with a priced published point
+
+    @property
+    def sentence(self) -> str:
+        """What every answer from the defaults says about them."""
+        return (
+            f"defaults: fitted to published measurements, median error {self.median_error or 0:.0%} / worst "
+            f"{self.worst_error or 0:.0%} on {self.points} held-out published points"
+        )
 
 
 @cache
 def shipped_accuracy() -> Accuracy:
-    """The defaults against every point they can price (each sweep's smallest batch calibrates its acceptance)."""
+    """The defaults against the points held out of their fit (each sweep's smallest batch calibrates its
+    acceptance where the source gives none)."""
     points = load()
     costs = SpecCosts()
-    predictions = predict_all(points, costs, set())
+    fitted_on = set(published_fit()["fitted_on"])
+    predictions = [item for item in predict_all(points, costs, fitted_on) if not item.train]
     median, worst = errors(predictions)
     crossing: tuple[str | None, int | None, int | None] = (None, None, None)
     described = None
@@ -321,11 +344,12 @@ def shipped_accuracy() -> Accuracy:
         crossover_setup=described,
         crossover_measured=crossing[1],
         crossover_predicted=crossing[2],
+        measured_hardware=tuple(sorted({point.accelerator or "" for point in points if point.priced})),
     )
 
 
 # The terms fitted on every other priced point of each sweep, as scripts/fit_published.py writes them
-FIT = DATA.with_name("published_fit.json")
+FIT = limits.PUBLISHED_FIT
 FREE_TERMS: tuple[str, ...] = (
     "bandwidth_efficiency",
     "compute_efficiency",
@@ -335,7 +359,8 @@ FREE_TERMS: tuple[str, ...] = (
     "cycle_overhead_per_sequence_us",
     "allreduce_us",
 )
-FIT_START = SpecCosts(cycle_overhead_us=100.0, cycle_overhead_per_sequence_us=10.0, allreduce_us=10.0)
+# The fit starts from the plain roofline (not from the defaults it writes, so that a refit gives the same terms)
+FIT_START = replace(PLAIN_ROOFLINE, cycle_overhead_us=100.0, cycle_overhead_per_sequence_us=10.0, allreduce_us=10.0)
 
 
 def fit_published() -> dict[str, Any]:

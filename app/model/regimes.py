@@ -19,12 +19,17 @@ context 0, where the formula is exactly ``2 * active_params * B * n``).
 Bandwidth and compute are the vendor peaks times ``devices`` times an
 efficiency factor.  Functions taking ``batch`` and ``tokens`` accept arrays
 and broadcast them.
+
+By default the efficiencies, the overheads (per pass, per draft step, per
+cycle and per sequence of a cycle) and the all-reduce latency are those
+fitted to published measurements (``limits.FITTED_TERMS``);
+``plain_roofline`` prices a setup without them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
@@ -107,14 +112,14 @@ class RooflineSetup:
     context_tokens: int = limits.DEFAULT_CONTEXT
     bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
-    # Launch, synchronisation and sampling per forward pass: an assumption, not a vendor figure.
+    # Launch, synchronisation and sampling per forward pass, fitted to published measurements (limits.FITTED_TERMS).
     step_overhead_us: float = limits.DEFAULT_OVERHEAD_US
     # What the passes leave out (limits.COST_TERMS): per draft step, per speculative cycle (fixed and per
-    # sequence), and per all-reduce across the devices.
-    overhead_per_draft_step_us: float | None = None  # None: step_overhead_us
-    cycle_overhead_us: float = 0.0
-    cycle_overhead_per_sequence_us: float = 0.0
-    allreduce_us: float = 0.0
+    # sequence), and per all-reduce across the devices; fitted like the rest.
+    overhead_per_draft_step_us: float | None = limits.FITTED_TERMS["overhead_per_draft_step_us"]  # None: as a pass
+    cycle_overhead_us: float = limits.FITTED_TERMS["cycle_overhead_us"]
+    cycle_overhead_per_sequence_us: float = limits.FITTED_TERMS["cycle_overhead_per_sequence_us"]
+    allreduce_us: float = limits.FITTED_TERMS["allreduce_us"]
 
     def __post_init__(self) -> None:
         if self.devices < 1:
@@ -148,8 +153,24 @@ class RooflineSetup:
 
 
 def default_setup() -> RooflineSetup:
-    """H100 SXM, dense 8B target, dense 1B draft, bf16 weights and cache, 1,024 tokens of context."""
+    """H100 SXM, dense 8B target, dense 1B draft, bf16 weights and cache, 1,024 tokens of context, the fitted terms."""
     return RooflineSetup(ACCELERATORS[limits.DEFAULT_HW], MODELS[limits.DEFAULT_MODEL], MODELS[limits.DEFAULT_DRAFT])
+
+
+def plain_roofline(setup: RooflineSetup) -> RooflineSetup:
+    """``setup`` priced by the plain roofline (limits.PLAIN_ROOFLINE_TERMS): fixed efficiencies, one overhead per
+    pass for target and draft alike (the draft's follows the pass's), no cycle or all-reduce time."""
+    terms = limits.PLAIN_ROOFLINE_TERMS
+    return replace(
+        setup,
+        bandwidth_efficiency=terms["bandwidth_efficiency"],
+        compute_efficiency=terms["compute_efficiency"],
+        step_overhead_us=terms["overhead_us"],
+        overhead_per_draft_step_us=None,
+        cycle_overhead_us=terms["cycle_overhead_us"],
+        cycle_overhead_per_sequence_us=terms["cycle_overhead_per_sequence_us"],
+        allreduce_us=terms["allreduce_us"],
+    )
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,11 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
         compute_efficiency=ec,
         step_overhead_us=overhead * 1e6,
         overhead_per_draft_step_us=None,  # the fit gives draft and target passes one overhead
+        # measured steps hold the cycle's own time and the all-reduces: the fitted overhead carries them, so the
+        # defaults' terms for them (fitted to published measurements) would count them twice
+        cycle_overhead_us=0.0,
+        cycle_overhead_per_sequence_us=0.0,
+        allreduce_us=0.0,
     )
     terms = named_terms.fit(
         [StepPoint(row.batch, row.tokens, row.ms) for row in rows], draft_model=any(row.draft_steps for row in rows)

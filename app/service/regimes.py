@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -340,7 +340,7 @@ def _batch_point(sweep: BatchSweep, index: int, capacity_gb: float) -> BatchPoin
 
 
 def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
-    """How good the roofline's numbers are here: the defaults' error on published points, or the terms given."""
+    """How good the roofline's numbers are: the defaults' error on held-out published points, or the terms given."""
     shipped = published.shipped_accuracy()
     defaults = (
         setup.bandwidth_efficiency == limits.DEFAULT_BANDWIDTH_EFFICIENCY
@@ -348,32 +348,28 @@ def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
         and setup.step_overhead_us == limits.DEFAULT_OVERHEAD_US
         and all(getattr(setup, term.name) == term.default for term in limits.COST_TERMS)
     )
-    record = (
-        f"held to {shipped.points} published measurements of {shipped.setups} setups, the defaults are off by "
-        f"{shipped.median_error or 0:.0%} at the median ({shipped.worst_error or 0:.0%} at worst)"
-    )
+    crossing = ""
     if shipped.crossover_measured is not None and shipped.crossover_predicted is not None:
-        record += (
-            f", and on the published sweep that stops paying ({shipped.crossover_setup}) they say batch "
+        crossing = (
+            f"; on the published sweep that stops paying ({shipped.crossover_setup}) they say batch "
             f"{shipped.crossover_predicted} where the engine stops at {shipped.crossover_measured}"
         )
-    fit = published.published_fit()
-    held = fit["held_out"]
-    fitted_record = (
-        f"terms fitted to half of the published points are off by {held['median_error']:.0%} at the median on the "
-        f"other half ({held['worst_error']:.0%} at worst, {held['points']} points)"
-    )
+    measured = [ACCELERATORS[key].name for key in shipped.measured_hardware]
+    if setup.accelerator.name in measured:
+        hardware = f"measured on {', '.join(measured)}"
+    else:
+        hardware = f"nothing published on {setup.accelerator.name}: the same terms apply"
     if defaults:
         summary = (
-            f"From the roofline's default efficiencies and overhead: {record}; {fitted_record}. Expect real "
-            "servers to stop paying at smaller batches: use the fitted terms, or fit them to yours with "
-            "measure --batch or step-fit."
+            f"{shipped.sentence} ({hardware}){crossing}. Fit them to your server with measure --batch or step-fit."
         )
     else:
         summary = (
-            "From the efficiencies and overhead given here (set, or fitted with step-fit, whose fit error is "
-            f"theirs); for comparison, {record}."
+            "From the efficiencies and overheads given here (set, or fitted with step-fit, whose fit error is "
+            f"theirs); for comparison, {shipped.sentence}."
         )
+    fit = published.published_fit()
+    held = fit["held_out"]
     return AccuracyOut(
         source="defaults" if defaults else "given",
         summary=summary,
@@ -673,10 +669,11 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
             "a longer draft may do better (raise --k-max)"
         )
     if schedule.accuracy is not None:
+        # the defaults are the fitted terms; the plain roofline's, to see what they change
         terms = " ".join(
-            f"--{name.replace('_', '-')} {value:g}" for name, value in schedule.accuracy.fitted_terms.items()
+            f"--{name.replace('_', '-')} {value:g}" for name, value in asdict(published.PLAIN_ROOFLINE).items()
         )
         lines.append(_paint(schedule.accuracy.summary, DIM, color))
-        if schedule.accuracy.source == "defaults" and terms:
-            lines.append(_paint(f"the fitted terms: {terms}", DIM, color))
+        if schedule.accuracy.source == "defaults":
+            lines.append(_paint(f"the plain roofline, to compare: {terms}", DIM, color))
     return "\n".join(lines) + "\n"

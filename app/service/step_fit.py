@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.model import step_fit
+from app.model import limits, step_fit
 from app.model.step_cost import MODEL as STEP_COST_MODEL
 from app.model.step_cost import TERM_LABELS
 from app.model.step_fit import StepFitError
@@ -24,13 +24,16 @@ def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batc
             "compute_efficiency": fit.compute_efficiency,
             "step_overhead_us": fit.overhead_us,
             "draft_step_overhead_us": fit.overhead_us,
+            **{term.name: getattr(fit.setup, term.name) for term in limits.COST_TERMS},
             "effective_bandwidth_tb_s": fit.setup.bandwidth_bytes_s / 1e12,
             "effective_tflops": fit.setup.compute_flops_s / 1e12,
         }
     )
     fitted = BuiltSetup(fit.setup, description)
     notes = [
-        "pass bandwidth_efficiency, compute_efficiency and overhead_us to any endpoint to use the fitted model",
+        "pass bandwidth_efficiency, compute_efficiency and overhead_us (overhead_per_draft_step_us the same, "
+        "cycle_overhead_us, cycle_overhead_per_sequence_us and allreduce_us 0: the measured steps hold them) to "
+        "any endpoint to use the fitted model",
     ]
     if format_name == "vllm-dynamic-config":
         notes.append("each median inter-token latency is taken as the time of one step (k = 0) or one cycle (k > 0)")

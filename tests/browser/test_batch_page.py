@@ -23,6 +23,7 @@ from app.web.pages.views.batch import K_SEARCH_MAX
 from tests.browser.test_accessibility import blocking_violations
 from tests.conftest import PageWatch
 from tests.support import wait_until
+from tests.web.pages.test_batch_view import DEFAULT_VERIFICATION_AT_BATCH_ONE
 
 pytestmark = pytest.mark.browser
 
@@ -96,7 +97,8 @@ def test_defaults_draw_chart_readouts_schedule_and_tables(page: Page, live_serve
     assert any(name.startswith("crossover at batch") for name in names) == (crossover is not None)
     expect(page.locator("#crossover")).to_have_text(text)
     expect(page.locator("#headline")).to_contain_text("the largest batch that fits is")
-    expect(page.locator("#verify-cost")).to_have_text("1.00")  # batch one, dense: verification is free
+    # batch one, dense: verification costs one pass and the cycle's own time (the fitted defaults)
+    expect(page.locator("#verify-cost")).to_have_text(DEFAULT_VERIFICATION_AT_BATCH_ONE)
     assert page.evaluate(f"{CHART}.layout.xaxis.type") == "log"
     break_even: list[float] = page.evaluate(f"{CHART}.data.find((t) => t.name.startsWith('break-even')).y")
     assert break_even == [1, 1]

@@ -123,18 +123,20 @@ class BatchPoint(BaseModel):
 class AccuracyOut(BaseModel):
     """Where a prediction comes from and how far off to expect it."""
 
-    source: str = Field(description="defaults (the shipped efficiencies and overhead) or given (set or fitted here).")
+    source: str = Field(
+        description="defaults (the terms fitted to published measurements) or given (set or fitted here)."
+    )
     summary: str = Field(description="The same in one sentence.")
     median_error: float | None = Field(
-        description="Median |predicted / measured - 1| of the defaults over the published points they can price."
+        description="Median error of the defaults over the held-out published points (none fitted them)."
     )
     worst_error: float | None
-    published_points: int = Field(description="Published points held against the defaults (none fitted them).")
+    published_points: int = Field(description="Held-out published points the defaults are held to.")
     crossover_measured: int | None = Field(description="A published sweep's batch where speculation stops paying.")
     crossover_predicted: int | None = Field(description="The same batch by the defaults.")
     fitted_terms: dict[str, float] = Field(
         default_factory=dict,
-        description="Efficiencies and overheads fitted to half of the published points: pass them to use them.",
+        description="Efficiencies and overheads fitted to half of the published points: the defaults.",
     )
     fitted_median_error: float | None = Field(default=None, description="The fitted terms' error on the other half.")
     fitted_worst_error: float | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -20,6 +21,7 @@ from app.web.pages.views import batch
 from app.web.pages.views.batch import BATCH_STEPS, K_SEARCH_MAX, PAGE, TABLE_K_MAX, batch_position
 
 REGIMES = "/api/v1/regimes"
+FITTED_TERMS: dict[str, float] = json.loads(limits.PUBLISHED_FIT.read_text())["terms"]
 # Every setup parameter the page sends to the API for an address without state.
 SETUP_DEFAULTS: dict[str, object] = {
     "hw": "h100-sxm",
@@ -29,10 +31,24 @@ SETUP_DEFAULTS: dict[str, object] = {
     "kv_cache": "bf16",
     "devices": 0,
     "context": 1024,
-    "bandwidth_efficiency": 0.8,
-    "compute_efficiency": 0.6,
-    "overhead_us": 50,
+    # the efficiencies and the overhead fitted to published measurements
+    **{name: FITTED_TERMS[name] for name in ("bandwidth_efficiency", "compute_efficiency", "overhead_us")},
 }
+
+
+def _verification_at_batch_one_by_hand() -> str:
+    """The defaults' v(k) at batch one, dense 8B on an H100: verifying k + 1 tokens costs what one pass does (the
+    weights and one sequence's cache of 1,024 tokens read at the fitted share of 3.35 TB/s, plus the pass's
+    overhead), and the cycle's own time on top."""
+    model = MODELS["dense-8b"]
+    cache = 1024 * model.layers * model.kv_heads * model.head_dim * 2 * 2
+    pass_s = (model.total_params_b * 2e9 + cache) / (3.35e12 * FITTED_TERMS["bandwidth_efficiency"])
+    pass_s += FITTED_TERMS["overhead_us"] * 1e-6
+    cycle_s = (FITTED_TERMS["cycle_overhead_us"] + FITTED_TERMS["cycle_overhead_per_sequence_us"]) * 1e-6
+    return f"{1 + cycle_s / pass_s:.2f}"
+
+
+DEFAULT_VERIFICATION_AT_BATCH_ONE = _verification_at_batch_one_by_hand()
 TABLE_DEFAULTS: dict[str, object] = {
     "regime_a": "memory-bound",
     "regime_b": "compute-bound",
@@ -165,7 +181,7 @@ def test_defaults_match_the_api(client: TestClient) -> None:
     assert {name: values[name] for name in SETUP_DEFAULTS} == SETUP_DEFAULTS
     assert {name: values[name] for name in TABLE_DEFAULTS} == TABLE_DEFAULTS
     assert (values["p"], values["k"], values["batch"]) == (0.8, 4, 1)
-    assert shown["readouts"]["verification_cost"] == "1.00"  # batch one, dense: verification is free
+    assert shown["readouts"]["verification_cost"] == DEFAULT_VERIFICATION_AT_BATCH_ONE != "1.00"
     assert shown["regime_inputs"] == {"a": {"beta": False, "batch": False}, "b": {"beta": False, "batch": False}}
     hw = [shown["fields"][f"hw_{field}"] for field in ("bandwidth_tb_s", "bf16_tflops", "memory_gb")]
     assert [field["value"] for field in hw] == ["3.35", "989.4", "80"] == [field["preset"] for field in hw]
@@ -467,20 +483,27 @@ def test_every_headline_says_what_the_roofline_leaves_out() -> None:
 def test_the_page_offers_the_terms_fitted_to_published_measurements(client: TestClient) -> None:
     from app.model import published
 
-    shown = view({"p": "0.7", "k": "3", "draft": "eagle"})
-    assert "off by" in shown["readouts"]["accuracy"] and not shown["open"]["cost_terms"]
+    # the fitted terms are the defaults: a page priced with other terms (the plain roofline) links back to them
+    plain = {name: str(value) for name, value in dataclasses.asdict(published.PLAIN_ROOFLINE).items()}
+    shown = view({"p": "0.7", "k": "3", "draft": "eagle", **plain})
+    assert "given here" in shown["readouts"]["accuracy"] and shown["open"]["cost_terms"]
     address = urlsplit(shown["links"]["fitted_terms"])
     query = dict(parse_qsl(address.query))
     assert address.path == "/batch" and (query["p"], query["k"], query["draft"]) == ("0.7", "3", "eagle")
     terms = published.published_fit()["terms"]
-    assert {name: float(query[name]) for name in terms} == terms
+    assert not set(terms) & set(query), "the fitted terms are the defaults: none is written"
     fitted = view(query)
-    assert fitted["open"]["cost_terms"] and "given here" in fitted["readouts"]["accuracy"]
+    assert not fitted["open"]["cost_terms"]
+    assert fitted["readouts"]["accuracy"].startswith("defaults: fitted to published measurements, median error")
+    assert {name: fitted["controls"][name]["value"] for name in terms} == terms
     assert client.get(shown["links"]["fitted_terms"]).status_code == 200
 
 
-def test_the_draft_steps_overhead_is_blank_until_given() -> None:
-    assert batch.BY_NAME["overhead_per_draft_step_us"].default is None
-    assert view({})["controls"]["overhead_per_draft_step_us"]["value"] is None
+def test_the_draft_steps_overhead_is_the_fitted_one_until_given() -> None:
+    from app.model import published
+
+    fitted = published.published_fit()["terms"]["overhead_per_draft_step_us"]
+    assert batch.BY_NAME["overhead_per_draft_step_us"].default == fitted
+    assert view({})["controls"]["overhead_per_draft_step_us"]["value"] == fitted
     given = view({"overhead_per_draft_step_us": "80", "overhead_us": "10"})
     assert given["controls"]["overhead_per_draft_step_us"]["value"] == 80

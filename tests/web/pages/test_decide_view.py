@@ -581,8 +581,8 @@ def test_the_example_report_says_it_is_an_example_and_a_report_of_ones_own_does_
 def test_the_schedule_says_how_good_it_is() -> None:
     default = view()["schedule"]
     assert isinstance(default, dict)
-    assert str(default["accuracy"]).startswith("How good: the roofline's defaults are off by")
-    assert "published measurements" in str(default["accuracy"]) and "terms fitted" in str(default["accuracy"])
+    assert str(default["accuracy"]).startswith("How good: defaults: fitted to published measurements, median error")
+    assert "held-out published points" in str(default["accuracy"])
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])

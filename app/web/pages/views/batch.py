@@ -284,10 +284,10 @@ def _best(best_k: int, best_speedup: float) -> str:
 
 
 ROOFLINE_LEAVES_OUT = (
-    "The roofline counts weight and KV-cache reads and FLOPs only. It leaves out tensor-parallel communication, "
-    "kernel launch and scheduling overhead, and the draft's own KV cache, so real servers gain less: vLLM's blog "
-    "reports 1.5× for a 70B target with a separate draft model on ShareGPT at low load on 4 H100s. Fit the "
-    "efficiencies and the per-step overhead below to your server's step times with step-fit."
+    "The roofline counts weight and KV-cache reads and FLOPs, and by default adds fixed times per pass, per draft "
+    "step and per sequence of a cycle, and a latency per all-reduce, all fitted to published measurements. It "
+    "leaves out tensor-parallel communication that grows with the batch, the scheduler's own work and the draft's "
+    "KV cache. Fit the efficiencies and the overheads below to your server's step times with step-fit."
 )
 
 
@@ -592,11 +592,11 @@ def build(reading: Reading) -> View:
 
 
 def fitted_terms_params(reading: Reading, edits: dict[str, float | int]) -> list[tuple[str, str]]:
-    """This page's state with the efficiencies and overheads fitted to published measurements in place."""
+    """This page's state with the efficiencies and overheads fitted to published measurements in place: the
+    defaults, so none of them is written."""
     fitted = published.published_fit()["terms"]
     kept = [(name, url_text(value)) for name, value in _changed(reading, CONTROLS) if name not in fitted]
-    kept += [(name, url_text(value)) for name, value in edits.items()]
-    return [*kept, *((name, url_text(value)) for name, value in fitted.items())]
+    return [*kept, *((name, url_text(value)) for name, value in edits.items())]
 
 
 PAGE = Page(

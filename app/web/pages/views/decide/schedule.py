@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from app.model import engines
+from app.model import engines, published
 from app.model.acceptance import iid_p
 from app.service import plan
 from app.service.decision import (
@@ -133,12 +133,8 @@ def schedule_part(made: plan.Plan) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _accuracy_line(built: BuiltSetup) -> str:
     """How good the schedule is, in one line (the whole account is on /batch and in the API's accuracy)."""
-    accuracy = accuracy_out(built.setup)
-    return (
-        f"How good: the roofline's defaults are off by {accuracy.median_error or 0:.0%} at the median on "
-        f"{accuracy.published_points} published measurements; terms fitted to half of them, by "
-        f"{accuracy.fitted_median_error or 0:.0%} on the rest (see /batch)."
-    )
+    given = "" if accuracy_out(built.setup).source == "defaults" else "the terms given here; "
+    return f"How good: {given}{published.shipped_accuracy().sentence} (see /batch)."
 
 
 def setup_query(reading: Reading) -> str:
