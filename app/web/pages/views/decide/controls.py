@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.model import calibration, draft_sources, engine_metrics, engines, regimes, trees
+from app.model import calibration, draft_sources, engines, regimes, trees
 from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
 from app.model.regimes import RegimeName
+from app.service import plan_inputs
 from app.service.decision import (
     DEFAULT_K_MAX,
     DEFAULT_TREE_ACCEPTANCE,
@@ -17,6 +18,7 @@ from app.service.decision import (
     cost_regime,
 )
 from app.web.pages.controls import Control, Reading, Value
+from app.web.pages.inputs import control
 from app.web.pages.views import batch as batch_view
 
 # The example scrape the page opens with: vLLM's counters after EXAMPLE_DRAFTS drafts of i.i.d. acceptance.
@@ -108,9 +110,7 @@ BATCH = Control(
     help=SETUP_TEXT,
     legacy=("dec_batch",),
 )
-K_MAX = Control(
-    "k_max", "Largest k searched", "number", DEFAULT_K_MAX, 1, K_MAX_LIMIT, 1, integer=True, legacy=("dec_kmax",)
-)
+K_MAX = control(plan_inputs.K_MAX, default=DEFAULT_K_MAX, legacy=("dec_kmax",))
 MODE = Control("mode", "I have", "select", "metrics", options=MODES, legacy=("cal_mode",))
 RATE = Control("rate", "Draft acceptance rate", "number", DEFAULT_RATE, 0.0, 1.0, legacy=("cal_rate",))
 LENGTH = Control(
@@ -168,35 +168,15 @@ URL = Control("url", "Report URL", "text", "", max_length=MAX_URL, help="the eng
 # The user's own setup, as the batch page defines it (one definition of every bound); the address keys are its own.
 SETUP_NAMES = ("hw", "devices", "model", "draft", "weights", "kv_cache", "context")
 SETUP_CONTROLS = tuple(replace(control, legacy=()) for control in batch_view.SETUP if control.name in SETUP_NAMES)
-ENGINE_LABELS = {name: str(module.TITLE) for name, module in engines.ADAPTERS.items()}
-ENGINE = Control(
-    "engine", "Engine", "select", "vllm", options=tuple((name, ENGINE_LABELS[name]) for name in engine_metrics.ENGINES)
-)
-DRAFT_PATH = Control(
-    "draft_path",
-    "Draft model (path or name)",
-    "text",
-    "",
-    max_length=300,
-    help="empty: the config shows what to fill in",
-)
-METHOD = Control(
-    "method",
-    "Drafter",
-    "text",
-    "",
-    max_length=40,
-    help="as the engine names it (eagle3, ngram, ...); empty: a separate draft model",
-)
-ENGINE_VERSION = Control(
-    "engine_version",
-    "Engine version",
-    "text",
-    "",
-    max_length=40,
+ENGINE = control(plan_inputs.ENGINE, default=engines.ENGINES[0])
+DRAFT_PATH = control(plan_inputs.DRAFT_PATH, help="empty: the config shows what to fill in")
+METHOD = control(plan_inputs.METHOD, help="as the engine names it (eagle3, ngram, ...); empty: a separate draft model")
+ENGINE_VERSION = control(
+    plan_inputs.ENGINE_VERSION,
     help="empty: the newest known; "
     + "; ".join(
-        f"{ENGINE_LABELS[name]} {', '.join(v.name for v in engines.versions(name))}" for name in engines.ENGINES
+        f"{plan_inputs.engine_title(name)} {', '.join(v.name for v in engines.versions(name))}"
+        for name in engines.ENGINES
     ),
 )
 TREE_REGIME = Control(
