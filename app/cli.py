@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.cli_arguments import bounded
+from app.cli_arguments import add_inputs, bounded, input_values
 from app.model import limits
 from app.model.regimes import REGIME_NAMES
 
@@ -79,54 +79,10 @@ _batch = _bounded(int, 1, limits.MAX_BATCH)
 
 
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.model.presets import ACCELERATORS, DRAFT_CHOICES, MODELS, WEIGHT_FORMATS
+    from app.service import setup_inputs
 
     group = parser.add_argument_group("roofline: presets, formats and serving conditions")
-    group.add_argument("--hw", choices=list(ACCELERATORS), default=limits.DEFAULT_HW, help="accelerator preset")
-    group.add_argument("--model", choices=list(MODELS), default=limits.DEFAULT_MODEL, help="target model preset")
-    group.add_argument(
-        "--draft",
-        choices=list(DRAFT_CHOICES),
-        default=limits.DEFAULT_DRAFT,
-        help="draft model preset, or a head on the target priced from its shape (eagle, eagle3, mtp)",
-    )
-    group.add_argument(
-        "--weights", choices=list(WEIGHT_FORMATS), default=limits.DEFAULT_WEIGHTS, help="target weight format"
-    )
-    group.add_argument("--draft-weights", choices=list(WEIGHT_FORMATS), help="draft weight format (default: --weights)")
-    group.add_argument("--kv-cache", choices=["bf16", "fp8"], default=limits.DEFAULT_KV_CACHE, help="KV-cache format")
-    group.add_argument(
-        "--devices", type=_bounded(int, 0, limits.MAX_DEVICES), default=0, help="devices, 0 = fewest that fit"
-    )
-    group.add_argument(
-        "--context", type=_bounded(int, 0, limits.MAX_CONTEXT), default=limits.DEFAULT_CONTEXT, help="context tokens"
-    )
-    group.add_argument(
-        "--bandwidth-efficiency",
-        type=_bounded(float, limits.MIN_EFFICIENCY, 1.0),
-        default=limits.DEFAULT_BANDWIDTH_EFFICIENCY,
-        help="achieved share of peak bandwidth",
-    )
-    group.add_argument(
-        "--compute-efficiency",
-        type=_bounded(float, limits.MIN_EFFICIENCY, 1.0),
-        default=limits.DEFAULT_COMPUTE_EFFICIENCY,
-        help="achieved share of peak FLOPS",
-    )
-    group.add_argument(
-        "--overhead-us",
-        type=_bounded(float, 0.0, limits.MAX_OVERHEAD_US),
-        default=limits.DEFAULT_OVERHEAD_US,
-        help="fixed time per forward pass, microseconds",
-    )
-    for term in limits.COST_TERMS:
-        group.add_argument(
-            "--" + term.name.replace("_", "-"),
-            type=_bounded(float, 0.0, term.high),
-            metavar="US",
-            default=term.default,
-            help=term.description[0].lower() + term.description[1:],
-        )
+    add_inputs(group, setup_inputs.SERVING)
     group.add_argument(
         "--set",
         dest="overrides",
@@ -140,7 +96,8 @@ def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup_request(arguments: argparse.Namespace) -> object:
-    from app.service.regimes import SetupError, SetupRequest
+    from app.service import setup_inputs
+    from app.service.regimes import SetupError
 
     overrides: dict[str, float | int | None] = {}
     for item in arguments.overrides:
@@ -152,25 +109,7 @@ def _setup_request(arguments: argparse.Namespace) -> object:
         except ValueError:
             raise SetupError(name, f"{raw!r} is not a number") from None
         overrides[name] = int(number) if number.is_integer() and name.split("_", 1)[-1] in INTEGER_FIELDS else number
-    return SetupRequest(
-        hw=arguments.hw,
-        model=arguments.model,
-        draft=arguments.draft,
-        weights=arguments.weights,
-        draft_weights=arguments.draft_weights,
-        kv_cache=arguments.kv_cache,
-        devices=arguments.devices,
-        context=arguments.context,
-        bandwidth_efficiency=arguments.bandwidth_efficiency,
-        compute_efficiency=arguments.compute_efficiency,
-        overhead_us=arguments.overhead_us,
-        cost_terms={
-            term.name: getattr(arguments, term.name)
-            for term in limits.COST_TERMS
-            if getattr(arguments, term.name) != term.default
-        },
-        overrides=overrides,
-    )
+    return setup_inputs.request(input_values(arguments, setup_inputs.SERVING), overrides)
 
 
 INTEGER_FIELDS = ("layers", "query_heads", "kv_heads", "head_dim", "kv_tensors", "experts", "experts_per_token")
