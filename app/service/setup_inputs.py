@@ -9,16 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.model import limits
-from app.model.presets import (
-    ACCELERATOR_FIELDS,
-    ACCELERATORS,
-    DRAFT_CHOICES,
-    DRAFT_HEADS,
-    MODEL_FIELDS,
-    MODELS,
-    WEIGHT_FORMATS,
-)
+from app.model import limits, presets
 from app.service.inputs import Input, InputError, checked
 from app.service.regimes import (
     DEFAULTS,
@@ -31,11 +22,18 @@ from app.service.regimes import (
 
 
 def _model_title(key: str) -> str:
-    return MODELS[key].name if key in MODELS else f"{DRAFT_HEADS[key]} on the target"
+    return presets.MODELS[key].name if key in presets.MODELS else f"{presets.DRAFT_HEADS[key]} on the target"
 
 
-def _format_title(formats: Mapping[str, float]) -> Any:
-    return lambda key: f"{key} ({formats[key]:g} B)"
+def _model(name: str, label: str, default: str, help: str, keys: Mapping[str, object] | tuple[str, ...]) -> Input:
+    """A model preset to choose (or a head on the target), shown by its name."""
+    return Input(name, label, str, default, help, choices=_keys(keys), titles=_model_title)
+
+
+def _format(name: str, label: str, default: str | None, help: str, formats: Mapping[str, float]) -> Input:
+    """A number format to choose: each shown with its bytes per value."""
+    titles = {key: f"{key} ({size:g} B)" for key, size in formats.items()}
+    return Input(name, label, str, default, help, choices=_keys(formats), titles=titles.__getitem__)
 
 
 def _keys(choices: Mapping[str, object] | tuple[str, ...]) -> Any:
@@ -48,8 +46,8 @@ HW = Input(
     str,
     limits.DEFAULT_HW,
     "Accelerator preset",
-    choices=_keys(ACCELERATORS),
-    titles=lambda key: ACCELERATORS[key].name,
+    choices=_keys(presets.ACCELERATORS),
+    titles=lambda key: presets.ACCELERATORS[key].name,
 )
 DEVICES = Input(
     "devices",
@@ -60,41 +58,27 @@ DEVICES = Input(
     0,
     limits.MAX_DEVICES,
 )
-MODEL = Input(
-    "model",
-    "Target model",
-    str,
-    limits.DEFAULT_MODEL,
-    "Target model preset",
-    choices=_keys(MODELS),
-    titles=_model_title,
-)
-WEIGHTS = Input(
+MODEL = _model("model", "Target model", limits.DEFAULT_MODEL, "Target model preset", presets.MODELS)
+WEIGHTS = _format(
     "weights",
     "Weights (bytes per parameter)",
-    str,
     limits.DEFAULT_WEIGHTS,
     "Weight format of the target (and of the draft by default)",
-    choices=_keys(WEIGHT_FORMATS),
-    titles=_format_title(WEIGHT_FORMATS),
+    presets.WEIGHT_FORMATS,
 )
-DRAFT = Input(
+DRAFT = _model(
     "draft",
     "Draft model",
-    str,
     limits.DEFAULT_DRAFT,
     "Draft model preset, or a head on the target priced from its shape (eagle, eagle3, mtp)",
-    choices=_keys(DRAFT_CHOICES),
-    titles=_model_title,
+    presets.DRAFT_CHOICES,
 )
-DRAFT_WEIGHTS = Input(
+DRAFT_WEIGHTS = _format(
     "draft_weights",
     "Draft weights (bytes per parameter)",
-    str,
     None,
     "Weight format of the draft; defaults to weights",
-    choices=_keys(WEIGHT_FORMATS),
-    titles=_format_title(WEIGHT_FORMATS),
+    presets.WEIGHT_FORMATS,
 )
 CONTEXT = Input(
     "context",
@@ -105,33 +89,16 @@ CONTEXT = Input(
     0,
     limits.MAX_CONTEXT,
 )
-KV_CACHE = Input(
-    "kv_cache",
-    "KV cache format",
-    str,
-    limits.DEFAULT_KV_CACHE,
-    "KV-cache format",
-    choices=_keys(KV_CACHE_FORMATS),
-    titles=_format_title(KV_CACHE_FORMATS),
-)
-BANDWIDTH_EFFICIENCY = Input(
-    "bandwidth_efficiency",
-    "Bandwidth efficiency",
-    float,
-    DEFAULTS.bandwidth_efficiency,
-    "Achieved share of peak bandwidth",
-    limits.MIN_EFFICIENCY,
-    1.0,
-)
-COMPUTE_EFFICIENCY = Input(
-    "compute_efficiency",
-    "Compute efficiency",
-    float,
-    DEFAULTS.compute_efficiency,
-    "Achieved share of peak FLOPS",
-    limits.MIN_EFFICIENCY,
-    1.0,
-)
+KV_CACHE = _format("kv_cache", "KV cache format", limits.DEFAULT_KV_CACHE, "KV-cache format", KV_CACHE_FORMATS)
+
+
+def _efficiency(name: str, default: float, peak: str) -> Input:
+    label = name.replace("_", " ").capitalize()
+    return Input(name, label, float, default, f"Achieved share of peak {peak}", limits.MIN_EFFICIENCY, 1.0)
+
+
+BANDWIDTH_EFFICIENCY = _efficiency("bandwidth_efficiency", DEFAULTS.bandwidth_efficiency, "bandwidth")
+COMPUTE_EFFICIENCY = _efficiency("compute_efficiency", DEFAULTS.compute_efficiency, "FLOPS")
 OVERHEAD_US = Input(
     "overhead_us",
     "Overhead per pass (µs)",
@@ -175,9 +142,9 @@ FIELD_LABELS: dict[str, str] = {
     "experts_per_token": "Experts per token",
 }
 PRESETS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "hw": ("accelerator", ACCELERATOR_FIELDS),
-    "model": ("target model", MODEL_FIELDS),
-    "draft": ("draft model", MODEL_FIELDS),
+    "hw": ("accelerator", presets.ACCELERATOR_FIELDS),
+    "model": ("target model", presets.MODEL_FIELDS),
+    "draft": ("draft model", presets.MODEL_FIELDS),
 }
 
 
