@@ -8,9 +8,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.cli_arguments import add_inputs, bounded, input_values
+from app.cli_arguments import add_input, add_inputs, bounded, input_values
 from app.model import limits
 from app.model.regimes import REGIME_NAMES
+from app.service import core_inputs, plan_inputs
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -71,10 +72,7 @@ def _write_report(arguments: argparse.Namespace, report: Any, text: Callable[[],
 _bounded = bounded
 
 
-_probability = _bounded(float, 0.0, 1.0)
 _draft_cost = _bounded(float, 0.0, limits.MAX_DRAFT_COST)
-_k = _bounded(int, 0, limits.K_MAX_LIMIT)
-_k_max = _bounded(int, 1, limits.K_MAX_LIMIT)
 _batch = _bounded(int, 1, limits.MAX_BATCH)
 
 
@@ -128,7 +126,7 @@ def add_table_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument("--regime-a", choices=regimes, default="memory-bound", help="left-hand regime")
     parser.add_argument("--regime-b", choices=regimes, default="compute-bound", help="right-hand regime")
-    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost (not roofline)")
+    add_input(parser, core_inputs.C)
     parser.add_argument(
         "--beta-a", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear A: v = 1 + beta k"
     )
@@ -194,8 +192,8 @@ def run_table(arguments: argparse.Namespace) -> int:
 
 def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "schedule", "best draft length per batch size on the roofline (0 = off)")
-    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_REGIMES_P, help="acceptance probability")
-    parser.add_argument("--k-max", type=_k_max, default=limits.K_SEARCH_MAX, help="longest draft searched")
+    add_input(parser, core_inputs.P, default=limits.DEFAULT_REGIMES_P)
+    add_input(parser, core_inputs.K_MAX)
     parser.add_argument("--batch-max", type=_batch, default=limits.MAX_BATCH, help="largest batch size")
     _add_roofline_arguments(parser)
     parser.set_defaults(handler=run_schedule)
@@ -236,7 +234,7 @@ COST_REGIMES = list(REGIME_NAMES)
 
 def _add_cost_arguments(parser: argparse.ArgumentParser, regime_default: str = "memory-bound") -> None:
     group = parser.add_argument_group("cost of a cycle")
-    group.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+    add_input(group, core_inputs.C)
     group.add_argument("--regime", choices=COST_REGIMES, default=regime_default, help="verification cost regime")
     group.add_argument(
         "--beta", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear regime: v(k) = 1 + beta k"
@@ -270,16 +268,14 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
     parser.add_argument(
         "--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics or --from)"
     )
-    parser.add_argument("--k", type=_k_max, help="draft length of the measurement (num_speculative_tokens)")
+    add_input(parser, plan_inputs.K)
     parser.add_argument(
         "--draft-lengths",
         help="with --from: the draft lengths the engine ran, comma-separated (a per-batch schedule's k values)",
     )
     parser.add_argument("--engine-version", help="with --from: the engine version that wrote the report")
     parser.add_argument("--model-name", help="model_name label to pick when the scrape covers several models")
-    parser.add_argument(
-        "--k-max", type=_k_max, default=limits.DEFAULT_DECISION_K_MAX, help="largest draft length to predict"
-    )
+    add_input(parser, core_inputs.K_MAX, default=limits.DEFAULT_DECISION_K_MAX)
     _add_cost_arguments(parser)
     parser.set_defaults(handler=run_calibrate)
 
@@ -332,9 +328,7 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
     parser = _subcommand(
         subparsers, "sources", "draft model, n-gram lookup, Medusa and EAGLE side by side (cited measurements)"
     )
-    parser.add_argument(
-        "--k-max", type=_k_max, default=limits.DEFAULT_DECISION_K_MAX, help="largest draft length searched"
-    )
+    add_input(parser, core_inputs.K_MAX, default=limits.DEFAULT_DECISION_K_MAX)
     parser.add_argument(
         "--override",
         action="append",
@@ -421,17 +415,14 @@ def _add_closed_form_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format (json as the API)")
 
 
-def _add_p_and_c(parser: argparse.ArgumentParser, k_help: str | None) -> None:
-    """--p, then --k with k_help (none when k_help is None), then --c, at the closed form's defaults."""
-    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_P, help="acceptance probability")
-    if k_help is not None:
-        parser.add_argument("--k", type=_k, default=limits.DEFAULT_K, help=k_help)
-    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+def _add_p_and_c(parser: argparse.ArgumentParser, with_k: bool) -> None:
+    """--p, then --k (when asked), then --c, at the closed form's defaults."""
+    add_inputs(parser, (core_inputs.P, core_inputs.K, core_inputs.C) if with_k else (core_inputs.P, core_inputs.C))
 
 
 def add_speedup_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "speedup", "tokens per cycle, cost per cycle and speedup at (p, k, c)")
-    _add_p_and_c(parser, "draft length (0 = plain decoding)")
+    _add_p_and_c(parser, with_k=True)
     _add_closed_form_output(parser)
     parser.set_defaults(handler=run_speedup)
 
@@ -463,8 +454,8 @@ def _best_k_text(best_k: int, speedup: float, k_search_max: int, limit_reached: 
 
 def add_optimal_k_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "optimal-k", "draft length with the highest speedup (0 = do not speculate)")
-    _add_p_and_c(parser, None)
-    parser.add_argument("--k-max", type=_k_max, default=limits.K_SEARCH_MAX, help="longest draft searched")
+    _add_p_and_c(parser, with_k=False)
+    add_input(parser, core_inputs.K_MAX)
     _add_closed_form_output(parser)
     parser.set_defaults(handler=run_optimal_k)
 
@@ -481,8 +472,8 @@ def add_curve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser = _subcommand(
         subparsers, "curve", "speedup for k = 0..k_max with the p +/- band envelope, and the demo's readouts"
     )
-    _add_p_and_c(parser, "draft length of the readouts")
-    parser.add_argument("--k-max", type=_k_max, default=limits.DEMO_CHART_K_MIN, help="last k of the table")
+    _add_p_and_c(parser, with_k=True)
+    add_input(parser, core_inputs.K_MAX, default=limits.DEMO_CHART_K_MIN, help="last k of the table")
     parser.add_argument("--band", type=_bounded(float, 0.0, 0.5), default=limits.DEMO_BAND, help="half-width in p")
     parser.add_argument(
         "--c-ops", type=_draft_cost, default=0.0, help="arithmetic of a draft step relative to a target step"

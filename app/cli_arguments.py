@@ -41,17 +41,23 @@ def _typed(item: Input) -> Callable[[str], Any]:
     return parse
 
 
+def add_input(parser: argparse.ArgumentParser | argparse._ArgumentGroup, item: Input, **command: Any) -> None:
+    """The input's option, --k-max for k_max: its help, default, bounds and choices (as registered now);
+    ``command`` sets what differs in one command (its own default, where it asks another question)."""
+    options: dict[str, Any] = {"default": item.default, "help": item.description.replace("%", "%%")}
+    if item.choices is not None:
+        options["choices"] = list(item.choices())
+    else:
+        options["type"] = _typed(item)
+    if item.required:
+        options["required"] = True
+    parser.add_argument(item.option, **{**options, **command})
+
+
 def add_inputs(parser: argparse.ArgumentParser | argparse._ArgumentGroup, inputs: Sequence[Input]) -> None:
-    """One option per input, --k-max for k_max: its help, default, bounds and choices (as registered now)."""
+    """One option per input (add_input)."""
     for item in inputs:
-        options: dict[str, Any] = {"default": item.default, "help": item.description.replace("%", "%%")}
-        if item.choices is not None:
-            options["choices"] = list(item.choices())
-        else:
-            options["type"] = _typed(item)
-        if item.required:
-            options["required"] = True
-        parser.add_argument(item.option, **options)
+        add_input(parser, item)
 
 
 def input_values(arguments: argparse.Namespace, inputs: Sequence[Input]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ def control(item: Input, default: Value | None = None, **page: Any) -> Control:
     a number box within the bounds otherwise.  ``default`` is the page's own where it differs from the input's
     (the page opens on another question); ``page`` sets what only the page has (its help, step, older keys)."""
     value = _plain(item.default if default is None else default)
-    fields: dict[str, Any] = {"legacy": item.legacy}
+    fields: dict[str, Any] = {"label": item.label, "legacy": item.legacy}
     if item.choices is not None:
         fields.update(kind="select", options=Options(item.options))
     elif item.kind is str:
@@ -29,4 +29,4 @@ def control(item: Input, default: Value | None = None, **page: Any) -> Control:
         integer = item.kind is int
         fields.update(kind="number", low=item.low, high=item.high, step=1 if integer else None, integer=integer)
     fields.update(page)
-    return Control(item.name, item.label, default=value, **fields)
+    return Control(item.name, default=value, **fields)

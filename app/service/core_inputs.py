@@ -1,0 +1,35 @@
+"""The closed form's inputs (acceptance p, draft length k, draft cost c, the longest draft searched) and the
+simulations' seed and correlation, declared once for the API, the demo page and the command line."""
+
+from __future__ import annotations
+
+from app.model import limits
+from app.service.inputs import Input
+
+P = Input(
+    "p", "Acceptance p", float, limits.DEFAULT_P, "Per-token acceptance probability p (Leviathan's alpha)", 0.0, 1.0
+)
+K = Input("k", "Draft length k", int, limits.DEFAULT_K, "Draft length k, 0 for plain decoding", 0, limits.K_MAX_LIMIT)
+C = Input(
+    "c",
+    "Draft cost c",
+    float,
+    limits.DEFAULT_C,
+    "Cost of one draft step relative to one target pass",
+    0.0,
+    limits.MAX_DRAFT_COST,
+)
+K_MAX = Input(
+    "k_max", "Largest k searched", int, limits.K_SEARCH_MAX, "Largest draft length searched", 1, limits.K_MAX_LIMIT
+)
+SEED = Input("seed", "Run seed", int, 0, "Random seed (same seed, same result)", 0, limits.MAX_SEED)
+RHO = Input(
+    "rho",
+    "Correlation ρ",
+    float,
+    limits.DEFAULT_RHO,
+    "Lag-1 correlation of acceptances (two-state Markov chain over verified drafts, carried across cycles), "
+    "at least -min(p, 1-p)/max(p, 1-p) at the given p, 0 for i.i.d.",
+    -1.0,
+    1.0,
+)
