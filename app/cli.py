@@ -229,17 +229,12 @@ def run_schedule(arguments: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 # calibrate, sources and trees: from serving metrics to a decision
 
-COST_REGIMES = list(REGIME_NAMES)
-
 
 def _add_cost_arguments(parser: argparse.ArgumentParser, regime_default: str = "memory-bound") -> None:
     group = parser.add_argument_group("cost of a cycle")
     add_input(group, core_inputs.C)
-    group.add_argument("--regime", choices=COST_REGIMES, default=regime_default, help="verification cost regime")
-    group.add_argument(
-        "--beta", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear regime: v(k) = 1 + beta k"
-    )
-    group.add_argument("--batch", type=_batch, default=1, help="roofline regime batch size (H100, 8B target, 1B draft)")
+    add_input(group, core_inputs.REGIME, default=regime_default)
+    add_inputs(group, (core_inputs.BETA, core_inputs.COST_BATCH))
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
 
 

@@ -4,6 +4,7 @@ simulations' seed and correlation, declared once for the API, the demo page and 
 from __future__ import annotations
 
 from app.model import limits
+from app.model.regimes import REGIME_NAMES, RegimeName
 from app.service.inputs import Input
 
 P = Input(
@@ -32,4 +33,39 @@ RHO = Input(
     "at least -min(p, 1-p)/max(p, 1-p) at the given p, 0 for i.i.d.",
     -1.0,
     1.0,
+)
+
+# The verification cost of a cycle, as the calibration, the draft sources and the trees price it.
+REGIME_TITLES = {
+    RegimeName.MEMORY_BOUND.value: "memory-bound: v = 1",
+    RegimeName.LINEAR.value: "linear: v = 1 + β·k",
+    RegimeName.COMPUTE_BOUND.value: "compute-bound: v = k + 1",
+    RegimeName.ROOFLINE.value: "roofline of the default setup",
+}
+REGIME = Input(
+    "regime",
+    "Verification cost",
+    str,
+    RegimeName.MEMORY_BOUND.value,
+    "Verification cost: memory-bound (v = 1), compute-bound (v = k + 1), linear (v = 1 + beta k) or roofline",
+    choices=lambda: REGIME_NAMES,
+    titles=REGIME_TITLES.__getitem__,
+)
+BETA = Input(
+    "beta",
+    "β (linear)",
+    float,
+    limits.DEFAULT_BETA,
+    "Linear regime: verification cost v(k) = 1 + beta k, beta from 0 (free) to 1 (compute-bound)",
+    0.0,
+    1.0,
+)
+COST_BATCH = Input(
+    "batch",
+    "Batch size (roofline)",
+    int,
+    1,
+    "Roofline regime: batch size (H100 SXM, dense 8B target, 1B draft)",
+    1,
+    limits.MAX_BATCH,
 )

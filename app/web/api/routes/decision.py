@@ -15,6 +15,7 @@ from app.model import calibration, draft_sources, limits, trees
 from app.model.calibration import CalibrationError, ErrorKind
 from app.model.regimes import REGIME_NAMES as regime_names
 from app.model.regimes import RegimeName
+from app.service import core_inputs
 from app.service.decision import (
     DEFAULT_C,
     DEFAULT_K_MAX,
@@ -28,6 +29,7 @@ from app.service.decision import (
     trees_out,
 )
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
+from app.web.api.inputs import query
 from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, KMax
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
@@ -75,31 +77,9 @@ OptionalK = Annotated[
     ),
 ]
 REGIME_NAMES = list(regime_names)
-Regime = Annotated[
-    str,
-    Query(
-        description="Verification cost: memory-bound (v = 1), compute-bound (v = k + 1), linear (v = 1 + beta k) "
-        f"or roofline. One of: {', '.join(REGIME_NAMES)}.",
-        json_schema_extra={"enum": REGIME_NAMES},
-    ),
-]
-Beta = Annotated[
-    float,
-    Query(
-        ge=0.0,
-        le=1.0,
-        allow_inf_nan=False,
-        description="Linear regime: verification cost v(k) = 1 + beta k, beta from 0 (free) to 1 (compute-bound).",
-    ),
-]
-Batch = Annotated[
-    int,
-    Query(
-        ge=1,
-        le=MAX_BATCH,
-        description=f"Roofline regime: batch size, 1 to {MAX_BATCH} (H100 SXM, dense 8B target, 1B draft).",
-    ),
-]
+Regime = Annotated[str, query(core_inputs.REGIME)]
+Beta = Annotated[float, query(core_inputs.BETA)]
+Batch = Annotated[int, query(core_inputs.COST_BATCH)]
 Count = Annotated[
     float, Query(ge=0.0, le=MAX_COUNT, allow_inf_nan=False, description=f"Counter value, 0 to {MAX_COUNT:.0e}.")
 ]

@@ -8,14 +8,17 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.model import limits
 from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines.base import UnknownVersionError
 from app.model.regimes import RegimeName
+from app.service import core_inputs
 from app.service import step_fit as step_fit_service
 from app.service.decision import CostRegime, cost_regime
 from app.service.engines import calibrate_report
 from app.service.fetch import FetchError, fetch_text
 from app.service.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
+from app.web.api.inputs import query
 from app.web.api.params import K_MAX_LIMIT, C, KMax
 from app.web.api.plan_params import MAX_LABEL, PLAN_RULES, EngineVersionQuery, OptionalK, PlanQuery, built_plan
 from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, DecidedBatchMax, Setup
@@ -45,15 +48,9 @@ Cycles = Annotated[
         description="Verifications behind a reported mean (SGLang): gives the interval of p.",
     ),
 ]
-RegimeQuery = Annotated[
-    str,
-    Query(
-        description=f"Verification cost regime. One of: {', '.join(REGIME_NAMES)}.",
-        json_schema_extra={"enum": REGIME_NAMES},
-    ),
-]
-Beta = Annotated[float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Linear regime: v(k) = 1 + beta k.")]
-Batch = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Batch size, 1 to {MAX_BATCH}.")]
+RegimeQuery = Annotated[str, query(core_inputs.REGIME)]
+Beta = Annotated[float, query(core_inputs.BETA)]
+Batch = Annotated[int, query(core_inputs.COST_BATCH)]
 DraftLengths = Annotated[
     str,
     Query(
@@ -161,7 +158,7 @@ async def calibrate_any(
     c: C = 0.15,
     k_max: KMax = 16,
     regime: RegimeQuery = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = 0.5,
+    beta: Beta = limits.DEFAULT_BETA,
     batch: Batch = 1,
     draft_lengths: DraftLengths = "",
     engine_version: EngineVersionQuery = None,

@@ -6,14 +6,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.model import calibration, draft_sources, engines, regimes, trees
-from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
+from app.model.limits import K_MAX_LIMIT, MAX_DRAFT_COST
 from app.model.regimes import RegimeName
-from app.service import plan_inputs
+from app.service import core_inputs, plan_inputs
 from app.service.decision import (
     DEFAULT_K_MAX,
     DEFAULT_TREE_ACCEPTANCE,
     DEFAULT_TREE_BUDGET,
-    MAX_BATCH,
     CostRegime,
     cost_regime,
 )
@@ -34,12 +33,6 @@ MAX_LIST_TEXT = 1_000  # characters of the positional acceptance list
 
 SETUP = regimes.default_setup()
 SETUP_TEXT = f"{SETUP.accelerator.name}, target {SETUP.target.name}, draft {SETUP.draft.name}"
-REGIME_LABELS = {
-    RegimeName.MEMORY_BOUND: "memory-bound: v = 1",
-    RegimeName.LINEAR: "linear: v = 1 + β·k",
-    RegimeName.COMPUTE_BOUND: "compute-bound: v = k + 1",
-    RegimeName.ROOFLINE: "roofline of the default setup",
-}
 MODES = (
     ("metrics", "an engine's report (vLLM, SGLang, TensorRT-LLM, llama.cpp)"),
     ("rate", "a draft acceptance rate (accepted / drafted)"),
@@ -79,37 +72,17 @@ def _source_controls(source: draft_sources.DraftSource) -> tuple[Control, Contro
 
 SOURCE_CONTROLS = {source.id: _source_controls(source) for source in draft_sources.DEFAULT_SOURCES}
 
-C = Control(
-    "c",
-    "Draft cost c per draft step",
-    "number",
-    DEFAULT_C,
-    0.0,
-    MAX_DRAFT_COST,
+C = control(
+    core_inputs.C,
+    label="Draft cost c per draft step",  # the page's own words (its addresses and messages name it so)
     help="in target passes; the roofline derives it from the batch",
     legacy=("dec_c",),
 )
-REGIME = Control(
-    "regime",
-    "Verification cost",
-    "select",
-    RegimeName.MEMORY_BOUND.value,
-    options=tuple((name.value, label) for name, label in REGIME_LABELS.items()),
-    legacy=("dec_regime",),
-)
-BETA = Control("beta", "β (linear)", "number", ROOFLINE_BETA, 0.0, 1.0, legacy=("dec_beta",))
-BATCH = Control(
-    "batch",
-    "Batch size (roofline)",
-    "number",
-    1,
-    1,
-    MAX_BATCH,
-    1,
-    integer=True,
-    help=SETUP_TEXT,
-    legacy=("dec_batch",),
-)
+# the page lists the regimes from the cheapest verification to the dearest, the roofline last
+REGIME_OPTIONS = tuple(core_inputs.REGIME_TITLES.items())
+REGIME = control(core_inputs.REGIME, options=REGIME_OPTIONS, legacy=("dec_regime",))
+BETA = control(core_inputs.BETA, legacy=("dec_beta",))
+BATCH = control(core_inputs.COST_BATCH, help=SETUP_TEXT, legacy=("dec_batch",))
 K_MAX = control(plan_inputs.K_MAX, default=DEFAULT_K_MAX, legacy=("dec_kmax",))
 MODE = Control("mode", "I have", "select", "metrics", options=MODES, legacy=("cal_mode",))
 RATE = Control("rate", "Draft acceptance rate", "number", DEFAULT_RATE, 0.0, 1.0, legacy=("cal_rate",))
@@ -184,7 +157,7 @@ TREE_REGIME = Control(
     "Verification cost of a tree",
     "select",
     RegimeName.ROOFLINE.value,
-    options=tuple((name.value, label) for name, label in REGIME_LABELS.items()),
+    options=REGIME_OPTIONS,
     legacy=("dec_regime",),  # the one-page version priced trees with the cost of every step
 )
 
