@@ -3,9 +3,14 @@ simulations' seed and correlation, declared once for the API, the demo page and 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from app.model import limits
 from app.model.regimes import REGIME_NAMES, RegimeName
-from app.service.inputs import Input
+from app.service.decision import CostRegime, cost_regime
+from app.service.inputs import Input, checked
 
 P = Input(
     "p", "Acceptance p", float, limits.DEFAULT_P, "Per-token acceptance probability p (Leviathan's alpha)", 0.0, 1.0
@@ -69,3 +74,24 @@ COST_BATCH = Input(
     1,
     limits.MAX_BATCH,
 )
+COST: tuple[Input, ...] = (C, REGIME, BETA, COST_BATCH)
+
+
+@dataclass(frozen=True)
+class CostChoice:
+    """The cost of a cycle as a request asks for it, priced where it is used (in a worker process too: a
+    CostRegime holds a cache that does not travel)."""
+
+    regime: str
+    c: float
+    beta: float
+    batch: int
+
+    def priced(self) -> CostRegime:
+        return cost_regime(self.regime, self.c, beta=self.beta, batch=self.batch)
+
+
+def cost_choice(given: Mapping[str, Any]) -> CostChoice:
+    """The cost of a cycle from the values of COST (each at its default when not given)."""
+    values = checked(COST, given)
+    return CostChoice(values["regime"], values["c"], values["beta"], values["batch"])

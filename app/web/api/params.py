@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from fastapi import Depends
+
 from app.model import bursty
 from app.model.limits import K_MAX_LIMIT, MAX_CYCLES, MAX_SEED, MAX_TOKENS
 from app.service import core_inputs
-from app.web.api.inputs import query
+from app.web.api.inputs import dependency, query
 from app.web.core.errors import parameter_error
 
 __all__ = ["K_MAX_LIMIT", "MAX_CYCLES", "MAX_SEED", "MAX_TOKENS"]
@@ -19,6 +21,8 @@ C = Annotated[float, query(core_inputs.C)]
 KMax = Annotated[int, query(core_inputs.K_MAX)]
 Seed = Annotated[int, query(core_inputs.SEED)]
 Rho = Annotated[float, query(core_inputs.RHO)]
+# The cost of a cycle (c, regime, beta, batch), as the calibration endpoints take it.
+Cost = Annotated[core_inputs.CostChoice, Depends(dependency(core_inputs.COST, core_inputs.cost_choice))]
 
 
 RHO_RULES = (
