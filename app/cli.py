@@ -10,7 +10,6 @@ from typing import Any
 
 from app.cli_arguments import add_input, add_inputs, bounded, input_values
 from app.model import limits
-from app.model.regimes import REGIME_NAMES
 from app.service import core_inputs, plan_inputs
 
 Handler = Callable[[argparse.Namespace], int]
@@ -73,7 +72,6 @@ _bounded = bounded
 
 
 _draft_cost = _bounded(float, 0.0, limits.MAX_DRAFT_COST)
-_batch = _bounded(int, 1, limits.MAX_BATCH)
 
 
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
@@ -120,19 +118,18 @@ def _use_color(arguments: argparse.Namespace) -> bool:
 
 
 def add_table_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    regimes = list(REGIME_NAMES)
     parser = _subcommand(
         subparsers, "table", "speedup over p x k under two named regimes side by side (win turning into loss)"
     )
-    parser.add_argument("--regime-a", choices=regimes, default="memory-bound", help="left-hand regime")
-    parser.add_argument("--regime-b", choices=regimes, default="compute-bound", help="right-hand regime")
+    (left, right), (left_batch, right_batch) = limits.ROOFLINE_TABLE_REGIMES, limits.ROOFLINE_TABLE_BATCHES
+    for side, regime, batch in (
+        ("a", left, left_batch),
+        ("b", right, right_batch),
+    ):  # the left-hand table, then the right
+        add_input(parser, core_inputs.REGIME, f"--regime-{side}", default=regime)
+        add_input(parser, core_inputs.BETA, f"--beta-{side}")
+        add_input(parser, core_inputs.COST_BATCH, f"--batch-{side}", default=batch)
     add_input(parser, core_inputs.C)
-    parser.add_argument(
-        "--beta-a", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear A: v = 1 + beta k"
-    )
-    parser.add_argument("--beta-b", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear regime B")
-    parser.add_argument("--batch-a", type=_batch, default=1, help="roofline regime A batch size")
-    parser.add_argument("--batch-b", type=_batch, default=limits.DEFAULT_TABLE_BATCH_B, help="roofline B batch size")
     parser.add_argument("--p-min", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MIN, help="first row")
     parser.add_argument("--p-max", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MAX, help="last row")
     parser.add_argument(
@@ -194,7 +191,7 @@ def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     parser = _subcommand(subparsers, "schedule", "best draft length per batch size on the roofline (0 = off)")
     add_input(parser, core_inputs.P, default=limits.DEFAULT_REGIMES_P)
     add_input(parser, core_inputs.K_MAX)
-    parser.add_argument("--batch-max", type=_batch, default=limits.MAX_BATCH, help="largest batch size")
+    add_input(parser, plan_inputs.BATCH_MAX)
     _add_roofline_arguments(parser)
     parser.set_defaults(handler=run_schedule)
 

@@ -41,9 +41,11 @@ def _typed(item: Input) -> Callable[[str], Any]:
     return parse
 
 
-def add_input(parser: argparse.ArgumentParser | argparse._ArgumentGroup, item: Input, **command: Any) -> None:
-    """The input's option, --k-max for k_max: its help, default, bounds and choices (as registered now);
-    ``command`` sets what differs in one command (its own default, where it asks another question)."""
+def add_input(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, item: Input, flag: str | None = None, **command: Any
+) -> None:
+    """The input's option, --k-max for k_max (or ``flag``, where a command takes it twice): its help, default,
+    bounds and choices (as registered now); ``command`` sets what differs in one command (its own default)."""
     options: dict[str, Any] = {"default": item.default, "help": item.description.replace("%", "%%")}
     if item.choices is not None:
         options["choices"] = list(item.choices())
@@ -51,7 +53,7 @@ def add_input(parser: argparse.ArgumentParser | argparse._ArgumentGroup, item: I
         options["type"] = _typed(item)
     if item.required:
         options["required"] = True
-    parser.add_argument(item.option, **{**options, **command})
+    parser.add_argument(flag or item.option, **{**options, **command})
 
 
 def add_inputs(parser: argparse.ArgumentParser | argparse._ArgumentGroup, inputs: Sequence[Input]) -> None:
