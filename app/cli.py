@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.cli_arguments import bounded
+from app.cli_arguments import add_input, add_inputs, bounded, input_values
 from app.model import limits
-from app.model.regimes import REGIME_NAMES
+from app.service import core_inputs, plan_inputs
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -71,62 +71,14 @@ def _write_report(arguments: argparse.Namespace, report: Any, text: Callable[[],
 _bounded = bounded
 
 
-_probability = _bounded(float, 0.0, 1.0)
 _draft_cost = _bounded(float, 0.0, limits.MAX_DRAFT_COST)
-_k = _bounded(int, 0, limits.K_MAX_LIMIT)
-_k_max = _bounded(int, 1, limits.K_MAX_LIMIT)
-_batch = _bounded(int, 1, limits.MAX_BATCH)
 
 
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.model.presets import ACCELERATORS, DRAFT_CHOICES, MODELS, WEIGHT_FORMATS
+    from app.service import setup_inputs
 
     group = parser.add_argument_group("roofline: presets, formats and serving conditions")
-    group.add_argument("--hw", choices=list(ACCELERATORS), default=limits.DEFAULT_HW, help="accelerator preset")
-    group.add_argument("--model", choices=list(MODELS), default=limits.DEFAULT_MODEL, help="target model preset")
-    group.add_argument(
-        "--draft",
-        choices=list(DRAFT_CHOICES),
-        default=limits.DEFAULT_DRAFT,
-        help="draft model preset, or a head on the target priced from its shape (eagle, eagle3, mtp)",
-    )
-    group.add_argument(
-        "--weights", choices=list(WEIGHT_FORMATS), default=limits.DEFAULT_WEIGHTS, help="target weight format"
-    )
-    group.add_argument("--draft-weights", choices=list(WEIGHT_FORMATS), help="draft weight format (default: --weights)")
-    group.add_argument("--kv-cache", choices=["bf16", "fp8"], default=limits.DEFAULT_KV_CACHE, help="KV-cache format")
-    group.add_argument(
-        "--devices", type=_bounded(int, 0, limits.MAX_DEVICES), default=0, help="devices, 0 = fewest that fit"
-    )
-    group.add_argument(
-        "--context", type=_bounded(int, 0, limits.MAX_CONTEXT), default=limits.DEFAULT_CONTEXT, help="context tokens"
-    )
-    group.add_argument(
-        "--bandwidth-efficiency",
-        type=_bounded(float, limits.MIN_EFFICIENCY, 1.0),
-        default=limits.DEFAULT_BANDWIDTH_EFFICIENCY,
-        help="achieved share of peak bandwidth",
-    )
-    group.add_argument(
-        "--compute-efficiency",
-        type=_bounded(float, limits.MIN_EFFICIENCY, 1.0),
-        default=limits.DEFAULT_COMPUTE_EFFICIENCY,
-        help="achieved share of peak FLOPS",
-    )
-    group.add_argument(
-        "--overhead-us",
-        type=_bounded(float, 0.0, limits.MAX_OVERHEAD_US),
-        default=limits.DEFAULT_OVERHEAD_US,
-        help="fixed time per forward pass, microseconds",
-    )
-    for term in limits.COST_TERMS:
-        group.add_argument(
-            "--" + term.name.replace("_", "-"),
-            type=_bounded(float, 0.0, term.high),
-            metavar="US",
-            default=term.default,
-            help=term.description[0].lower() + term.description[1:],
-        )
+    add_inputs(group, setup_inputs.SERVING)
     group.add_argument(
         "--set",
         dest="overrides",
@@ -140,7 +92,8 @@ def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup_request(arguments: argparse.Namespace) -> object:
-    from app.service.regimes import SetupError, SetupRequest
+    from app.service import setup_inputs
+    from app.service.regimes import SetupError
 
     overrides: dict[str, float | int | None] = {}
     for item in arguments.overrides:
@@ -152,25 +105,7 @@ def _setup_request(arguments: argparse.Namespace) -> object:
         except ValueError:
             raise SetupError(name, f"{raw!r} is not a number") from None
         overrides[name] = int(number) if number.is_integer() and name.split("_", 1)[-1] in INTEGER_FIELDS else number
-    return SetupRequest(
-        hw=arguments.hw,
-        model=arguments.model,
-        draft=arguments.draft,
-        weights=arguments.weights,
-        draft_weights=arguments.draft_weights,
-        kv_cache=arguments.kv_cache,
-        devices=arguments.devices,
-        context=arguments.context,
-        bandwidth_efficiency=arguments.bandwidth_efficiency,
-        compute_efficiency=arguments.compute_efficiency,
-        overhead_us=arguments.overhead_us,
-        cost_terms={
-            term.name: getattr(arguments, term.name)
-            for term in limits.COST_TERMS
-            if getattr(arguments, term.name) != term.default
-        },
-        overrides=overrides,
-    )
+    return setup_inputs.request(input_values(arguments, setup_inputs.SERVING), overrides)
 
 
 INTEGER_FIELDS = ("layers", "query_heads", "kv_heads", "head_dim", "kv_tensors", "experts", "experts_per_token")
@@ -183,19 +118,18 @@ def _use_color(arguments: argparse.Namespace) -> bool:
 
 
 def add_table_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    regimes = list(REGIME_NAMES)
     parser = _subcommand(
         subparsers, "table", "speedup over p x k under two named regimes side by side (win turning into loss)"
     )
-    parser.add_argument("--regime-a", choices=regimes, default="memory-bound", help="left-hand regime")
-    parser.add_argument("--regime-b", choices=regimes, default="compute-bound", help="right-hand regime")
-    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost (not roofline)")
-    parser.add_argument(
-        "--beta-a", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear A: v = 1 + beta k"
-    )
-    parser.add_argument("--beta-b", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear regime B")
-    parser.add_argument("--batch-a", type=_batch, default=1, help="roofline regime A batch size")
-    parser.add_argument("--batch-b", type=_batch, default=limits.DEFAULT_TABLE_BATCH_B, help="roofline B batch size")
+    (left, right), (left_batch, right_batch) = limits.ROOFLINE_TABLE_REGIMES, limits.ROOFLINE_TABLE_BATCHES
+    for side, regime, batch in (
+        ("a", left, left_batch),
+        ("b", right, right_batch),
+    ):  # the left-hand table, then the right
+        add_input(parser, core_inputs.REGIME, f"--regime-{side}", default=regime)
+        add_input(parser, core_inputs.BETA, f"--beta-{side}")
+        add_input(parser, core_inputs.COST_BATCH, f"--batch-{side}", default=batch)
+    add_input(parser, core_inputs.C)
     parser.add_argument("--p-min", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MIN, help="first row")
     parser.add_argument("--p-max", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MAX, help="last row")
     parser.add_argument(
@@ -255,9 +189,9 @@ def run_table(arguments: argparse.Namespace) -> int:
 
 def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "schedule", "best draft length per batch size on the roofline (0 = off)")
-    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_REGIMES_P, help="acceptance probability")
-    parser.add_argument("--k-max", type=_k_max, default=limits.K_SEARCH_MAX, help="longest draft searched")
-    parser.add_argument("--batch-max", type=_batch, default=limits.MAX_BATCH, help="largest batch size")
+    add_input(parser, core_inputs.P, default=limits.DEFAULT_REGIMES_P)
+    add_input(parser, core_inputs.K_MAX)
+    add_input(parser, plan_inputs.BATCH_MAX)
     _add_roofline_arguments(parser)
     parser.set_defaults(handler=run_schedule)
 
@@ -292,17 +226,12 @@ def run_schedule(arguments: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 # calibrate, sources and trees: from serving metrics to a decision
 
-COST_REGIMES = list(REGIME_NAMES)
-
 
 def _add_cost_arguments(parser: argparse.ArgumentParser, regime_default: str = "memory-bound") -> None:
     group = parser.add_argument_group("cost of a cycle")
-    group.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
-    group.add_argument("--regime", choices=COST_REGIMES, default=regime_default, help="verification cost regime")
-    group.add_argument(
-        "--beta", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_BETA, help="linear regime: v(k) = 1 + beta k"
-    )
-    group.add_argument("--batch", type=_batch, default=1, help="roofline regime batch size (H100, 8B target, 1B draft)")
+    add_input(group, core_inputs.C)
+    add_input(group, core_inputs.REGIME, default=regime_default)
+    add_inputs(group, (core_inputs.BETA, core_inputs.COST_BATCH))
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
 
 
@@ -331,16 +260,14 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
     parser.add_argument(
         "--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics or --from)"
     )
-    parser.add_argument("--k", type=_k_max, help="draft length of the measurement (num_speculative_tokens)")
+    add_input(parser, plan_inputs.K)
     parser.add_argument(
         "--draft-lengths",
         help="with --from: the draft lengths the engine ran, comma-separated (a per-batch schedule's k values)",
     )
     parser.add_argument("--engine-version", help="with --from: the engine version that wrote the report")
     parser.add_argument("--model-name", help="model_name label to pick when the scrape covers several models")
-    parser.add_argument(
-        "--k-max", type=_k_max, default=limits.DEFAULT_DECISION_K_MAX, help="largest draft length to predict"
-    )
+    add_input(parser, core_inputs.K_MAX, default=limits.DEFAULT_DECISION_K_MAX)
     _add_cost_arguments(parser)
     parser.set_defaults(handler=run_calibrate)
 
@@ -393,9 +320,7 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
     parser = _subcommand(
         subparsers, "sources", "draft model, n-gram lookup, Medusa and EAGLE side by side (cited measurements)"
     )
-    parser.add_argument(
-        "--k-max", type=_k_max, default=limits.DEFAULT_DECISION_K_MAX, help="largest draft length searched"
-    )
+    add_input(parser, core_inputs.K_MAX, default=limits.DEFAULT_DECISION_K_MAX)
     parser.add_argument(
         "--override",
         action="append",
@@ -482,17 +407,14 @@ def _add_closed_form_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format (json as the API)")
 
 
-def _add_p_and_c(parser: argparse.ArgumentParser, k_help: str | None) -> None:
-    """--p, then --k with k_help (none when k_help is None), then --c, at the closed form's defaults."""
-    parser.add_argument("--p", type=_probability, default=limits.DEFAULT_P, help="acceptance probability")
-    if k_help is not None:
-        parser.add_argument("--k", type=_k, default=limits.DEFAULT_K, help=k_help)
-    parser.add_argument("--c", type=_draft_cost, default=limits.DEFAULT_C, help="draft cost per draft step")
+def _add_p_and_c(parser: argparse.ArgumentParser, with_k: bool) -> None:
+    """--p, then --k (when asked), then --c, at the closed form's defaults."""
+    add_inputs(parser, (core_inputs.P, core_inputs.K, core_inputs.C) if with_k else (core_inputs.P, core_inputs.C))
 
 
 def add_speedup_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "speedup", "tokens per cycle, cost per cycle and speedup at (p, k, c)")
-    _add_p_and_c(parser, "draft length (0 = plain decoding)")
+    _add_p_and_c(parser, with_k=True)
     _add_closed_form_output(parser)
     parser.set_defaults(handler=run_speedup)
 
@@ -524,8 +446,8 @@ def _best_k_text(best_k: int, speedup: float, k_search_max: int, limit_reached: 
 
 def add_optimal_k_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "optimal-k", "draft length with the highest speedup (0 = do not speculate)")
-    _add_p_and_c(parser, None)
-    parser.add_argument("--k-max", type=_k_max, default=limits.K_SEARCH_MAX, help="longest draft searched")
+    _add_p_and_c(parser, with_k=False)
+    add_input(parser, core_inputs.K_MAX)
     _add_closed_form_output(parser)
     parser.set_defaults(handler=run_optimal_k)
 
@@ -542,8 +464,8 @@ def add_curve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser = _subcommand(
         subparsers, "curve", "speedup for k = 0..k_max with the p +/- band envelope, and the demo's readouts"
     )
-    _add_p_and_c(parser, "draft length of the readouts")
-    parser.add_argument("--k-max", type=_k_max, default=limits.DEMO_CHART_K_MIN, help="last k of the table")
+    _add_p_and_c(parser, with_k=True)
+    add_input(parser, core_inputs.K_MAX, default=limits.DEMO_CHART_K_MIN, help="last k of the table")
     parser.add_argument("--band", type=_bounded(float, 0.0, 0.5), default=limits.DEMO_BAND, help="half-width in p")
     parser.add_argument(
         "--c-ops", type=_draft_cost, default=0.0, help="arithmetic of a draft step relative to a target step"

@@ -1,9 +1,13 @@
-"""Argument types shared by the command line's modules: a number within its bounds, or an argparse error."""
+"""Argument types shared by the command line's modules: a number within its bounds, or an argparse error; and
+the options generated from the inputs declared in app.service (one declaration for the API, pages and CLI)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from app.service.inputs import Input, InputError
 
 
 def bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[[str], float | int]:
@@ -17,3 +21,47 @@ def bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[
         return value
 
     return parse
+
+
+def _typed(item: Input) -> Callable[[str], Any]:
+    """An option's type: the text as the input's kind, checked against the input's bounds."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = item.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'an integer' if item.kind is int else 'a number'}"
+            ) from None
+        try:
+            return item.check(value)
+        except InputError as error:
+            raise argparse.ArgumentTypeError(error.message) from None
+
+    return parse
+
+
+def add_input(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, item: Input, flag: str | None = None, **command: Any
+) -> None:
+    """The input's option, --k-max for k_max (or ``flag``, where a command takes it twice): its help, default,
+    bounds and choices (as registered now); ``command`` sets what differs in one command (its own default)."""
+    options: dict[str, Any] = {"default": item.default, "help": item.description.replace("%", "%%")}
+    if item.choices is not None:
+        options["choices"] = list(item.choices())
+    else:
+        options["type"] = _typed(item)
+    if item.required:
+        options["required"] = True
+    parser.add_argument(flag or item.option, **{**options, **command})
+
+
+def add_inputs(parser: argparse.ArgumentParser | argparse._ArgumentGroup, inputs: Sequence[Input]) -> None:
+    """One option per input (add_input)."""
+    for item in inputs:
+        add_input(parser, item)
+
+
+def input_values(arguments: argparse.Namespace, inputs: Sequence[Input]) -> dict[str, Any]:
+    """The values of the inputs' options, by input name."""
+    return {item.name: getattr(arguments, item.name) for item in inputs}

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.cli_arguments import add_inputs, input_values
 from app.cli_arguments import bounded as _bounded
 from app.model import engines as engine_registry
 
@@ -151,105 +152,49 @@ def add_commands(
 
 
 def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
-    """What one plan depends on (app.service.plan): config, rules and dashboard take the same arguments."""
-    from app.model import limits
+    """What one plan depends on (app.service.plan_inputs.PLAN): config, rules and dashboard take the same inputs
+    as the API, and a report to calibrate from."""
+    from app.service.plan_inputs import PLAN
 
-    parser.add_argument("--engine", choices=engine_registry.ENGINES, required=True)
-    parser.add_argument(
-        "--p", type=_bounded(float, 0.0, 1.0), default=limits.ROOFLINE_DEFAULT_P, help="acceptance probability"
-    )
-    parser.add_argument("--k-max", type=_bounded(int, 1, 64), default=limits.ROOFLINE_DEFAULT_K_MAX)
-    parser.add_argument("--batch-max", type=_bounded(int, 1, limits.MAX_BATCH), default=limits.MAX_BATCH)
-    parser.add_argument(
-        "--batch", type=_bounded(int, 1, limits.MAX_BATCH), default=1, help="operating batch (SGLang, llama.cpp)"
-    )
-    parser.add_argument("--tree-budget", type=_bounded(int, 0, 256), default=0, help="tree nodes (0 = a chain)")
-    parser.add_argument("--tree-acceptance", default="0.6,0.2,0.1,0.05", help="positional acceptance for the tree")
-    parser.add_argument("--draft-path", help="the draft model's path, written into the config")
-    parser.add_argument(
-        "--method",
-        help="the drafter in the engine's own words: vLLM method (draft_model, eagle3, ngram, ...), SGLang "
-        "algorithm (STANDALONE, EAGLE, EAGLE3, ...), TensorRT-LLM decoding_type, llama.cpp --spec-type",
-    )
-    parser.add_argument("--engine-version", help="the engine version to write for (default: the newest known)")
-    parser.add_argument(
-        "--profile",
-        help="a measured acceptance profile: share of drafts accepted at least to position 1, 2, ... (comma-separated)",
-    )
+    add_inputs(parser, PLAN)
     parser.add_argument(
         "--from",
         dest="source",
         metavar="FILE_OR_URL",
         help="calibrate from this engine report and decide in one step (its p and per-position profile)",
     )
-    parser.add_argument(
-        "--fit-batch",
-        type=_bounded(int, 1, limits.MAX_BATCH),
-        default=1,
-        help="with --devices 0: devices that hold this batch",
-    )
 
 
 def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.model import rules
+    from app.service.plan_inputs import WATCH
 
     _add_plan_arguments(parser)
-    parser.add_argument(
-        "--p-low",
-        type=_bounded(float, 0.0, 1.0),
-        help=f"calibrated lower bound of p for the acceptance alert (default: p - {rules.DEFAULT_P_MARGIN:g})",
-    )
-    parser.add_argument("--label", default=rules.DEFAULT_LABEL, help="label whose values are the classes")
-    parser.add_argument("--window", default=rules.DEFAULT_WINDOW, help="rate window of the recording rules")
-    parser.add_argument("--hold", default=rules.DEFAULT_HOLD, help="how long a condition holds before it alerts")
-    parser.add_argument("--match", default="", help='label matchers added to every series read, e.g. job="vllm"')
+    add_inputs(parser, WATCH)
     parser.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
 
 
 def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[PlanRequest, str] | None:
     """The plan request of config, rules or dashboard, and where its acceptance came from; None (with the
-    reason on stderr) when the report, the profile or the tree cannot be read."""
-    from app.model import trees
+    reason on stderr) when the report, the profile, the tree or the rules' inputs cannot be read."""
     from app.model.calibration import CalibrationError
-    from app.service.plan import PlanRequest
+    from app.service import plan_inputs
+    from app.service.inputs import InputError
 
-    p, where = arguments.p, ""
-    profile: tuple[float, ...] = ()
+    watching = name != "config"
+    values = input_values(arguments, (*plan_inputs.PLAN, *(plan_inputs.WATCH if watching else ())))
+    where, profile = "", None
     try:
         if arguments.source:
-            p, profile, where = _calibrated_profile(arguments.source, arguments.k_max)
-        if arguments.profile:
-            profile = tuple(float(item) for item in arguments.profile.split(",") if item.strip())
-        tree = (
-            trees.positional_acceptance([float(v) for v in arguments.tree_acceptance.split(",") if v.strip()])
-            if arguments.tree_budget
-            else None
-        )
+            values["p"], measured, where = _calibrated_profile(arguments.source, arguments.k_max)
+            profile = None if arguments.profile else measured  # --profile, when given, is the one
+        build = plan_inputs.watch_request if watching else plan_inputs.request
+        return build(values, profile), where
+    except InputError as error:
+        print(f"specdec-lab {name}: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
     except (OSError, ValueError) as error:
         message = error.message if isinstance(error, CalibrationError) else str(error)
         print(f"specdec-lab {name}: error: {message}", file=sys.stderr)
-        return None
-    watch = {
-        key: getattr(arguments, key)
-        for key in ("p_low", "label", "window", "hold", "match")
-        if getattr(arguments, key, None) is not None
-    }
-    request = PlanRequest(
-        engine=arguments.engine,
-        p=p,
-        profile=profile,
-        k_max=arguments.k_max,
-        batch_max=arguments.batch_max,
-        batch=arguments.batch,
-        fit_batch=arguments.fit_batch,
-        method=arguments.method,
-        draft_path=arguments.draft_path,
-        version=arguments.engine_version,
-        tree_acceptance=tree,
-        tree_budget=arguments.tree_budget,
-        **watch,
-    )
-    return request, where
+    return None
 
 
 def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
@@ -268,10 +213,8 @@ def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     planned = _plan_request(arguments, name)
     if planned is None:
         return 2
-    request = planned[0]
     try:
-        rules.check(request.rules_request())
-        made = plan.build(request, built).rules
+        made = plan.build(planned[0], built).rules
     except rules.RulesError as error:
         print(f"specdec-lab {name}: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
         return 2

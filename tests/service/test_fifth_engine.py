@@ -4,6 +4,7 @@ real Prometheus with and without its rules loaded), with no other change to the 
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Iterator
@@ -116,6 +117,28 @@ def test_the_api_serves_a_registered_engine(client: TestClient, toyserve: str) -
     board = client.get(f"/api/v1/dashboard?engine={toyserve}&p=0.8")
     assert board.status_code == 200 and "toyserve" in board.text
     assert client.get("/api/v1/engine-config?engine=toyserve2&p=0.8").status_code == 422
+
+
+def test_the_decide_page_offers_and_takes_a_registered_engine(client: TestClient, toyserve: str) -> None:
+    page = client.get("/decide")
+    assert page.status_code == 200 and '<option value="toyserve"' in page.text and ">ToyServe</option>" in page.text
+    chosen = client.get(f"/decide?engine={toyserve}")
+    assert chosen.status_code == 200 and '<option value="toyserve" selected' in chosen.text
+    view = client.get(f"/api/v1/views/decide?engine={toyserve}")
+    assert view.status_code == 200, view.text
+    assert view.json()["config"]["engine"] == "ToyServe" and "draft_schedule" in view.json()["config"]["text"]
+    assert client.get("/api/v1/views/decide?engine=toyserve2").status_code == 422
+
+
+def test_the_command_lines_engine_choices_list_a_registered_engine(toyserve: str) -> None:
+    from app.cli import build_parser
+
+    parser = build_parser()
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    for command in ("config", "rules", "dashboard"):
+        engine = next(action for action in commands.choices[command]._actions if action.dest == "engine")
+        assert engine.choices is not None and toyserve in engine.choices, command
+        assert "toyserve" in commands.choices[command].format_help(), command
 
 
 # ---------------------------------------------------------------------------

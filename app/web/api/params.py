@@ -1,48 +1,28 @@
-"""Query parameter types shared by the API families: bounds live here once."""
+"""Query parameter types shared by the API families, generated from their declarations in app.service.core_inputs."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Depends
 
 from app.model import bursty
-from app.model.limits import K_MAX_LIMIT, MAX_CYCLES, MAX_DRAFT_COST, MAX_SEED, MAX_TOKENS
+from app.model.limits import K_MAX_LIMIT, MAX_CYCLES, MAX_SEED, MAX_TOKENS
+from app.service import core_inputs
+from app.web.api.inputs import dependency, query
 from app.web.core.errors import parameter_error
 
 __all__ = ["K_MAX_LIMIT", "MAX_CYCLES", "MAX_SEED", "MAX_TOKENS"]
 
 
-def probability(description: str) -> object:
-    return Query(ge=0.0, le=1.0, allow_inf_nan=False, description=description)
-
-
-P = Annotated[float, probability("Per-token acceptance probability p (Leviathan's alpha), 0 to 1.")]
-K = Annotated[int, Query(ge=0, le=K_MAX_LIMIT, description=f"Draft length k, 0 (plain decoding) to {K_MAX_LIMIT}.")]
-C = Annotated[
-    float,
-    Query(
-        ge=0.0,
-        le=MAX_DRAFT_COST,
-        allow_inf_nan=False,
-        description=f"Cost of one draft step relative to one target pass, 0 to {MAX_DRAFT_COST:g}.",
-    ),
-]
-KMax = Annotated[int, Query(ge=1, le=K_MAX_LIMIT, description=f"Largest draft length searched, 1 to {K_MAX_LIMIT}.")]
-Seed = Annotated[int, Query(ge=0, le=MAX_SEED, description=f"Random seed, 0 to {MAX_SEED}; same seed, same result.")]
-
-Rho = Annotated[
-    float,
-    Query(
-        ge=-1.0,
-        le=1.0,
-        allow_inf_nan=False,
-        description=(
-            "Lag-1 correlation of acceptances (two-state Markov chain over verified drafts, carried across cycles), "
-            "from -min(p, 1-p)/max(p, 1-p) to 1; 0 is i.i.d."
-        ),
-    ),
-]
+P = Annotated[float, query(core_inputs.P)]
+K = Annotated[int, query(core_inputs.K)]
+C = Annotated[float, query(core_inputs.C)]
+KMax = Annotated[int, query(core_inputs.K_MAX)]
+Seed = Annotated[int, query(core_inputs.SEED)]
+Rho = Annotated[float, query(core_inputs.RHO)]
+# The cost of a cycle (c, regime, beta, batch), as the calibration endpoints take it.
+Cost = Annotated[core_inputs.CostChoice, Depends(dependency(core_inputs.COST, core_inputs.cost_choice))]
 
 
 RHO_RULES = (

@@ -9,9 +9,9 @@ control by its on-screen label and states its bounds.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, overload
 
 Kind = Literal["range", "number", "select", "text"]
 Value = float | int | str
@@ -24,6 +24,27 @@ class ControlError(ValueError):
         super().__init__(message)
         self.control = control
         self.message = message
+
+
+class Options(Sequence[tuple[str, str]]):
+    """A select's (value, title) pairs read from a registry each time they are asked for, so that a choice
+    registered after the page was declared (an engine) is offered and taken."""
+
+    def __init__(self, read: Callable[[], tuple[tuple[str, str], ...]]) -> None:
+        self._read = read
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, str]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[str, str]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[str, str] | Sequence[tuple[str, str]]:
+        return self._read()[index]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
 
 
 def _shown(value: float) -> str:
@@ -42,7 +63,7 @@ class Control:
     high: float | None = None
     step: float | None = None
     integer: bool = False
-    options: tuple[tuple[str, str], ...] = ()
+    options: Sequence[tuple[str, str]] = ()
     max_length: int = 0
     help: str = ""
     digits: int = 2  # decimals a range control's value is shown with

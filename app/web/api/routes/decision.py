@@ -15,6 +15,7 @@ from app.model import calibration, draft_sources, limits, trees
 from app.model.calibration import CalibrationError, ErrorKind
 from app.model.regimes import REGIME_NAMES as regime_names
 from app.model.regimes import RegimeName
+from app.service import core_inputs
 from app.service.decision import (
     DEFAULT_C,
     DEFAULT_K_MAX,
@@ -28,7 +29,8 @@ from app.service.decision import (
     trees_out,
 )
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
-from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, KMax
+from app.web.api.inputs import query
+from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, Cost, KMax
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
 
@@ -75,31 +77,9 @@ OptionalK = Annotated[
     ),
 ]
 REGIME_NAMES = list(regime_names)
-Regime = Annotated[
-    str,
-    Query(
-        description="Verification cost: memory-bound (v = 1), compute-bound (v = k + 1), linear (v = 1 + beta k) "
-        f"or roofline. One of: {', '.join(REGIME_NAMES)}.",
-        json_schema_extra={"enum": REGIME_NAMES},
-    ),
-]
-Beta = Annotated[
-    float,
-    Query(
-        ge=0.0,
-        le=1.0,
-        allow_inf_nan=False,
-        description="Linear regime: verification cost v(k) = 1 + beta k, beta from 0 (free) to 1 (compute-bound).",
-    ),
-]
-Batch = Annotated[
-    int,
-    Query(
-        ge=1,
-        le=MAX_BATCH,
-        description=f"Roofline regime: batch size, 1 to {MAX_BATCH} (H100 SXM, dense 8B target, 1B draft).",
-    ),
-]
+Regime = Annotated[str, query(core_inputs.REGIME)]
+Beta = Annotated[float, query(core_inputs.BETA)]
+Batch = Annotated[int, query(core_inputs.COST_BATCH)]
 Count = Annotated[
     float, Query(ge=0.0, le=MAX_COUNT, allow_inf_nan=False, description=f"Counter value, 0 to {MAX_COUNT:.0e}.")
 ]
@@ -210,19 +190,11 @@ def _numbers(name: str, text: str, limit: int) -> list[float]:
 def get_calibration_from_rate(
     rate: DraftRate,
     k: MeasuredK,
-    c: C = DEFAULT_C,
+    cost: Cost,
     k_max: KMax = DEFAULT_K_MAX,
-    regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = limits.DEFAULT_BETA,
-    batch: Batch = 1,
 ) -> CalibrationOut:
     """Infer p from a draft acceptance rate measured at draft length k; predict speedup for every k."""
-    return rate_calibration(rate, k, c, k_max, regime, beta, batch)
-
-
-def rate_calibration(rate: float, k: int, c: float, k_max: int, regime: str, beta: float, batch: int) -> CalibrationOut:
-    """GET /calibrate/rate once its parameters are in range; also the page's first paint."""
-    chosen = _regime(regime, c, beta, batch)
+    chosen = cost.priced()
     result = calibration.calibrate_from_rate(rate, k, chosen.c, k_max, chosen.verify)
     return calibration_out(result, chosen)
 
@@ -238,23 +210,13 @@ def rate_calibration(rate: float, k: int, c: float, k_max: int, regime: str, bet
 def get_calibration_from_length(
     length: MeanLength,
     k: MeasuredK,
-    c: C = DEFAULT_C,
+    cost: Cost,
     k_max: KMax = DEFAULT_K_MAX,
-    regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = limits.DEFAULT_BETA,
-    batch: Batch = 1,
 ) -> CalibrationOut:
     """Infer p from a mean acceptance length (tokens per verification) at draft length k."""
-    return length_calibration(length, k, c, k_max, regime, beta, batch)
-
-
-def length_calibration(
-    length: float, k: int, c: float, k_max: int, regime: str, beta: float, batch: int
-) -> CalibrationOut:
-    """GET /calibrate/length once its parameters are in range; also the page's first paint."""
     if length > k + 1:
         raise parameter_error("length", f"must be from 1 to k + 1 = {k + 1} at k = {k}; got {length}", length)
-    chosen = _regime(regime, c, beta, batch)
+    chosen = cost.priced()
     result = calibration.calibrate_from_length(length, k, chosen.c, k_max, chosen.verify)
     return calibration_out(result, chosen)
 
@@ -283,6 +245,7 @@ def get_calibration_from_counters(
     drafts: DraftCount,
     draft_tokens: Count,
     accepted: Count,
+    cost: Cost,
     per_position: Annotated[
         str,
         Query(
@@ -292,11 +255,7 @@ def get_calibration_from_counters(
         ),
     ] = "",
     k: OptionalK = None,
-    c: C = DEFAULT_C,
     k_max: KMax = DEFAULT_K_MAX,
-    regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = limits.DEFAULT_BETA,
-    batch: Batch = 1,
 ) -> CalibrationOut:
     """Infer p, per-position acceptance and the i.i.d. check from vLLM's spec-decode counter values."""
     if drafts < 1:
@@ -314,7 +273,7 @@ def get_calibration_from_counters(
         accepted_tokens=accepted,
         accepted_per_position=tuple(positions),
     )
-    chosen = _regime(regime, c, beta, batch)
+    chosen = cost.priced()
     try:
         result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, k)
     except CalibrationError as error:
@@ -408,18 +367,15 @@ METRICS_BODY = {
 @with_rules(METRICS_RULES)
 async def calibrate_metrics(
     request: Request,
+    cost: Cost,
     k: OptionalK = None,
     model_name: ModelName = None,
-    c: C = DEFAULT_C,
     k_max: KMax = DEFAULT_K_MAX,
-    regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = limits.DEFAULT_BETA,
-    batch: Batch = 1,
 ) -> CalibrationOut | JSONResponse:
     """Infer p from a pasted vLLM /metrics exposition: per-position acceptance, i.i.d. check, best k."""
     if model_name is not None:
         _text_parameter("model_name", model_name, MAX_MODEL_NAME)
-    chosen = _regime(regime, c, beta, batch)
+    chosen = cost.priced()
     body = await _read_capped(request)
     if body is None:
         return _unprocessable(

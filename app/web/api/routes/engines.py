@@ -10,13 +10,12 @@ from starlette.concurrency import run_in_threadpool
 
 from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines.base import UnknownVersionError
-from app.model.regimes import RegimeName
 from app.service import step_fit as step_fit_service
-from app.service.decision import CostRegime, cost_regime
+from app.service.decision import CostRegime
 from app.service.engines import calibrate_report
 from app.service.fetch import FetchError, fetch_text
 from app.service.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
-from app.web.api.params import K_MAX_LIMIT, C, KMax
+from app.web.api.params import K_MAX_LIMIT, Cost, KMax
 from app.web.api.plan_params import MAX_LABEL, PLAN_RULES, EngineVersionQuery, OptionalK, PlanQuery, built_plan
 from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, DecidedBatchMax, Setup
 from app.web.core.config import Settings, get_settings
@@ -25,7 +24,6 @@ from app.web.core.heavy import HEAVY
 
 router = APIRouter(prefix="/api/v1", tags=["engines"])
 
-REGIME_NAMES = [name.value for name in RegimeName]
 MAX_URL = 2_000
 MAX_CYCLES = 1e15
 
@@ -45,15 +43,6 @@ Cycles = Annotated[
         description="Verifications behind a reported mean (SGLang): gives the interval of p.",
     ),
 ]
-RegimeQuery = Annotated[
-    str,
-    Query(
-        description=f"Verification cost regime. One of: {', '.join(REGIME_NAMES)}.",
-        json_schema_extra={"enum": REGIME_NAMES},
-    ),
-]
-Beta = Annotated[float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Linear regime: v(k) = 1 + beta k.")]
-Batch = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Batch size, 1 to {MAX_BATCH}.")]
 DraftLengths = Annotated[
     str,
     Query(
@@ -84,12 +73,6 @@ def _unprocessable(field: str, message: str, kind: str) -> JSONResponse:
 def _settings(request: Request) -> Settings:
     settings = getattr(request.app.state, "settings", None)
     return settings if isinstance(settings, Settings) else get_settings()
-
-
-def _regime(regime: str, c: float, beta: float, batch: int) -> CostRegime:
-    if regime not in REGIME_NAMES:
-        raise parameter_error("regime", f"must be one of {', '.join(REGIME_NAMES)}; got {regime!r}", regime)
-    return cost_regime(regime, c, beta=beta, batch=batch)
 
 
 async def _body_text(request: Request, limit: int) -> str | JSONResponse:
@@ -151,6 +134,7 @@ STEP_FIT_RULES = (
 @with_rules(CALIBRATE_RULES)
 async def calibrate_any(
     request: Request,
+    cost: Cost,
     k: OptionalK = None,
     label: Label = "model_name",
     cycles: Cycles = None,
@@ -158,16 +142,12 @@ async def calibrate_any(
         str | None,
         Query(max_length=MAX_URL, description="Fetch the report from this http(s) URL (only if the server allows)."),
     ] = None,
-    c: C = 0.15,
     k_max: KMax = 16,
-    regime: RegimeQuery = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = 0.5,
-    batch: Batch = 1,
     draft_lengths: DraftLengths = "",
     engine_version: EngineVersionQuery = None,
 ) -> EngineCalibrationOut | JSONResponse:
     """Detect the engine's format; infer p with its interval, k, the per-position fit and the i.i.d. test per class."""
-    chosen = _regime(regime, c, beta, batch)
+    chosen = cost.priced()
     body = await _body_text(request, MAX_EXPOSITION_BYTES)
     if isinstance(body, JSONResponse):
         return body

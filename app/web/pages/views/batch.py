@@ -15,21 +15,13 @@ from urllib.parse import urlencode
 from app.model import limits, published
 from app.model.capacity import fewest_devices
 from app.model.presets import (
-    ACCELERATOR_FIELDS,
     ACCELERATORS,
-    DRAFT_HEADS,
-    MODEL_FIELDS,
     MODELS,
-    WEIGHT_FORMATS,
     draft_preset,
 )
 from app.model.regimes import RegimeName
+from app.service import setup_inputs
 from app.service.regimes import (
-    DEFAULT_DRAFT,
-    DEFAULT_HW,
-    DEFAULT_MODEL,
-    DEFAULTS,
-    KV_CACHE_FORMATS,
     BuiltSetup,
     RegimeRequest,
     SetupError,
@@ -41,6 +33,7 @@ from app.service.regimes import (
     two_regime_table,
 )
 from app.service.schemas.regimes import BatchSweepOut, ScheduleOut, SetupOut, TableOut
+from app.web.pages import inputs
 from app.web.pages.controls import Control, ControlError, Reading, url_text
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.page import Page, View
@@ -50,33 +43,7 @@ MAX_BATCH = limits.MAX_BATCH
 K_SEARCH_MAX = limits.BATCH_K_SLIDER_MAX  # best k, in the readouts and the schedule alike
 TABLE_K_MAX = limits.BATCH_TABLE_K_MAX
 REGIMES = tuple(name.value for name in RegimeName)
-GROUPS = {"hw": ("Accelerator", ACCELERATOR_FIELDS), "model": ("Target model", MODEL_FIELDS)}
-GROUPS["draft"] = ("Draft model", MODEL_FIELDS)
-
-# On-screen names of the editable preset fields; their bounds are the API's.
-FIELD_TEXT: dict[str, str] = {
-    "bandwidth_tb_s": "Bandwidth (TB/s)",
-    "bf16_tflops": "Dense BF16 TFLOPS",
-    "memory_gb": "Memory (GB)",
-    "total_params_b": "Total parameters (B)",
-    "active_params_b": "Active parameters (B)",
-    "layers": "Layers",
-    "query_heads": "Query heads",
-    "kv_heads": "KV heads",
-    "head_dim": "Head dim",
-    "kv_tensors": "KV tensors (2 = K and V, 1 = latent)",
-    "experts": "Experts (1 = dense)",
-    "experts_per_token": "Experts per token",
-}
-
-
-def _field_control(group: str, field: str) -> Control:
-    kind, low, _, high, _ = limits.PRESET_FIELD_BOUNDS[field]
-    name, integer = f"{group}_{field}", kind is int
-    label = f"{FIELD_TEXT[field]} ({GROUPS[group][0].lower()})"
-    return Control(
-        name, label, "number", None, low, high, 1 if integer else None, integer=integer, legacy=(f"rg_{name}",)
-    )
+GROUPS = setup_inputs.PRESETS  # the presets whose fields a page edits, by prefix
 
 
 def _choice(name: str, label: str, options: list[tuple[str, str]], default: str) -> Control:
@@ -90,36 +57,25 @@ def _number(
     return Control(name, label, "number", plain, low, high, step, legacy=(f"rg_{name}",), **extra)
 
 
-def _formats(formats: dict[str, float]) -> list[tuple[str, str]]:
-    return [(key, f"{key} ({size:g} B)") for key, size in formats.items()]
-
-
 BLANK = "blank: the overhead per pass"
-MODEL_OPTIONS = [(key, model.name) for key, model in MODELS.items()]
-DRAFT_OPTIONS = MODEL_OPTIONS + [(key, f"{name} on the target") for key, name in DRAFT_HEADS.items()]
+SETUP_HELP = {"devices": "0 = the fewest that hold both models"}
+STEPS = {
+    "bandwidth_efficiency": 0.01,
+    "compute_efficiency": 0.01,
+    **dict.fromkeys(("overhead_us", *(term.name for term in setup_inputs.COST_TERMS)), 1.0),
+}
 REGIME_OPTIONS = [(name, name) for name in REGIMES]
-SETUP = (
-    _choice("hw", "Accelerator", [(key, item.name) for key, item in ACCELERATORS.items()], DEFAULT_HW),
-    _number(
-        "devices", "Devices", 0, 0, limits.MAX_DEVICES, 1, integer=True, help="0 = the fewest that hold both models"
-    ),
-    _choice("model", "Target model", MODEL_OPTIONS, DEFAULT_MODEL),
-    _choice("weights", "Weights (bytes per parameter)", _formats(WEIGHT_FORMATS), "bf16"),
-    _choice("draft", "Draft model", DRAFT_OPTIONS, DEFAULT_DRAFT),
-    _number("context", "Context tokens per sequence", DEFAULTS.context_tokens, 0, limits.MAX_CONTEXT, 1, integer=True),
-    _choice("kv_cache", "KV cache format", _formats(KV_CACHE_FORMATS), "bf16"),
-    _number(
-        "bandwidth_efficiency", "Bandwidth efficiency", DEFAULTS.bandwidth_efficiency, limits.MIN_EFFICIENCY, 1, 0.01
-    ),
-    _number("compute_efficiency", "Compute efficiency", DEFAULTS.compute_efficiency, limits.MIN_EFFICIENCY, 1, 0.01),
-    _number("overhead_us", "Overhead per pass (µs)", DEFAULTS.step_overhead_us, 0, limits.MAX_OVERHEAD_US, 1),
-    # a term without a default of its own (the draft step's overhead) is blank until given: the pass's is used
-    *(
-        _number(term.name, term.label, term.default, 0, term.high, 1, help="" if term.default is not None else BLANK)
-        for term in limits.COST_TERMS
-    ),
+SETUP = tuple(
+    inputs.control(
+        item,
+        legacy=(f"rg_{item.name}",),
+        # a term without a default of its own (the draft step's overhead) is blank until given: the pass's is used
+        help=SETUP_HELP.get(item.name, "" if item.kind is not float or item.default is not None else BLANK),
+        **({"step": STEPS[item.name]} if item.name in STEPS else {}),
+    )
+    for item in setup_inputs.SETUP
 )
-FIELDS = tuple(_field_control(group, field) for group, (_, fields) in GROUPS.items() for field in fields)
+FIELDS = tuple(inputs.control(item, legacy=(f"rg_{item.name}",)) for item in setup_inputs.OVERRIDES)
 SLIDERS = (
     Control(
         "p",
@@ -194,7 +150,7 @@ def _words(label: str) -> str:
     return words if words[:2].isupper() else words[0].lower() + words[1:]
 
 
-RULE_WORDS = {field: _words(label) for field, label in FIELD_TEXT.items()}
+RULE_WORDS = {field: _words(label) for field, label in setup_inputs.FIELD_LABELS.items()}
 RULE_FIELD = re.compile(r"\b(" + "|".join(sorted(RULE_WORDS, key=len, reverse=True)) + r")\b")
 
 

@@ -11,39 +11,31 @@ from typing import Any
 
 from app.model import closed_form, monte_carlo
 from app.model.limits import (
-    DEFAULT_C,
-    DEFAULT_K,
-    DEFAULT_P,
     DEMO_BAND,
     DEMO_CHART_K_MIN,
     DEMO_K_SLIDER_MAX,
     DEMO_RUN_TOKENS,
     DEMO_SIMULATED_CYCLES,
     K_MAX_LIMIT,
-    MAX_SEED,
 )
-from app.web.pages.controls import Control, Reading
+from app.service import core_inputs
+from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.inputs import control
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
 
+# The sliders span what the demo explores; the API and the command line take up to the declared bounds.
 CONTROLS = (
-    Control(
-        "k",
-        "Draft length k",
-        "range",
-        DEFAULT_K,
-        0,
-        DEMO_K_SLIDER_MAX,
-        1,
-        integer=True,
+    control(
+        core_inputs.K,
+        kind="range",
+        high=DEMO_K_SLIDER_MAX,
         help="tokens the draft model guesses before the target checks them",
     ),
-    Control(
-        "p", "Acceptance p", "range", DEFAULT_P, 0.0, 1.0, 0.01, help="chance the target accepts each drafted token"
-    ),
-    Control("c", "Draft cost c", "range", DEFAULT_C, 0.0, 1.0, 0.01, help="one draft step, in target forward passes"),
-    Control("seed", "Run seed", "number", 0, 0, MAX_SEED, 1, integer=True),
+    control(core_inputs.P, kind="range", step=0.01, help="chance the target accepts each drafted token"),
+    control(core_inputs.C, kind="range", high=1.0, step=0.01, help="one draft step, in target forward passes"),
+    control(core_inputs.SEED),
 )
 
 

@@ -13,13 +13,13 @@ from app.service.decision import (
     CostRegime,
 )
 from app.service.fetch import FetchError, check_url, fetch_text
+from app.service.plan_inputs import engine_title
 from app.web.core.config import get_settings
 from app.web.pages.controls import Control, ControlError, Reading
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.text import fixed, times
 from app.web.pages.views.decide.controls import (
     BASELINE,
-    ENGINE_LABELS,
     EXAMPLE_DRAFTS,
     EXAMPLE_K,
     EXAMPLE_SEED,
@@ -131,7 +131,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     ]
     info = {
         "shown": True,
-        "engine": ENGINE_LABELS[engine],
+        "engine": engine_title(engine),
         "engine_key": engine,
         "format": engine_metrics.FORMATS[format_name],
         "interval": _interval(top),

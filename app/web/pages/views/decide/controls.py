@@ -5,18 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.model import calibration, draft_sources, engine_metrics, engines, regimes, trees
-from app.model.limits import DEFAULT_C, K_MAX_LIMIT, MAX_DRAFT_COST, ROOFLINE_BETA
+from app.model import calibration, draft_sources, engines, regimes, trees
+from app.model.limits import K_MAX_LIMIT, MAX_DRAFT_COST
 from app.model.regimes import RegimeName
+from app.service import core_inputs, plan_inputs
 from app.service.decision import (
     DEFAULT_K_MAX,
     DEFAULT_TREE_ACCEPTANCE,
     DEFAULT_TREE_BUDGET,
-    MAX_BATCH,
     CostRegime,
     cost_regime,
 )
 from app.web.pages.controls import Control, Reading, Value
+from app.web.pages.inputs import control
 from app.web.pages.views import batch as batch_view
 
 # The example scrape the page opens with: vLLM's counters after EXAMPLE_DRAFTS drafts of i.i.d. acceptance.
@@ -32,12 +33,6 @@ MAX_LIST_TEXT = 1_000  # characters of the positional acceptance list
 
 SETUP = regimes.default_setup()
 SETUP_TEXT = f"{SETUP.accelerator.name}, target {SETUP.target.name}, draft {SETUP.draft.name}"
-REGIME_LABELS = {
-    RegimeName.MEMORY_BOUND: "memory-bound: v = 1",
-    RegimeName.LINEAR: "linear: v = 1 + β·k",
-    RegimeName.COMPUTE_BOUND: "compute-bound: v = k + 1",
-    RegimeName.ROOFLINE: "roofline of the default setup",
-}
 MODES = (
     ("metrics", "an engine's report (vLLM, SGLang, TensorRT-LLM, llama.cpp)"),
     ("rate", "a draft acceptance rate (accepted / drafted)"),
@@ -77,40 +72,18 @@ def _source_controls(source: draft_sources.DraftSource) -> tuple[Control, Contro
 
 SOURCE_CONTROLS = {source.id: _source_controls(source) for source in draft_sources.DEFAULT_SOURCES}
 
-C = Control(
-    "c",
-    "Draft cost c per draft step",
-    "number",
-    DEFAULT_C,
-    0.0,
-    MAX_DRAFT_COST,
+C = control(
+    core_inputs.C,
+    label="Draft cost c per draft step",  # the page's own words (its addresses and messages name it so)
     help="in target passes; the roofline derives it from the batch",
     legacy=("dec_c",),
 )
-REGIME = Control(
-    "regime",
-    "Verification cost",
-    "select",
-    RegimeName.MEMORY_BOUND.value,
-    options=tuple((name.value, label) for name, label in REGIME_LABELS.items()),
-    legacy=("dec_regime",),
-)
-BETA = Control("beta", "β (linear)", "number", ROOFLINE_BETA, 0.0, 1.0, legacy=("dec_beta",))
-BATCH = Control(
-    "batch",
-    "Batch size (roofline)",
-    "number",
-    1,
-    1,
-    MAX_BATCH,
-    1,
-    integer=True,
-    help=SETUP_TEXT,
-    legacy=("dec_batch",),
-)
-K_MAX = Control(
-    "k_max", "Largest k searched", "number", DEFAULT_K_MAX, 1, K_MAX_LIMIT, 1, integer=True, legacy=("dec_kmax",)
-)
+# the page lists the regimes from the cheapest verification to the dearest, the roofline last
+REGIME_OPTIONS = tuple(core_inputs.REGIME_TITLES.items())
+REGIME = control(core_inputs.REGIME, options=REGIME_OPTIONS, legacy=("dec_regime",))
+BETA = control(core_inputs.BETA, legacy=("dec_beta",))
+BATCH = control(core_inputs.COST_BATCH, help=SETUP_TEXT, legacy=("dec_batch",))
+K_MAX = control(plan_inputs.K_MAX, default=DEFAULT_K_MAX, legacy=("dec_kmax",))
 MODE = Control("mode", "I have", "select", "metrics", options=MODES, legacy=("cal_mode",))
 RATE = Control("rate", "Draft acceptance rate", "number", DEFAULT_RATE, 0.0, 1.0, legacy=("cal_rate",))
 LENGTH = Control(
@@ -168,35 +141,15 @@ URL = Control("url", "Report URL", "text", "", max_length=MAX_URL, help="the eng
 # The user's own setup, as the batch page defines it (one definition of every bound); the address keys are its own.
 SETUP_NAMES = ("hw", "devices", "model", "draft", "weights", "kv_cache", "context")
 SETUP_CONTROLS = tuple(replace(control, legacy=()) for control in batch_view.SETUP if control.name in SETUP_NAMES)
-ENGINE_LABELS = {name: str(module.TITLE) for name, module in engines.ADAPTERS.items()}
-ENGINE = Control(
-    "engine", "Engine", "select", "vllm", options=tuple((name, ENGINE_LABELS[name]) for name in engine_metrics.ENGINES)
-)
-DRAFT_PATH = Control(
-    "draft_path",
-    "Draft model (path or name)",
-    "text",
-    "",
-    max_length=300,
-    help="empty: the config shows what to fill in",
-)
-METHOD = Control(
-    "method",
-    "Drafter",
-    "text",
-    "",
-    max_length=40,
-    help="as the engine names it (eagle3, ngram, ...); empty: a separate draft model",
-)
-ENGINE_VERSION = Control(
-    "engine_version",
-    "Engine version",
-    "text",
-    "",
-    max_length=40,
+ENGINE = control(plan_inputs.ENGINE, default=engines.ENGINES[0])
+DRAFT_PATH = control(plan_inputs.DRAFT_PATH, help="empty: the config shows what to fill in")
+METHOD = control(plan_inputs.METHOD, help="as the engine names it (eagle3, ngram, ...); empty: a separate draft model")
+ENGINE_VERSION = control(
+    plan_inputs.ENGINE_VERSION,
     help="empty: the newest known; "
     + "; ".join(
-        f"{ENGINE_LABELS[name]} {', '.join(v.name for v in engines.versions(name))}" for name in engines.ENGINES
+        f"{plan_inputs.engine_title(name)} {', '.join(v.name for v in engines.versions(name))}"
+        for name in engines.ENGINES
     ),
 )
 TREE_REGIME = Control(
@@ -204,7 +157,7 @@ TREE_REGIME = Control(
     "Verification cost of a tree",
     "select",
     RegimeName.ROOFLINE.value,
-    options=tuple((name.value, label) for name, label in REGIME_LABELS.items()),
+    options=REGIME_OPTIONS,
     legacy=("dec_regime",),  # the one-page version priced trees with the cost of every step
 )
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from app.model import engines, published
 from app.model.acceptance import iid_p
-from app.service import plan
+from app.service import plan, plan_inputs
 from app.service.decision import (
     MAX_BATCH,
 )
+from app.service.inputs import InputError
+from app.service.plan_inputs import engine_title
 from app.service.regimes import BuiltSetup, SetupError, accuracy_out, build_setup, devices_note
 from app.web.pages.controls import Control, ControlError, Reading, url_text
 from app.web.pages.figures import COLORS, figure, line
@@ -21,7 +22,6 @@ from app.web.pages.views import batch as batch_view
 from app.web.pages.views.decide.calibrate import cells
 from app.web.pages.views.decide.controls import (
     DRAFT_PATH,
-    ENGINE_LABELS,
     ENGINE_VERSION,
     METHOD,
     SCHEDULE_POINTS,
@@ -154,14 +154,10 @@ def _config_choice(reading: Reading, control: Control, check: Any) -> str | None
     try:
         check(text)
     except ValueError as error:
-        reading.correct(control, "", f"{control.label}: {error}")
+        message = error.message if isinstance(error, InputError) else str(error)
+        reading.correct(control, "", f"{control.label}: {message}")
         return None
     return text
-
-
-def _check_draft_path(text: str) -> None:
-    if not re.fullmatch(r"[A-Za-z0-9_.~/+\-]+", text):
-        raise ValueError("a file path or hub name of letters, digits and - _ . / ~ +")
 
 
 def plan_request(reading: Reading, p: float, profile: tuple[float, ...], p_low: float | None) -> plan.PlanRequest:
@@ -171,7 +167,7 @@ def plan_request(reading: Reading, p: float, profile: tuple[float, ...], p_low: 
     module = engines.adapter(engine)
     version = _config_choice(reading, ENGINE_VERSION, lambda name: engines.version(engine, name))
     method = _config_choice(reading, METHOD, module.choose_method)
-    draft_path = _config_choice(reading, DRAFT_PATH, _check_draft_path)
+    draft_path = _config_choice(reading, DRAFT_PATH, plan_inputs.DRAFT_PATH.check)
     return plan.PlanRequest(
         engine=engine,
         p=p,
@@ -191,8 +187,8 @@ def config_part(made: plan.Plan) -> dict[str, Any]:
     out = made.config_out()
     engine = made.request.engine
     return {
-        "engine": ENGINE_LABELS[engine],
-        "engine_version": f"{ENGINE_LABELS[engine]} {out.engine_version}",
+        "engine": engine_title(engine),
+        "engine_version": f"{engine_title(engine)} {out.engine_version}",
         "headline": out.headline,
         "text": out.text,
         "files": [{"name": name, "text": text} for name, text in out.files.items()],

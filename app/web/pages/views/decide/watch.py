@@ -10,7 +10,7 @@ from typing import Any
 
 from app.model import rules
 from app.service import plan
-from app.web.pages.views.decide.controls import ENGINE_LABELS
+from app.service.plan_inputs import engine_title
 
 EXAMPLE_CLASS = "<class>"  # how an alert's text shows the class label's value before Prometheus fills it
 
@@ -24,7 +24,7 @@ def _alert_line(alert: rules.Alert, label: str) -> str:
 
 def watch_part(planned: plan.Plan) -> dict[str, Any]:
     """The plan's rules file and dashboard, or why this engine version cannot be watched."""
-    engine = ENGINE_LABELS[planned.request.engine]
+    engine = engine_title(planned.request.engine)
     try:
         made = planned.rules
     except rules.RulesError as error:

@@ -1,0 +1,114 @@
+"""One declaration per input: its name, on-screen label, type, bounds, default, help and older names.
+
+The API's query parameters (app.web.api.inputs), the pages' controls (app.web.pages.inputs) and the command
+line's options (app.cli_arguments) are generated from these declarations, so that a bound or a default is
+written once.  Choices that come from a registry (the engines) are read each time they are asked for, so that
+an engine registered later is offered everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Scalar = float | int | str
+
+
+class InputError(ValueError):
+    """A value one input, or a rule between inputs, refuses: the input's name and why."""
+
+    def __init__(self, name: str, message: str, value: object = None) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.message = message
+        self.value = value
+
+
+def _number(value: float) -> str:
+    """A bound as the text shows it: 1, 0.5, 100,000."""
+    if not float(value).is_integer():
+        return f"{value:g}"
+    return f"{int(value):,}" if abs(value) >= 10_000 else str(int(value))
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of the product, as the API, the pages and the command line take it."""
+
+    name: str
+    label: str  # on screen
+    kind: type[float] | type[int] | type[str]
+    default: Scalar | None  # None: not given (the request says what that means)
+    help: str  # what it is, without its bounds (they are added from low, high, choices and max_length)
+    low: float | None = None
+    high: float | None = None
+    above: bool = False  # low itself is refused
+    choices: Callable[[], Sequence[str]] | None = None  # read when asked: a registry may grow
+    titles: Callable[[str], str] | None = None  # a choice's on-screen title (the choice itself by default)
+    max_length: int | None = None
+    pattern: str | None = None
+    pattern_rule: bool = False  # the pattern is documented; a rule of the model checks it and says why
+    required: bool = False
+    legacy: tuple[str, ...] = ()  # keys older page addresses used for the same value
+
+    @property
+    def option(self) -> str:
+        """The command line's option: --k-max for k_max."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def span(self) -> str:
+        """The bounds in words: "0 to 1", "above 0, at most 1", "one of a, b", "at most 100 characters"."""
+        if self.choices is not None:
+            return "one of " + ", ".join(self.choices())
+        if self.kind is str:
+            return f"at most {self.max_length:,} characters" if self.max_length else "any text"
+        assert self.low is not None and self.high is not None
+        if self.above:
+            return f"above {_number(self.low)}, at most {_number(self.high)}"
+        return f"{_number(self.low)} to {_number(self.high)}"
+
+    @property
+    def description(self) -> str:
+        """The help with the bounds, as the API documents the parameter and the command line's --help shows it."""
+        if self.choices is not None:
+            return f"{self.help}. One of: {', '.join(self.choices())}."
+        if self.kind is str:
+            return f"{self.help}."
+        return f"{self.help}, {self.span}."
+
+    def options(self) -> tuple[tuple[str, str], ...]:
+        """The choices with their on-screen titles, as they are now."""
+        assert self.choices is not None
+        return tuple((choice, self.titles(choice) if self.titles else choice) for choice in self.choices())
+
+    def check(self, value: Any) -> Any:
+        """The value if this input takes it; otherwise InputError naming the input and its bounds."""
+        if value is None:
+            if self.required:
+                raise InputError(self.name, "is required", value)
+            return value
+        if self.choices is not None and value not in self.choices():
+            raise InputError(self.name, f"must be {self.span}; got {value!r}", value)
+        if self.kind is str:
+            if self.max_length is not None and len(value) > self.max_length:
+                raise InputError(self.name, f"must be {self.span}; got {len(value)} characters", value)
+            if self.pattern and not self.pattern_rule and not re.fullmatch(self.pattern, value):
+                raise InputError(self.name, f"must match {self.pattern}; got {value[:60]!r}", value)
+            return value
+        if self.low is not None and self.high is not None:
+            low_ok = value > self.low if self.above else value >= self.low
+            if not (low_ok and value <= self.high):  # also refuses nan
+                raise InputError(self.name, f"must be from {self.span}; got {value}", value)
+        return value
+
+
+def by_name(inputs: Sequence[Input]) -> dict[str, Input]:
+    return {item.name: item for item in inputs}
+
+
+def checked(inputs: Sequence[Input], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Each input's value (its default where none is given), checked against its own bounds."""
+    return {item.name: item.check(values.get(item.name, item.default)) for item in inputs}

@@ -1,0 +1,351 @@
+"""The inputs of one plan (app.service.plan), declared once for the API, the /decide page and the command line.
+
+``PLAN`` is what the decision depends on (engine, drafter, version, acceptance as p, a draft acceptance rate or
+a mean acceptance length at k, a measured profile, the schedule's batches, a tree); ``WATCH`` adds the watch's
+window for the rules and the dashboard.  ``request`` turns their values into a ``PlanRequest``, and what cannot
+be combined into an InputError naming the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.model import closed_form, engines, limits, rules, trees
+from app.model.acceptance import AcceptanceProfile
+from app.model.engines.base import UnknownVersionError
+from app.service.inputs import Input, InputError, by_name, checked
+from app.service.plan import PlanRequest
+
+MAX_LABEL = 100
+MAX_TEXT = 1_000
+DRAFT_PATH_PATTERN = r"^[A-Za-z0-9_.~/+\-]+$"
+PROFILE_PATTERN = r"^\s*([0-9.]+\s*(,\s*[0-9.]+\s*)*)?$"
+DURATION_PATTERN = r"^\s*(\d+(ms|s|m|h|d|w|y))+\s*$"
+LABEL_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
+DEFAULT_P = limits.ROOFLINE_DEFAULT_P
+
+PROFILE_RULE = "- `profile`: each share from 0 to 1, not increasing along the positions.\n"
+# Rules between the plan's inputs, listed in the description of each operation that takes them.
+PLAN_RULES = (
+    "- `p`, `rate`, `mean_length`: give at most one of them;\n"
+    "- `k` is required with rate or mean_length;\n"
+    "- `mean_length` is at most k + 1;\n"
+    "- `tree_acceptance` is required with tree_budget > 0; its values do not increase and sum to at most 1;\n"
+    "- `tree_budget` fits the engine's tree format;\n"
+    "- `engine_version` is one the engine knows (the list depends on the engine);\n"
+    "- `method` is one of the engine's own drafters (the list depends on the engine);\n"
+    "- `draft_path` is one the engine can load;\n" + PROFILE_RULE
+)
+
+
+def engine_names() -> tuple[str, ...]:
+    """The engines as the registry holds them now (one registered later included)."""
+    return tuple(engines.ENGINES)
+
+
+def engine_title(name: str) -> str:
+    return str(engines.adapter(name).TITLE)
+
+
+def _versions_text() -> str:
+    return "; ".join(f"{name}: {', '.join(v.name for v in engines.versions(name))}" for name in engines.ENGINES)
+
+
+def _methods_text() -> str:
+    return "; ".join(f"{name}: {', '.join(engines.adapter(name).METHODS)}" for name in engines.ENGINES)
+
+
+ENGINE = Input(
+    "engine", "Engine", str, None, "The serving engine", choices=engine_names, titles=engine_title, required=True
+)
+P = Input("p", "Acceptance p", float, None, f"Acceptance p (default {DEFAULT_P:g})", 0.0, 1.0)
+RATE = Input("rate", "Draft acceptance rate", float, None, "Or: draft acceptance rate measured at k", 0.0, 1.0)
+MEAN_LENGTH = Input(
+    "mean_length",
+    "Mean acceptance length",
+    float,
+    None,
+    "Or: mean acceptance length at k",
+    1.0,
+    limits.K_MAX_LIMIT + 1,
+)
+K = Input(
+    "k",
+    "Draft length k it was measured at",
+    int,
+    None,
+    "Draft length of the measurement (read from the data if omitted)",
+    1,
+    limits.K_MAX_LIMIT,
+)
+K_MAX = Input(
+    "k_max",
+    "Largest k searched",
+    int,
+    limits.ROOFLINE_DEFAULT_K_MAX,
+    "Largest draft length searched",
+    1,
+    limits.K_MAX_LIMIT,
+)
+BATCH_MAX = Input(
+    "batch_max", "Largest batch decided", int, limits.MAX_BATCH, "Largest batch decided", 1, limits.MAX_BATCH
+)
+BATCH = Input(
+    "batch",
+    "Operating batch",
+    int,
+    1,
+    "Operating batch for engines that take one k (SGLang, llama.cpp)",
+    1,
+    limits.MAX_BATCH,
+)
+TREE_ACCEPTANCE = Input(
+    "tree_acceptance",
+    "Positional acceptance of the tree",
+    str,
+    "",
+    "Positional acceptance P1 >= P2 >= ... for a tree, comma-separated",
+    max_length=MAX_TEXT,
+)
+TREE_BUDGET = Input(
+    "tree_budget", "Tree nodes", int, 0, "Tree nodes, 0 for a chain (from the schedule)", 0, trees.MAX_TREE_BUDGET
+)
+METHOD = Input(
+    "method",
+    "Drafter",
+    str,
+    None,
+    f"The drafter in the engine's own words (any case). {_methods_text()}. Without it: a separate draft model",
+    max_length=MAX_LABEL,
+)
+DRAFT_PATH = Input(
+    "draft_path",
+    "Draft model (path or name)",
+    str,
+    None,
+    "The draft model's file path or hub name (letters, digits and - _ . / ~ +), written as is",
+    max_length=MAX_TEXT,
+    pattern=DRAFT_PATH_PATTERN,
+)
+FIT_BATCH = Input(
+    "fit_batch",
+    "Sequences the devices hold",
+    int,
+    1,
+    "With devices=0: choose the fewest devices that hold both models and this many sequences",
+    1,
+    limits.MAX_BATCH,
+)
+ENGINE_VERSION = Input(
+    "engine_version",
+    "Engine version",
+    str,
+    None,
+    f"The engine version (the newest by default). Known: {_versions_text()}",
+    max_length=MAX_LABEL,
+)
+PROFILE = Input(
+    "profile",
+    "Measured acceptance profile",
+    str,
+    "",
+    "A measured acceptance profile: the share of drafts accepted at least to position 1, 2, ... (each 0 to 1, "
+    "not increasing), comma-separated, as calibrate's calibration.positions[].rate or measure's profile; tokens "
+    "per verification then come from it, the i.i.d. p only beyond it",
+    max_length=MAX_TEXT,
+    pattern=PROFILE_PATTERN,
+)
+
+
+def _older_method(engine: str) -> Input:
+    """An engine's older name of method=, checked against that engine's own drafters."""
+    adapter = engines.adapter(engine)
+    return Input(
+        str(getattr(adapter, "METHOD_ALIAS")),  # noqa: B009 - optional in the typed base, read as the others read it
+        f"{adapter.TITLE} drafter",
+        str,
+        None,
+        f"{adapter.TITLE}'s drafter, the older name of method= for engine={engine}; without it a separate draft model",
+        choices=lambda: tuple(engines.adapter(engine).METHODS),
+    )
+
+
+# the older spellings of method= that some engines name (METHOD_ALIAS), as the registry held them at start
+OLDER_METHODS = tuple(
+    _older_method(name) for name in engines.ENGINES if getattr(engines.adapter(name), "METHOD_ALIAS", "")
+)
+
+PLAN: tuple[Input, ...] = (
+    ENGINE,
+    P,
+    RATE,
+    MEAN_LENGTH,
+    K,
+    K_MAX,
+    BATCH_MAX,
+    BATCH,
+    TREE_ACCEPTANCE,
+    TREE_BUDGET,
+    METHOD,
+    DRAFT_PATH,
+    *OLDER_METHODS,
+    FIT_BATCH,
+    ENGINE_VERSION,
+    PROFILE,
+)
+
+P_LOW = Input(
+    "p_low",
+    "Lower bound of p",
+    float,
+    None,
+    "The calibrated lower bound of p (calibrate's p_low): below it the acceptance alert fires. "
+    f"Default: p - {rules.DEFAULT_P_MARGIN:g}",
+    0.0,
+    1.0,
+)
+WATCH: tuple[Input, ...] = (
+    P_LOW,
+    Input(
+        "label",
+        "Class label",
+        str,
+        rules.DEFAULT_LABEL,
+        "The label whose values are the classes (with instance)",
+        max_length=MAX_LABEL,
+        pattern=LABEL_PATTERN,
+        pattern_rule=True,
+    ),
+    Input(
+        "window",
+        "Rate window",
+        str,
+        rules.DEFAULT_WINDOW,
+        "Rate window of the recording rules (a Prometheus duration, 1s to 7d)",
+        max_length=MAX_LABEL,
+        pattern=DURATION_PATTERN,
+        pattern_rule=True,
+    ),
+    Input(
+        "hold",
+        "Hold",
+        str,
+        rules.DEFAULT_HOLD,
+        "How long a condition holds before its alert fires (for:), at most 7d",
+        max_length=MAX_LABEL,
+        pattern=DURATION_PATTERN,
+        pattern_rule=True,
+    ),
+    Input(
+        "match",
+        "Label matchers",
+        str,
+        "",
+        'Label matchers added to every series the rules read, such as job="vllm" (empty: all)',
+        max_length=rules.MAX_MATCH,
+    ),
+)
+INPUTS = by_name((*PLAN, *WATCH))
+
+
+def profile_shares(text: str) -> tuple[float, ...]:
+    """A measured profile from its text: shares from 0 to 1, not increasing, at most K_MAX_LIMIT of them."""
+    try:
+        shares = tuple(float(item) for item in text.split(",") if item.strip())
+        AcceptanceProfile.of(0.5, shares)
+    except ValueError as error:
+        message = str(error) if "could not convert" not in str(error) else "must be comma-separated numbers"
+        raise InputError("profile", f"{message}; got {text[:60]!r}", text) from None
+    if len(shares) > limits.K_MAX_LIMIT:
+        raise InputError("profile", f"takes at most {limits.K_MAX_LIMIT} positions; got {len(shares)}", text)
+    return shares
+
+
+def version_name(engine: str, name: str | None) -> str | None:
+    """The engine's version of that name (None: the newest), or InputError naming engine_version."""
+    if name is None:
+        return None
+    try:
+        return engines.version(engine, name).name
+    except UnknownVersionError as error:
+        known = ", ".join(error.known)
+        raise InputError(
+            "engine_version", f"{error.engine} has no version {error.version!r}; known: {known}", name
+        ) from None
+
+
+def acceptance(p: float | None, rate: float | None, length: float | None, k: int | None) -> float:
+    """p from exactly one of p, a draft acceptance rate at k or a mean acceptance length at k (DEFAULT_P: none)."""
+    given = [name for name, value in (("p", p), ("rate", rate), ("mean_length", length)) if value is not None]
+    if not given:
+        return DEFAULT_P
+    if len(given) != 1:
+        raise InputError("p", "give exactly one of p, rate (with k) or mean_length (with k)")
+    if p is not None:
+        return p
+    if k is None:
+        raise InputError("k", f"is required with {given[0]}: the draft length the measurement was taken at")
+    if rate is not None:
+        return closed_form.acceptance_from_draft_rate(rate, k)
+    assert length is not None
+    if length > k + 1:
+        raise InputError("mean_length", f"must be at most k + 1 = {k + 1}; got {length:g}")
+    return closed_form.acceptance_from_mean_length(length, k)
+
+
+def _tree_acceptance(text: str) -> tuple[float, ...]:
+    try:
+        return trees.positional_acceptance([float(item) for item in text.split(",") if item.strip()])
+    except ValueError as error:
+        raise InputError("tree_acceptance", str(error)) from None
+
+
+def request(given: Mapping[str, Any], profile: tuple[float, ...] | None = None) -> PlanRequest:
+    """The plan's request from the values of PLAN and WATCH (each at its default when not given); ``profile``,
+    when given, replaces the profile input's text (a profile already read, from an engine's report)."""
+    values = checked((*PLAN, *WATCH), given)
+    engine = values["engine"]
+    older = {item.name: values[item.name] for item in OLDER_METHODS}
+    chosen_method = values["method"] or older.get(getattr(engines.adapter(engine), "METHOD_ALIAS", ""))
+    chosen_version = version_name(engine, values["engine_version"])
+    shares = profile_shares(values["profile"]) if profile is None else profile
+    try:
+        engines.adapter(engine).choose_method(chosen_method)
+    except ValueError as error:
+        raise InputError("method", str(error), values["method"]) from None
+    tree_text = values["tree_acceptance"]
+    tree = _tree_acceptance(tree_text) if tree_text.strip() else None
+    p = acceptance(values["p"], values["rate"], values["mean_length"], values["k"])
+    if values["tree_budget"] > 0 and not tree_text.strip():
+        raise InputError("tree_acceptance", "is required with tree_budget > 0")
+    return PlanRequest(
+        engine=engine,
+        p=p,
+        profile=shares,
+        k_max=values["k_max"],
+        batch_max=values["batch_max"],
+        batch=values["batch"],
+        fit_batch=values["fit_batch"],
+        method=chosen_method,
+        draft_path=values["draft_path"],
+        version=chosen_version,
+        tree_acceptance=tree if values["tree_budget"] > 0 else None,
+        tree_budget=values["tree_budget"],
+        p_low=values["p_low"],
+        label=values["label"],
+        window=values["window"].strip(),
+        hold=values["hold"].strip(),
+        match=values["match"],
+    )
+
+
+def watch_request(given: Mapping[str, Any], profile: tuple[float, ...] | None = None) -> PlanRequest:
+    """The plan's request with the watch's window; the rules' own checks (version with series, durations, label,
+    matchers, p_low) answer before anything is decided."""
+    made = request(given, profile)
+    try:
+        rules.check(made.rules_request())
+    except rules.RulesError as error:
+        raise InputError(error.name, error.message) from None
+    return made

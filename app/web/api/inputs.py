@@ -1,0 +1,78 @@
+"""The API's query parameters, generated from the declarations of app.service.inputs.
+
+``query`` is one input's ``Query`` (its bounds, length, pattern and choices as the OpenAPI document states
+them); ``parameter`` its annotated type; ``dependency`` a FastAPI dependency that takes a list of inputs as
+query parameters and hands their values to a builder, turning an InputError into a 422 naming the input.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Query
+
+from app.service.inputs import Input, InputError
+from app.web.core.errors import parameter_error
+
+Built = TypeVar("Built")
+
+
+def query(item: Input) -> Any:
+    """The Query of one input: bounds the framework checks, choices and documented patterns in the schema."""
+    settings: dict[str, Any] = {"description": item.description}
+    extra: dict[str, Any] = {}
+    if item.kind is str:
+        settings["max_length"] = item.max_length
+        if item.pattern and item.pattern_rule:
+            extra["pattern"] = item.pattern  # the model checks it and says why
+        else:
+            settings["pattern"] = item.pattern
+    else:
+        settings["gt" if item.above else "ge"] = item.low
+        settings["le"] = item.high
+        if item.kind is float:
+            settings["allow_inf_nan"] = False
+    if item.choices is not None:
+        extra["enum"] = list(item.choices())  # as registered now; the handler reads the registry again
+    return Query(**settings, json_schema_extra=extra or None)
+
+
+def parameter(item: Input) -> Any:
+    """The input's annotated type: optional where it has no default of its own."""
+    kind: Any = item.kind if item.default is not None or item.required else item.kind | None
+    return Annotated[kind, query(item)]
+
+
+def signature(inputs: Sequence[Input]) -> inspect.Signature:
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                item.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if item.required else item.default,
+                annotation=parameter(item),
+            )
+            for item in inputs
+        ]
+    )
+
+
+def refused(error: InputError) -> Exception:
+    """An input's refusal as the API's 422."""
+    return parameter_error(error.name, error.message, error.value)
+
+
+def dependency(inputs: Sequence[Input], build: Callable[[Mapping[str, Any]], Built]) -> Callable[..., Built]:
+    """A dependency taking ``inputs`` as query parameters and answering ``build`` of their values."""
+
+    def read(**values: Any) -> Built:
+        try:
+            return build(values)
+        except InputError as error:
+            raise refused(error) from None
+
+    read.__signature__ = signature(inputs)  # type: ignore[attr-defined]
+    read.__name__ = read.__qualname__ = f"read_{build.__name__}"
+    return read
