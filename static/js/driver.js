@@ -232,7 +232,8 @@ function pointerText(items) {
     labels.push(label.textContent.trim());
   }
   if (!labels.length) return "";
-  return `The results return once ${labels.join(" and ")} ${labels.length > 1 ? "are" : "is"} corrected (see beside it).`;
+  const [verb, them] = labels.length > 1 ? ["are", "them"] : ["is", "it"];
+  return `The results return once ${labels.join(" and ")} ${verb} corrected (see beside ${them}).`;
 }
 
 // A refused input: its message at the top and beside each control it names, and every result hidden (Copy
