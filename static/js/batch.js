@@ -1,8 +1,9 @@
 // Batch size and hardware: the editable preset fields follow their preset. A field's default is its preset's
 // value (from the view), so only edits reach the address; an edited field is marked; choosing another preset
-// drops the edits of its fields (and, for the accelerator or the target, goes back to the fewest devices that fit).
+// drops the edits of its fields. The Devices count the user set is kept across a change of accelerator or target:
+// where it no longer holds them, the note beside it says so and its button sets the fewest that do.
 
-import { onView, state } from "./driver.js";
+import { onView, state, view } from "./driver.js";
 
 const form = document.querySelector('form[data-view="batch"]');
 
@@ -22,11 +23,19 @@ form.addEventListener("input", (event) => {
     input.value = input.dataset.default;
     mark(input);
   }
-  if (select.name === "hw" || select.name === "model") form.elements.namedItem("devices").value = "0";
 }, true);
 
 form.addEventListener("input", (event) => {
   if (event.target.dataset.group) mark(event.target);
+});
+
+document.getElementById("devices-fit")?.addEventListener("click", () => {
+  const count = view().readouts.devices_fit;
+  if (!count) return;
+  const devices = form.elements.namedItem("devices");
+  devices.value = count;
+  devices.dispatchEvent(new Event("input", { bubbles: true }));
+  devices.focus();
 });
 
 onView((view) => {

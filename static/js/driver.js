@@ -13,6 +13,7 @@
 //   data-min="a.b", data-max="a.b"   an input's bounds from the view, where one control's range depends on another
 //   data-results       dimmed (class "stale", aria-busy) while the view is out of date
 //   data-error         the message of a refused request, hidden otherwise; the control it names gets aria-invalid
+//                      (data-error="pointer": only a pointer to the controls where each shows its message beside it)
 //   data-steps="a.b"   on a range input without a name, with data-target="x": its positions index view.a.b.steps
 //                      and moving it sets control x (a hidden input, say) to that step, so a log-scale slider's
 //                      address carries the value itself; view.a.b.position places it
@@ -220,12 +221,29 @@ function setStale(stale) {
   }
 }
 
+// data-error="pointer": where every refused control shows its message beside itself, the region names the controls
+// instead of saying the message a second time.
+function pointerText(items) {
+  const labels = [];
+  for (const { name } of items) {
+    const control = form?.elements.namedItem(name);
+    const label = control instanceof Element && control.id ? form.querySelector(`label[for="${control.id}"]`) : null;
+    if (!label) return "";
+    labels.push(label.textContent.trim());
+  }
+  if (!labels.length) return "";
+  const [verb, them] = labels.length > 1 ? ["are", "them"] : ["is", "it"];
+  return `The results return once ${labels.join(" and ")} ${verb} corrected (see beside ${them}).`;
+}
+
 // A refused input: its message at the top and beside each control it names, and every result hidden (Copy
 // buttons disabled with them) until the controls are accepted again, so that nothing stale passes for an answer.
 function showError(message, items = []) {
+  const pointer = pointerText(items);
   for (const element of document.querySelectorAll("[data-error]")) {
-    element.textContent = message || "";
-    element.hidden = !message;
+    const text = element.dataset.error === "pointer" && pointer ? pointer : message || "";
+    element.textContent = text;
+    element.hidden = !text;
   }
   for (const note of document.querySelectorAll(".control-error")) {
     const control = form?.elements.namedItem(note.dataset.for);

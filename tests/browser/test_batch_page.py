@@ -79,7 +79,7 @@ def api_crossover(live_server: str, **params: object) -> tuple[int | None, str]:
     crossover, fits = sweep["crossover_batch"], min(sweep["max_batch_that_fits"], sweep["batch_max"])
     if crossover:
         return crossover, str(crossover)
-    return crossover, f"never: it pays at every batch that fits (1 to {fits})" if fits > 1 else "nothing fits"
+    return crossover, f"never (1–{fits})" if fits > 1 else "nothing fits"
 
 
 def view_requests(page: Page) -> list[str]:
@@ -150,11 +150,14 @@ def test_switching_presets_redraws_and_drops_that_presets_edits(page: Page, live
     wait_until(page, "document.getElementById('devices-used').textContent.includes('B200')", 30)
     expect(page.locator("#table-a caption")).to_contain_text("B200 (HGX), Dense 70B", timeout=UPDATE_MS)
     assert page.inner_text("#table-a") != before_table
-    _, text = api_crossover(live_server, hw="b200", model="dense-70b")
+    _, text = api_crossover(live_server, hw="b200", model="dense-70b", devices=2)
     expect(page.locator("#crossover")).to_have_text(text, timeout=UPDATE_MS)
     state = url_state(page)
     assert state["hw"] == ["b200"] and state["model"] == ["dense-70b"]
-    assert "hw_memory_gb" not in state and "devices" not in state  # the old preset's edit and device count are gone
+    assert "hw_memory_gb" not in state  # the old preset's edit is gone
+    assert state["devices"] == ["2"]  # the user's device count is kept (issue 24), and it holds the new model
+    expect(page.locator("#devices-used")).to_have_text("2 × B200 (HGX)")
+    expect(page.locator("#devices-note")).to_be_hidden()
     expect(page.locator("#model_total_params_b")).to_have_value("70.6")
     expect(page.locator("#hw_memory_gb")).to_have_value("180")
     assert "edited" not in (page.get_attribute("#hw_memory_gb", "class") or "")
@@ -251,11 +254,12 @@ def test_a_bad_edit_names_the_control_beside_it_and_hides_the_results(page: Page
     page.fill("#model_experts_per_token", "9")
     error = page.locator("[data-error][role=alert]")
     expect(error).to_be_visible(timeout=UPDATE_MS)
-    expect(error).to_contain_text(
+    # the message once, beside the control; the alert points to it (issue 24: an error said twice)
+    expect(error).to_have_text("The results return once Experts per token (target model) is corrected (see beside it).")
+    expect(page.locator("#model_experts_per_token")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#model_experts_per_token-error")).to_contain_text(
         "Experts per token (target model) 9: experts per token (9) must not exceed experts (8)"
     )
-    expect(page.locator("#model_experts_per_token")).to_have_attribute("aria-invalid", "true")
-    expect(page.locator("#model_experts_per_token-error")).to_contain_text("must not exceed experts (8)")
     expect(page.locator(".results")).to_have_class("results stale failed")
     page.fill("#model_experts_per_token", "2")
     expect(error).to_be_hidden(timeout=UPDATE_MS)
@@ -272,7 +276,10 @@ def test_bandwidth_efficiency_zero_is_named_with_its_bounds_and_the_results_are_
     before = page.text_content("#speedup")
     page.fill("#bandwidth_efficiency", "0")
     error = page.locator("[data-error][role=alert]")
-    expect(error).to_have_text("Bandwidth efficiency must be a number from 0.01 to 1; got 0", timeout=UPDATE_MS)
+    # the message once, beside the control; the alert points to it (issue 24: an error said twice)
+    expect(error).to_have_text(
+        "The results return once Bandwidth efficiency is corrected (see beside it).", timeout=UPDATE_MS
+    )
     page.wait_for_timeout(500)
     for region in page.locator("[data-results]").all():
         assert "stale" in (region.get_attribute("class") or "") and region.get_attribute("aria-busy") == "true"
@@ -538,3 +545,134 @@ def test_step_times_pasted_on_the_page_are_fitted_into_the_three_fields(
     assert float(page.input_value("#bandwidth_efficiency")) == pytest.approx(0.55, abs=0.02)  # kept
     watch.console_errors[:] = [message for message in watch.console_errors if "422" not in message]
     assert_clean(watch)
+
+
+# ---------------------------------------------------------------------------
+# Issue 24: Devices kept and offered, one error for a refused count, short tiles, one cost on the chart
+
+SIZES = [(1366, 900), (390, 844)]
+SIZE_IDS = ["desktop", "phone"]
+
+
+def sized_page(browser: Browser, viewport: tuple[int, int]) -> tuple[Any, Page]:
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, is_mobile=viewport[0] < 500)
+    return context, context.new_page()
+
+
+@pytest.mark.parametrize("viewport", SIZES, ids=SIZE_IDS)
+def test_devices_the_user_set_are_kept_across_a_model_change_with_a_note_and_an_offer(
+    browser: Browser, live_server: str, viewport: tuple[int, int]
+) -> None:
+    context, page = sized_page(browser, viewport)
+    open_batch(page, live_server + "/batch?devices=1")
+    note = page.locator("#devices-note")
+    expect(note).to_be_hidden()
+    page.select_option("#model", "dense-70b")
+    expect(note).to_have_text("The two models do not fit on 1 × H100 SXM; 2 hold them. Use 2", timeout=UPDATE_MS)
+    assert page.input_value("#devices") == "1" and url_state(page)["devices"] == ["1"]
+    expect(page.locator("#devices-used")).to_have_text("1 × H100 SXM")  # never "the fewest that fit", unasked
+    # the note sits beside the control, in its fieldset
+    fieldset, box = page.locator("#devices").locator("xpath=ancestor::fieldset").bounding_box(), note.bounding_box()
+    assert (
+        fieldset
+        and box
+        and fieldset["y"] <= box["y"]
+        and box["y"] + box["height"] <= fieldset["y"] + fieldset["height"]
+    )
+    page.select_option("#hw", "b200")  # one B200 holds them: the count is still kept, and nothing to say
+    expect(page.locator("#devices-used")).to_have_text("1 × B200 (HGX)", timeout=UPDATE_MS)
+    expect(note).to_be_hidden()
+    assert page.input_value("#devices") == "1"
+    page.select_option("#hw", "h100-sxm")
+    expect(note).to_be_visible(timeout=UPDATE_MS)
+    page.click("#devices-fit")  # the offer sets the count that holds them
+    expect(page.locator("#devices")).to_have_value("2")
+    expect(page.locator("#devices-used")).to_have_text("2 × H100 SXM", timeout=UPDATE_MS)
+    expect(note).to_be_hidden()
+    settle(page)
+    assert url_state(page)["devices"] == ["2"] and page.text_content("#speedup", timeout=5000).endswith("×")
+    context.close()
+
+
+@pytest.mark.parametrize("viewport", SIZES, ids=SIZE_IDS)
+def test_a_negative_device_count_shows_one_error_and_nothing_stale(
+    browser: Browser, live_server: str, viewport: tuple[int, int]
+) -> None:
+    context, page = sized_page(browser, viewport)
+    open_batch(page, live_server + "/batch?hw=b200")
+    expect(page.locator("#devices-auto")).to_have_text("1")
+    page.fill("#devices", "-3")
+    message = "Devices must be an integer from 0 to 64; got -3"
+    expect(page.locator("#devices-error")).to_have_text(message, timeout=UPDATE_MS)
+    shown: list[str] = page.evaluate(
+        """(text) => Array.from(document.querySelectorAll('body *'))
+            .filter((node) => node.checkVisibility({visibilityProperty: true}))
+            .filter((node) => Array.from(node.childNodes)
+                .some((child) => child.nodeType === 3 && child.textContent.includes(text)))
+            .map((node) => node.id || node.className)""",
+        "got -3",
+    )
+    assert shown == ["devices-error"]  # the message once, beside the control
+    expect(page.locator("[data-error][role=alert]")).to_have_text(
+        "The results return once Devices is corrected (see beside it)."
+    )
+    expect(page.locator("#devices-auto")).to_be_hidden()  # no "Now 1 in use." under a refused count
+    expect(page.locator("text=in use.")).to_be_hidden()
+    page.fill("#devices", "2")
+    expect(page.locator("#devices-error")).to_have_count(0, timeout=UPDATE_MS)
+    expect(page.locator("[data-error]")).to_be_hidden()
+    expect(page.locator("#devices-auto")).to_have_text("2")
+    expect(page.locator("#devices-auto")).to_be_visible()
+    context.close()
+
+
+@pytest.mark.parametrize("viewport", SIZES, ids=SIZE_IDS)
+def test_tiles_show_short_values_and_the_sentence_under_them(
+    browser: Browser, live_server: str, viewport: tuple[int, int]
+) -> None:
+    context, page = sized_page(browser, viewport)
+    open_batch(page, live_server + "/batch?model=dense-70b&devices=2")
+    expect(page.locator("#crossover")).to_have_text("never (1–44)")
+    expect(page.locator("#best-crossover")).to_have_text("never (1–44)")
+    note = page.locator("#pays-note")
+    expect(note).to_contain_text("it pays at every batch that fits (1 to 44)")
+    lines: list[float] = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.batch-readouts .readout-value'), (node) =>
+            node.getBoundingClientRect().height / parseFloat(getComputedStyle(node).lineHeight))"""
+    )
+    assert max(lines) <= 1.05, lines  # each value on one line, on a phone too
+    tiles: list[float] = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.batch-readouts .readout'),"
+        " (n) => n.getBoundingClientRect().height)"
+    )
+    assert max(tiles) <= 110, tiles
+    readouts, box = page.locator(".batch-readouts").bounding_box(), note.bounding_box()
+    assert readouts and box and box["y"] >= readouts["y"] + readouts["height"]  # under the tiles
+    context.close()
+
+
+@pytest.mark.parametrize("viewport", SIZES, ids=SIZE_IDS)
+def test_the_reference_line_and_the_curve_at_batch_one_share_one_cost_and_the_marker_is_whole(
+    browser: Browser, live_server: str, viewport: tuple[int, int]
+) -> None:
+    context, page = sized_page(browser, viewport)
+    open_batch(page, live_server + "/batch")
+    cost = page.text_content("#draft-cost") or ""
+    expect(page.locator("#bound")).to_have_text("memory-bound")
+    traces: dict[str, Any] = page.evaluate(
+        f"Object.fromEntries({CHART}.data.map((t) => [t.meta, {{name: t.name, x: t.x, y: t.y}}]))"
+    )
+    line, curve = traces["regime_left"], traces["speedup"]
+    assert line["name"].startswith(f"left: memory-bound (v = 1), c = {cost}: ")  # the setup's c(B), said
+    assert traces["regime_right"]["name"].startswith(f"right: compute-bound (v = k + 1), c = {cost}: ")
+    # verifying costs at least a pass: the memory-bound line is at or above the curve at batch 1
+    assert curve["x"][0] == 1 and line["y"][0] >= curve["y"][0] and line["y"][0] - curve["y"][0] < 0.2
+    legend = page.locator("#batch-chart .legend").text_content() or ""
+    assert f"c = {cost}" in legend
+    # the marker at batch 1 is drawn whole inside the plot, clear of the tick labels
+    marker = page.locator("#batch-chart .scatterlayer .trace").last.locator("path.point").bounding_box()
+    plot = page.locator("#batch-chart .nsewdrag").first.bounding_box()
+    assert marker and plot
+    assert marker["x"] >= plot["x"] and marker["x"] + marker["width"] <= plot["x"] + plot["width"]
+    assert marker["y"] >= plot["y"] and marker["y"] + marker["height"] <= plot["y"] + plot["height"]
+    context.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -86,7 +87,20 @@ def pays_text(batch: int | None, fits: int) -> str:
         return str(batch)
     if not fits:
         return "nothing fits"
-    return f"never: it pays at every batch that fits (1 to {fits})" if fits > 1 else "never: it pays at batch 1"
+    return f"never (1–{fits})" if fits > 1 else "never (1)"
+
+
+def reference_speedup(regime: dict[str, Any], marked: float, p: float, k: int, setup_cost: float) -> float:
+    """A table's regime as the chart draws it: at the setup's draft cost c(B), as the curve is priced (the
+    roofline regime prices its own batch, as the table does)."""
+    verify = {
+        "memory-bound": lambda _: 1.0,
+        "compute-bound": lambda k: k + 1.0,
+        "linear": lambda k: 1.0 + (regime["beta"] or 0.0) * k,
+    }
+    if regime["name"] == "roofline":
+        return marked
+    return cf.speedup(p, k, setup_cost, verify[regime["name"]])
 
 
 def assert_view_matches_api(
@@ -103,6 +117,9 @@ def assert_view_matches_api(
     fits = min(sweep["max_batch_that_fits"], sweep["batch_max"])  # crossovers count only batches that fit
     for key, name in (("crossover", "crossover_batch"), ("best_crossover", "best_crossover_batch")):
         assert readouts[key] == pays_text(sweep[name], fits)
+        assert len(readouts[key]) <= len("nothing fits")  # a tile's value; the sentence goes under the tiles
+    assert ("never stops paying" in readouts["pays_note"]) == (fits > 0 and sweep["crossover_batch"] is None)
+    assert ("Some k pays" in readouts["pays_note"]) == (fits > 0 and sweep["best_crossover_batch"] is None)
     assert readouts["headline"] == sweep["headline"] and shown["schedule_headline"] == schedule["headline"]
     assert readouts["draft_cost"] == fixed(point["draft_cost"], 2)
     assert readouts["verification_cost"] == fixed(point["verification_cost"], 2)
@@ -123,8 +140,13 @@ def assert_view_matches_api(
     assert traces["break_even"]["y"] == [1, 1]
     assert traces["current"]["x"] == [sweep["batch"]] and traces["current"]["y"] == [point["speedup"]]
     assert ("crossover" in traces) == (sweep["crossover_batch"] is not None)
-    assert traces["regime_left"]["y"] == [grid["marked"]["speedup_a"]] * 2
-    assert traces["regime_right"]["y"] == [grid["marked"]["speedup_b"]] * 2
+    # the tables' regimes drawn across the chart are priced with the setup's c(B), as the curve is, and say so
+    for side, key in (("a", "regime_left"), ("b", "regime_right")):
+        regime, marked = grid[f"regime_{side}"], grid["marked"][f"speedup_{side}"]
+        value = reference_speedup(regime, marked, sweep["p"], sweep["k"], point["draft_cost"])
+        assert traces[key]["y"] == pytest.approx([value] * 2, rel=1e-12)
+        cost = regime["draft_cost"] if regime["name"] == "roofline" else point["draft_cost"]
+        assert f", c = {fixed(cost, 2)}: {times(value)}" in traces[key]["name"]
     shapes = shown["figures"]["batch-chart"]["layout"]["shapes"]
     unfit = [shape for shape in shapes if shape["type"] == "rect"]
     assert bool(unfit) == (sweep["max_batch_that_fits"] < sweep["batch_max"])
@@ -507,3 +529,58 @@ def test_the_draft_steps_overhead_is_the_fitted_one_until_given() -> None:
     assert view({})["controls"]["overhead_per_draft_step_us"]["value"] == fitted
     given = view({"overhead_per_draft_step_us": "80", "overhead_us": "10"})
     assert given["controls"]["overhead_per_draft_step_us"]["value"] == 80
+
+
+# ---------------------------------------------------------------------------
+# Issue 24: the Devices count kept and offered, short tile values, one cost on the chart
+
+
+def test_a_devices_count_that_no_longer_holds_the_models_says_so_and_offers_the_count_that_does() -> None:
+    readouts = view({"devices": "1", "model": "dense-70b"})["readouts"]
+    assert readouts["devices"] == "1 × H100 SXM"  # the user's count, not the fewest that fit
+    assert readouts["devices_note"] == "The two models do not fit on 1 × H100 SXM; 2 hold them."
+    assert (readouts["devices_fit"], readouts["devices_fit_label"]) == ("2", "Use 2")
+    offered = view({"devices": "2", "model": "dense-70b"})["readouts"]
+    assert offered["devices_note"] == offered["devices_fit"] == "" and offered["speedup"].endswith("×")
+    # a batch past what the devices in use hold: the count that holds that batch
+    batch = view({"batch": "446"})["readouts"]
+    assert batch["devices_note"] == "Batch 446 does not fit on 1 × H100 SXM; 2 hold it." and batch["devices_fit"] == "2"
+    assert not view({"batch": "446", "devices": "2"})["readouts"]["devices_note"]
+    # no count holds it: said, and nothing offered
+    none = view({"model": "dense-405b", "devices": "1", "batch": "1024", "context": "131072"})["readouts"]
+    assert none["devices_note"].endswith(f"nor on any count up to {limits.MAX_DEVICES}.") and none["devices_fit"] == ""
+    assert view({})["readouts"]["devices_note"] == ""
+
+
+def test_tiles_hold_short_values_and_the_sentence_goes_under_them() -> None:
+    readouts = view({"model": "dense-70b", "devices": "2"})["readouts"]
+    assert readouts["crossover"] == readouts["best_crossover"] == "never (1–44)"
+    assert readouts["pays_note"] == (
+        "Speculation at k = 4 never stops paying: it pays at every batch that fits (1 to 44)."
+        " Some k pays at every batch that fits (1 to 44)."
+    )
+    one = view({"model": "dense-70b", "devices": "2", "context": "32768"})["readouts"]
+    assert one["crossover"] == "never (1)" and "batch 1, the only one that fits" in one["pays_note"]
+    crossing = view({})["readouts"]
+    assert crossing["crossover"].isdigit() and crossing["pays_note"] == ""
+    assert view({"model": "dense-405b", "devices": "1"})["readouts"]["pays_note"] == ""  # nothing fits: fit_note says
+
+
+def test_the_charts_reference_lines_are_priced_with_the_curves_cost() -> None:
+    shown = view({})
+    traces = {trace["meta"]: trace for trace in shown["figures"]["batch-chart"]["data"]}
+    cost = float(shown["readouts"]["draft_cost"])
+    memory_bound = traces["regime_left"]
+    assert memory_bound["name"].startswith(f"left: memory-bound (v = 1), c = {fixed(cost, 2)}: ")
+    assert memory_bound["y"][0] == pytest.approx(cf.speedup(0.8, 4, cost), abs=0.005 * 4)
+    # verification costs at least a pass: the curve at batch 1 is at or below the memory-bound line, never above
+    assert traces["speedup"]["x"][0] == 1 and traces["speedup"]["y"][0] <= memory_bound["y"][0]
+    # the tables keep their own c, and say it
+    assert shown["tables"]["a"]["caption"].endswith(f"c = {fixed(limits.ROOFLINE_TABLE_C, 3)}")
+
+
+def test_a_marker_at_either_end_of_the_batch_axis_is_drawn_whole() -> None:
+    axis = view({})["figures"]["batch-chart"]["layout"]["xaxis"]
+    low, high = axis["range"]
+    assert low < 0 and high > math.log10(limits.MAX_BATCH)  # room for half a marker beyond batch 1 and the last
+    assert axis["tickvals"][0] == 1

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from app.model import limits, published
+from app.model import closed_form, limits, published
 from app.model.capacity import fewest_devices
 from app.model.presets import (
     ACCELERATORS,
@@ -26,6 +27,7 @@ from app.service.regimes import (
     RegimeRequest,
     SetupError,
     SetupRequest,
+    build_regime,
     build_setup,
     p_values_for,
     schedule_out,
@@ -225,12 +227,24 @@ def roofline(reading: Reading) -> tuple[BuiltSetup, dict[str, float | int]]:
 
 
 def _pays(batch: int | None, fits: int) -> str:
-    """A batch from which speculation stops paying, counted over the batches that fit in memory, said plainly."""
+    """A batch from which speculation stops paying, counted over the batches that fit in memory: a tile's value,
+    short (the sentence that explains it is _pays_note's)."""
     if batch is not None:
         return str(batch)
     if not fits:
         return "nothing fits"
-    return f"never: it pays at every batch that fits (1 to {fits})" if fits > 1 else "never: it pays at batch 1"
+    return f"never (1–{fits})" if fits > 1 else "never (1)"
+
+
+def _pays_note(sweep: BatchSweepOut, fits: int) -> str:
+    """The sentence under the tiles for a crossover that never comes, said plainly."""
+    batches = f"every batch that fits (1 to {fits})" if fits > 1 else "batch 1, the only one that fits"
+    sentences = []
+    if fits and sweep.crossover_batch is None:
+        sentences.append(f"Speculation at k = {sweep.k} never stops paying: it pays at {batches}.")
+    if fits and sweep.best_crossover_batch is None:
+        sentences.append(f"Some k pays at {batches}.")
+    return " ".join(sentences)
 
 
 def _best(best_k: int, best_speedup: float) -> str:
@@ -252,6 +266,23 @@ def _devices_that_fit(setup: SetupOut, batch: int, built: BuiltSetup) -> str:
     if devices is None:
         return f"no count up to {limits.MAX_DEVICES} × {setup.accelerator.name} holds it"
     return f"{devices} × {setup.accelerator.name} hold{'s' if devices == 1 else ''} it"
+
+
+def devices_offer(sweep: BatchSweepOut, built: BuiltSetup | None) -> dict[str, str]:
+    """Beside the Devices control, when this batch does not fit on the devices in use (the user's count, kept
+    across a change of model or accelerator, or the fewest that hold both models): say so, and offer the fewest
+    that hold it."""
+    setup = sweep.setup
+    if sweep.current.fits or built is None:
+        return {"devices_note": "", "devices_fit": "", "devices_fit_label": ""}
+    name = setup.accelerator.name
+    subject, them = (f"Batch {sweep.batch} does", "it") if sweep.batch > 1 else ("The two models do", "them")
+    devices = fewest_devices(built.setup, sweep.batch, limits.MAX_DEVICES)
+    if devices is None:
+        note = f"{subject} not fit on {setup.devices} × {name}, nor on any count up to {limits.MAX_DEVICES}."
+        return {"devices_note": note, "devices_fit": "", "devices_fit_label": ""}
+    note = f"{subject} not fit on {setup.devices} × {name}; {devices} hold{'s' if devices == 1 else ''} {them}."
+    return {"devices_note": note, "devices_fit": str(devices), "devices_fit_label": f"Use {devices}"}
 
 
 def readouts(sweep: BatchSweepOut, built: BuiltSetup | None = None) -> dict[str, str]:
@@ -278,6 +309,7 @@ def readouts(sweep: BatchSweepOut, built: BuiltSetup | None = None) -> dict[str,
         "best_k": best_k,
         "crossover": _pays(sweep.crossover_batch, fits),
         "best_crossover": _pays(sweep.best_crossover_batch, fits),
+        "pays_note": _pays_note(sweep, fits),
         "headline": sweep.headline,
         "fit_note": fit_note,
         "leaves_out": ROOFLINE_LEAVES_OUT,
@@ -290,15 +322,38 @@ def readouts(sweep: BatchSweepOut, built: BuiltSetup | None = None) -> dict[str,
         "devices": f"{setup.devices} × {setup.accelerator.name}"
         + (" (the fewest that fit)" if setup.devices_auto else ""),
         "devices_auto": str(setup.devices),
+        **devices_offer(sweep, built),
         "batch": str(sweep.batch),
         "search": f"Best k is searched over 1 to {K_SEARCH_MAX}, here and in the schedule.",
     }
 
 
+X_PAD = 0.14  # of a decade: wider than half a marker (and its ring) on a phone's chart
 LOG_TICKS = [2**i for i in range(int(math.log2(MAX_BATCH)) + 1)]
 
 
-def batch_figure(sweep: BatchSweepOut, table: TableOut) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Reference:
+    """A table's regime drawn across the chart: priced with the setup's draft cost c(B) at this batch, as the
+    curve is (the roofline regime prices its own batch), so that the two are read on one cost."""
+
+    label: str
+    draft_cost: float
+    speedup: float
+
+
+def references(
+    requests: tuple[RegimeRequest, RegimeRequest], sweep: BatchSweepOut, built: BuiltSetup
+) -> list[Reference]:
+    found = []
+    for request in requests:
+        regime = build_regime(request, sweep.current.draft_cost, built)
+        value = closed_form.speedup(sweep.p, sweep.k, regime.draft_cost, regime.verify)
+        found.append(Reference(regime.label, regime.draft_cost, value))
+    return found
+
+
+def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str, Any]:
     """Speedup against batch size at this k and at the best k, break-even, both table regimes, memory shaded."""
     batches = sweep.batches
     data = [
@@ -328,16 +383,12 @@ def batch_figure(sweep: BatchSweepOut, table: TableOut) -> dict[str, Any]:
             meta="break_even",
         ),
     ]
-    marked = table.marked
-    for side, color, regime, value in (
-        ("left", COLORS["good"], table.regime_a, marked.speedup_a),
-        ("right", COLORS["purple"], table.regime_b, marked.speedup_b),
-    ):
+    for side, color, reference in zip(("left", "right"), (COLORS["good"], COLORS["purple"]), references, strict=True):
         data.append(
             line(
-                f"{side}: {regime.label} {times(value)}",
+                f"{side}: {reference.label}, c = {fixed(reference.draft_cost, 2)}: {times(reference.speedup)}",
                 [1, sweep.batch_max],
-                [value, value],
+                [reference.speedup, reference.speedup],
                 line={"color": color, "dash": "dot", "width": 1.5},
                 hoverinfo="skip",
                 meta=f"regime_{side}",
@@ -408,7 +459,8 @@ def batch_figure(sweep: BatchSweepOut, table: TableOut) -> dict[str, Any]:
         "speedup ×",
         x={
             "type": "log",
-            "range": [0, math.log10(sweep.batch_max)],
+            # a little room either side, so that a marker at batch 1 or at the last batch is drawn whole
+            "range": [-X_PAD, math.log10(sweep.batch_max) + X_PAD],
             "tickvals": LOG_TICKS,
             "ticktext": [str(tick) for tick in LOG_TICKS],
         },
@@ -532,7 +584,7 @@ def build(reading: Reading) -> View:
             for side in ("a", "b")
         },
         "sliders": {"batch": {"steps": BATCH_STEPS, "position": batch_position(batch), "text": f"batch {batch}"}},
-        "figures": {"batch-chart": batch_figure(sweep, table)},
+        "figures": {"batch-chart": batch_figure(sweep, references((side_a, side_b), sweep, built))},
         "tables": {"schedule": schedule_table(schedule), **regime_tables(table)},
         "summary": table_summary(table),
         "schedule_headline": schedule.headline,
