@@ -48,8 +48,18 @@ def engine_title(name: str) -> str:
     return str(engines.adapter(name).TITLE)
 
 
+def engine_versions(name: str) -> tuple[str, ...]:
+    """One engine's versions, oldest first, then the aliases it also takes (release or build names)."""
+    return (*(v.name for v in engines.versions(name)), *engines.adapter(name).ALIASES)
+
+
+def known_versions() -> tuple[str, ...]:
+    """Every version and alias of every engine as the registry holds them now, each once."""
+    return tuple(dict.fromkeys(version for name in engines.ENGINES for version in engine_versions(name)))
+
+
 def _versions_text() -> str:
-    return "; ".join(f"{name}: {', '.join(v.name for v in engines.versions(name))}" for name in engines.ENGINES)
+    return "; ".join(f"{name}: {', '.join(engine_versions(name))}" for name in engines.ENGINES)
 
 
 def _methods_text() -> str:
@@ -142,7 +152,8 @@ ENGINE_VERSION = Input(
     "Engine version",
     str,
     None,
-    f"The engine version (the newest by default). Known: {_versions_text()}",
+    f"The engine version or an alias of it (the newest when left out). Known: {_versions_text()}",
+    known=known_versions,
     max_length=MAX_LABEL,
 )
 PROFILE = Input(

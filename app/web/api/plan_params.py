@@ -35,6 +35,14 @@ def profile_shares(text: str) -> tuple[float, ...]:
         raise refused(error) from None
 
 
+def checked_engine_version(value: str | None) -> str | None:
+    """engine_version within its declared bounds (the engine chosen checks it against its own versions)."""
+    try:
+        return plan_inputs.ENGINE_VERSION.check(value)  # type: ignore[no-any-return]
+    except InputError as error:
+        raise refused(error) from None
+
+
 PlanQuery = Annotated[plan.PlanRequest, Depends(dependency(PLAN, plan_inputs.request))]
 WatchQuery = Annotated[plan.PlanRequest, Depends(dependency((*PLAN, *WATCH), plan_inputs.watch_request))]
 
