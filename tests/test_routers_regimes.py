@@ -423,3 +423,121 @@ def test_hardware_nobody_has_measured_gets_the_same_terms_and_is_told_so(client:
     assert f"nothing published on {name}: the same terms apply" in other["accuracy"]["summary"]
     assert other["accuracy"]["source"] == "defaults"
     assert other["setup"]["bandwidth_efficiency"] == h100["setup"]["bandwidth_efficiency"]
+
+
+# ---------------------------------------------------------------------------
+# The acceptance as p, a mean acceptance length or a draft acceptance rate at k, or a measured profile
+
+
+def _p_of_mean_length(length: float, k: int) -> float:
+    """p with 1 + p + ... + p^k = length, by bisection on the sum written out here."""
+    low, high = 0.0, 1.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        if sum(middle**i for i in range(k + 1)) < length:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def _p_of_draft_rate(rate: float, k: int) -> float:
+    """p with (p + ... + p^k) / k = rate (accepted over drafted, as an engine reports it)."""
+    low, high = 0.0, 1.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        if sum(middle**i for i in range(1, k + 1)) / k < rate:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+@pytest.mark.parametrize(("given", "k"), [({"mean_length": 3.2}, 4), ({"mean_length": 1.9}, 2), ({"rate": 0.55}, 5)])
+def test_a_mean_length_or_rate_at_k_answers_as_the_p_it_converts_to(
+    client: TestClient, given: dict[str, float], k: int
+) -> None:
+    expected = (
+        _p_of_mean_length(given["mean_length"], k) if "mean_length" in given else _p_of_draft_rate(given["rate"], k)
+    )
+    common = {"context": 0, "k_max": 12}
+    sweep = client.get(f"{REGIMES}/speedup-vs-batch", params={**common, **given, "k": k}).json()
+    assert sweep["p"] == pytest.approx(expected, abs=1e-9)
+    assert sweep["expected_tokens"] == pytest.approx(cf.expected_tokens(expected, k), abs=1e-8)
+    as_p = client.get(f"{REGIMES}/speedup-vs-batch", params={**common, "p": sweep["p"], "k": k}).json()
+    assert sweep == as_p
+    near = client.get(f"{REGIMES}/speedup-vs-batch", params={**common, "p": expected, "k": k}).json()
+    assert np.allclose(sweep["speedup"], near["speedup"], rtol=1e-8) and sweep["best_k"] == near["best_k"]
+    schedule = client.get(f"{REGIMES}/schedule", params={**common, **given, "k": k}).json()
+    assert schedule["p"] == pytest.approx(expected, abs=1e-9)
+    assert schedule == client.get(f"{REGIMES}/schedule", params={**common, "p": schedule["p"]}).json()
+    assert schedule["steps"][0]["k"] == sweep["best_k"][0]
+
+
+def test_a_profile_prices_the_sweep_and_the_schedule_as_the_plan_does(client: TestClient) -> None:
+    shares = (0.9, 0.8, 0.7)
+    profile = ",".join(str(share) for share in shares)
+    common = {"p": 0.5, "context": 0, "k_max": 12}
+    plain = client.get(f"{REGIMES}/speedup-vs-batch", params={**common, "k": 3}).json()
+    measured = client.get(f"{REGIMES}/speedup-vs-batch", params={**common, "k": 3, "profile": profile}).json()
+    tokens = 1 + sum(shares)  # tokens per verification at k = 3 from the profile alone
+    assert measured["p"] == plain["p"] == 0.5
+    assert measured["expected_tokens"] == pytest.approx(tokens)
+    assert plain["expected_tokens"] == pytest.approx(1 + 0.5 + 0.25 + 0.125)
+    # the same costs per batch: the speedup scales with the tokens per verification
+    plain_at = dict(zip(plain["batches"], plain["speedup"], strict=True))
+    common_batches = [batch for batch in measured["batches"] if batch in plain_at]
+    assert len(common_batches) > 50
+    ratio = [measured["speedup"][measured["batches"].index(b)] / plain_at[b] for b in common_batches]
+    assert np.allclose(ratio, tokens / plain["expected_tokens"], rtol=1e-12)
+    assert (
+        measured["crossover_batch"] is None
+        or plain["crossover_batch"] is None
+        or (measured["crossover_batch"] >= plain["crossover_batch"])
+    )
+    assert measured["best_speedup"][0] > plain["best_speedup"][0]
+    # the schedule and the plan (engine-config) read the profile the same way; the sweep's best k agrees
+    schedule = client.get(f"{REGIMES}/schedule", params={**common, "profile": profile}).json()
+    assert schedule != client.get(f"{REGIMES}/schedule", params=common).json()
+    plan = client.get("/api/v1/engine-config", params={**common, "engine": "vllm", "profile": profile}).json()
+    assert plan["schedule"]["steps"] == schedule["steps"]
+    assert schedule["steps"][0]["k"] == measured["best_k"][0]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "name", "fragment"),
+    [
+        ("speedup-vs-batch", {"p": 0.8, "mean_length": 3.0}, "p", "exactly one of p, rate"),
+        ("speedup-vs-batch", {"rate": 0.5, "mean_length": 3.0}, "p", "exactly one of p, rate"),
+        ("speedup-vs-batch", {"mean_length": 6.0, "k": 4}, "mean_length", "at most k + 1 = 5"),
+        ("speedup-vs-batch", {"mean_length": 0.5}, "mean_length", "from 1 to"),
+        ("speedup-vs-batch", {"rate": 0.5, "k": 0}, "k", "at least 1"),
+        ("speedup-vs-batch", {"rate": 1.5}, "rate", "from 0 to 1"),
+        ("speedup-vs-batch", {"profile": "0.5,0.9"}, "profile", "cannot grow"),
+        ("speedup-vs-batch", {"profile": "x"}, "profile", "got 'x'"),
+        ("schedule", {"mean_length": 3.0}, "k", "required with mean_length"),
+        ("schedule", {"rate": 0.5}, "k", "required with rate"),
+        ("schedule", {"p": 0.7, "rate": 0.5, "k": 4}, "p", "exactly one of p, rate"),
+        ("schedule", {"mean_length": 9.0, "k": 4}, "mean_length", "at most k + 1 = 5"),
+        ("schedule", {"mean_length": 3.0, "k": 0}, "k", "from 1 to"),
+        ("schedule", {"profile": "1.2"}, "profile", "from 0 to 1"),
+    ],
+)
+def test_bad_acceptance_combinations_get_a_422_naming_the_parameter(
+    client: TestClient, path: str, params: dict[str, object], name: str, fragment: str
+) -> None:
+    response = client.get(f"{REGIMES}/{path}", params=params)
+    assert response.status_code == 422, response.text
+    details = response.json()["detail"]
+    assert any(item["loc"][-1] == name and name in item["msg"] and fragment in item["msg"] for item in details), details
+
+
+def test_openapi_announces_the_acceptance_inputs_of_both_predictions(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in ("/api/v1/regimes/speedup-vs-batch", "/api/v1/regimes/schedule"):
+        operation = paths[path]["get"]
+        parameters = {item["name"]: item for item in operation["parameters"]}
+        assert {"p", "rate", "mean_length", "k", "profile"} <= set(parameters)
+        assert "give at most one of them" in operation["description"] and "mean_length" in operation["description"]
+        length = parameters["mean_length"]["schema"]["anyOf"][0]
+        assert length["minimum"] == 1 and length["maximum"] == 65

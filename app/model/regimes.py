@@ -383,14 +383,14 @@ def best_k_by_batch(p: Acceptance, setup: RooflineSetup, batches: ArrayLike, k_m
     return best.astype(np.int64), grid[np.arange(grid.shape[0]), best]
 
 
-def sweep_batches(p: float, k: int, setup: RooflineSetup, batch_max: int, k_max: int) -> BatchSweep:
+def sweep_batches(p: Acceptance, k: int, setup: RooflineSetup, batch_max: int, k_max: int) -> BatchSweep:
     batches = np.arange(1, batch_max + 1, dtype=np.int64)
     plain = target_step(setup, batches, 1)
     verify = target_step(setup, batches, k + 1)
     draft = draft_step(setup, batches)
     draft_cost = draft.total_s / plain.total_s
     verification_cost = verification_costs(setup, batches, k)
-    speedup = closed_form.expected_tokens(p, k) / (k * draft_cost + verification_cost) if k else np.ones(batch_max)
+    speedup = acceptance.expected_tokens(p, k) / (k * draft_cost + verification_cost) if k else np.ones(batch_max)
     best_k, best_speedup = best_k_by_batch(p, setup, batches, k_max)
     return BatchSweep(
         batches=batches,

@@ -47,6 +47,9 @@ class Input:
     above: bool = False  # low itself is refused
     choices: Callable[[], Sequence[str]] | None = None  # read when asked: a registry may grow
     titles: Callable[[str], str] | None = None  # a choice's on-screen title (the choice itself by default)
+    # values announced as the input's enum (the API's schema), read when asked; a text box on the page, and a rule
+    # of the model checks a value against what it depends on (the engine's own versions) and says why
+    known: Callable[[], Sequence[str]] | None = None
     max_length: int | None = None
     pattern: str | None = None
     pattern_rule: bool = False  # the pattern is documented; a rule of the model checks it and says why
@@ -93,6 +96,9 @@ class Input:
         if self.choices is not None and value not in self.choices():
             raise InputError(self.name, f"must be {self.span}; got {value!r}", value)
         if self.kind is str:
+            if self.known is not None and not value.strip():  # the enum has no blank: leave it out for the default
+                known = ", ".join(self.known())
+                raise InputError(self.name, f"must be one of {known} (left out: the default); got {value!r}", value)
             if self.max_length is not None and len(value) > self.max_length:
                 raise InputError(self.name, f"must be {self.span}; got {len(value)} characters", value)
             if self.pattern and not self.pattern_rule and not re.fullmatch(self.pattern, value):

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.model import closed_form, engines, limits, rules, trees
-from app.model.acceptance import AcceptanceProfile
+from app.model.acceptance import Acceptance, AcceptanceProfile
 from app.model.engines.base import UnknownVersionError
 from app.service.inputs import Input, InputError, by_name, checked
 from app.service.plan import PlanRequest
@@ -26,12 +26,16 @@ LABEL_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 DEFAULT_P = limits.ROOFLINE_DEFAULT_P
 
 PROFILE_RULE = "- `profile`: each share from 0 to 1, not increasing along the positions.\n"
-# Rules between the plan's inputs, listed in the description of each operation that takes them.
-PLAN_RULES = (
+# The rules between p, a draft acceptance rate and a mean acceptance length at k (every prediction takes them).
+ACCEPTANCE_RULES = (
     "- `p`, `rate`, `mean_length`: give at most one of them;\n"
     "- `k` is required with rate or mean_length;\n"
     "- `mean_length` is at most k + 1;\n"
-    "- `tree_acceptance` is required with tree_budget > 0; its values do not increase and sum to at most 1;\n"
+)
+# Rules between the plan's inputs, listed in the description of each operation that takes them.
+PLAN_RULES = (
+    ACCEPTANCE_RULES
+    + "- `tree_acceptance` is required with tree_budget > 0; its values do not increase and sum to at most 1;\n"
     "- `tree_budget` fits the engine's tree format;\n"
     "- `engine_version` is one the engine knows (the list depends on the engine);\n"
     "- `method` is one of the engine's own drafters (the list depends on the engine);\n"
@@ -48,8 +52,18 @@ def engine_title(name: str) -> str:
     return str(engines.adapter(name).TITLE)
 
 
+def engine_versions(name: str) -> tuple[str, ...]:
+    """One engine's versions, oldest first, then the aliases it also takes (release or build names)."""
+    return (*(v.name for v in engines.versions(name)), *engines.adapter(name).ALIASES)
+
+
+def known_versions() -> tuple[str, ...]:
+    """Every version and alias of every engine as the registry holds them now, each once."""
+    return tuple(dict.fromkeys(version for name in engines.ENGINES for version in engine_versions(name)))
+
+
 def _versions_text() -> str:
-    return "; ".join(f"{name}: {', '.join(v.name for v in engines.versions(name))}" for name in engines.ENGINES)
+    return "; ".join(f"{name}: {', '.join(engine_versions(name))}" for name in engines.ENGINES)
 
 
 def _methods_text() -> str:
@@ -142,7 +156,8 @@ ENGINE_VERSION = Input(
     "Engine version",
     str,
     None,
-    f"The engine version (the newest by default). Known: {_versions_text()}",
+    f"The engine version or an alias of it (the newest when left out). Known: {_versions_text()}",
+    known=known_versions,
     max_length=MAX_LABEL,
 )
 PROFILE = Input(
@@ -286,12 +301,24 @@ def acceptance(p: float | None, rate: float | None, length: float | None, k: int
         return p
     if k is None:
         raise InputError("k", f"is required with {given[0]}: the draft length the measurement was taken at")
+    if k < 1:
+        raise InputError("k", f"must be at least 1 with {given[0]}: a measurement drafts at least one token; got {k}")
     if rate is not None:
         return closed_form.acceptance_from_draft_rate(rate, k)
     assert length is not None
     if length > k + 1:
         raise InputError("mean_length", f"must be at most k + 1 = {k + 1}; got {length:g}")
     return closed_form.acceptance_from_mean_length(length, k)
+
+
+def measured_acceptance(
+    p: float | None, rate: float | None, length: float | None, k: int | None, profile: str = ""
+) -> Acceptance:
+    """The acceptance a prediction is priced with: p from exactly one of p, a rate or a mean length at k
+    (acceptance), and with a measured profile its tokens per verification (the i.i.d. p only beyond it)."""
+    value = acceptance(p, rate, length, k)
+    shares = profile_shares(profile)
+    return AcceptanceProfile.of(value, shares) if shares else value
 
 
 def _tree_acceptance(text: str) -> tuple[float, ...]:

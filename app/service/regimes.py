@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from app.model import capacity, closed_form, limits, published
-from app.model.acceptance import AcceptanceProfile
+from app.model.acceptance import Acceptance, AcceptanceProfile, expected_tokens, iid_p
 from app.model.capacity import Decision, fewest_devices, fitting_marks
 from app.model.presets import (
     ACCELERATOR_FIELDS,
@@ -386,10 +386,12 @@ def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
 
 
 def sweep_out(
-    p: float, k: int, k_max: int, batch_max: int, batch: int, points: int, built: BuiltSetup
+    acceptance: Acceptance, k: int, k_max: int, batch_max: int, batch: int, points: int, built: BuiltSetup
 ) -> BatchSweepOut:
+    """The sweep over batch 1..batch_max at k; a measured profile prices each k with its tokens per verification."""
     k_max = max(k_max, k)
-    sweep = sweep_batches(p, k, built.setup, batch_max, k_max)
+    p = iid_p(acceptance)
+    sweep = sweep_batches(acceptance, k, built.setup, batch_max, k_max)
     capacity = memory_capacity_gb(built.setup)
     fits = sweep.memory_needed_gb <= capacity
     marks = fitting_marks(built.setup, k, sweep.batches, sweep.speedup, sweep.best_speedup, sweep.best_k, batch_max)
@@ -406,7 +408,7 @@ def sweep_out(
         k_max=k_max,
         batch_max=batch_max,
         batch=batch,
-        expected_tokens=closed_form.expected_tokens(p, k),
+        expected_tokens=expected_tokens(acceptance, k),
         crossover_batch=marks.crossover_batch,
         first_loss_batch=marks.first_loss_batch,
         best_crossover_batch=marks.best_crossover_batch,
@@ -458,11 +460,12 @@ def devices_for_batch(built: BuiltSetup, fit_batch: int) -> BuiltSetup:
 
 
 def schedule_out(
-    p: float, k_max: int, batch_max: int, built: BuiltSetup, profile: tuple[float, ...] = ()
+    p: Acceptance, k_max: int, batch_max: int, built: BuiltSetup, profile: tuple[float, ...] = ()
 ) -> ScheduleOut:
     """Best k per batch over 1..min(batch_max, largest batch that fits); nothing past memory.  With a measured
-    ``profile``, tokens per verification come from it and the i.i.d. p only beyond it."""
-    acceptance = AcceptanceProfile.of(p, profile) if profile else p
+    profile (``p`` one already, or ``profile``), tokens per verification come from it and the i.i.d. p only
+    beyond it."""
+    acceptance = AcceptanceProfile.of(iid_p(p), profile) if profile else p
     return decision_schedule(capacity.decide(acceptance, built.setup, k_max, batch_max, devices_note(built)), built)
 
 

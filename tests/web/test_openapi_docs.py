@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.model import engines
+from app.testing import engine_reports
 from app.web.main import api_routes, app
 from app.web.pages.registry import PAGES
 
@@ -67,3 +69,59 @@ def test_view_summaries_are_written_for_people() -> None:
     }
     assert summaries["/api/v1/views/demo"] == "Page / as JSON (Demo)"
     assert all(" as JSON " in summary for summary in summaries.values())
+
+
+def every_version_and_alias() -> set[str]:
+    """What an engine_version may be, read from the registry here rather than from the declaration."""
+    return {
+        name
+        for engine in engines.ENGINES
+        for name in (*(version.name for version in engines.versions(engine)), *engines.adapter(engine).ALIASES)
+    }
+
+
+def test_every_engine_version_parameter_announces_the_known_versions_and_aliases() -> None:
+    known = every_version_and_alias()
+    announced: set[str] = set()
+    for method, path, operation in operations():
+        for parameter in operation.get("parameters", []):
+            if parameter["name"] != "engine_version":
+                continue
+            schema = parameter["schema"]
+            assert set(schema["enum"]) - {""} == known, (method, path)
+            assert {"b11312", "0.29", "2026-08"} <= set(schema["enum"])
+            assert "b11312" in parameter["description"] and "0.29" in parameter["description"]
+            announced.add(f"{method} {path}")
+    expected = {"get /api/v1/engine-config", "get /api/v1/rules", "get /api/v1/dashboard", "post /api/v1/calibrate"}
+    assert expected | {"get /api/v1/views/decide"} <= announced
+
+
+VERSIONED = [
+    ("get", "/api/v1/engine-config", {"engine": "vllm", "p": 0.8}),
+    ("get", "/api/v1/rules", {"engine": "vllm"}),
+    ("get", "/api/v1/dashboard", {"engine": "vllm"}),
+    ("post", "/api/v1/calibrate", {}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "params"), VERSIONED)
+@pytest.mark.parametrize("version", ["v" * 70, "0.1", "b11312x", "", "  "])
+def test_an_engine_version_outside_the_known_ones_gets_a_422_naming_it_and_the_known_ones(
+    client: TestClient, method: str, path: str, params: dict[str, Any], version: str
+) -> None:
+    report = engine_reports.example_report("vllm-metrics", 0.8, 3, 3000, 4) if method == "post" else None
+    response = client.request(method, path, params={**params, "engine_version": version}, content=report)
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"][0]
+    assert detail["loc"][-1] == "engine_version" and detail["msg"].startswith("engine_version")
+    assert all(name in detail["msg"] for name in ("2025-10", "2026-08", "0.29")), detail["msg"]
+
+
+@pytest.mark.parametrize(("method", "path", "params"), VERSIONED)
+def test_an_alias_and_a_version_of_the_engine_are_taken(
+    client: TestClient, method: str, path: str, params: dict[str, Any]
+) -> None:
+    report = engine_reports.example_report("vllm-metrics", 0.8, 3, 3000, 4) if method == "post" else None
+    for version in ("0.29", "2026-08"):
+        response = client.request(method, path, params={**params, "engine_version": version}, content=report)
+        assert response.status_code == 200, response.text

@@ -36,6 +36,8 @@ def query(item: Input) -> Any:
             settings["allow_inf_nan"] = False
     if item.choices is not None:
         extra["enum"] = list(item.choices())  # as registered now; the handler reads the registry again
+    if item.known is not None:
+        extra["enum"] = list(item.known())  # announced; the model checks the value against the engine chosen
     return Query(**settings, json_schema_extra=extra or None)
 
 

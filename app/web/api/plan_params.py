@@ -11,19 +11,23 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Request
 
 from app.model import engine_config, rules
+from app.model.acceptance import Acceptance
 from app.service import plan, plan_inputs
 from app.service.inputs import InputError
-from app.service.plan_inputs import MAX_LABEL, PLAN, PLAN_RULES, PROFILE_RULE, WATCH
+from app.service.plan_inputs import ACCEPTANCE_RULES, MAX_LABEL, PLAN, PLAN_RULES, PROFILE_RULE, WATCH
 from app.service.regimes import BuiltSetup
 from app.web.api.inputs import dependency, query, refused
+from app.web.api.params import P
 from app.web.core.errors import parameter_error
 
-__all__ = ["MAX_LABEL", "PLAN_RULES", "PROFILE_RULE"]
+__all__ = ["ACCEPTANCE_RULES", "MAX_LABEL", "PLAN_RULES", "PROFILE_RULE"]
 
 OptionalK = Annotated[int | None, query(plan_inputs.K)]
+RateQuery = Annotated[float | None, query(plan_inputs.RATE)]
+MeanLengthQuery = Annotated[float | None, query(plan_inputs.MEAN_LENGTH)]
 ProfileQuery = Annotated[str, query(plan_inputs.PROFILE)]
 EngineVersionQuery = Annotated[str | None, query(plan_inputs.ENGINE_VERSION)]
 
@@ -31,6 +35,34 @@ EngineVersionQuery = Annotated[str | None, query(plan_inputs.ENGINE_VERSION)]
 def profile_shares(text: str) -> tuple[float, ...]:
     try:
         return plan_inputs.profile_shares(text)
+    except InputError as error:
+        raise refused(error) from None
+
+
+def _given_p(request: Request, p: P = plan_inputs.DEFAULT_P) -> float | None:
+    """p as the request gives it, None when left out: its documented default then applies only where neither
+    rate nor mean_length gives the acceptance (a p given beside them is refused, naming p)."""
+    return p if "p" in request.query_params else None
+
+
+GivenP = Annotated[float | None, Depends(_given_p)]
+
+
+def checked_engine_version(value: str | None) -> str | None:
+    """engine_version within its declared bounds (the engine chosen checks it against its own versions)."""
+    try:
+        return plan_inputs.ENGINE_VERSION.check(value)  # type: ignore[no-any-return]
+    except InputError as error:
+        raise refused(error) from None
+
+
+def measured_acceptance(
+    p: float | None, rate: float | None, mean_length: float | None, k: int | None, profile: str = ""
+) -> Acceptance:
+    """The acceptance from p, rate or mean_length at k and a profile, as the plan takes them; a 422 naming the
+    parameter for a combination the model refuses."""
+    try:
+        return plan_inputs.measured_acceptance(p, rate, mean_length, k, profile)
     except InputError as error:
         raise refused(error) from None
 

@@ -65,6 +65,7 @@ class Control:
     integer: bool = False
     options: Sequence[tuple[str, str]] = ()
     max_length: int = 0
+    known: Callable[[], Sequence[str]] | None = None  # a text's known values, announced (a rule of the view checks)
     help: str = ""
     digits: int = 2  # decimals a range control's value is shown with
     legacy: tuple[str, ...] = ()  # keys older URLs used for the same value

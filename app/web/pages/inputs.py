@@ -23,7 +23,7 @@ def control(item: Input, default: Value | None = None, **page: Any) -> Control:
     if item.choices is not None:
         fields.update(kind="select", options=Options(item.options))
     elif item.kind is str:
-        fields.update(kind="text", max_length=item.max_length or 0)
+        fields.update(kind="text", max_length=item.max_length or 0, known=item.known)
         value = "" if value is None else value
     else:
         integer = item.kind is int

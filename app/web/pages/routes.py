@@ -292,6 +292,8 @@ def _control_schema(control: Control) -> dict[str, Any]:
         schema = {"type": "string", "enum": [value for value, _ in control.options]}
     elif control.kind == "text":
         schema = {"type": "string", "maxLength": control.max_length}
+        if control.known is not None:
+            schema["enum"] = ["", *control.known()]  # empty: the default
     else:
         schema = {"type": "integer" if control.integer else "number", "minimum": control.low, "maximum": control.high}
     if control.default is not None:

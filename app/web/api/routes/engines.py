@@ -16,7 +16,15 @@ from app.service.engines import calibrate_report
 from app.service.fetch import FetchError, fetch_text
 from app.service.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
 from app.web.api.params import K_MAX_LIMIT, Cost, KMax
-from app.web.api.plan_params import MAX_LABEL, PLAN_RULES, EngineVersionQuery, OptionalK, PlanQuery, built_plan
+from app.web.api.plan_params import (
+    MAX_LABEL,
+    PLAN_RULES,
+    EngineVersionQuery,
+    OptionalK,
+    PlanQuery,
+    built_plan,
+    checked_engine_version,
+)
 from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, DecidedBatchMax, Setup
 from app.web.core.config import Settings, get_settings
 from app.web.core.errors import parameter_error, with_rules
@@ -148,6 +156,7 @@ async def calibrate_any(
 ) -> EngineCalibrationOut | JSONResponse:
     """Detect the engine's format; infer p with its interval, k, the per-position fit and the i.i.d. test per class."""
     chosen = cost.priced()
+    checked_engine_version(engine_version)  # its declared bounds; the report's engine checks the rest
     body = await _body_text(request, MAX_EXPOSITION_BYTES)
     if isinstance(body, JSONResponse):
         return body

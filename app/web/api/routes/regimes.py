@@ -36,7 +36,16 @@ from app.service.regimes import (
 )
 from app.service.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
 from app.web.api.params import C, K, KMax, P
-from app.web.api.plan_params import PROFILE_RULE, ProfileQuery, profile_shares
+from app.web.api.plan_params import (
+    ACCEPTANCE_RULES,
+    PROFILE_RULE,
+    GivenP,
+    MeanLengthQuery,
+    OptionalK,
+    ProfileQuery,
+    RateQuery,
+    measured_acceptance,
+)
 from app.web.api.setup_params import (
     RULES,
     SETUP_RULES,
@@ -65,14 +74,15 @@ DEFAULT_POINTS = ROOFLINE_POINTS
 DEFAULT_TABLE_P_MIN, DEFAULT_TABLE_P_MAX, DEFAULT_TABLE_P_STEP = ROOFLINE_TABLE_P
 
 
-SWEEP_RULES = RULES + SETUP_RULES + "\n- `batch` is at most `batch_max`."
+# rate and mean_length are measured at the sweep's own k
+SWEEP_RULES = RULES + ACCEPTANCE_RULES + PROFILE_RULE + SETUP_RULES + "\n- `batch` is at most `batch_max`."
 TABLE_RULES = (
     RULES
     + SETUP_RULES
     + (f"\n- `p_max` is at least `p_min`;\n- `p_step` gives at most {MAX_TABLE_ROWS} rows from p_min to p_max.")
 )
 ROOFLINE_RULES = RULES + SETUP_RULES
-SCHEDULE_RULES = RULES + PROFILE_RULE + SETUP_RULES
+SCHEDULE_RULES = RULES + ACCEPTANCE_RULES + PROFILE_RULE + SETUP_RULES
 
 
 # The setup parameters (and their bounds) live in app/web/api/setup_params.py, shared with other routers.
@@ -148,17 +158,24 @@ def get_verification_cost(
 @with_rules(SWEEP_RULES)
 def get_speedup_vs_batch(
     built: Setup,
-    p: P = DEFAULT_P,
+    p: GivenP,
     k: K = DEFAULT_K,
     k_max: KMax = DEFAULT_K_MAX,
     batch_max: BatchMax = MAX_BATCH,
     batch: Batch = 1,
     points: Points = DEFAULT_POINTS,
+    rate: RateQuery = None,
+    mean_length: MeanLengthQuery = None,
+    profile: ProfileQuery = "",
 ) -> BatchSweepOut:
-    """Roofline speedup against batch size, the crossover batch and the best k at every batch."""
+    """Roofline speedup against batch size, the crossover batch and the best k at every batch.
+
+    The acceptance is p, or a draft acceptance rate or a mean acceptance length measured at k; with a measured
+    profile, tokens per verification come from it (as for the schedule and engine-config)."""
+    acceptance = measured_acceptance(p, rate, mean_length, k, profile)
     if batch > batch_max:
         raise parameter_error("batch", f"must be at most batch_max ({batch_max}); got {batch}")
-    return sweep_out(p, k, k_max, batch_max, batch, points, built)
+    return sweep_out(acceptance, k, k_max, batch_max, batch, points, built)
 
 
 @router.get(
@@ -172,16 +189,20 @@ def get_speedup_vs_batch(
 @with_rules(SCHEDULE_RULES)
 def get_schedule(
     built: Setup,
-    p: P = DEFAULT_P,
+    p: GivenP,
     k_max: KMax = limits.K_SEARCH_MAX,
     batch_max: BatchMax = MAX_BATCH,
     format: FormatQuery = "json",
     profile: ProfileQuery = "",
+    rate: RateQuery = None,
+    mean_length: MeanLengthQuery = None,
+    k: OptionalK = None,
 ) -> ScheduleOut | Response:
     """Best draft length per batch size as thresholds (batch from -> k, 0 = off); CSV with format=csv.
 
-    With a measured profile, tokens per verification come from it (as for engine-config)."""
-    schedule = schedule_out(p, k_max, batch_max, built, profile_shares(profile))
+    The acceptance is p, or a draft acceptance rate or a mean acceptance length measured at k; with a measured
+    profile, tokens per verification come from it (as for engine-config)."""
+    schedule = schedule_out(measured_acceptance(p, rate, mean_length, k, profile), k_max, batch_max, built)
     return _csv(schedule_csv(schedule), "speculation-schedule.csv") if _format(format) == "csv" else schedule
 
 

@@ -148,8 +148,7 @@ ENGINE_VERSION = control(
     plan_inputs.ENGINE_VERSION,
     help="empty: the newest known; "
     + "; ".join(
-        f"{plan_inputs.engine_title(name)} {', '.join(v.name for v in engines.versions(name))}"
-        for name in engines.ENGINES
+        f"{plan_inputs.engine_title(name)} {', '.join(plan_inputs.engine_versions(name))}" for name in engines.ENGINES
     ),
 )
 TREE_REGIME = Control(
