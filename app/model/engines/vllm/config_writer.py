@@ -87,8 +87,8 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
             notes.append(
                 "with --data-parallel-size above 1, vLLM drops num_speculative_tokens_per_batch_size "
                 f"(vllm/config/vllm.py _maybe_disable_dynamic_sd_for_data_parallel) and runs {max(best)} at every "
-                f"batch; with data parallelism, set num_speculative_tokens to the k of your batch ({best[batch - 1]} at "
-                f"batch {batch}) instead"
+                f"batch; with data parallelism, set num_speculative_tokens to the k of your batch "
+                f"({best[batch - 1]} at batch {batch}) instead"
             )
     else:
         batch = min(request.batch, limit)
