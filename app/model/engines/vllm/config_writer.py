@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from app.model.engines import base
@@ -54,18 +55,12 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         batch = min(request.batch, limit)
         k = best[batch - 1]
         if k == 0:
-            pays = [index for index, value in enumerate(best, start=1) if value > 0]
-            return base.Exported(
-                None,
-                [],
-                "",
-                [
-                    f"speculation does not pay at your batch {batch}: run vLLM without --speculative-config (with "
-                    f"--data-parallel-size {request.data_parallel} vLLM drops num_speculative_tokens_per_batch_size "
-                    f"and runs one k at every batch); it would pay at batches {base.describe_batches(pays)}"
-                ],
-                runs=(0,) * limit,
-                differs_at=tuple(pays),
+            return _off_at_batch(
+                best,
+                batch,
+                limit,
+                f"with --data-parallel-size {request.data_parallel} vLLM drops num_speculative_tokens_per_batch_size "
+                "and runs one k at every batch",
             )
         config["num_speculative_tokens"] = k
         runs = [k] * limit
@@ -94,19 +89,7 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         batch = min(request.batch, limit)
         k = best[batch - 1]
         if k == 0:
-            pays = [index for index, value in enumerate(best, start=1) if value > 0]
-            return base.Exported(
-                None,
-                [],
-                "",
-                [
-                    f"speculation does not pay at your batch {batch}: run vLLM without --speculative-config (vLLM "
-                    f"{version.name} takes one draft length for every batch); it would pay at batches "
-                    f"{base.describe_batches(pays)}"
-                ],
-                runs=(0,) * limit,
-                differs_at=tuple(pays),
-            )
+            return _off_at_batch(best, batch, limit, f"vLLM {version.name} takes one draft length for every batch")
         config["num_speculative_tokens"] = k
         runs = [k] * limit
         notes.append(
@@ -124,3 +107,19 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     shown = re.sub(r"\[\s+(\d+),\s+(\d+),\s+(\d+)\s+\]", r"[\1, \2, \3]", shown)  # one range per line
     text = shown + "\n\nvllm serve TARGET_MODEL " + " ".join(base.quoted(flags))
     return base.Exported(config, flags, text, notes, runs=tuple(runs), differs_at=differ, placeholders=placeholders)
+
+
+def _off_at_batch(best: Sequence[int], batch: int, limit: int, why_one_k: str) -> base.Exported:
+    """No config where vLLM runs one k at every batch and the schedule is off at the user's batch."""
+    pays = [index for index, value in enumerate(best, start=1) if value > 0]
+    return base.Exported(
+        None,
+        [],
+        "",
+        [
+            f"speculation does not pay at your batch {batch}: run vLLM without --speculative-config ({why_one_k}); "
+            f"it would pay at batches {base.describe_batches(pays)}"
+        ],
+        runs=(0,) * limit,
+        differs_at=tuple(pays),
+    )
