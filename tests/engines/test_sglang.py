@@ -9,10 +9,11 @@ speculative/adaptive_step_router.py @ a12239f6ac74.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
-from app.model import engine_config, engine_metrics, engines
+from app.model import engine_config, engine_metrics, engines, trees
 from app.model.engines import sglang
 from app.model.engines.base import ConfigRuleError, Exported
 from app.model.engines.sglang import config_reader
@@ -275,3 +276,65 @@ def test_per_request_samples_recover_p() -> None:
     calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
     assert calibrated.interval.low is not None and calibrated.interval.high is not None
     assert calibrated.interval.low <= 0.7 <= calibrated.interval.high
+
+
+# --- DFLASH, DSPARK and UNO written as SGLang takes them (speculative_hook.py @ 004c82e07d87: _handle_dflash,
+# _handle_dspark; _handle_uno in the stored version that has it) and read back --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "flag", "value"),
+    [
+        ("DFLASH", "--speculative-dflash-block-size", "4"),  # the verify window: the verified token and 3 drafts
+        ("DSPARK", "--speculative-dspark-block-size", "3"),  # gamma: the drafts proposed
+        ("UNO", "--speculative-num-draft-tokens", "4"),  # Q, the linear verify width
+    ],
+)
+def test_a_block_drafter_is_written_in_its_own_flag_at_the_users_batch_and_read_back(
+    method: str, flag: str, value: str
+) -> None:
+    result = engine_config.export("sglang", [5, 5, 3, 3, 2], [], 5, batch=3, method=method, draft_path="models/d")
+    exported = result.exported
+    assert exported.flags[exported.flags.index("--speculative-algorithm") + 1] == method
+    assert exported.flags[exported.flags.index(flag) + 1] == value
+    assert "--speculative-num-steps" not in exported.flags and "--speculative-eagle-topk" not in exported.flags
+    assert sglang.read_config(exported, NEWEST, 5) == [3] * 5
+    assert exported.runs == (3,) * 5 and exported.differs_at == (1, 2, 5)
+    assert any("batches 1-2, 5" in note for note in exported.notes)
+
+
+def test_uno_takes_the_draft_path_as_its_lora_and_never_a_draft_model() -> None:
+    exported = engine_config.export("sglang", [3, 3], [], 2, method="uno", draft_path="lora/uno").exported
+    assert exported.flags[exported.flags.index("--uno-lora-path") + 1] == "lora/uno"
+    assert "--speculative-draft-model-path" not in exported.flags
+    assert exported.flags[exported.flags.index("--attention-backend") + 1] == "fa3"
+    with pytest.raises(ConfigRuleError, match="does not accept --speculative-draft-model-path"):
+        sglang.read_config(replace(exported, flags=[*exported.flags, "--speculative-draft-model-path", "d"]), NEWEST, 2)
+    with pytest.raises(ConfigRuleError, match="TP=PP=1"):
+        sglang.read_config(replace(exported, flags=[*exported.flags, "--tp-size", "2"]), NEWEST, 2)
+    unfilled = engine_config.export("sglang", [3, 3], [], 2, method="UNO").exported
+    assert unfilled.placeholders and any("--uno-lora-path" in note for note in unfilled.notes)
+
+
+def test_dflash_without_a_draft_path_says_what_to_fill_in_and_dspark_may_take_the_targets() -> None:
+    dflash = engine_config.export("sglang", [3, 3], [], 2, method="DFLASH").exported
+    assert dflash.placeholders and any("--speculative-draft-model-path" in note for note in dflash.notes)
+    dspark = engine_config.export("sglang", [3, 3], [], 2, method="DSPARK").exported
+    assert not dspark.placeholders and "--speculative-draft-model-path" not in dspark.flags
+    assert sglang.read_config(dspark, NEWEST, 2) == [3, 3]
+
+
+def test_a_block_drafter_where_speculation_does_not_pay_at_the_users_batch_writes_no_speculative_flags() -> None:
+    exported = engine_config.export("sglang", [3, 0, 0], [], 3, batch=2, method="DFLASH", draft_path="d").exported
+    assert exported.config is None and not exported.flags
+    assert any("does not pay at your batch 2" in note for note in exported.notes)
+
+
+def test_the_older_version_and_a_tree_refuse_block_drafters_and_auto_is_named_as_not_sglangs() -> None:
+    with pytest.raises(ValueError, match="2026-03 has no DSPARK"):
+        engine_config.export("sglang", [3, 3], [], 2, method="DSPARK", draft_path="d", version="2026-03")
+    shape = trees.best_first_tree(suite.TREE_ACCEPTANCE, 6)
+    with pytest.raises(ValueError, match="no static tree"):
+        engine_config.export("sglang", [3, 3], [], 2, tree=shape, method="DFLASH", draft_path="d")
+    with pytest.raises(ValueError, match="TensorRT-LLM's decoding type"):
+        engine_config.export("sglang", [3, 3], [], 2, method="auto")

@@ -11,7 +11,7 @@ from typing import Any
 
 from app.model.engines import base
 from app.model.engines.base import ConfigRuleError
-from app.model.engines.sglang.methods import ALGORITHMS, NEEDS_DRAFT
+from app.model.engines.sglang.methods import BLOCK_ALGORITHMS, NEEDS_DRAFT, STEP_ALGORITHMS
 from app.model.engines.sglang.versions import (
     ADAPTIVE_PARAMS,
     ADAPTIVE_TIERS,
@@ -41,6 +41,9 @@ def _parse(flags: Sequence[str]) -> dict[str, Any]:
         "--speculative-dflash-block-size": int,
         "--speculative-dspark-block-size": int,
         "--uno-lora-path": str,
+        "--attention-backend": str,
+        "--tp-size": int,
+        "--tensor-parallel-size": int,
     }
     switches = {"--speculative-adaptive"}
     lists = {"--cuda-graph-bs"}
@@ -71,11 +74,10 @@ def _parse(flags: Sequence[str]) -> dict[str, Any]:
     return parsed
 
 
-# arg_groups/fields/spec.py @ 015c872628e3: "Builtins: EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK,
-# UNO"; speculative_hook.py (_handle_dflash, _handle_dspark @ 004c82e07d87; _handle_uno in the stored version that
-# has it, whose commit the store does not name) forces steps and topk to 1 for DFLASH and DSPARK and reads the
-# verify window, which holds the verified token and the draft: k = num_draft_tokens - 1.
-BLOCK_ALGORITHMS = ("DFLASH", "DSPARK", "UNO")
+# arg_groups/fields/spec.py @ 015c872628e3 lists DFLASH, DSPARK and UNO among the builtins; speculative_hook.py
+# (_handle_dflash, _handle_dspark @ 004c82e07d87; _handle_uno in the stored version that has it, whose commit the
+# store does not name) forces steps and topk to 1 for them and reads the verify window, which holds the verified
+# token and the draft: k = num_draft_tokens - 1.
 
 
 def _block_draft_length(algorithm: str, flags: Mapping[str, Any], batch_limit: int) -> int:
@@ -128,6 +130,11 @@ def _block_draft_length(algorithm: str, flags: Mapping[str, Any], batch_limit: i
             )
         if flags.get("--uno-lora-path") is None:
             raise ConfigRuleError("UNO requires --uno-lora-path", where)
+        if flags.get("--tp-size", flags.get("--tensor-parallel-size", 1)) != 1:
+            raise ConfigRuleError("UNO requires TP=PP=1", where)
+        backend = flags.get("--attention-backend")
+        if backend is not None and backend != "fa3":
+            raise ConfigRuleError(f"UNO requires FA3 for both prefill and decode attention; got {backend!r}", where)
         if window is None or window < 1:
             raise ConfigRuleError(
                 "UNO requires --speculative-num-draft-tokens to be a positive integer denoting the linear width or "
@@ -146,8 +153,8 @@ def read_config(exported: base.Exported, version: base.EngineVersion, batch_limi
     algorithm = str(flags.get("--speculative-algorithm", "")).upper()
     if algorithm in BLOCK_ALGORITHMS and version.can(BLOCK_DRAFTERS):
         return [_block_draft_length(algorithm, flags, batch_limit)] * batch_limit
-    if algorithm not in ALGORITHMS:
-        raise ConfigRuleError(f"Unknown speculative algorithm name: {algorithm}", where)
+    if algorithm not in STEP_ALGORITHMS:
+        raise ConfigRuleError(f"Unknown speculative algorithm name: {algorithm} (SGLang {version.name})", where)
     if algorithm == "NEXTN":
         algorithm = "EAGLE"
     steps = flags.get("--speculative-num-steps")

@@ -9,8 +9,15 @@ from typing import Any
 
 from app.model.engines import base
 from app.model.engines.sglang.config_reader import graph_batches
-from app.model.engines.sglang.methods import ADAPTIVE_ALGORITHMS, NEEDS_DRAFT, PLACEHOLDER_MODEL, algorithm_name
-from app.model.engines.sglang.versions import ADAPTIVE_TIERS
+from app.model.engines.sglang.methods import (
+    ADAPTIVE_ALGORITHMS,
+    BLOCK_ALGORITHMS,
+    NEEDS_DRAFT,
+    PLACEHOLDER_LORA,
+    PLACEHOLDER_MODEL,
+    algorithm_name,
+)
+from app.model.engines.sglang.versions import ADAPTIVE_TIERS, BLOCK_DRAFTERS, SPEC_FIELDS
 
 ADAPTIVE_FILE = "adaptive.json"
 
@@ -29,6 +36,8 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     placeholders: tuple[str, ...] = ()
     if not best or max(best) == 0:
         return base.Exported(None, [], "", ["no k pays at any batch that fits: launch SGLang without speculation"])
+    if algorithm in BLOCK_ALGORITHMS:
+        return _block_config(request, version, algorithm)
     draft = request.draft_path
     if draft is None and algorithm in NEEDS_DRAFT:
         draft, placeholders = PLACEHOLDER_MODEL, (PLACEHOLDER_MODEL,)
@@ -61,7 +70,6 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         # one draft length for every batch (speculative_hook.py: --speculative-num-steps is one number), chosen at
         # the user's batch; where speculation does not pay there, SGLang is launched without it
         batch = min(request.batch, limit)
-        k = best[batch - 1]
         why = (
             f"SGLang {version.name} has no per-batch schedule"
             if not version.can(ADAPTIVE_TIERS)
@@ -69,19 +77,9 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
             if algorithm not in ADAPTIVE_ALGORITHMS
             else "one k pays at every batch"
         )
-        if k == 0:
-            pays = [index for index, value in enumerate(best, start=1) if value > 0]
-            return base.Exported(
-                None,
-                [],
-                "",
-                [
-                    f"speculation does not pay at your batch {batch}: launch SGLang without speculation ({why}: one "
-                    f"draft length would run at every batch); it would pay at batches {base.describe_batches(pays)}"
-                ],
-                runs=(0,) * limit,
-                differs_at=tuple(pays),
-            )
+        k, off = _one_k(request, why)
+        if off is not None:
+            return off
         steps, topk, draft_tokens = k, 1, k + 1
         runs = [k] * limit
         adaptive = None
@@ -123,6 +121,108 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     if files:
         text = f"# {ADAPTIVE_FILE}\n{files[ADAPTIVE_FILE]}\n{text}"
     return base.Exported(config, flags, text, notes, files, tuple(runs), differ, placeholders)
+
+
+def _one_k(request: base.ConfigRequest, why: str) -> tuple[int, base.Exported | None]:
+    """The schedule's k at the user's batch, for a config that runs one k at every batch; where speculation does not
+    pay there, the export that launches SGLang without it."""
+    best, limit = list(request.best_k), request.batch_limit
+    batch = min(request.batch, limit)
+    k = best[batch - 1]
+    if k > 0:
+        return k, None
+    pays = [index for index, value in enumerate(best, start=1) if value > 0]
+    return 0, base.Exported(
+        None,
+        [],
+        "",
+        [
+            f"speculation does not pay at your batch {batch}: launch SGLang without speculation ({why}: one "
+            f"draft length would run at every batch); it would pay at batches {base.describe_batches(pays)}"
+        ],
+        runs=(0,) * limit,
+        differs_at=tuple(pays),
+    )
+
+
+def _block_config(request: base.ConfigRequest, version: base.EngineVersion, algorithm: str) -> base.Exported:
+    """DFLASH, DSPARK or UNO: one block width at every batch, in the flag each one takes
+    (versions.SPEC_HOOK_BLOCKS_SOURCE).
+
+    - DFLASH: --speculative-dflash-block-size is the verify window, the verified token and k drafts: k + 1; it needs
+      --speculative-draft-model-path.
+    - DSPARK: --speculative-dspark-block-size is gamma, the drafts proposed: k (the window is gamma + 1).
+    - UNO: no draft model (the target with a LoRA, --uno-lora-path); --speculative-num-draft-tokens is the linear
+      verify width Q: k + 1; it needs TP = PP = 1 and FA3 attention.
+    """
+    if not version.can(BLOCK_DRAFTERS):
+        raise ValueError(
+            f"SGLang {version.name} has no {algorithm}: it is a builtin from the 2026-05 format on "
+            f"({SPEC_FIELDS.cite()})"
+        )
+    if request.tree is not None:
+        raise ValueError(f"SGLang's {algorithm} drafts one linear block: it takes no static tree")
+    limit = request.batch_limit
+    k, off = _one_k(request, f"SGLang's {algorithm} has one block width")
+    if off is not None:
+        return off
+    notes: list[str] = []
+    placeholders: tuple[str, ...] = ()
+    flags = ["--speculative-algorithm", algorithm]
+    config: dict[str, Any] = {"speculative_algorithm": algorithm}
+    draft = request.draft_path
+    if algorithm == "DFLASH":
+        flags += ["--speculative-dflash-block-size", str(k + 1)]
+        config["speculative_dflash_block_size"] = k + 1
+        notes.append(
+            f"--speculative-dflash-block-size {k + 1}: DFLASH's verify window, the verified token and k = {k} drafts; "
+            "given, it is used over the draft checkpoint's own block_size"
+        )
+    elif algorithm == "DSPARK":
+        flags += ["--speculative-dspark-block-size", str(k)]
+        config["speculative_dspark_block_size"] = k
+        notes.append(
+            f"--speculative-dspark-block-size {k}: DSpark's gamma, the drafts proposed (the window is {k + 1})"
+        )
+    else:
+        flags += ["--speculative-num-draft-tokens", str(k + 1), "--attention-backend", "fa3"]
+        config["speculative_num_draft_tokens"] = k + 1
+        config["attention_backend"] = "fa3"
+        lora = draft if draft is not None else PLACEHOLDER_LORA
+        if draft is None:
+            placeholders = (PLACEHOLDER_LORA,)
+            notes.append("fill in --uno-lora-path: UNO drafts with a LoRA on the target model")
+        flags += ["--uno-lora-path", lora]
+        config["uno_lora_path"] = lora
+        draft = None  # UNO refuses --speculative-draft-model-path
+        notes.append(
+            f"--speculative-num-draft-tokens {k + 1}: UNO's linear verify width Q, the verified token and k = {k} "
+            "drafts; UNO runs at TP = PP = 1 with FA3 attention"
+        )
+    if algorithm in ("DFLASH", "DSPARK"):
+        if draft is None:
+            if algorithm == "DFLASH":
+                draft, placeholders = PLACEHOLDER_MODEL, (PLACEHOLDER_MODEL,)
+                notes.append("fill in --speculative-draft-model-path: DFLASH needs the draft model")
+            else:
+                notes.append(
+                    "no --speculative-draft-model-path: SGLang takes the DSpark draft bundled in the target checkpoint "
+                    "and refuses a target without one"
+                )
+        if draft is not None:
+            flags += ["--speculative-draft-model-path", draft]
+            config["speculative_draft_model_path"] = draft
+    flags += ["--max-running-requests", str(limit)]
+    config["max_running_requests"] = limit
+    notes.append(f"--max-running-requests {limit}: the largest batch whose weights and KV caches fit")
+    runs = [k] * limit
+    differ = base.differences(request.best_k, runs)
+    batch = min(request.batch, limit)
+    notes.append(f"SGLang's {algorithm} has one block width: k = {k}, the schedule's k at your batch {batch}")
+    if differ:
+        notes.append(f"SGLang runs another k than the schedule at batches {base.describe_batches(differ)}")
+    text = LAUNCH + " " + " ".join(base.quoted(flags))
+    return base.Exported(config, flags, text, notes, {}, tuple(runs), differ, placeholders)
 
 
 def shell_line(flags: Sequence[str]) -> str:
