@@ -76,6 +76,29 @@ def test_config_command_matches_the_api(engine: str, client: TestClient, capsys:
     assert "44 sequences fit" in capsys.readouterr().out
 
 
+def test_config_command_takes_data_parallel_ranks_as_the_api_does(
+    client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: above one rank vLLM drops
+    # num_speculative_tokens_per_batch_size, so the config holds the k of the operating batch alone
+    given = {"engine": "vllm", "model": "dense-70b", "p": 0.75, "draft_path": "org/d", "batch": 8}
+    argv = ["config", "--engine", "vllm", "--model", "dense-70b", "--p", "0.75", "--draft-path", "org/d"]
+    argv += ["--batch", "8", "--data-parallel", "2", "--format", "json"]
+    assert main(argv) == 0
+    body = json.loads(capsys.readouterr().out)
+    api = client.get("/api/v1/engine-config", params={**given, "data_parallel": 2}).json()
+    assert body["config"] == api["config"] and body["flags"] == api["flags"]
+    assert "num_speculative_tokens_per_batch_size" not in body["config"]
+    assert body["flags"][body["flags"].index("--data-parallel-size") + 1] == "2"
+    single = client.get("/api/v1/engine-config", params=given).json()
+    assert "num_speculative_tokens_per_batch_size" in single["config"]
+    with pytest.raises(SystemExit) as refused:
+        main([*argv[:-4], "--data-parallel", "0"])
+    assert refused.value.code == 2
+    error = capsys.readouterr().err
+    assert "--data-parallel" in error and "1 to 64" in error
+
+
 def test_config_from_a_report_calibrates_and_configures_in_one_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -85,6 +85,8 @@ def test_calibration_numbers_instead_of_p(client: TestClient) -> None:
         ({"engine": "vllm", "p": 0.8, "method": "tree-magic"}, "method"),
         ({"engine": "llamacpp", "p": 0.8, "method": "medusa"}, "method"),
         ({"engine": "vllm", "p": 0.8, "draft_path": "a b;c"}, "draft_path"),
+        ({"engine": "vllm", "p": 0.8, "data_parallel": 0}, "data_parallel"),
+        ({"engine": "vllm", "p": 0.8, "data_parallel": 65}, "data_parallel"),
     ],
 )
 def test_bad_parameters_get_a_422_naming_them(client: TestClient, params: dict[str, Any], name: str) -> None:

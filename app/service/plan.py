@@ -44,6 +44,7 @@ class PlanRequest:
     batch_max: int = limits.MAX_BATCH
     batch: int = 1  # the operating batch of engines that take one k (SGLang without tiers, llama.cpp)
     fit_batch: int = 1  # with devices chosen automatically: the fewest that hold this many sequences
+    data_parallel: int = 1  # data-parallel ranks (vLLM drops its per-batch schedule above 1)
     method: str | None = None
     draft_path: str | None = None
     version: str | None = None
@@ -91,7 +92,7 @@ class PlanRequest:
         (defaults left out; the setup's are added by the caller)."""
         pairs: list[tuple[str, str]] = [("engine", self.engine), *self._schedule_pairs()]
         defaults = PlanRequest(engine=self.engine, p=self.p)
-        names = ("batch", "fit_batch", "tree_budget") + (WATCH_FIELDS if watch else ())
+        names = ("batch", "fit_batch", "data_parallel", "tree_budget") + (WATCH_FIELDS if watch else ())
         for name in names:
             value = getattr(self, name)
             if value != getattr(defaults, name):
@@ -257,5 +258,6 @@ def build(request: PlanRequest, built: BuiltSetup) -> Plan:
         method=request.method,
         draft_path=request.draft_path,
         version=request.version,
+        data_parallel=request.data_parallel,
     )
     return Plan(request, built, acceptance, decision, export, tree, iid)

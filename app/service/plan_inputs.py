@@ -142,6 +142,16 @@ DRAFT_PATH = Input(
     max_length=MAX_TEXT,
     pattern=DRAFT_PATH_PATTERN,
 )
+DATA_PARALLEL = Input(
+    "data_parallel",
+    "Data-parallel ranks",
+    int,
+    1,
+    "Data-parallel ranks the engine runs (vLLM's --data-parallel-size): above 1 vLLM drops its per-batch schedule "
+    "and runs one k at every batch, the schedule's k at the operating batch",
+    1,
+    limits.MAX_DEVICES,
+)
 FIT_BATCH = Input(
     "fit_batch",
     "Sequences the devices hold",
@@ -206,6 +216,7 @@ PLAN: tuple[Input, ...] = (
     DRAFT_PATH,
     *OLDER_METHODS,
     FIT_BATCH,
+    DATA_PARALLEL,
     ENGINE_VERSION,
     PROFILE,
 )
@@ -354,6 +365,7 @@ def request(given: Mapping[str, Any], profile: tuple[float, ...] | None = None) 
         batch_max=values["batch_max"],
         batch=values["batch"],
         fit_batch=values["fit_batch"],
+        data_parallel=values["data_parallel"],
         method=chosen_method,
         draft_path=values["draft_path"],
         version=chosen_version,

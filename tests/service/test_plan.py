@@ -147,3 +147,15 @@ def test_the_request_writes_its_own_query() -> None:
     assert query.startswith("engine=sglang&p=0.7&k_max=8&profile=0.9,0.5")
     assert "batch=4" in query and "method=EAGLE3" in query and "p_low" not in query
     assert "p_low=0.6" in request.query(watch=True)
+
+
+def test_data_parallel_ranks_reach_the_config_the_rules_and_the_links() -> None:
+    # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: above one rank vLLM runs
+    # num_speculative_tokens at every batch, so the rules hold the server to that one k
+    built = build_setup(SetupRequest(model="dense-70b"))
+    one = plan.build(plan.PlanRequest(engine="vllm", p=0.8, batch=4, draft_path="d"), built)
+    two = plan.build(plan.PlanRequest(engine="vllm", p=0.8, batch=4, draft_path="d", data_parallel=2), built)
+    assert len(set(one.config_out().engine_k_by_batch)) > 1
+    runs = two.config_out().engine_k_by_batch
+    assert set(runs) == {one.decision.best_k[3]} and list(two.rules.engine_k) == runs
+    assert "data_parallel=2" in two.request.query() and "data_parallel" not in one.request.query()

@@ -483,10 +483,30 @@ def test_the_config_takes_the_draft_model_the_drafter_and_the_engine_version(cli
     assert empty["placeholders"] and any("fill in model" in note for note in empty["notes"])
 
 
+def test_data_parallel_ranks_are_a_control_and_drop_vllms_schedule_as_the_api_does(client: TestClient) -> None:
+    # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: above one rank the schedule goes
+    query = "engine=vllm&model=dense-70b&draft_path=org/draft&batch=4"
+    single = view(query)
+    assert single["controls"]["data_parallel"]["value"] == 1
+    assert "num_speculative_tokens_per_batch_size" in single["config"]["text"]
+    two = view(query + "&data_parallel=2")
+    assert two["controls"]["data_parallel"]["value"] == 2
+    config = two["config"]
+    assert "num_speculative_tokens_per_batch_size" not in config["text"] and "--data-parallel-size 2" in config["text"]
+    assert any("_maybe_disable_dynamic_sd_for_data_parallel" in note for note in config["notes"])
+    api = client.get(
+        f"/api/v1/engine-config?engine=vllm&p={0.8!r}&model=dense-70b&draft_path=org/draft&batch=4&data_parallel=2"
+    )
+    assert api.status_code == 200 and "--data-parallel-size" in api.json()["flags"]
+    page = client.get(f"/decide?{query}&data_parallel=2").text
+    assert 'id="data_parallel"' in page and "Data-parallel ranks" in page and 'max="64"' in page
+
+
 @pytest.mark.parametrize(
     ("query", "label"),
     [
         ("engine=vllm&engine_version=0.1", "Engine version"),
+        ("engine=vllm&data_parallel=0", "Data-parallel ranks"),
         ("engine=llamacpp&method=medusa", "Drafter"),
         ("engine=vllm&draft_path=a%20b;c", "Draft model (path or name)"),
     ],

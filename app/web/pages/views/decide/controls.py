@@ -151,6 +151,7 @@ ENGINE_VERSION = control(
         f"{plan_inputs.engine_title(name)} {', '.join(plan_inputs.engine_versions(name))}" for name in engines.ENGINES
     ),
 )
+DATA_PARALLEL = control(plan_inputs.DATA_PARALLEL, help="vLLM drops its per-batch schedule above 1")
 TREE_REGIME = Control(
     "tree_regime",
     "Verification cost of a tree",
@@ -178,6 +179,7 @@ CONTROLS: tuple[Control, ...] = (
     DRAFT_PATH,
     METHOD,
     ENGINE_VERSION,
+    DATA_PARALLEL,
     TREE_REGIME,
     *(control for pair in SOURCE_CONTROLS.values() for control in pair),
     ACCEPTANCE,

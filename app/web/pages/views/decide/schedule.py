@@ -21,6 +21,7 @@ from app.web.pages.text import fixed, times
 from app.web.pages.views import batch as batch_view
 from app.web.pages.views.decide.calibrate import cells
 from app.web.pages.views.decide.controls import (
+    DATA_PARALLEL,
     DRAFT_PATH,
     ENGINE_VERSION,
     METHOD,
@@ -175,6 +176,7 @@ def plan_request(reading: Reading, p: float, profile: tuple[float, ...], p_low: 
         k_max=reading.integer("k_max"),
         batch_max=MAX_BATCH,
         batch=reading.integer("batch"),
+        data_parallel=reading.integer(DATA_PARALLEL.name),
         method=method,
         draft_path=draft_path,
         version=version,
