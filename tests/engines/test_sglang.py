@@ -17,6 +17,7 @@ from app.model import engine_config, engine_metrics, engines, trees
 from app.model.engines import sglang
 from app.model.engines.base import ConfigRuleError, Exported
 from app.model.engines.sglang import config_reader
+from app.model.engines.sglang import versions as sglang_versions
 from app.testing import engine_reports
 from tests.engines import suite
 
@@ -338,3 +339,13 @@ def test_the_older_version_and_a_tree_refuse_block_drafters_and_auto_is_named_as
         engine_config.export("sglang", [3, 3], [], 2, tree=shape, method="DFLASH", draft_path="d")
     with pytest.raises(ValueError, match="TensorRT-LLM's decoding type"):
         engine_config.export("sglang", [3, 3], [], 2, method="auto")
+
+
+def test_the_watched_per_request_stats_flag_is_recorded_and_refused_as_sglang_refuses_it() -> None:
+    # PR #34814 is open: arg_groups/fields/spec.py @ 015c872628e3 declares no --speculative-decoding-stats
+    (watched,) = sglang_versions.WATCHED
+    assert watched.pr == 34814 and not watched.merged and "015c872628e3" in watched.checked
+    flags = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1"]
+    flags += ["--speculative-draft-model-path", "d", "--speculative-decoding-stats", "summary"]
+    with pytest.raises(ConfigRuleError, match="unrecognized argument --speculative-decoding-stats"):
+        sglang.read_config(Exported({}, flags, ""), NEWEST, 2)

@@ -16,6 +16,7 @@ import yaml
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import trtllm
 from app.model.engines.base import ConfigRuleError, Exported
+from app.model.engines.trtllm import versions as trtllm_versions
 from app.testing import engine_reports
 from tests.engines import suite
 
@@ -331,3 +332,17 @@ def test_auto_runs_the_engines_own_ngram_choice() -> None:
     # AutoDecodingConfig -> auto_heuristic.py @ f00d21a3c099 suggest_spec_config(max_batch_size)
     assert trtllm.read_config(_yaml({"decoding_type": "AUTO"}, max_batch_size=4), NEWEST, 4) == [5, 5, 5, 5]
     assert trtllm.read_config(_yaml({"decoding_type": "AUTO"}, max_batch_size=40), NEWEST, 34)[-3:] == [3, 0, 0]
+
+
+def test_the_watched_floor_above_the_last_key_is_recorded_and_not_followed() -> None:
+    # PR #16888 is open: get_draft_len_for_batch_size (PR #10860) gives 0 above the last key and keeps a 0 tier at 0
+    (watched,) = trtllm_versions.WATCHED
+    assert watched.pr == 16888 and not watched.merged and "011d0933dcb5" in watched.checked
+    for method, model in (("Eagle3", "d"), ("MTP", None)):
+        written = engine_config.export("trtllm", [3, 3, 0, 0], [], 4, method=method, draft_path=model).exported
+        assert written.config is not None
+        assert written.config["speculative_config"]["draft_len_schedule"] == {2: 3, 4: 0}
+        assert trtllm.read_config(written, NEWEST, 4) == [3, 3, 0, 0]
+    beyond = {"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 3, "draft_len_schedule": {2: 3}}
+    document = {"max_batch_size": 4, "speculative_config": beyond}
+    assert trtllm.read_config(Exported(document, [], yaml.safe_dump(document)), NEWEST, 4) == [3, 3, 0, 0]

@@ -15,6 +15,7 @@ import pytest
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import vllm
 from app.model.engines.base import ConfigRuleError, Exported
+from app.model.engines.vllm import versions as vllm_versions
 from app.testing import engine_reports
 from tests.engines import suite
 
@@ -238,3 +239,23 @@ def test_a_version_with_one_draft_length_writes_none_where_it_does_not_pay_at_th
     assert off.config is None and any("does not pay at your batch 1" in note for note in off.notes)
     on = engine_config.export("vllm", best, [], 4, batch=3, draft_path="d", version="2025-10").exported
     assert on.config is not None and on.config["num_speculative_tokens"] == 3 and on.differs_at == (1, 2)
+
+
+def test_the_watched_rename_to_speculative_token_schedule_is_recorded_and_not_followed() -> None:
+    # PR #48944 is open: SpeculativeConfig (speculative.py @ 002e77c1f0ef) forbids a key it does not declare, and
+    # validate_and_normalize_dynamic_sd_schedule (dynamic/utils.py @ a6f6bb1d3c17) takes 3-item entries alone
+    (watched,) = vllm_versions.WATCHED
+    assert watched.pr == 48944 and not watched.merged and "002e77c1f0ef" in watched.checked
+
+    def flags(config: dict[str, object]) -> Exported:
+        return Exported(config, ["--speculative-config", json.dumps(config), "--max-num-seqs", "4"], "")
+
+    renamed = {"model": "d", "num_speculative_tokens": 3, "speculative_token_schedule": [[1, 4, 3]]}
+    with pytest.raises(ConfigRuleError, match="unknown keys"):
+        vllm.read_config(flags(renamed), NEWEST, 4)
+    five = {"model": "d", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 4, 1, 4096, 3]]}
+    with pytest.raises(ConfigRuleError, match="3-item"):
+        vllm.read_config(flags(five), NEWEST, 4)
+    written = engine_config.export("vllm", [3, 3, 2, 2], [], 4, draft_path="d").exported
+    assert written.config is not None and "speculative_token_schedule" not in written.config
+    assert written.config["num_speculative_tokens_per_batch_size"] == [[1, 2, 3], [3, 4, 2]]

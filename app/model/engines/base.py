@@ -52,6 +52,17 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Watched:
+    """An open change of an engine that would change a format the adapter reads or writes, and where it stands:
+    followed (a versioned capability) once merged, recorded until then with what was read to tell."""
+
+    pr: int
+    change: str
+    merged: bool
+    checked: str  # the stored sources read, and what they say
+
+
+@dataclass(frozen=True)
 class EngineVersion:
     """One format of an engine: from which release or change on it holds, and where it is defined."""
 

@@ -99,3 +99,15 @@ VERSIONS = (
 
 
 ALIASES: dict[str, str] = {}
+
+
+# Open changes that would change the format (none followed until merged).
+WATCHED = (
+    base.Watched(
+        34814,
+        "--speculative-decoding-stats {none,summary,detailed}: exact per-request counts in meta_info and sglext",
+        merged=False,
+        checked="open in the PR thread; arg_groups/fields/spec.py @ 015c872628e3 (the Spec namespace, every "
+        "--speculative-* flag) has no speculative_decoding_stats, so SGLang's parser refuses the flag",
+    ),
+)

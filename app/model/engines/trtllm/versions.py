@@ -99,3 +99,17 @@ VERSIONS = (
 
 
 ALIASES: dict[str, str] = {}
+
+
+# Open changes that would change the format (none followed until merged).
+WATCHED = (
+    base.Watched(
+        16888,
+        "the draft length above the last draft_len_schedule key (and every scheduled one) floored at "
+        "min_runtime_draft_len instead of 0",
+        merged=False,
+        checked="open in the PR thread; the adapter's get_draft_len_for_batch_size (PR #10860) returns 0 above the "
+        "last key; a stored _torch/speculative/utils.py @ 011d0933dcb5 takes min_draft_len and floors every tier "
+        "with it (the PR's branch), and llm_args.py @ 000439672005 is the DecodingBaseConfig read",
+    ),
+)

@@ -104,3 +104,18 @@ VERSIONS = (
 # 0.32 and 0.33 read as 2026-08: the sources read (speculative.py @ 002e77c1f0ef, dynamic/utils.py, vllm.py @
 # 000fc94b754f) keep its fields and schedule format; PR #48944 (speculative_token_schedule) is not merged
 ALIASES = {"0.29": "2026-08", "0.25": "2026-06", "0.32": "2026-08", "0.33": "2026-08"}
+
+
+# Open changes that would change the format (none followed until merged).
+WATCHED = (
+    base.Watched(
+        48944,
+        "num_speculative_tokens_per_batch_size renamed speculative_token_schedule (the old name a deprecated alias), "
+        "with 5-item (bs_lo, bs_hi, ctx_lo, ctx_hi, K) entries beside the 3-item ones",
+        merged=False,
+        checked="open in the PR thread; speculative.py @ 002e77c1f0ef (the newest stored SpeculativeConfig) declares "
+        "only num_speculative_tokens_per_batch_size as 3-item tuples and dynamic/utils.py @ a6f6bb1d3c17 takes 3-item "
+        "entries alone; a stored dynamic/utils.py @ 14b450ca590c validates speculative_token_schedule with 3- or "
+        "5-item entries: the PR's branch, with no SpeculativeConfig field naming it",
+    ),
+)
