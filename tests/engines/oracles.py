@@ -2,8 +2,12 @@
 
 Each entry is a config as an engine's own source, docstring, test or validator gives it (or as the real
 llama-server was seen to take it), the k that engine runs at each batch by that same source, or the refusal
-it answers with, cited by repository, file and commit (or the change that set it).  Every registered engine
-version needs at least one entry: the suite fails for one without (:func:`tests.engines.suite.uncovered`).
+it answers with (a phrase of the engine's own message), cited by repository, file and the stored commit read
+(where the store names none, the cite says so).  The comment above each entry gives the engine's words it
+stands on.  For vLLM, SGLang and TensorRT-LLM every entry is also read back by the engine's own reading of its
+config (:mod:`tests.engines.engine_reading`, written from the same sources, never from the adapters).  Every
+registered engine version needs at least one entry: the suite fails for one without
+(:func:`tests.engines.suite.uncovered`).
 """
 
 from __future__ import annotations
@@ -48,7 +52,13 @@ def _flags(*flags: str) -> Exported:
 
 
 VLLM_UTILS = "vllm-project/vllm vllm/v1/spec_decode/dynamic/utils.py @ a6f6bb1d3c17"
-TRTLLM_UTILS = "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/utils.py (PR #10860)"
+VLLM_TEST = "vllm-project/vllm tests/v1/spec_decode/test_dynamic_sd.py @ 015a47e1282c"
+# the stored utils.py with the docstring below is PR #10860's; the store names no commit for it, and its default
+# stored version (@ 011d0933dcb5) is PR #16888's branch, which floors the tier above the last key (not merged)
+TRTLLM_UTILS = (
+    "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/utils.py (PR #10860, the stored version with the "
+    "docstring; commit not named by the store)"
+)
 
 ORACLES: tuple[Oracle, ...] = (
     # build_dynamic_sd_schedule_lookup's own comment: [(1, 16, 3), (32, 128, 2)] maps batch sizes 17-31 to K=3,
@@ -94,6 +104,99 @@ ORACLES: tuple[Oracle, ...] = (
         ),
         16,
         refuses="non-overlapping and sorted",
+    ),
+    # vLLM's own tests of the schedule (test_dynamic_sd.py, _make_lookup: max batch 256, runtime K 3):
+    # [(1, 16, 3), (32, 128, 2), (256, 2048, 0)] gives 3 at 1, 16, 17 and 31, 2 at 32, 128, 129 and 255, 0 at 256
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "engine's test",
+        VLLM_TEST + " (test_dynamic_sd_uses_batch_size_schedule)",
+        _vllm(
+            {
+                "model": "d",
+                "num_speculative_tokens": 3,
+                "num_speculative_tokens_per_batch_size": [[1, 16, 3], [32, 128, 2], [256, 2048, 0]],
+            },
+            256,
+        ),
+        256,
+        runs=(3,) * 31 + (2,) * 224 + (0,),
+    ),
+    # test_dynamic_sd_clamps_k_to_runtime_max: a range's K of 4 runs as the runtime K of 3
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "engine's test",
+        VLLM_TEST + " (test_dynamic_sd_clamps_k_to_runtime_max)",
+        _vllm({"model": "d", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 256, 4]]}, 256),
+        8,
+        runs=(3,) * 8,
+    ),
+    # test_dynamic_sd_rejects_invalid_schedule_entry: a 2-item entry, "3-item sequence"
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "engine's test",
+        VLLM_TEST + " (test_dynamic_sd_rejects_invalid_schedule_entry)",
+        _vllm(
+            {
+                "model": "d",
+                "num_speculative_tokens": 3,
+                "num_speculative_tokens_per_batch_size": [[1, 16, 3], [32, 64]],
+            },
+            64,
+        ),
+        4,
+        refuses="3-item sequence",
+    ),
+    # test_dynamic_sd_rejects_negative_k: "values must be >= 0"
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "engine's test",
+        VLLM_TEST + " (test_dynamic_sd_rejects_negative_k)",
+        _vllm({"model": "d", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 16, -1]]}, 16),
+        4,
+        refuses="values must be >= 0",
+    ),
+    # test_dynamic_sd_rejects_empty_schedule: "must not be empty"
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "engine's test",
+        VLLM_TEST + " (test_dynamic_sd_rejects_empty_schedule)",
+        _vllm({"model": "d", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": []}, 16),
+        4,
+        refuses="must not be empty",
+    ),
+    # test_dynamic_sd_is_disabled_with_data_parallel: data_parallel_size 2 sets the schedule to None and 256
+    # requests schedule 768 spec tokens, 3 each (the static num_speculative_tokens)
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "engine's test",
+        VLLM_TEST + " (test_dynamic_sd_is_disabled_with_data_parallel)",
+        Exported(
+            {},
+            [
+                "--speculative-config",
+                json.dumps(
+                    {
+                        "model": "d",
+                        "num_speculative_tokens": 3,
+                        "num_speculative_tokens_per_batch_size": [[1, 16, 3], [64, 128, 2], [256, 4096, 0]],
+                    }
+                ),
+                "--max-num-seqs",
+                "256",
+                "--data-parallel-size",
+                "2",
+            ],
+            "",
+        ),
+        256,
+        runs=(3,) * 256,
     ),
     # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: "Disabling
     # num_speculative_tokens_per_batch_size and falling back to static num_speculative_tokens" when
@@ -171,24 +274,24 @@ ORACLES: tuple[Oracle, ...] = (
         40,
         runs=(4,) * 4 + (2,) * 4 + (1,) * 24 + (0,) * 8,
     ),
-    # the drafter's own test (tests/.../test_draft_len_schedule.py, NGram): a key holds from its batch on
+    # the drafter's own test (test_draft_len_schedule.py, NGram): a key holds from its batch on
     Oracle(
         "trtllm",
         ("2025-10", "2026-03", "2026-09"),
         "engine's test",
         "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/drafter.py (PR #8194, bisect_right) and its "
-        "test_draft_len_schedule.py",
+        "test_draft_len_schedule.py (stored versions; commit not named by the store)",
         _trtllm({"decoding_type": "NGram", "max_draft_len": 5, "draft_len_schedule": {1: 5, 4: 4, 5: 3, 6: 2, 7: 1}}),
         9,
         runs=(5, 5, 5, 4, 3, 2, 1, 1, 1),
     ),
-    # drafter.py should_use_spec_decode (@ 83ab45a50d16, the stored commit read; 1ff19bbc per issue 23):
-    # "return num_effective_requests <= self.max_concurrency": NGram drafts up to max_concurrency, none above
+    # drafter.py should_use_spec_decode @ 1ff19bbc84ad (the stored commit read; 83ab45a50d16, cited before, is not
+    # in the store): speculation while the requests are at most max_concurrency, none above
     Oracle(
         "trtllm",
         ("2025-10", "2026-03", "2026-09"),
         "engine's source",
-        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/drafter.py @ 83ab45a50d16 (should_use_spec_decode)",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/drafter.py @ 1ff19bbc84ad (should_use_spec_decode)",
         _trtllm({"decoding_type": "NGram", "max_draft_len": 4, "max_concurrency": 2}),
         4,
         runs=(4, 4, 0, 0),
@@ -363,7 +466,7 @@ ORACLES: tuple[Oracle, ...] = (
         ("2026-05",),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
-        "fields/spec.py @ 015c872628e3 lists UNO)",
+        "commit not named by the store; fields/spec.py @ 015c872628e3 lists UNO)",
         _flags(
             "--speculative-algorithm",
             "UNO",
@@ -382,17 +485,17 @@ ORACLES: tuple[Oracle, ...] = (
         ("2026-05",),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
-        "fields/spec.py @ 015c872628e3 lists UNO)",
+        "commit not named by the store; fields/spec.py @ 015c872628e3 lists UNO)",
         _flags("--speculative-algorithm", "UNO", "--uno-lora-path", "a", "--speculative-num-draft-tokens", "5"),
         2,
         runs=(4, 4),
     ),
-    # server_args' argument parser refuses an unknown flag
+    # ServerArgs' argument parser, built from the Spec namespace's fields, refuses a flag it does not declare
     Oracle(
         "sglang",
         ("2026-03", "2026-05"),
         "validator",
-        "sgl-project/sglang python/sglang/srt/server_args.py (argparse)",
+        "sgl-project/sglang python/sglang/srt/arg_groups/fields/spec.py @ 015c872628e3 (argparse)",
         _flags("--speculative-algorithm", "EAGLE", "--speculative-num-stepz", "3"),
         4,
         refuses="unrecognized",

@@ -10,7 +10,7 @@ import pytest
 from app.model import engine_config, engines, trees
 from app.model.engines.base import ConfigRuleError, EngineVersion, Exported
 from tests import live_engine
-from tests.engines import suite
+from tests.engines import engine_reading, suite
 from tests.engines.oracles import ORACLES, Oracle
 from tests.engines.suite import Requirements, requires
 
@@ -32,7 +32,8 @@ def test_every_oracle_names_a_registered_version_and_says_what_the_engine_does()
         assert {(oracle.engine, version) for version in oracle.versions} <= known, oracle.id
         assert (oracle.runs is None) != (oracle.refuses is None), oracle.id
         assert oracle.runs is None or len(oracle.runs) == oracle.batches, oracle.id
-        assert re.search(r"[0-9a-f]{12}|PR #\d+|\(argparse\)|test", oracle.cite), oracle.id
+        # the stored commit read, or a cite that says the store names none for it
+        assert re.search(r"@ [0-9a-f]{12,40}\b|commit not named by the store", oracle.cite), oracle.id
 
 
 @pytest.mark.parametrize(
@@ -47,6 +48,25 @@ def test_the_reader_does_what_the_engine_says(oracle: Oracle, version: str) -> N
             module.read_config(oracle.exported, chosen, oracle.batches)
     else:
         assert tuple(module.read_config(oracle.exported, chosen, oracle.batches)) == oracle.runs
+
+
+@pytest.mark.parametrize(
+    "oracle", [pytest.param(oracle, id=oracle.id) for oracle in ORACLES if oracle.engine in engine_reading.READERS]
+)
+def test_each_oracle_is_what_the_engines_own_code_gives(oracle: Oracle) -> None:
+    """The k (or refusal) an oracle states, against the engine's reading written from its source, not the adapter."""
+    read = engine_reading.READERS[oracle.engine]
+    if oracle.refuses is not None:
+        with pytest.raises(engine_reading.Refused, match=oracle.refuses):
+            read(oracle.exported, oracle.batches)
+    else:
+        assert read(oracle.exported, oracle.batches) == oracle.runs
+
+
+def test_every_engine_that_cannot_run_here_has_its_own_reading() -> None:
+    """vLLM, SGLang and TensorRT-LLM are read by their own code's rules; llama.cpp runs live here."""
+    assert set(engines.ENGINES) - set(engine_reading.READERS) == {"llamacpp"}
+    assert {oracle.engine for oracle in ORACLES} - set(engine_reading.READERS) == {"llamacpp"}
 
 
 @pytest.mark.parametrize(
@@ -162,3 +182,21 @@ def test_a_version_added_to_a_registered_engine_without_an_oracle_fails_the_suit
     assert suite.uncovered() == [("vllm", "2099-01")]
     with pytest.raises(AssertionError):
         test_every_registered_version_has_the_engines_own_word()
+
+
+def test_the_engines_reading_tells_a_wrong_statement_from_the_engines_word() -> None:
+    """An oracle that restated a wrong reader (the tail after vLLM's last range off, TensorRT-LLM's keys read as
+    first batches, SGLang's draft tokens as the k) would fail against the engine's own reading."""
+    by_cite = {oracle.cite: oracle for oracle in ORACLES}
+    gap = next(oracle for cite, oracle in by_cite.items() if "gap comment" in cite)
+    assert engine_reading.vllm(gap.exported, gap.batches) != (3,) * 16 + (0,) * 15 + (2,) * 129
+    docstring = next(oracle for cite, oracle in by_cite.items() if "get_draft_len_for_batch_size docstring" in cite)
+    assert engine_reading.trtllm(docstring.exported, docstring.batches)[4:8] == (2, 2, 2, 2)
+    steps = next(
+        oracle
+        for oracle in ORACLES
+        if oracle.engine == "sglang"
+        and "--speculative-num-draft-tokens" in oracle.exported.flags
+        and oracle.exported.flags[1] == "EAGLE3"
+    )
+    assert engine_reading.sglang(steps.exported, steps.batches) == (4, 4, 4)  # steps, not 9 - 1 draft tokens

@@ -84,7 +84,11 @@ def test_method_is_written_in_vllms_literal_spelling() -> None:
         ({"model": "d", "num_speculative_tokens": 0}, "greater than zero"),
         ({"model": "d"}, "must be provided"),
         # dynamic/utils.py validate_and_normalize_dynamic_sd_schedule
-        ({"model": "d", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": []}, "non-empty"),
+        ({"model": "d", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": []}, "must not be empty"),
+        (
+            {"model": "d", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": {"1": 3}},
+            "non-empty list",
+        ),
         (
             {"model": "d", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[2, 8, 3]]},
             "must start at 1",

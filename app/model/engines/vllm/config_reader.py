@@ -165,8 +165,10 @@ def data_parallel_size(flags: Sequence[str]) -> int:
 def _schedule_lookup(schedule: Any, k_max: int, max_num_seqs: int) -> list[int]:
     """validate_and_normalize_dynamic_sd_schedule, then build_dynamic_sd_schedule_lookup (index = batch)."""
     where = DYNAMIC_UTILS.cite()
-    if not isinstance(schedule, list) or not schedule:
+    if not isinstance(schedule, list):
         raise ConfigRuleError("num_speculative_tokens_per_batch_size must be a non-empty list of entries", where)
+    if not schedule:
+        raise ConfigRuleError("num_speculative_tokens_per_batch_size must not be empty", where)
     entries = []
     for entry in schedule:
         if not isinstance(entry, list | tuple) or len(entry) != 3:
