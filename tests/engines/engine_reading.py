@@ -146,11 +146,12 @@ def trtllm(exported: Exported, batches: int) -> tuple[int, ...]:
     spec = dict(document["speculative_config"])
     kind = spec["decoding_type"]
     if kind == "AUTO":
-        # AutoDecodingConfig becomes suggest_spec_config(max_batch_size) (TRTLLM_AUTO): NGram with max_draft_len 3
-        # and max_concurrency 32 where max_batch_size is above 4
-        if int(document.get("max_batch_size", 0)) <= 4:
-            raise NotModelled("AUTO at a max_batch_size of 4 or less")
-        spec = {"decoding_type": "NGram", "max_draft_len": 3, "max_concurrency": 32}
+        # AutoDecodingConfig becomes suggest_spec_config(max_batch_size) (TRTLLM_AUTO): NGram with max_concurrency
+        # 32, max_draft_len 5 where max_batch_size is at most 4, else 3
+        if "max_batch_size" not in document:
+            raise NotModelled("AUTO without max_batch_size")
+        small = int(document["max_batch_size"]) <= 4
+        spec = {"decoding_type": "NGram", "max_draft_len": 5 if small else 3, "max_concurrency": 32}
         kind = "NGram"
     k = int(spec["max_draft_len"])
     schedule = {int(key): int(value) for key, value in (spec.get("draft_len_schedule") or {}).items()}
@@ -188,6 +189,9 @@ _SGLANG_FLAGS = {
     "--speculative-dspark-block-size": int,
     "--uno-lora-path": str,
     "--speculative-adaptive-config": str,
+    # and two of ServerArgs' other namespaces that the written configs carry
+    "--max-running-requests": int,
+    "--attention-backend": str,
 }
 _SGLANG_SWITCHES = {"--speculative-adaptive"}
 # CUDA-graph batch sizes captured when --cuda-graph-bs is not given, as the router pads to them (SGLANG_ROUTER)
@@ -241,6 +245,8 @@ def _sglang_block(algorithm: str, args: Mapping[str, Any]) -> int:
             )
         if args.get("--uno-lora-path") is None:
             raise Refused("UNO requires --uno-lora-path", "_handle_uno")
+        if args.get("--attention-backend", "fa3") != "fa3":  # absent: the hardware's default, not modelled
+            raise Refused("UNO requires FA3 for both prefill and decode attention", "_handle_uno")
     if window is None:
         raise NotModelled(f"{algorithm}'s window from the draft checkpoint")
     return int(window) - 1

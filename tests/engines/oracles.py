@@ -356,6 +356,21 @@ ORACLES: tuple[Oracle, ...] = (
         40,
         runs=(3,) * 32 + (0,) * 8,
     ),
+    # the same heuristic's other branch: max_draft_len 5 where max_batch_size is at most 4
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/auto_heuristic.py @ f00d21a3c099 (suggest_spec_config, "
+        "max_batch_size <= 4)",
+        Exported(
+            {"max_batch_size": 4, "speculative_config": {"decoding_type": "AUTO"}},
+            [],
+            yaml.safe_dump({"max_batch_size": 4, "speculative_config": {"decoding_type": "AUTO"}}),
+        ),
+        4,
+        runs=(5, 5, 5, 5),
+    ),
     # speculative_hook.py: with topk 1, num_draft_tokens is forced to steps + 1, so the k run is the steps
     Oracle(
         "sglang",

@@ -19,7 +19,7 @@ from app.model.engines.base import ConfigRuleError, Exported
 from app.model.engines.sglang import config_reader
 from app.model.engines.sglang import versions as sglang_versions
 from app.testing import engine_reports
-from tests.engines import suite
+from tests.engines import engine_reading, suite
 
 NEWEST = engines.version("sglang")
 
@@ -300,6 +300,7 @@ def test_a_block_drafter_is_written_in_its_own_flag_at_the_users_batch_and_read_
     assert exported.flags[exported.flags.index(flag) + 1] == value
     assert "--speculative-num-steps" not in exported.flags and "--speculative-eagle-topk" not in exported.flags
     assert sglang.read_config(exported, NEWEST, 5) == [3] * 5
+    assert engine_reading.sglang(exported, 5) == (3,) * 5  # SGLang's own reading (speculative_hook.py)
     assert exported.runs == (3,) * 5 and exported.differs_at == (1, 2, 5)
     assert any("batches 1-2, 5" in note for note in exported.notes)
 

@@ -346,3 +346,9 @@ def test_the_watched_floor_above_the_last_key_is_recorded_and_not_followed() -> 
     beyond = {"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 3, "draft_len_schedule": {2: 3}}
     document = {"max_batch_size": 4, "speculative_config": beyond}
     assert trtllm.read_config(Exported(document, [], yaml.safe_dump(document)), NEWEST, 4) == [3, 3, 0, 0]
+
+
+def test_choosing_auto_is_refused_naming_why_and_what_to_pick() -> None:
+    # AUTO is read (it runs suggest_spec_config's NGram), but the product cannot write its schedule into it
+    with pytest.raises(ValueError, match=r"AUTO chooses its own drafter.*pick one of Draft_Target"):
+        engine_config.export("trtllm", [3, 3], [], 2, method="auto")

@@ -108,6 +108,7 @@ WATCHED = (
         "--speculative-decoding-stats {none,summary,detailed}: exact per-request counts in meta_info and sglext",
         merged=False,
         checked="open in the PR thread; arg_groups/fields/spec.py @ 015c872628e3 (the Spec namespace, every "
-        "--speculative-* flag) has no speculative_decoding_stats, so SGLang's parser refuses the flag",
+        "--speculative-* flag) has no speculative_decoding_stats, so SGLang's parser refuses the flag; nor has the "
+        "sglang 0.5.23 package (the newest release in the registry, 2026-10)",
     ),
 )

@@ -29,6 +29,12 @@ PLACEHOLDER_MODEL = "<draft model: a path or hub name>"
 def decoding_type(given: str | None) -> str:
     if given is None or not given.strip():
         return "Draft_Target"
+    if given.strip().upper() in CHOSEN_BY_ENGINE:
+        raise ValueError(
+            "TensorRT-LLM decoding_type AUTO chooses its own drafter (auto_heuristic.py suggest_spec_config: NGram, "
+            "max_draft_len 5 up to max_batch_size 4 else 3, none above 32 requests), so no schedule can be written "
+            f"into it; pick one of {', '.join(WRITTEN_TYPES)} to run the schedule"
+        )
     for name in WRITTEN_TYPES:
         if given.strip().lower().replace("-", "_") in (name.lower(), name.lower().replace("_", "")):
             return name
