@@ -37,3 +37,4 @@ from app.model.engines.sglang.versions import ALIASES as ALIASES
 from app.model.engines.sglang.versions import NAME as NAME
 from app.model.engines.sglang.versions import TITLE as TITLE
 from app.model.engines.sglang.versions import VERSIONS as VERSIONS
+from app.model.engines.sglang.versions import WATCHED as WATCHED

@@ -34,3 +34,4 @@ from app.model.engines.trtllm.versions import ALIASES as ALIASES
 from app.model.engines.trtllm.versions import NAME as NAME
 from app.model.engines.trtllm.versions import TITLE as TITLE
 from app.model.engines.trtllm.versions import VERSIONS as VERSIONS
+from app.model.engines.trtllm.versions import WATCHED as WATCHED

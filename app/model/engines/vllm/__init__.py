@@ -32,3 +32,4 @@ from app.model.engines.vllm.versions import ALIASES as ALIASES
 from app.model.engines.vllm.versions import NAME as NAME
 from app.model.engines.vllm.versions import TITLE as TITLE
 from app.model.engines.vllm.versions import VERSIONS as VERSIONS
+from app.model.engines.vllm.versions import WATCHED as WATCHED
