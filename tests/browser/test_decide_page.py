@@ -449,6 +449,22 @@ def test_the_config_follows_the_engine_and_the_setup(page: Page, live_server: st
     assert_clean(watch)
 
 
+def test_data_parallel_ranks_change_vllms_config_on_the_page(page: Page, live_server: str, watch: PageWatch) -> None:
+    # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: above one rank the per-batch
+    # schedule is dropped, so the config holds one num_speculative_tokens and --data-parallel-size
+    open_decide(page, live_server + "/decide?engine=vllm&model=dense-70b&draft_path=org/draft")
+    expect(page.locator("#config-text")).to_contain_text("num_speculative_tokens_per_batch_size")
+    assert page.evaluate("document.getElementById('config-choices').open")  # a draft path given: open
+    expect(page.locator("label[for=data_parallel]")).to_have_text("Data-parallel ranks")
+    page.fill("#data_parallel", "2")
+    wait_until(page, "new URLSearchParams(location.search).get('data_parallel') === '2'", timeout=20)
+    state = {name: values[0] for name, values in url_state(page).items()}
+    answer = httpx.get(live_server + VIEW, params=state).json()["config"]
+    expect(page.locator("#config-text")).to_have_text(answer["text"], timeout=UPDATE_MS)
+    assert "--data-parallel-size 2" in answer["text"] and "num_speculative_tokens_per_batch_size" not in answer["text"]
+    assert_clean(watch)
+
+
 def test_the_copy_button_puts_the_config_on_the_clipboard(browser: Browser, live_server: str) -> None:
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
