@@ -25,6 +25,7 @@ VLLM_SPECULATIVE = "vllm/config/speculative.py @ 002e77c1f0ef"
 VLLM_SPECULATIVE_2025 = "vllm/config/speculative.py @ f19b16d95e43"
 VLLM_DP = "vllm/config/vllm.py @ 000fc94b754f"
 TRTLLM_UTILS = "tensorrt_llm/_torch/speculative/utils.py (PR #10860; the stored version with its docstring example)"
+TRTLLM_ARGS = "tensorrt_llm/llmapi/llm_args.py @ 0004396720054f"
 TRTLLM_DRAFTER = "tensorrt_llm/_torch/speculative/drafter.py @ 1ff19bbc84ad"
 TRTLLM_INTERFACE = "tensorrt_llm/_torch/speculative/interface.py @ 00b6d5a25c30"
 TRTLLM_AUTO = "tensorrt_llm/_torch/speculative/auto_heuristic.py @ f00d21a3c099"
@@ -155,6 +156,14 @@ def trtllm(exported: Exported, batches: int) -> tuple[int, ...]:
         kind = "NGram"
     k = int(spec["max_draft_len"])
     schedule = {int(key): int(value) for key, value in (spec.get("draft_len_schedule") or {}).items()}
+    if schedule:
+        # DecodingBaseConfig's draft_len_schedule validator (TRTLLM_ARGS): the smallest key's length is
+        # max_draft_len, and no length is above it
+        smallest = min(schedule)
+        if schedule[smallest] != k:
+            raise Refused(f"draft_len_schedule[{smallest}] must equal max_draft_len", TRTLLM_ARGS)
+        if max(schedule.values()) > k:
+            raise Refused("draft_len_schedule: all draft lengths must be <= max_draft_len", TRTLLM_ARGS)
     runs = []
     for batch in range(1, batches + 1):
         if kind == "NGram":

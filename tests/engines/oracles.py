@@ -274,6 +274,35 @@ ORACLES: tuple[Oracle, ...] = (
         40,
         runs=(4,) * 4 + (2,) * 4 + (1,) * 24 + (0,) * 8,
     ),
+    # DecodingBaseConfig's draft_len_schedule validator: "draft_len_schedule[<smallest key>] must equal
+    # max_draft_len because it is the smallest batch-size key", and "all draft lengths must be <= max_draft_len"
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "validator",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (draft_len_schedule validator)",
+        _trtllm(
+            {"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 4, "draft_len_schedule": {2: 3}}
+        ),
+        2,
+        refuses=r"draft_len_schedule\[2\] must equal max_draft_len",
+    ),
+    Oracle(
+        "trtllm",
+        ("2026-03", "2026-09"),
+        "validator",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (draft_len_schedule validator)",
+        _trtllm(
+            {
+                "decoding_type": "Eagle3",
+                "speculative_model": "d",
+                "max_draft_len": 3,
+                "draft_len_schedule": {2: 3, 8: 5},
+            }
+        ),
+        8,
+        refuses="all draft lengths must be <= max_draft_len",
+    ),
     # the drafter's own test (test_draft_len_schedule.py, test_draft_len_schedule_functionality, NGram with
     # max_batch_size 7): expected_mapping 1: 5, 2: 5, 3: 5, 4: 4, 5: 3, 6: 2, 7: 1 (a key holds from its batch on)
     Oracle(
