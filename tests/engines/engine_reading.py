@@ -215,6 +215,13 @@ def _sglang_args(flags: Sequence[str]) -> dict[str, Any]:
         if flag in _SGLANG_SWITCHES:
             args[flag] = True
             index += 1
+        elif flag == "--cuda-graph-bs":  # ServerArgs' list of CUDA-graph batch sizes to capture (nargs="+")
+            values = []
+            index += 1
+            while index < len(flags) and not flags[index].startswith("--"):
+                values.append(int(flags[index]))
+                index += 1
+            args[flag] = tuple(sorted(values))
         elif flag in _SGLANG_FLAGS:
             args[flag] = _SGLANG_FLAGS[flag](flags[index + 1])
             index += 2
@@ -284,7 +291,8 @@ def sglang(exported: Exported, batches: int) -> tuple[int, ...]:
     keys = sorted(tiers)
     runs = []
     for batch in range(1, batches + 1):
-        padded = next(size for size in _SGLANG_GRAPHS if size >= batch)
+        graphs = args.get("--cuda-graph-bs", _SGLANG_GRAPHS)
+        padded = next((size for size in graphs if size >= batch), batch)  # above the largest: not padded
         at_or_below = [key for key in keys if key <= padded]
         candidates = sorted(tiers[at_or_below[-1] if at_or_below else keys[0]])
         runs.append(steps if steps in candidates else candidates[len(candidates) // 2])

@@ -200,3 +200,24 @@ def test_the_engines_reading_tells_a_wrong_statement_from_the_engines_word() -> 
         and oracle.exported.flags[1] == "EAGLE3"
     )
     assert engine_reading.sglang(steps.exported, steps.batches) == (4, 4, 4)  # steps, not 9 - 1 draft tokens
+
+
+@pytest.mark.parametrize("engine", sorted(engine_reading.READERS))
+def test_every_export_of_the_newest_version_runs_by_the_engines_own_reading_what_the_adapter_says(engine: str) -> None:
+    """The grid of setups written with each drafter of the newest version, read by the engine's reading (written
+    from its source, not the adapter's reader): the k at every batch is the export's ``runs``."""
+    module = engines.adapter(engine)
+    newest = module.VERSIONS[-1].name
+    agreed = 0
+    for method in module.METHODS:
+        for case in suite.cases():
+            best, steps, limit = suite.schedule_of(case)
+            result = engine_config.export(
+                engine, best, steps, limit, method=method, draft_path="models/draft", version=newest
+            )
+            exported = result.exported
+            if exported.config is None:
+                continue
+            assert engine_reading.READERS[engine](exported, limit) == exported.runs, (method, case.describe())
+            agreed += 1
+    assert agreed >= 300, agreed
