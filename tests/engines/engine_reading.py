@@ -94,6 +94,11 @@ def _vllm_dense(schedule: Any, max_batch: int, runtime_k: int) -> list[int]:
     return table
 
 
+# the methods whose model SpeculativeConfig fills in itself (VLLM_SPECULATIVE, __post_init__): the target's for mtp
+# and dspark, a marker for the model-free ones
+_VLLM_MODEL_FREE = ("mtp", "dspark", "ngram", "ngram_gpu", "suffix", "extract_hidden_states")
+
+
 def vllm(exported: Exported, batches: int) -> tuple[int, ...]:
     raw = _flag(exported.flags, "--speculative-config")
     if raw is None:
@@ -104,6 +109,15 @@ def vllm(exported: Exported, batches: int) -> tuple[int, ...]:
         raise NotModelled("give --max-num-seqs at least the batches read")
     # SpeculativeConfig (VLLM_SPECULATIVE): num_speculative_tokens is a field with gt=0, and _verify_args refuses
     # a config without it
+    if config.get("tensor_parallel_size") is not None:
+        # _verify_args (VLLM_SPECULATIVE)
+        raise Refused("'tensor_parallel_size' is not a valid argument in the speculative_config", VLLM_SPECULATIVE)
+    method = config.get("method")
+    if method is None:
+        method = "ngram" if config.get("model") in ("ngram", "[ngram]") else "draft_model"
+    if config.get("model") is None and not (method in _VLLM_MODEL_FREE or str(method).endswith("_mtp")):
+        # __post_init__ (VLLM_SPECULATIVE): only these methods fill the model in themselves
+        raise Refused("num_speculative_tokens was provided but without speculative model", VLLM_SPECULATIVE)
     k = config.get("num_speculative_tokens")
     if not isinstance(k, int) or k <= 0:
         raise Refused("Expected num_speculative_tokens to be greater than zero", VLLM_SPECULATIVE)

@@ -227,6 +227,38 @@ ORACLES: tuple[Oracle, ...] = (
         8,
         runs=(4,) * 8,
     ),
+    # speculative.py @ 002e77c1f0ef _verify_args: "'tensor_parallel_size' is not a valid argument in the
+    # speculative_config. Please pass 'draft_tensor_parallel_size' instead."
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "validator",
+        "vllm-project/vllm vllm/config/speculative.py @ 002e77c1f0ef (_verify_args)",
+        _vllm({"model": "d", "num_speculative_tokens": 3, "tensor_parallel_size": 2}, 4),
+        4,
+        refuses="'tensor_parallel_size' is not a valid argument",
+    ),
+    # speculative.py @ 002e77c1f0ef __post_init__: no method and no model is draft_model, which has no model to
+    # fill in: "num_speculative_tokens was provided but without speculative model."
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "validator",
+        "vllm-project/vllm vllm/config/speculative.py @ 002e77c1f0ef (__post_init__)",
+        _vllm({"num_speculative_tokens": 3}, 4),
+        4,
+        refuses="num_speculative_tokens was provided but without speculative model",
+    ),
+    # ... while ngram fills in its own model marker and runs num_speculative_tokens
+    Oracle(
+        "vllm",
+        ("2026-06", "2026-08"),
+        "validator",
+        "vllm-project/vllm vllm/config/speculative.py @ 002e77c1f0ef (__post_init__, ngram)",
+        _vllm({"method": "ngram", "num_speculative_tokens": 4}, 4),
+        4,
+        runs=(4, 4, 4, 4),
+    ),
     # speculative.py @ 002e77c1f0ef: draft_load_config is a SpeculativeConfig field (LoadConfig for the draft)
     Oracle(
         "vllm",
@@ -534,6 +566,46 @@ ORACLES: tuple[Oracle, ...] = (
         _flags("--speculative-algorithm", "UNO", "--uno-lora-path", "a", "--speculative-num-draft-tokens", "5"),
         2,
         runs=(4, 4),
+    ),
+    # _handle_dflash: "DFLASH speculative decoding requires setting --speculative-draft-model-path."
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
+        _flags("--speculative-algorithm", "DFLASH", "--speculative-dflash-block-size", "8"),
+        2,
+        refuses="DFLASH speculative decoding requires setting --speculative-draft-model-path",
+    ),
+    # _handle_dspark: "DSpark speculative_num_draft_tokens must equal gamma + 1"
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dspark)",
+        _flags(
+            "--speculative-algorithm",
+            "DSPARK",
+            "--speculative-dspark-block-size",
+            "4",
+            "--speculative-num-draft-tokens",
+            "4",
+            "--speculative-draft-model-path",
+            "d",
+        ),
+        2,
+        refuses="must equal gamma \\+ 1",
+    ),
+    # _handle_uno: "UNO requires --uno-lora-path."
+    Oracle(
+        "sglang",
+        ("2026-05",),
+        "validator",
+        "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
+        "commit not named by the store)",
+        _flags("--speculative-algorithm", "UNO", "--speculative-num-draft-tokens", "5"),
+        2,
+        refuses="UNO requires --uno-lora-path",
     ),
     # ServerArgs' argument parser, built from the Spec namespace's fields, refuses a flag it does not declare
     Oracle(
