@@ -60,8 +60,7 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     else:
         # one draft length for every batch (speculative_hook.py: --speculative-num-steps is one number), chosen at
         # the user's batch; where speculation does not pay there, SGLang is launched without it
-        batch = min(request.batch, limit)
-        k = best[batch - 1]
+        batch, k = base.user_batch_k(request)
         why = (
             f"SGLang {version.name} has no per-batch schedule"
             if not version.can(ADAPTIVE_TIERS)
@@ -70,18 +69,8 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
             else "one k pays at every batch"
         )
         if k == 0:
-            pays = [index for index, value in enumerate(best, start=1) if value > 0]
-            return base.Exported(
-                None,
-                [],
-                "",
-                [
-                    f"speculation does not pay at your batch {batch}: launch SGLang without speculation ({why}: one "
-                    f"draft length would run at every batch); it would pay at batches {base.describe_batches(pays)}"
-                ],
-                runs=(0,) * limit,
-                differs_at=tuple(pays),
-            )
+            advice = f"launch SGLang without speculation ({why}: one draft length would run at every batch)"
+            return base.off_at_user_batch(request, batch, advice)
         steps, topk, draft_tokens = k, 1, k + 1
         runs = [k] * limit
         adaptive = None
