@@ -441,6 +441,17 @@ def _counters_of(series: _Series, model_name: str | None) -> SpecDecodeCounters:
     )
 
 
+def counter_growth(name: str, now: float, then: float) -> float:
+    """How much a counter grew since a baseline scrape; a COUNTER_RESET error where it went down."""
+    if now < then:
+        raise CalibrationError(
+            ErrorKind.COUNTER_RESET,
+            f"{name} went down from {then:g} in the baseline to {now:g}: counters only grow, so the server was "
+            "restarted in between (scrape a new baseline)",
+        )
+    return now - then
+
+
 def counters_difference(after: SpecDecodeCounters, before: SpecDecodeCounters) -> SpecDecodeCounters:
     """Counters accumulated between two scrapes (after - before), e.g. to drop warm-up traffic."""
     if after.schema != before.schema:
@@ -449,14 +460,7 @@ def counters_difference(after: SpecDecodeCounters, before: SpecDecodeCounters) -
         )
 
     def minus(name: str, now: float | None, then: float | None) -> float | None:
-        if now is None or then is None:
-            return None
-        if now < then:
-            raise CalibrationError(
-                ErrorKind.COUNTER_RESET,
-                f"{name} went down from {then:g} in the baseline to {now:g}; was the server restarted in between?",
-            )
-        return now - then
+        return None if now is None or then is None else counter_growth(name, now, then)
 
     if len(before.accepted_per_position) not in (0, len(after.accepted_per_position)):
         raise CalibrationError(

@@ -10,14 +10,18 @@ batch size 1), which reports the mean accepted tokens per verification step tau
 (bonus token included; 1.00 for plain decoding) and the wall-clock speedup.
 Each method's own paper is cited beside it for what the method is.
 
-How p and c follow from the measurements is in DERIVATION below.
+The figures, each with its leaderboard row, are in ``data/draft_sources.json``; how p and c follow from them
+is in DERIVATION below.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from app.model import closed_form
 from app.model.closed_form import VerifyCost, free_verification
@@ -36,6 +40,7 @@ cycle's cost, drafting and verification together: tau / (d c + 1), which is the 
 unit of draft cost alone, (tau - 1) / (d c), leaves the verification pass out, so it ranks nearly free drafts
 (prompt lookup) first however few tokens they add."""
 SPEC_BENCH_HARNESS = "Spec-Bench evaluation scripts (github.com/hemingkx/Spec-Bench, evaluation/inference_*.py)"
+DATA = Path(__file__).with_name("data") / "draft_sources.json"  # each source's measured figures and their rows
 
 
 @dataclass(frozen=True)
@@ -65,95 +70,30 @@ def implied_draft_cost(mean_accepted_tokens: float, speedup: float, depth: int) 
     return max(mean_accepted_tokens / speedup - 1.0, 0.0) / depth
 
 
-def _source(
-    id: str,
-    name: str,
-    kind: str,
-    method: str,
-    tau: float,
-    speedup: float,
-    depth: int,
-    depth_source: str,
-    tree_nodes: int | None,
-) -> DraftSource:
+def _source(row: Mapping[str, Any]) -> DraftSource:
+    """One source of ``data/draft_sources.json``, with its chain-equivalent p and c derived from tau, S and d."""
+    tau, speedup, depth = row["tau"], row["speedup"], row["depth"]
     return DraftSource(
-        id=id,
-        name=name,
-        kind=kind,
-        method=method,
+        id=row["id"],
+        name=row["name"],
+        kind=row["kind"],
+        method=row["method"],
         mean_accepted_tokens=tau,
         measured_speedup=speedup,
         measurement=f"{SPEC_BENCH}: {SPEC_BENCH_SETTING}",
         reference_depth=depth,
-        depth_source=depth_source,
-        tree_nodes=tree_nodes,
+        depth_source=f"{SPEC_BENCH_HARNESS}: {row['depth_in_harness']}"
+        if "depth_in_harness" in row
+        else row["depth_source"],
+        tree_nodes=row["tree_nodes"],
         acceptance=chain_equivalent_acceptance(tau, depth),
         draft_cost=implied_draft_cost(tau, speedup, depth),
     )
 
 
-DEFAULT_SOURCES: tuple[DraftSource, ...] = (
-    _source(
-        "draft_model",
-        "Separate draft model (SpS)",
-        "draft_model",
-        "A small model of the same family drafts token by token (Leviathan et al., ICML 2023, arXiv:2211.17192); "
-        "here vicuna-68m through Hugging Face assisted generation",
-        tau=2.29,  # Spec-Bench RTX 3090 leaderboard, SpS row, #Mean Accepted Tokens
-        speedup=1.83,  # same row, Overall speedup
-        depth=5,
-        depth_source="Hugging Face assisted generation starts at num_assistant_tokens = 5 and adapts it "
-        "(heuristic schedule); 5 is taken as the typical depth",
-        tree_nodes=None,
-    ),
-    _source(
-        "ngram",
-        "N-gram / prompt lookup (PLD)",
-        "ngram",
-        "Drafts by copying the continuation of the latest matching n-gram in the prompt; no model runs "
-        "(Saxena, Prompt Lookup Decoding, 2023, github.com/apoorvumang/prompt-lookup-decoding)",
-        tau=1.74,  # Spec-Bench RTX 3090 leaderboard, PLD row, #Mean Accepted Tokens
-        speedup=1.55,  # same row, Overall speedup
-        depth=10,
-        depth_source=f"{SPEC_BENCH_HARNESS}: draft_num_candidate_tokens = 10, draft_matching_window_size = 3",
-        tree_nodes=None,
-    ),
-    _source(
-        "medusa",
-        "Extra decoding heads (Medusa)",
-        "heads",
-        "Extra heads on the target's last hidden state predict tokens +1..+4; a tree of their top candidates "
-        "is verified at once (Cai et al., ICML 2024, arXiv:2401.10774)",
-        tau=2.32,  # Spec-Bench RTX 3090 leaderboard, Medusa row, #Mean Accepted Tokens
-        speedup=1.44,  # same row, Overall speedup
-        depth=4,
-        depth_source=f"{SPEC_BENCH_HARNESS}: medusa_num_heads = 4, 63-node tree (mc_sim_7b_63)",
-        tree_nodes=63,
-    ),
-    _source(
-        "eagle",
-        "Feature-level drafting (EAGLE)",
-        "feature",
-        "A one-layer draft head extrapolates the target's second-to-top-layer features, fed the token one step "
-        "ahead (Li et al., ICML 2024, arXiv:2401.15077)",
-        tau=3.57,  # Spec-Bench RTX 3090 leaderboard, EAGLE row, #Mean Accepted Tokens
-        speedup=2.16,  # same row, Overall speedup
-        depth=5,
-        depth_source=f"{SPEC_BENCH_HARNESS}: tree_choices = mc_sim_7b_63, EAGLE's static tree of 25 nodes, depth 5",
-        tree_nodes=25,
-    ),
-    _source(
-        "eagle2",
-        "Feature-level drafting, dynamic tree (EAGLE-2)",
-        "feature",
-        "EAGLE's draft head with a context-aware dynamic draft tree built from the draft's confidence "
-        "(Li et al., EMNLP 2024, arXiv:2406.16858)",
-        tau=4.36,  # Spec-Bench RTX 3090 leaderboard, EAGLE2 row, #Mean Accepted Tokens
-        speedup=2.25,  # same row, Overall speedup
-        depth=5,
-        depth_source=f"{SPEC_BENCH_HARNESS}: depth = 5, total_token = 60, top_k = 10",
-        tree_nodes=60,
-    ),
+# Each source's tau and S are its row of the Spec-Bench leaderboard (#Mean Accepted Tokens, Overall speedup)
+DEFAULT_SOURCES: tuple[DraftSource, ...] = tuple(
+    _source(row) for row in json.loads(DATA.read_text(encoding="utf-8"))["sources"]
 )
 
 SOURCE_IDS = tuple(source.id for source in DEFAULT_SOURCES)

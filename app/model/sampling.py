@@ -75,6 +75,15 @@ def make_pair(
     seed: int = 0,
 ) -> DistributionPair:
     """Target softmax(z / T_p) with z = -log rank; draft softmax((z + distance * noise) / T_q), seeded."""
+    target, draft = _family(vocab, target_temperature, draft_temperature, draft_distance, seed, per_token=False)
+    return DistributionPair(target=target, draft=draft)
+
+
+def _family(
+    vocab: int, target_temperature: float, draft_temperature: float, draft_distance: float, seed: int, per_token: bool
+) -> tuple[FloatArray, FloatArray]:
+    """The family's target and draft: one pair of vectors, or (``per_token``) a pair of rows per previous token,
+    each row with its own shuffled ranks and noise."""
     if vocab < 2:
         raise ValueError("vocab must be at least 2")
     if target_temperature <= 0 or draft_temperature <= 0:
@@ -83,11 +92,10 @@ def make_pair(
         raise ValueError("draft_distance must be non-negative")
     rng = np.random.default_rng(seed)
     logits = zipf_logits(vocab)
-    noise = rng.standard_normal(vocab)
-    return DistributionPair(
-        target=softmax(logits, target_temperature),
-        draft=softmax(logits + draft_distance * noise, draft_temperature),
-    )
+    if per_token:
+        logits = np.stack([logits[rng.permutation(vocab)] for _ in range(vocab)])
+    noise = rng.standard_normal(logits.shape)
+    return softmax(logits, target_temperature), softmax(logits + draft_distance * noise, draft_temperature)
 
 
 def total_variation(first: FloatArray, second: FloatArray) -> float:
@@ -494,13 +502,5 @@ def make_markov_pair(
     seed: int = 0,
 ) -> MarkovPair:
     """Each row is the parametric family of ``make_pair`` with its own shuffled ranks and noise."""
-    if vocab < 2:
-        raise ValueError("vocab must be at least 2")
-    rng = np.random.default_rng(seed)
-    base = zipf_logits(vocab)
-    logits = np.stack([base[rng.permutation(vocab)] for _ in range(vocab)])
-    noise = rng.standard_normal((vocab, vocab))
-    return MarkovPair(
-        target=softmax(logits, target_temperature),
-        draft=softmax(logits + draft_distance * noise, draft_temperature),
-    )
+    target, draft = _family(vocab, target_temperature, draft_temperature, draft_distance, seed, per_token=True)
+    return MarkovPair(target=target, draft=draft)

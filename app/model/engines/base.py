@@ -145,6 +145,27 @@ def quoted(flags: Sequence[str]) -> list[str]:
     return [f"'{flag}'" if any(ch in flag for ch in '{}[]" ,()') else flag for flag in flags]
 
 
+def user_batch_k(request: ConfigRequest) -> tuple[int, int]:
+    """The user's batch (at most the batch limit) and the schedule's k there: the k an engine that runs one draft
+    length at every batch is given."""
+    batch = min(request.batch, request.batch_limit)
+    return batch, request.best_k[batch - 1]
+
+
+def off_at_user_batch(request: ConfigRequest, batch: int, advice: str) -> Exported:
+    """No config where the engine runs one k at every batch and speculation does not pay at the user's batch:
+    ``advice`` says how to run the engine without it (and why one k); the note names the batches where it pays."""
+    pays = [index for index, value in enumerate(request.best_k, start=1) if value > 0]
+    return Exported(
+        None,
+        [],
+        "",
+        [f"speculation does not pay at your batch {batch}: {advice}; it would pay at batches {describe_batches(pays)}"],
+        runs=(0,) * request.batch_limit,
+        differs_at=tuple(pays),
+    )
+
+
 def runs_of(values: Sequence[T]) -> list[tuple[int, int, T]]:
     """(first batch, last batch, value) for each run of equal values in a per-batch list starting at batch 1."""
     runs: list[tuple[int, int, T]] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -315,3 +315,37 @@ def counter_measurement(
         draft_lengths=options.draft_lengths,
         version=version,
     )
+
+
+def single_class(
+    engine: str,
+    format_name: str,
+    options: ReadOptions,
+    counts: tuple[float | None, float, float],
+    k: int,
+    k_source: str,
+    notes: Sequence[str],
+    per_position: tuple[float, ...] = (),
+    version: str | None = None,
+    *,
+    batch: float | None = None,
+    draft_lengths: tuple[int, ...] | None = None,
+) -> list[Measurement]:
+    """The one class of a report that names none (responses' JSON, a log, iteration statistics): ``counts`` are
+    (verifications, draft tokens, accepted draft tokens); the draft lengths are those given unless the report
+    shows its own."""
+    return [
+        Measurement(
+            engine,
+            format_name,
+            None,
+            *counts,
+            per_position,
+            k=k,
+            k_source=k_source,
+            batch=batch,
+            notes=tuple(notes),
+            draft_lengths=options.draft_lengths if draft_lengths is None else draft_lengths,
+            version=version,
+        )
+    ]

@@ -22,8 +22,7 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     limit = request.batch_limit
     if not best or limit < 1:
         return base.Exported(None, [], "", ["nothing fits: llama-server cannot run this setup"])
-    batch = min(request.batch, limit)
-    k = best[batch - 1]
+    batch, k = base.user_batch_k(request)
     if k == 0:
         return base.Exported(
             None, [], "", [f"k = 0 at batch {batch}: run llama-server without speculation"], runs=tuple([0] * limit)

@@ -187,22 +187,8 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
                 f"llama.cpp: the log accepts up to {len(positions)} tokens per verification, more than k = {k}",
             )
         per_position = positions + (0.0,) * (k - len(positions))  # positions never reached print no rate
-    return [
-        reports.Measurement(
-            engine=NAME,
-            format="llamacpp-log",
-            label=None,
-            cycles=cycles,
-            draft_tokens=generated,
-            accepted=accepted,
-            per_position=per_position,
-            k=k,
-            k_source=source,
-            notes=tuple(notes),
-            draft_lengths=options.draft_lengths,
-            version=version,
-        )
-    ]
+    counts = (cycles, generated, accepted)
+    return reports.single_class(NAME, "llamacpp-log", options, counts, k, source, notes, per_position, version)
 
 
 def _detect_timings(text: str, payload: Any) -> bool:
@@ -227,24 +213,14 @@ def _read_timings(text: str, payload: Any, options: reports.ReadOptions) -> list
             ErrorKind.UNKNOWN_K,
             "llama.cpp timings give drafted and accepted tokens but not the draft length: give k (--spec-draft-n-max)",
         )
-    return [
-        reports.Measurement(
-            engine=NAME,
-            format="llamacpp-timings",
-            label=None,
-            cycles=drafted / options.k,
-            draft_tokens=drafted,
-            accepted=accepted,
-            k=options.k,
-            k_source="given (--spec-draft-n-max)",
-            notes=(
-                f"{count} responses' timings summed; timings carry no count of verifications, so drafts are taken "
-                "as full length (use /metrics for the exact count)",
-            ),
-            draft_lengths=options.draft_lengths,
-            version="2026-10",
-        )
-    ]
+    note = (
+        f"{count} responses' timings summed; timings carry no count of verifications, so drafts are taken as full "
+        "length (use /metrics for the exact count)"
+    )
+    counts = (drafted / options.k, drafted, accepted)
+    return reports.single_class(
+        NAME, "llamacpp-timings", options, counts, options.k, "given (--spec-draft-n-max)", [note], version="2026-10"
+    )
 
 
 def _detect_example(text: str, payload: Any) -> bool:
@@ -264,20 +240,10 @@ def _read_example(text: str, payload: Any, options: reports.ReadOptions) -> list
         raise fail(ErrorKind.ZERO_DRAFTS, "n_drafted is 0: nothing was drafted")
     if accepted > drafted:
         raise fail(ErrorKind.INCONSISTENT, f"n_accept ({accepted:g}) exceeds n_drafted ({drafted:g})")
-    return [
-        reports.Measurement(
-            engine=NAME,
-            format="llamacpp-speculative",
-            label=None,
-            cycles=drafted / k,
-            draft_tokens=drafted,
-            accepted=accepted,
-            k=k,
-            k_source=source,
-            notes=("verifications estimated as n_drafted / n_draft: drafts cut short count as full",),
-            draft_lengths=options.draft_lengths,
-        )
-    ]
+    note = "verifications estimated as n_drafted / n_draft: drafts cut short count as full"
+    return reports.single_class(
+        NAME, "llamacpp-speculative", options, (drafted / k, drafted, accepted), k, source, [note]
+    )
 
 
 REPORTS = (

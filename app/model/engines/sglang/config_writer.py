@@ -69,7 +69,7 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     else:
         # one draft length for every batch (speculative_hook.py: --speculative-num-steps is one number), chosen at
         # the user's batch; where speculation does not pay there, SGLang is launched without it
-        batch = min(request.batch, limit)
+        batch, k = base.user_batch_k(request)
         why = (
             f"SGLang {version.name} has no per-batch schedule"
             if not version.can(ADAPTIVE_TIERS)
@@ -77,9 +77,8 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
             if algorithm not in ADAPTIVE_ALGORITHMS
             else "one k pays at every batch"
         )
-        k, off = _one_k(request, why)
-        if off is not None:
-            return off
+        if k == 0:
+            return base.off_at_user_batch(request, batch, _without_speculation(why))
         steps, topk, draft_tokens = k, 1, k + 1
         runs = [k] * limit
         adaptive = None
@@ -123,26 +122,9 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     return base.Exported(config, flags, text, notes, files, tuple(runs), differ, placeholders)
 
 
-def _one_k(request: base.ConfigRequest, why: str) -> tuple[int, base.Exported | None]:
-    """The schedule's k at the user's batch, for a config that runs one k at every batch; where speculation does not
-    pay there, the export that launches SGLang without it."""
-    best, limit = list(request.best_k), request.batch_limit
-    batch = min(request.batch, limit)
-    k = best[batch - 1]
-    if k > 0:
-        return k, None
-    pays = [index for index, value in enumerate(best, start=1) if value > 0]
-    return 0, base.Exported(
-        None,
-        [],
-        "",
-        [
-            f"speculation does not pay at your batch {batch}: launch SGLang without speculation ({why}: one "
-            f"draft length would run at every batch); it would pay at batches {base.describe_batches(pays)}"
-        ],
-        runs=(0,) * limit,
-        differs_at=tuple(pays),
-    )
+def _without_speculation(why: str) -> str:
+    """How to run SGLang where one draft length runs at every batch and speculation does not pay at the user's."""
+    return f"launch SGLang without speculation ({why}: one draft length would run at every batch)"
 
 
 def _block_config(request: base.ConfigRequest, version: base.EngineVersion, algorithm: str) -> base.Exported:
@@ -163,9 +145,10 @@ def _block_config(request: base.ConfigRequest, version: base.EngineVersion, algo
     if request.tree is not None:
         raise ValueError(f"SGLang's {algorithm} drafts one linear block: it takes no static tree")
     limit = request.batch_limit
-    k, off = _one_k(request, f"SGLang's {algorithm} has one block width")
-    if off is not None:
-        return off
+    batch, k = base.user_batch_k(request)
+    if k == 0:
+        why = f"SGLang's {algorithm} has one block width"
+        return base.off_at_user_batch(request, batch, _without_speculation(why))
     notes: list[str] = []
     placeholders: tuple[str, ...] = ()
     flags = ["--speculative-algorithm", algorithm]
@@ -217,7 +200,6 @@ def _block_config(request: base.ConfigRequest, version: base.EngineVersion, algo
     notes.append(f"--max-running-requests {limit}: the largest batch whose weights and KV caches fit")
     runs = [k] * limit
     differ = base.differences(request.best_k, runs)
-    batch = min(request.batch, limit)
     notes.append(f"SGLang's {algorithm} has one block width: k = {k}, the schedule's k at your batch {batch}")
     if differ:
         notes.append(f"SGLang runs another k than the schedule at batches {base.describe_batches(differ)}")

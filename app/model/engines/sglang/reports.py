@@ -229,21 +229,8 @@ def _read_requests(text: str, payload: Any, options: reports.ReadOptions) -> lis
         notes.append("per-position counts from spec_correct_drafts_histogram: position i = verifications accepting > i")
     elif histograms:
         notes.append(f"{without_histogram} responses carry no spec_correct_drafts_histogram: no per-position counts")
-    measurement = reports.Measurement(
-        engine=NAME,
-        format="sglang-request",
-        label=None,
-        cycles=cycles,
-        draft_tokens=proposed,
-        accepted=accepted,
-        per_position=per_position,
-        k=k,
-        k_source=source,
-        notes=tuple(notes),
-        draft_lengths=options.draft_lengths,
-        version="2026-05",
-    )
-    return [measurement]
+    totals = (cycles, proposed, accepted)
+    return reports.single_class(NAME, "sglang-request", options, totals, k, source, notes, per_position, "2026-05")
 
 
 REPORTS = (

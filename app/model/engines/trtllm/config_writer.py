@@ -58,20 +58,7 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         else "a key is the last batch of its range; batches above the last key run without speculation"
     )
     notes.append(f"draft_len_schedule for {version.name}: {meaning}")
-    differ = base.differences(best, runs)
-    if differ:
-        notes.append(f"TensorRT-LLM runs another k than the schedule at batches {base.describe_batches(differ)}")
-    document = {"max_batch_size": limit, "speculative_config": config}
-    notes.append(f"max_batch_size {limit}: the largest batch whose weights and KV caches fit")
-    return base.Exported(
-        document,
-        [],
-        _yaml(document),
-        notes,
-        runs=tuple(runs),
-        differs_at=differ,
-        placeholders=placeholders,
-    )
+    return _document(request, config, notes, runs, placeholders)
 
 
 def _static_config(
@@ -79,29 +66,28 @@ def _static_config(
 ) -> base.Exported:
     """One max_draft_len at every batch (interface.py @ 00b6d5a25c30: DSpark is not in support_dynamic_draft_len,
     so a draft_len_schedule would be ignored): the schedule's k at the user's batch, or no speculation there."""
-    best, limit = list(request.best_k), request.batch_limit
-    batch = min(request.batch, limit)
-    k = best[batch - 1]
+    batch, k = base.user_batch_k(request)
     kind = config["decoding_type"]
     if k == 0:
-        pays = [index for index, value in enumerate(best, start=1) if value > 0]
-        return base.Exported(
-            None,
-            [],
-            "",
-            [
-                f"speculation does not pay at your batch {batch}: leave speculative_config out ({kind} runs one "
-                f"max_draft_len at every batch); it would pay at batches {base.describe_batches(pays)}"
-            ],
-            runs=(0,) * limit,
-            differs_at=tuple(pays),
-        )
+        advice = f"leave speculative_config out ({kind} runs one max_draft_len at every batch)"
+        return base.off_at_user_batch(request, batch, advice)
     config["max_draft_len"] = k
-    runs = [k] * limit
     notes.append(
         f"{kind} ignores draft_len_schedule: one max_draft_len, k = {k}, the schedule's k at your batch {batch}"
     )
-    differ = base.differences(best, runs)
+    return _document(request, config, notes, [k] * request.batch_limit, placeholders)
+
+
+def _document(
+    request: base.ConfigRequest,
+    config: dict[str, Any],
+    notes: list[str],
+    runs: list[int],
+    placeholders: tuple[str, ...],
+) -> base.Exported:
+    """The YAML of max_batch_size and speculative_config, with the k TensorRT-LLM runs at each batch."""
+    limit = request.batch_limit
+    differ = base.differences(request.best_k, runs)
     if differ:
         notes.append(f"TensorRT-LLM runs another k than the schedule at batches {base.describe_batches(differ)}")
     document = {"max_batch_size": limit, "speculative_config": config}

@@ -141,22 +141,20 @@ def _read_stats(text: str, payload: Any, options: reports.ReadOptions) -> list[r
             notes.append(
                 f"iterations drafted {', '.join(map(str, sorted(lengths)))} tokens per request (a draft_len_schedule)"
             )
-    return [
-        reports.Measurement(
-            engine=NAME,
-            format="trtllm-iteration-stats",
-            label=None,
-            cycles=requests,
-            draft_tokens=drafted,
-            accepted=accepted,
-            k=k,
-            k_source=source,
-            batch=float(np.mean(batches)) if batches else None,
-            notes=tuple(notes),
-            draft_lengths=draft_lengths,
-            version="2026-03",
-        )
-    ]
+    batch = float(np.mean(batches)) if batches else None
+    counts = (requests, drafted, accepted)
+    return reports.single_class(
+        NAME,
+        "trtllm-iteration-stats",
+        options,
+        counts,
+        k,
+        source,
+        notes,
+        version="2026-03",
+        batch=batch,
+        draft_lengths=draft_lengths,
+    )
 
 
 def _detect_metrics(text: str, payload: Any) -> bool:

@@ -5,19 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from app.model.calibration import counter_growth
 from app.model.engines.reports import ErrorKind, Measurement, fail
 
 
 def _minus(name: str, now: float | None, then: float | None) -> float | None:
-    if now is None or then is None:
-        return now
-    if now < then:
-        raise fail(
-            ErrorKind.COUNTER_RESET,
-            f"{name} went down from {then:g} in the baseline to {now:g}: counters only grow, so the server was "
-            "restarted in between (scrape a new baseline)",
-        )
-    return now - then
+    return now if now is None or then is None else counter_growth(name, now, then)
 
 
 def subtract_baseline(measurements: list[Measurement], baseline: list[Measurement]) -> list[Measurement]:

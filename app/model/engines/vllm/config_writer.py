@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from app.model.engines import base
@@ -49,27 +48,7 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         config[TREE.key] = TREE.write(paths)
         notes.append("a static tree: vLLM verifies every node, so num_speculative_tokens is the node count")
         runs = [len(paths)] * limit
-    elif version.can(PER_BATCH_SCHEDULE) and request.data_parallel > 1:
-        # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: above one data-parallel
-        # rank the schedule is dropped and num_speculative_tokens runs at every batch, so it is the user's batch k
-        batch = min(request.batch, limit)
-        k = best[batch - 1]
-        if k == 0:
-            return _off_at_batch(
-                best,
-                batch,
-                limit,
-                f"with --data-parallel-size {request.data_parallel} vLLM drops num_speculative_tokens_per_batch_size "
-                "and runs one k at every batch",
-            )
-        config["num_speculative_tokens"] = k
-        runs = [k] * limit
-        notes.append(
-            f"--data-parallel-size {request.data_parallel}: vLLM drops num_speculative_tokens_per_batch_size above "
-            f"one data-parallel rank (_maybe_disable_dynamic_sd_for_data_parallel) and runs num_speculative_tokens at "
-            f"every batch: k = {k}, the schedule's at your batch {batch}"
-        )
-    elif version.can(PER_BATCH_SCHEDULE):
+    elif version.can(PER_BATCH_SCHEDULE) and request.data_parallel <= 1:
         if request.tree is not None:
             notes.append(
                 "vLLM removed tree attention and speculative_token_tree (PR #42121): the chain schedule is written"
@@ -78,24 +57,35 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         config["num_speculative_tokens_per_batch_size"] = [[first, last, k] for first, last, k in base.runs_of(best)]
         runs = best
         if len(set(best)) > 1:
-            batch = min(request.batch, limit)
+            batch, k = base.user_batch_k(request)
             notes.append(
                 "with --data-parallel-size above 1, vLLM drops num_speculative_tokens_per_batch_size "
                 f"(vllm/config/vllm.py _maybe_disable_dynamic_sd_for_data_parallel) and runs {max(best)} at every "
                 f"batch; with data parallelism, set num_speculative_tokens to the k of your batch "
-                f"({best[batch - 1]} at batch {batch}) instead"
+                f"({k} at batch {batch}) instead"
             )
     else:
-        batch = min(request.batch, limit)
-        k = best[batch - 1]
+        batch, k = base.user_batch_k(request)
+        if version.can(PER_BATCH_SCHEDULE):
+            # vllm/config/vllm.py @ 000fc94b754f _maybe_disable_dynamic_sd_for_data_parallel: above one data-parallel
+            # rank the schedule is dropped and num_speculative_tokens runs at every batch, so it is the user's batch k
+            why = (
+                f"with --data-parallel-size {request.data_parallel} vLLM drops num_speculative_tokens_per_batch_size "
+                "and runs one k at every batch"
+            )
+            note = (
+                f"--data-parallel-size {request.data_parallel}: vLLM drops num_speculative_tokens_per_batch_size "
+                "above one data-parallel rank (_maybe_disable_dynamic_sd_for_data_parallel) and runs "
+                f"num_speculative_tokens at every batch: k = {k}, the schedule's at your batch {batch}"
+            )
+        else:
+            why = f"vLLM {version.name} takes one draft length for every batch"
+            note = f"{why}: k = {k}, the schedule's at batch {batch}"
         if k == 0:
-            return _off_at_batch(best, batch, limit, f"vLLM {version.name} takes one draft length for every batch")
+            return base.off_at_user_batch(request, batch, f"run vLLM without --speculative-config ({why})")
         config["num_speculative_tokens"] = k
         runs = [k] * limit
-        notes.append(
-            f"vLLM {version.name} takes one draft length for every batch: k = {k}, the schedule's at batch "
-            f"{min(request.batch, limit)}"
-        )
+        notes.append(note)
     flags = ["--speculative-config", json.dumps(config, separators=(",", ":")), "--max-num-seqs", str(limit)]
     if request.data_parallel > 1:
         flags += ["--data-parallel-size", str(request.data_parallel)]
@@ -107,19 +97,3 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     shown = re.sub(r"\[\s+(\d+),\s+(\d+),\s+(\d+)\s+\]", r"[\1, \2, \3]", shown)  # one range per line
     text = shown + "\n\nvllm serve TARGET_MODEL " + " ".join(base.quoted(flags))
     return base.Exported(config, flags, text, notes, runs=tuple(runs), differs_at=differ, placeholders=placeholders)
-
-
-def _off_at_batch(best: Sequence[int], batch: int, limit: int, why_one_k: str) -> base.Exported:
-    """No config where vLLM runs one k at every batch and the schedule is off at the user's batch."""
-    pays = [index for index, value in enumerate(best, start=1) if value > 0]
-    return base.Exported(
-        None,
-        [],
-        "",
-        [
-            f"speculation does not pay at your batch {batch}: run vLLM without --speculative-config ({why_one_k}); "
-            f"it would pay at batches {base.describe_batches(pays)}"
-        ],
-        runs=(0,) * limit,
-        differs_at=tuple(pays),
-    )
