@@ -15,7 +15,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from app.web.core.heavy import HEAVY_NICENESS, IDLE_POLICY, HeavyWorkPool, heavy_pool
+from app.web.core.heavy import HEAVY_NICENESS, HeavyWorkPool, heavy_pool
 from app.web.main import create_app
 from tests.support import free_port, start_server
 
@@ -49,10 +49,8 @@ def pool_processes(parent: int) -> list[int]:
 
 
 def lowered(pid: int, below: int) -> bool:
-    """Whether pid runs HEAVY_NICENESS below the priority of process `below` (or at the lowest, nice 19), in the
-    idle scheduling class (which gives way at once to the worker when a cheap request wakes it)."""
-    niceness = os.getpriority(os.PRIO_PROCESS, pid) >= min(os.getpriority(os.PRIO_PROCESS, below) + HEAVY_NICENESS, 19)
-    return niceness and os.sched_getscheduler(pid) == IDLE_POLICY
+    """Whether pid runs HEAVY_NICENESS below the priority of process `below` (or at the lowest, nice 19)."""
+    return os.getpriority(os.PRIO_PROCESS, pid) >= min(os.getpriority(os.PRIO_PROCESS, below) + HEAVY_NICENESS, 19)
 
 
 def alive(pid: int) -> bool:

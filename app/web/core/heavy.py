@@ -7,13 +7,11 @@ interpreter lock through each long array operation: in a thread beside the event
 2,000,000 cycles delays every cheap request of the worker by hundreds of milliseconds.  :func:`heavy_work_lifespan`
 starts that pool with the worker and closes it with the worker.
 
-The pool's processes run below the worker's priority from their start, in the idle scheduling class where the
-system has it (the worker lowers each one's priority as it starts it, before the process has imported anything):
-a cheap request that wakes the worker takes a core from heavy work at once.  They import every heavy handler's
-module while the worker starts, before it serves.  Started on the first heavy request instead, each process
-imported fastapi at the worker's own priority, then each router's module (numpy, scipy: up to a second of CPU) on
-its first call at low priority: under load the first heavy requests of a worker waited for these imports for 10
-to 30 seconds.
+The pool's processes run below the worker's priority from their start (the worker lowers each one's priority as
+it starts it, before the process has imported anything), and they import every heavy handler's module while the
+worker starts, before it serves.  Started on the first heavy request instead, each process imported fastapi at the
+worker's own priority, then each router's module (numpy, scipy: up to a second of CPU) on its first call at low
+priority: under load the first heavy requests of a worker waited for these imports for 10 to 30 seconds.
 
 The pool ends with the app's lifespan, its processes waited for, so that its queues release their named
 semaphores before the worker exits: uvicorn ends a worker stopped by SIGTERM by raising SIGTERM again once the
@@ -44,8 +42,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 RETRY_AFTER_SECONDS = 1
 HEAVY_NICENESS = 10
-# Linux's idle scheduling class, where there is one (not on macOS): the heavy processes run in it.
-IDLE_POLICY: int | None = getattr(os, "SCHED_IDLE", None) if hasattr(os, "sched_setscheduler") else None
 READY_TIMEOUT_SECONDS = 10.0  # a start-up slower than this (a machine busy with other work) serves anyway
 
 
@@ -103,21 +99,11 @@ def _busy(limit: int) -> HTTPException:
 
 
 def _lower_priority(pid: int) -> None:
-    """Sets pid HEAVY_NICENESS below the calling thread's priority (nice 10 under a worker at nice 0) and, where
-    the system has it, in the idle scheduling class; best effort.
-
-    Niceness alone leaves the worker waiting: a worker woken by a cheap request while every core runs heavy work
-    is not always run at once (the scheduler lets the running process finish its slice).  A process of the idle
-    class gives way at once to any other that wakes, and takes what the cores have left; on a machine with idle
-    cores it runs as fast as before.
-    """
+    """Sets pid HEAVY_NICENESS below the calling thread's priority (nice 10 under a worker at nice 0); best effort."""
     with contextlib.suppress(OSError):
         wanted = min(os.getpriority(os.PRIO_PROCESS, 0) + HEAVY_NICENESS, 19)
         if os.getpriority(os.PRIO_PROCESS, pid) < wanted:
             os.setpriority(os.PRIO_PROCESS, pid, wanted)
-    if IDLE_POLICY is not None:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(pid, IDLE_POLICY, os.sched_param(0))
 
 
 class LowPriorityProcess(SpawnProcess):
