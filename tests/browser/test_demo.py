@@ -333,7 +333,9 @@ def test_charts_that_waited_for_plotly_are_drawn_one_per_task(browser: Browser, 
     wait_until(page, CURVE_READY)
     wait_until(page, "document.getElementById('run')?.dataset.ready === '1'")
     draws: list[dict[str, Any]] = page.evaluate("window.__firstDraws")
+    plots = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot'), (plot) => plot.id)")
     context.close()
+    assert sorted(plots) == sorted(draw["id"] for draw in draws), "Plotly's warm-up plot is gone, the charts are there"
     assert waiting >= 2 and len(draws) >= 2, draws
     assert draws[0]["id"] == "curve", "the chart a newcomer looks at first is drawn first"
     assert [draw for draw in draws if draw["inPlotlysTask"] or draw["afterOther"]] == []
