@@ -107,29 +107,9 @@ const plotly = new Promise((resolve) => {
 }).then((library) => {
   if (!library) {
     for (const element of document.querySelectorAll("[data-figure], .chart")) element.dataset.failed = "1";
-    return library;
   }
-  return warmUp(library).then(() => library);
+  return library;
 });
-
-// Plotly's first plot pays once for what every later one reuses (its styles, text measures, the axes' machinery):
-// some 100 ms on a slow machine on top of the chart's own drawing.  Paid on a tiny plot off screen, in a task of
-// its own, the first chart's task is the chart alone.
-function warmUp(library) {
-  return new Promise((resolve) => window.setTimeout(resolve, 0)).then(() => {
-    const scratch = Object.assign(document.createElement("div"), { ariaHidden: "true" });
-    scratch.style.cssText = "position:absolute;left:-10000px;top:0;width:320px;height:200px;visibility:hidden";
-    document.body.append(scratch);
-    const layout = { width: 320, height: 200, xaxis: { title: { text: "k" } }, yaxis: { title: { text: "x" } } };
-    return library
-      .newPlot(scratch, [{ x: [0, 1], y: [0, 1], type: "scatter", mode: "lines+markers" }], layout, plotConfig())
-      .catch(() => undefined)
-      .then(() => {
-        library.purge(scratch);
-        scratch.remove();
-      });
-  });
-}
 const waiting = new Map(); // chart element -> the figure to draw once Plotly is there, and the promise of it
 // The charts that waited for Plotly are drawn one per task once it has arrived, in the order they were asked for:
 // drawn in the task that ran Plotly's own start, they made one task of half a second on a slow machine, and the

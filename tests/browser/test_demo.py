@@ -335,7 +335,7 @@ def test_charts_that_waited_for_plotly_are_drawn_one_per_task(browser: Browser, 
     draws: list[dict[str, Any]] = page.evaluate("window.__firstDraws")
     plots = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot'), (plot) => plot.id)")
     context.close()
-    assert sorted(plots) == sorted(draw["id"] for draw in draws), "Plotly's warm-up plot is gone, the charts are there"
+    assert sorted(plots) == sorted(draw["id"] for draw in draws), "each chart drawn once it had its turn"
     assert waiting >= 2 and len(draws) >= 2, draws
     assert draws[0]["id"] == "curve", "the chart a newcomer looks at first is drawn first"
     assert [draw for draw in draws if draw["inPlotlysTask"] or draw["afterOther"]] == []
