@@ -3,6 +3,8 @@
 FROM node:22-slim AS plotly
 WORKDIR /build
 COPY package.json package-lock.json .npmrc ./
+# npm's postinstall writes the bundle's brotli beside it (scripts/precompress.mjs).
+COPY scripts/precompress.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error
 
 FROM python:3.11-slim

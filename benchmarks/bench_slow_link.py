@@ -1,9 +1,10 @@
 """The demo's first chart on a slow link: Plotly.js's partial bundle (what the app serves) against the full bundle.
 
 Two real uvicorn servers, side by side in one run: the app as it is, and the app serving the full Plotly.js bundle
-that the plotly package ships (the same Plotly.js version, patched in for this benchmark only). Chromium emulates a
-1.5 Mbps link with 150 ms of latency (CDP Network.emulateNetworkConditions) and an empty cache; rounds interleave
-the two servers. Per load:
+that the plotly package ships (the same Plotly.js version, patched in for this benchmark only; served gzipped,
+as it has no brotli made at install beside it, while the app's partial bundle goes as brotli to Chromium).
+Chromium emulates a 1.5 Mbps link with 150 ms of latency (CDP Network.emulateNetworkConditions) and an empty
+cache; rounds interleave the two servers. Per load:
 - first chart: from navigation to the demo's curve drawn (its data-ready), against the 3 s goal and against the
   full bundle's on the same link;
 - longest main-thread task after the first paint (PerformanceObserver on `longtask`), against 200 ms.

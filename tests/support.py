@@ -70,7 +70,8 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        process.kill()
+        process.kill()  # a server slower than that to stop (a busy machine) is ended, and waited for
+        process.wait()
     if process.stderr:
         process.stderr.close()
 

@@ -1,10 +1,12 @@
-"""Static assets: content-hashed URLs, gzip when accepted, 304 on a matching ETag, Plotly from its package."""
+"""Static assets: content-hashed URLs, brotli or gzip when accepted, 304 on a matching ETag, Plotly from its package."""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -190,3 +192,50 @@ def test_page_and_json_are_compressed(client: TestClient) -> None:
     curve = client.get("/api/v1/curve", headers={"accept-encoding": "gzip"})
     assert curve.headers["content-encoding"] == "gzip"
     assert curve.json()["best_k"] == 4
+
+
+def brotli_decoded(body: bytes) -> bytes:
+    """`body` decoded by Node's brotli (the encoder that made it is Node's too, but the decoder is the format's)."""
+    node = shutil.which("node")
+    assert node, "node installs Plotly's bundle and its brotli; it is needed here"
+    script = "process.stdout.write(require('zlib').brotliDecompressSync(require('fs').readFileSync(0)))"
+    return subprocess.run([node, "-e", script], input=body, capture_output=True, check=True, timeout=60).stdout
+
+
+def test_plotly_is_served_as_the_brotli_made_at_install_when_accepted(client: TestClient) -> None:
+    url = asset_url(PLOTLY_PATH)
+    with client.stream("GET", url, headers={"accept-encoding": "gzip, deflate, br, zstd"}) as answer:
+        assert answer.headers["content-encoding"] == "br"
+        assert "accept-encoding" in answer.headers["vary"].lower()
+        assert answer.headers["cache-control"] == IMMUTABLE
+        raw = b"".join(answer.iter_raw())
+    assert int(answer.headers["content-length"]) == len(raw)
+    assert brotli_decoded(raw) == PLOTLY_BUNDLE.read_bytes()
+    gzipped = asset_table()[PLOTLY_PATH].gzipped()
+    assert len(raw) < 0.9 * len(gzipped), "brotli is worth serving only when it is clearly smaller than gzip"
+
+
+@pytest.mark.parametrize("accept", ["br;q=0, gzip", "gzip", "gzip, br;q=0.0"])
+def test_brotli_refused_falls_back_to_gzip(client: TestClient, accept: str) -> None:
+    answer = client.get(asset_url(PLOTLY_PATH), headers={"accept-encoding": accept})
+    assert answer.headers["content-encoding"] == "gzip"
+    assert answer.content == PLOTLY_BUNDLE.read_bytes()
+
+
+def test_an_asset_with_no_brotli_made_is_gzipped(client: TestClient) -> None:
+    answer = client.get(asset_url("js/demo.js"), headers={"accept-encoding": "br, gzip"})
+    assert answer.headers["content-encoding"] == "gzip"
+    assert answer.content == asset_table()["js/demo.js"].body
+
+
+def test_a_brotli_made_from_other_content_is_not_served(client: TestClient, scratch_static: Path) -> None:
+    script = scratch_static / "js" / "embed.js"
+    body = script.read_bytes()
+    stale = hashlib.sha256(b"another version of the file").hexdigest()[:20]
+    (script.parent / f"embed.js.{stale}.br").write_bytes(b"not this file's brotli")
+    asset_table.cache_clear()
+    asset_version.cache_clear()
+    answer = client.get(asset_url("js/embed.js"), headers={"accept-encoding": "br, gzip"})
+    assert answer.headers["content-encoding"] == "gzip"
+    assert answer.content == body
+    assert asset_table()["js/embed.js"].brotli is None

@@ -111,6 +111,11 @@ const plotly = new Promise((resolve) => {
   return library;
 });
 const waiting = new Map(); // chart element -> the figure to draw once Plotly is there, and the promise of it
+// The charts that waited for Plotly are drawn one per task once it has arrived, in the order they were asked for:
+// drawn in the task that ran Plotly's own start, they made one task of half a second on a slow machine, and the
+// page answered no input all that time.
+let drawTurn = Promise.resolve();
+const nextTask = () => new Promise((resolve) => window.setTimeout(resolve, 0));
 
 // On a phone a legend of long names would take a line each above a small chart: a smaller font packs more a line.
 function forScreen(layout) {
@@ -129,16 +134,24 @@ function react(element, figure) {
 // and every caller's promise settles when it is.
 export function drawFigure(element, figure) {
   if (!figure) return Promise.resolve();
-  if (window.Plotly) return react(element, figure);
-  const entry = waiting.get(element);
+  const entry = waiting.get(element); // still waiting for its turn, even once Plotly is there: it draws this one
   if (entry) {
     entry.figure = figure;
     return entry.drawn;
   }
+  if (window.Plotly) return react(element, figure);
   const created = { figure };
   created.drawn = plotly.then((library) => {
-    waiting.delete(element);
-    return library ? react(element, created.figure) : undefined;
+    if (!library) {
+      waiting.delete(element);
+      return undefined;
+    }
+    const drawn = drawTurn.then(nextTask).then(() => {
+      waiting.delete(element); // a figure given until now is the one drawn
+      return react(element, created.figure);
+    });
+    drawTurn = drawn.catch(() => undefined);
+    return drawn;
   });
   waiting.set(element, created);
   return created.drawn;

@@ -291,6 +291,56 @@ def test_controls_and_readouts_work_before_plotly_arrives(page: Page, live_serve
     assert_clean(watch)
 
 
+# Marks task boundaries without timing anything: a flag raised in a task is lowered by a timer, which runs only in a
+# later task.  `inPlotlysTask`: the chart was drawn in the task that ran Plotly's own start (the assignment of
+# window.Plotly ends it); `afterOther`: in the same task as the chart drawn before it.
+TASKS = """
+window.__firstDraws = [];
+let plotlysTask = false, drawTask = false, library;
+Object.defineProperty(window, "Plotly", {
+  configurable: true,
+  get() { return library; },
+  set(value) {
+    library = value;
+    plotlysTask = true;
+    setTimeout(() => { plotlysTask = false; }, 0);
+    const react = value.react;
+    value.react = function (element, ...rest) {
+      if (!window.__firstDraws.some((draw) => draw.id === element.id)) {
+        window.__firstDraws.push({ id: element.id, inPlotlysTask: plotlysTask, afterOther: drawTask });
+        drawTask = true;
+        setTimeout(() => { drawTask = false; }, 0);
+      }
+      return react.call(this, element, ...rest);
+    };
+  },
+});
+"""
+
+
+def test_charts_that_waited_for_plotly_are_drawn_one_per_task(browser: Browser, live_server: str) -> None:
+    """Plotly's start and each chart that waited for it run in tasks of their own, so that the page answers input
+    between them (drawn in one task they held the main thread for half a second on a slow machine)."""
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    page.add_init_script(TASKS)
+    held: list[Route] = []
+    page.route(PLOTLY, lambda route: held.append(route))
+    page.goto(live_server + "/", wait_until="commit")
+    wait_until(page, "document.body?.dataset.live === '1'")
+    waiting = page.evaluate("document.querySelectorAll('[data-figure]').length")
+    held[0].continue_()
+    wait_until(page, CURVE_READY)
+    wait_until(page, "document.getElementById('run')?.dataset.ready === '1'")
+    draws: list[dict[str, Any]] = page.evaluate("window.__firstDraws")
+    plots = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot'), (plot) => plot.id)")
+    context.close()
+    assert sorted(plots) == sorted(draw["id"] for draw in draws), "each chart drawn once it had its turn"
+    assert waiting >= 2 and len(draws) >= 2, draws
+    assert draws[0]["id"] == "curve", "the chart a newcomer looks at first is drawn first"
+    assert [draw for draw in draws if draw["inPlotlysTask"] or draw["afterOther"]] == []
+
+
 COUNT_REDRAWS = """async ([frames, perFrame]) => {
   const slider = document.getElementById('k');
   const react = window.Plotly.react;

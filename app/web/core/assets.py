@@ -33,6 +33,8 @@ class Asset:
     etag: str
     _gzipped: list[bytes]
     _lock: threading.Lock
+    # Brotli made when the file was installed (scripts/precompress.mjs), named after its content hash; None if none.
+    brotli: bytes | None = None
 
     @property
     def compressible(self) -> bool:
@@ -79,14 +81,23 @@ def asset_table() -> dict[str, Asset]:
     table = {}
     for relative, path in sorted(files.items()):
         body = path.read_bytes()
+        tag = hashlib.sha256(body).hexdigest()[:20]
         table[relative] = Asset(
             body=body,
             content_type=_content_type(relative),
-            etag='"' + hashlib.sha256(body).hexdigest()[:20] + '"',
+            etag=f'"{tag}"',
             _gzipped=[],
             _lock=threading.Lock(),
+            brotli=_precompressed(path, tag),
         )
     return table
+
+
+def _precompressed(path: Path, tag: str) -> bytes | None:
+    """The brotli body made beside `path` when it was installed, if it was made from this content (its name
+    carries the content hash: a file left from another version of the bundle is not used)."""
+    made = path.with_name(f"{path.name}.{tag}.br")
+    return made.read_bytes() if made.is_file() else None
 
 
 @cache

@@ -1,4 +1,4 @@
-"""gzip for HTML and JSON, honouring Accept-Encoding's q-values (q=0 means no)."""
+"""gzip for HTML and JSON, honouring Accept-Encoding's q-values (q=0 means no); the codings a client takes."""
 
 from __future__ import annotations
 
@@ -7,16 +7,21 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import Receive, Scope, Send
 
 
-def accepts_gzip(accept_encoding: str) -> bool:
+def accepts(coding: str, accept_encoding: str) -> bool:
+    """Whether Accept-Encoding takes `coding` (named, or by "*"), with a q-value above 0 where it gives one."""
     for item in accept_encoding.split(","):
-        coding, _, parameters = item.strip().partition(";")
-        if coding.strip().lower() in ("gzip", "*"):
+        name, _, parameters = item.strip().partition(";")
+        if name.strip().lower() in (coding, "*"):
             quality = parameters.strip().removeprefix("q=")
             try:
                 return not parameters or float(quality) > 0
             except ValueError:
                 return False
     return False
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    return accepts("gzip", accept_encoding)
 
 
 class NegotiatedGZipMiddleware(GZipMiddleware):

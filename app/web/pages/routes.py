@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from app import __version__
 from app.service.schemas.core import Health
 from app.web.core.assets import asset_table, asset_url, asset_version
-from app.web.core.compression import accepts_gzip
+from app.web.core.compression import accepts
 from app.web.pages import glossary
 from app.web.pages.controls import Control, ControlError
 from app.web.pages.page import Page
@@ -222,7 +222,7 @@ def not_found_page(request: Request) -> HTMLResponse:
 
 
 @router.get("/healthz", summary="Is the server up?", response_model=Health, tags=["service"])
-def get_health() -> Health:
+async def get_health() -> Health:  # on the event loop: no hand-over to the thread pool
     """Liveness probe."""
     return Health(status="ok", version=__version__)
 
@@ -241,7 +241,11 @@ def get_asset(version: str, path: str, request: Request) -> Response:
     if _matches_etag(request.headers.get("if-none-match", ""), asset.etag):
         return Response(status_code=304, headers=headers)
     body = asset.body
-    if asset.compressible and accepts_gzip(request.headers.get("accept-encoding", "")):
+    accept_encoding = request.headers.get("accept-encoding", "")
+    if asset.brotli is not None and accepts("br", accept_encoding):
+        body = asset.brotli
+        headers["content-encoding"] = "br"
+    elif asset.compressible and accepts("gzip", accept_encoding):
         body = asset.gzipped()
         headers["content-encoding"] = "gzip"
     return Response(content=body, media_type=asset.content_type, headers=headers)

@@ -1,4 +1,11 @@
-"""Closed form and Monte Carlo endpoints (DESIGN.md section 3)."""
+"""Closed form and Monte Carlo endpoints (DESIGN.md section 3).
+
+The closed-form handlers are coroutines with nothing to await: their work is bounded arithmetic (microseconds, a
+few hundred of k at most), cheaper than the hand-over to a thread and back that a plain function costs.  On the
+event loop they answer without that wait; under a flood of heavy requests, when the cores are busy, each
+hand-over waits for the scheduler, and the thread pool doubled the cheap requests' latency.  Run and simulate
+stay in the heavy-work processes.
+"""
 
 from __future__ import annotations
 
@@ -51,7 +58,7 @@ KPositive = Annotated[int, Query(ge=1, le=K_MAX_LIMIT, description=f"Draft lengt
 
 
 @router.get("/expected-tokens", summary="Expected tokens per cycle", response_model=ExpectedTokens)
-def get_expected_tokens(p: P = DEFAULT_P, k: K = DEFAULT_K) -> ExpectedTokens:
+async def get_expected_tokens(p: P = DEFAULT_P, k: K = DEFAULT_K) -> ExpectedTokens:
     """Expected tokens per cycle and the distribution of accepted drafts."""
     return ExpectedTokens(
         p=p,
@@ -62,19 +69,19 @@ def get_expected_tokens(p: P = DEFAULT_P, k: K = DEFAULT_K) -> ExpectedTokens:
 
 
 @router.get("/cost", summary="Cost of one cycle", response_model=Cost)
-def get_cost(k: K = DEFAULT_K, c: C = DEFAULT_C) -> Cost:
+async def get_cost(k: K = DEFAULT_K, c: C = DEFAULT_C) -> Cost:
     """Cost of one cycle in target passes."""
     return Cost(k=k, c=c, cost_per_cycle=closed_form.cost_per_cycle(k, c))
 
 
 @router.get("/speedup", summary="Speedup over plain decoding", response_model=Speedup)
-def get_speedup(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> Speedup:
+async def get_speedup(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> Speedup:
     """Speedup of speculative decoding over plain decoding."""
     return build_speedup(p, k, c)
 
 
 @router.get("/optimal-k", summary="Best draft length k", response_model=OptimalK)
-def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = K_SEARCH_MAX) -> OptimalK:
+async def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = K_SEARCH_MAX) -> OptimalK:
     """Draft length with the highest speedup over 1..k_max, or 0 when speculation never pays.
 
     limit_reached says when best_k is k_max, the longest draft searched."""
@@ -82,7 +89,7 @@ def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = K_SEARCH_MAX
 
 
 @router.get("/break-even", summary="Break-even acceptance and largest useful draft cost", response_model=BreakEven)
-def get_break_even(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> BreakEven:
+async def get_break_even(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> BreakEven:
     """Break-even acceptance, largest useful draft cost and Leviathan's guarantee."""
     return BreakEven(
         p=p,
@@ -95,7 +102,7 @@ def get_break_even(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> Brea
 
 
 @router.get("/serving-metrics", summary="What an engine reports at p and k", response_model=ServingMetrics)
-def get_serving_metrics(p: P = DEFAULT_P, k: KPositive = DEFAULT_K) -> ServingMetrics:
+async def get_serving_metrics(p: P = DEFAULT_P, k: KPositive = DEFAULT_K) -> ServingMetrics:
     """What a serving engine would report at acceptance p and draft length k."""
     return ServingMetrics(
         p=p,
@@ -106,13 +113,13 @@ def get_serving_metrics(p: P = DEFAULT_P, k: KPositive = DEFAULT_K) -> ServingMe
 
 
 @router.get("/operations", summary="Extra arithmetic of speculation", response_model=Operations)
-def get_operations(p: P = DEFAULT_P, k: K = DEFAULT_K, c_ops: COps = 0.0) -> Operations:
+async def get_operations(p: P = DEFAULT_P, k: K = DEFAULT_K, c_ops: COps = 0.0) -> Operations:
     """Increase in arithmetic operations (Leviathan Thm 3.11)."""
     return Operations(p=p, k=k, c_ops=c_ops, operations_increase=closed_form.operations_increase(p, k, c_ops))
 
 
 @router.get("/curve", summary="Speedup for every k, with the band and every readout", response_model=Curve)
-def get_curve(
+async def get_curve(
     p: P = DEFAULT_P,
     k: K = DEFAULT_K,
     c: C = DEFAULT_C,
