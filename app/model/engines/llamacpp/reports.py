@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.model.engines import reports
-from app.model.engines.llamacpp.statistics import has_statistics, last_statistics, parse_rates, unread_statistics
+from app.model.engines.llamacpp.statistics import (
+    STATISTICS_MENTION,
+    has_statistics,
+    last_statistics,
+    parse_rates,
+    unread_statistics,
+)
 from app.model.engines.llamacpp.versions import NAME
 from app.model.engines.reports import ErrorKind, fail
 
@@ -36,7 +42,7 @@ N_MAX_LINE = re.compile(r"\bn_max\s*=\s*(\d+)")
 
 # Lines of the log about drafts, read or not, and each as the reader reads it in full.
 _ACCEPTANCE_MENTION = re.compile(r"(?m)^[^\n]*\bdraft acceptance\b[^\n]*$")
-_PER_POSITION_MENTION = re.compile(r"(?m)^[^\n]*\bacc per pos\b[^\n]*$")
+_PER_POSITION_MENTION = re.compile(r"(?m)^[^\n]*\bper pos[^\n]*$")
 _PER_POSITION_LINE = re.compile(r"\bacc per pos\s*=\s*\([0-9.,\s]*\)\s*$")
 
 
@@ -63,6 +69,8 @@ def unread_lines(text: str) -> list[str]:
         mention.group(0).strip()
         for mention in _PER_POSITION_MENTION.finditer(text)
         if _PER_POSITION_LINE.search(mention.group(0)) is None
+        and _ACCEPTANCE_MENTION.search(mention.group(0)) is None
+        and STATISTICS_MENTION.search(mention.group(0)) is None
     ]
     return unread
 
