@@ -26,7 +26,7 @@ NEWEST = engines.version("llamacpp")
 
 
 @pytest.mark.parametrize("method", [None, "ngram-simple", "ngram-mod"])
-@pytest.mark.parametrize("version", ["2026-10", "2026-03"])
+@pytest.mark.parametrize("version", ["b11434", "2026-10", "2026-03"])
 def test_every_setup_reads_back_to_one_k_and_says_where_it_differs(method: str | None, version: str) -> None:
     if version == "2026-03" and method is not None:
         with pytest.raises(ValueError, match="no --spec-type"):
@@ -57,6 +57,17 @@ def test_the_draft_path_given_is_in_the_command() -> None:
 def test_the_reader_refuses_what_llama_server_refuses(flags: list[str], message: str) -> None:
     with pytest.raises(ConfigRuleError, match=message):
         llamacpp.read_config(Exported({}, flags, ""), NEWEST, 1)
+
+
+def test_draft_sampling_is_read_on_the_build_that_has_it_and_refused_before() -> None:
+    sampled = ["--spec-type", "draft-simple", "-md", "d.gguf", "--spec-draft-n-max", "4"]
+    b11434, b11312 = engines.version("llamacpp", "b11434"), engines.version("llamacpp", "b11312")
+    for value in ("greedy", "probabilistic"):
+        assert llamacpp.read_config(Exported({}, [*sampled, "--spec-draft-sampling", value], ""), b11434, 2) == [4, 4]
+        with pytest.raises(ConfigRuleError, match="invalid argument: --spec-draft-sampling"):
+            llamacpp.read_config(Exported({}, [*sampled, "--spec-draft-sampling", value], ""), b11312, 1)
+    with pytest.raises(ConfigRuleError, match="must be one of: greedy, probabilistic"):
+        llamacpp.read_config(Exported({}, [*sampled, "--spec-draft-sampling", "top-k"], ""), b11434, 1)
 
 
 def test_a_draft_model_alone_drafts_nothing_now_and_did_before() -> None:
