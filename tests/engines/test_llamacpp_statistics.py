@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import struct
 from pathlib import Path
 
@@ -12,8 +14,10 @@ from app.model import engine_metrics, engines
 from app.model.engines import llamacpp
 from app.model.engines.base import Exported
 from app.model.engines.llamacpp.gguf_types import spec_types_from_gguf
-from app.model.engines.llamacpp.statistics import last_statistics
+from app.model.engines.llamacpp.reports import unread_lines, unread_series, unread_timings
+from app.model.engines.llamacpp.statistics import last_statistics, unread_statistics
 from app.service.clients.measure import draft_time
+from tests import live_engine
 
 # as build b11312 prints them (the second line with the fields that came later, between the counts and dur)
 LOG = "\n".join(
@@ -186,23 +190,109 @@ def test_a_draft_gguf_names_its_own_type_when_no_spec_type_is_given(tmp_path: Pa
 CAPTURED = Path(__file__).parent / "captured"
 
 
-def test_a_real_b11312_log_gives_the_per_position_counts_of_its_own_metrics() -> None:
-    # captured from the real llama-server (tests/engines/captured/README.md has the command): the statistics line's
-    # "#acc rate/pos" and the "acc per pos" line read back to the server's own /metrics per-position series
-    log = (CAPTURED / "llamacpp-b11312-lv4.log").read_text()
-    scrape = (CAPTURED / "llamacpp-b11312-metrics.prom").read_text()
-    _, (from_log,) = engine_metrics.read_measurements(log)
-    _, (from_metrics,) = engine_metrics.read_measurements(scrape)
-    assert (from_log.cycles, from_log.draft_tokens, from_log.accepted) == (
-        from_metrics.cycles,
-        from_metrics.draft_tokens,
-        from_metrics.accepted,
+def _captured(build: str) -> tuple[str, str, list[dict[str, object]]]:
+    """The log, the /metrics scrape and the responses of one build (tests/engines/capture.py wrote them)."""
+    log = (CAPTURED / f"llamacpp-{build}-lv4.log").read_text()
+    scrape = (CAPTURED / f"llamacpp-{build}-metrics.prom").read_text()
+    responses = json.loads((CAPTURED / f"llamacpp-{build}-responses.json").read_text())
+    return log, scrape, responses
+
+
+def _engine_counts(scrape: str) -> tuple[float, float, float, tuple[float, ...]]:
+    """drafts, drafted, accepted and accepted per position as the server's own /metrics series say them."""
+    totals = dict(re.findall(r"(?m)^llamacpp:spec_decode_(num_\w+?)_total (\S+)$", scrape))
+    positions = re.findall(
+        r'(?m)^llamacpp:spec_decode_num_accepted_tokens_per_pos_total\{position="(\d+)"\} (\S+)$', scrape
     )
-    assert from_log.per_position == from_metrics.per_position and from_log.k == 4
+    per_position = tuple(float(value) for _, value in sorted(positions, key=lambda item: int(item[0])))
+    drafts, drafted, accepted = (
+        float(totals[name]) for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
+    )
+    return drafts, drafted, accepted, per_position
+
+
+@pytest.mark.parametrize("build", live_engine.BUILDS)
+def test_a_real_log_scrape_and_responses_are_read_as_the_engine_counted_them(build: str) -> None:
+    # captured from the real llama-server of each build (tests/engines/captured/README.md has the command): every
+    # report reads back to the server's own counters: drafts (verifications), drafted and accepted tokens, the
+    # count per position, and a p inside its own interval
+    log, scrape, responses = _captured(build)
+    drafts, drafted, accepted, per_position = _engine_counts(scrape)
+    assert drafts > 0 and drafted > 0 and len(per_position) == 4 and sum(per_position) == accepted
+    # nothing the build printed about its drafts goes unread
+    assert unread_lines(log) == [] and unread_series(scrape) == []
+    assert all(unread_timings(response["timings"]) == [] for response in responses)  # type: ignore[arg-type]
+    _, (from_metrics,) = engine_metrics.read_measurements(scrape)
+    _, (from_log,) = engine_metrics.read_measurements(log)
     lines = "\n".join(line for line in log.splitlines() if "draft acceptance" in line or "acc per pos" in line)
     _, (from_requests,) = engine_metrics.read_measurements(lines, k=4)
-    assert from_requests.per_position == from_metrics.per_position
-    for measurement in (from_log, from_requests):
+    for measurement in (from_metrics, from_log, from_requests):
+        assert (measurement.cycles, measurement.draft_tokens, measurement.accepted, measurement.k) == (
+            drafts,
+            drafted,
+            accepted,
+            4,
+        )
+        assert measurement.per_position == per_position
+        assert not any("not read" in note for note in measurement.notes)
+    # the statistics line's own totals: #acc drafts is position 1, a of #calls(b,g,a) the verifications
+    (statistics,) = last_statistics(log).values()
+    assert (statistics.accept_calls, statistics.tokens, statistics.accepted_tokens) == (drafts, drafted, accepted)
+    assert statistics.accepted_drafts == per_position[0]
+    # the responses' timings: drafted and accepted tokens per response, summed
+    _, (from_timings,) = engine_metrics.read_measurements(json.dumps(responses), k=4)
+    assert (from_timings.draft_tokens, from_timings.accepted) == (drafted, accepted)
+    for measurement in (from_metrics, from_log, from_requests, from_timings):
         calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
         assert calibrated.interval.low is not None and calibrated.interval.high is not None
         assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
+
+
+def test_each_build_has_its_real_outputs_captured() -> None:
+    for build in live_engine.BUILDS:
+        for suffix in ("lv4.log", "metrics.prom", "responses.json"):
+            assert (CAPTURED / f"llamacpp-{build}-{suffix}").is_file(), f"python -m tests.engines.capture {build}"
+    readme = (CAPTURED / "README.md").read_text()
+    assert "python -m tests.engines.capture BUILD" in readme and all(build in readme for build in live_engine.BUILDS)
+
+
+# A statistics line as b11312 and b11434 print it, then the same line as a later build might print it
+KNOWN_STATISTICS = (
+    "spec common_specu: statistics     draft-simple: #calls(b,g,a) =    1      8      8, #gen drafts =      8, "
+    "#acc drafts =     8, #gen tokens =     31, #acc tokens =    31, #mean acc len = 4.88, "
+    "#acc rate/pos = (1.000, 1.000, 1.000, 0.875), dur(b,g,a) = 0.001, 764.060, 0.005 ms"
+)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        KNOWN_STATISTICS.replace("#acc tokens =    31,", "#acc tokens =    31, #skipped = 3,"),  # a new field
+        KNOWN_STATISTICS.replace("#gen drafts", "#drafts"),  # a renamed field
+        KNOWN_STATISTICS.replace(" ms", " ms, #acc len hist = (0, 1, 7)"),  # a field after dur
+        "spec common_specu: statistics        draft-mtp: calls = 5, drafted = 20, accepted = 12",  # another form
+    ],
+)
+def test_a_statistics_line_the_reader_does_not_know_is_named_not_passed_over(changed: str) -> None:
+    assert unread_lines(KNOWN_STATISTICS) == [] and unread_statistics(KNOWN_STATISTICS) == []
+    assert unread_lines(changed) == [changed.strip()]
+    log = KNOWN_STATISTICS + "\n" + changed.replace("draft-simple", "ngram-simple") + "\n"
+    if last_statistics(log).keys() == {"draft-simple"}:
+        return  # not read at all: named by unread_lines above
+    _, (measurement,) = engine_metrics.read_measurements(log, k=4)
+    assert any("not read" in note for note in measurement.notes)
+
+
+def test_draft_lines_and_series_the_reader_does_not_know_are_named() -> None:
+    known = (
+        "slot print_timing: id  0 | task 0 | draft acceptance = 0.66237 (  257 accepted /   388 generated), "
+        "mean len =  3.65\nslot print_timing: id  0 | task 0 |      acc per pos = (0.804, 0.701, 0.629, 0.515)\n"
+    )
+    assert unread_lines(known) == [] and unread_lines(NEWER) == [] and unread_lines(RATES) == []
+    extended = known.replace("mean len =  3.65", "mean len =  3.65, drafted per step = 3.9")
+    assert unread_lines(extended) == [extended.splitlines()[0]]
+    renamed = known.replace("acc per pos = (", "acc per position = (")
+    assert unread_lines(renamed) == [renamed.splitlines()[1].strip()]
+    scrape = "llamacpp:spec_decode_num_drafts_total 8\nllamacpp:spec_decode_num_draft_sampled_total 3\n"
+    assert unread_series(scrape) == ["llamacpp:spec_decode_num_draft_sampled_total"]
+    assert unread_timings({"draft_n": 4, "draft_n_accepted": 3, "draft_ms": 1.0}) == ["draft_ms"]

@@ -48,6 +48,8 @@ class Source:
     def cite(self) -> str:
         if all(ch in "0123456789abcdef" for ch in self.commit) and len(self.commit) >= 7:
             return f"{self.repository}: {self.path} @ {self.commit[:12]} ({self.defines})"
+        if self.commit[:1] == "b" and self.commit[1:].isdigit():  # a release tag: llama.cpp's builds are bNNNNN
+            return f"{self.repository}: {self.path} @ {self.commit} ({self.defines})"
         return f"{self.repository}: {self.path} as of {self.commit} ({self.defines})"
 
 

@@ -9,9 +9,20 @@ from app.model.engines import base
 from app.model.engines.base import ConfigRuleError
 from app.model.engines.llamacpp.gguf_types import spec_types_from_gguf
 from app.model.engines.llamacpp.methods import SPEC_TYPES
-from app.model.engines.llamacpp.versions import ARG_CPP, ARG_CPP_2025, DRAFT_TYPE_FROM_GGUF, SPEC_FLAGS, SPECULATIVE_CPP
+from app.model.engines.llamacpp.versions import (
+    ARG_CPP,
+    ARG_CPP_2025,
+    ARG_CPP_B11434,
+    DRAFT_SAMPLING,
+    DRAFT_TYPE_FROM_GGUF,
+    SPEC_FLAGS,
+    SPECULATIVE_CPP,
+)
 
 REMOVED = ("--draft", "--draft-n", "--draft-max", "--draft-min", "--draft-n-min")
+
+
+DRAFT_SAMPLINGS = ("greedy", "probabilistic")  # --spec-draft-sampling's values (PR #27694); greedy by default
 
 
 _VALUED = {
@@ -50,7 +61,7 @@ def parse_flags(flags: Sequence[str], version: base.EngineVersion) -> dict[str, 
         flag = flags[index]
         if version.can(SPEC_FLAGS) and flag in REMOVED:
             raise ConfigRuleError(f"{flag}: the argument has been removed (llama-server exits 1)", where)
-        if flag not in valued:
+        if flag not in valued and not (flag == DRAFT_SAMPLING and version.can(DRAFT_SAMPLING)):
             raise ConfigRuleError(f"error: invalid argument: {flag}", where)
         if index + 1 >= len(flags):
             raise ConfigRuleError(f"error: {flag} expects a value", where)
@@ -60,6 +71,10 @@ def parse_flags(flags: Sequence[str], version: base.EngineVersion) -> dict[str, 
                 if name not in SPEC_TYPES:
                     raise ConfigRuleError(f"unknown speculative type: {name}", SPECULATIVE_CPP.cite())
             parsed[flag] = ",".join(filter(None, [parsed.get(flag, ""), value]))  # repeats append
+        elif flag == DRAFT_SAMPLING and value not in DRAFT_SAMPLINGS:
+            raise ConfigRuleError(
+                f"{flag}: invalid value, must be one of: {', '.join(DRAFT_SAMPLINGS)}", ARG_CPP_B11434.cite()
+            )
         else:
             parsed[flag] = value
         index += 2

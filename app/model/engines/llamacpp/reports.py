@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.model.engines import reports
-from app.model.engines.llamacpp.statistics import has_statistics, last_statistics, parse_rates
+from app.model.engines.llamacpp.statistics import (
+    STATISTICS_MENTION,
+    has_statistics,
+    last_statistics,
+    parse_rates,
+    unread_statistics,
+)
 from app.model.engines.llamacpp.versions import NAME
 from app.model.engines.reports import ErrorKind, fail
 
@@ -32,6 +38,52 @@ ACCEPTANCE_LINE = re.compile(
 
 
 N_MAX_LINE = re.compile(r"\bn_max\s*=\s*(\d+)")
+
+
+# Lines of the log about drafts, read or not, and each as the reader reads it in full.
+_ACCEPTANCE_MENTION = re.compile(r"(?m)^[^\n]*\bdraft acceptance\b[^\n]*$")
+_PER_POSITION_MENTION = re.compile(r"(?m)^[^\n]*\bper pos[^\n]*$")
+_PER_POSITION_LINE = re.compile(r"\bacc per pos\s*=\s*\([0-9.,\s]*\)\s*$")
+
+
+# The series of /metrics about drafts (tools/server/server-task.cpp) and the timings fields of a response.
+SPEC_SERIES = (
+    "llamacpp:spec_decode_num_drafts_total",
+    "llamacpp:spec_decode_num_draft_tokens_total",
+    "llamacpp:spec_decode_num_accepted_tokens_total",
+    "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+)
+TIMINGS_FIELDS = ("draft_n", "draft_n_accepted")
+
+
+def unread_lines(text: str) -> list[str]:
+    """The lines of a llama-server log about drafts that the log reader does not read in full: statistics lines,
+    per-request 'draft acceptance' lines and their 'acc per pos' lines printed otherwise than it knows."""
+    unread = unread_statistics(text)
+    for mention in _ACCEPTANCE_MENTION.finditer(text):
+        line = mention.group(0)
+        match = ACCEPTANCE_LINE.search(line)
+        if match is None or line[match.end() :].strip():
+            unread.append(line.strip())
+    unread += [
+        mention.group(0).strip()
+        for mention in _PER_POSITION_MENTION.finditer(text)
+        if _PER_POSITION_LINE.search(mention.group(0)) is None
+        and _ACCEPTANCE_MENTION.search(mention.group(0)) is None
+        and STATISTICS_MENTION.search(mention.group(0)) is None
+    ]
+    return unread
+
+
+def unread_series(text: str) -> list[str]:
+    """The llamacpp:spec_* series of a /metrics scrape that the metrics reader does not know."""
+    names = re.findall(r"(?m)^(llamacpp:spec_[\w:]*)", text)
+    return sorted({name for name in names if name not in SPEC_SERIES})
+
+
+def unread_timings(timings: Mapping[str, Any]) -> list[str]:
+    """The fields of a response's timings about drafts that the timings reader does not know."""
+    return sorted(name for name in timings if "draft" in name and name not in TIMINGS_FIELDS)
 
 
 EXAMPLE = {name: re.compile(rf"\b{name}\s*=\s*(\d+)\s*$", re.M) for name in ("n_draft", "n_drafted", "n_accept")}
@@ -115,6 +167,9 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
         if configured:
             k, source = int(configured[-1]), "n_max in the log's speculative start-up line"
     version = "2026-03" if lines and all(line["old"] for line in lines) else "2026-10"
+    unread = unread_lines(text)
+    if unread:
+        notes.append(f"{len(unread)} line(s) about drafts in a format this reader does not know, not read: {unread[0]}")
     cycles: float | None
     positions: tuple[float, ...] | None = None
     if statistics and all(line.accept_calls is not None for line in statistics.values()):
@@ -251,7 +306,7 @@ REPORTS = (
         "llamacpp-timings",
         NAME,
         "llama.cpp responses' timings JSON: draft_n and draft_n_accepted",
-        ("2026-10",),
+        ("2026-10", "b11434"),
         _detect_timings,
         _read_timings,
     ),
@@ -259,7 +314,7 @@ REPORTS = (
         "llamacpp-metrics",
         NAME,
         "llama.cpp /metrics (Prometheus text): llamacpp:spec_decode_* counters per position",
-        ("2026-10",),
+        ("2026-10", "b11434"),
         _detect_metrics,
         _read_metrics,
     ),
@@ -267,7 +322,7 @@ REPORTS = (
         "llamacpp-log",
         NAME,
         "llama.cpp server log: draft acceptance lines, statistics lines",
-        ("2026-03", "2026-10"),
+        ("2026-03", "2026-10", "b11434"),
         _detect_log,
         _read_log,
     ),
@@ -275,7 +330,7 @@ REPORTS = (
         "llamacpp-speculative",
         NAME,
         "llama.cpp speculative example summary: n_draft, n_drafted, n_accept",
-        ("2026-03", "2026-10"),
+        ("2026-03", "2026-10", "b11434"),
         _detect_example,
         _read_example,
     ),

@@ -29,6 +29,29 @@ STATISTICS_LINE = re.compile(
 )
 
 
+# Any line that names a drafter's statistics, read or not: what ``unread_statistics`` holds to the pattern above.
+STATISTICS_MENTION = re.compile(r"(?m)^[^\n]*\bstatistics\s+[\w-]+\s*:[^\n]*$")
+
+
+# What may follow ``#acc tokens = N`` on a line read in full: the fields b11312 and b11434 print, in their order.
+_KNOWN_TAIL = re.compile(
+    r"(?:,\s*#mean acc len\s*=\s*[0-9.]+)?(?:,\s*#acc rate/pos\s*=\s*\([0-9.,\s]*\))?"
+    r"(?:,\s*dur\(b,g,a\)\s*=\s*[0-9.]+,\s*[0-9.]+,\s*[0-9.]+\s*ms)?\s*"
+)
+
+
+def unread_statistics(text: str) -> list[str]:
+    """The statistics lines this reader does not read in full: a field it does not know, or a line it does not
+    match at all (a build that prints them otherwise)."""
+    unread = []
+    for mention in STATISTICS_MENTION.finditer(text):
+        line = mention.group(0)
+        match = STATISTICS_LINE.search(line)
+        if match is None or _KNOWN_TAIL.fullmatch(line, match.end("acc_tokens")) is None:
+            unread.append(line.strip())
+    return unread
+
+
 @dataclass(frozen=True)
 class DrafterStatistics:
     """One statistics line: one drafter's counts since the server started."""
