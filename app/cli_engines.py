@@ -199,9 +199,8 @@ def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[PlanRequest
 
 def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
     """`specdec-lab rules` (YAML, or JSON as the API with --format json) and `specdec-lab dashboard` (JSON)."""
-    from app.model import dashboard, rules
+    from app.model import rules
     from app.service import plan
-    from app.service.schemas.rules import rules_out
 
     name = arguments.command
     built = _built(arguments, setup_request, name)
@@ -214,7 +213,8 @@ def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     if planned is None:
         return 2
     try:
-        made = plan.build(planned[0], built).rules
+        decided = plan.build(planned[0], built)
+        made = decided.rules
     except rules.RulesError as error:
         print(f"specdec-lab {name}: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
         return 2
@@ -222,9 +222,9 @@ def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
         print(f"specdec-lab {name}: error: {error}", file=sys.stderr)
         return 2
     if name == "dashboard":
-        text = json.dumps(dashboard.build(made), indent=2) + "\n"
+        text = decided.dashboard_text()
     elif arguments.format == "json":
-        text = rules_out(made).model_dump_json(indent=2) + "\n"
+        text = decided.rules_out().model_dump_json(indent=2) + "\n"
     else:
         text = made.text
     if arguments.output:

@@ -124,7 +124,8 @@ class AccuracyOut(BaseModel):
     """Where a prediction comes from and how far off to expect it."""
 
     source: str = Field(
-        description="defaults (the terms fitted to published measurements) or given (set or fitted here)."
+        description="defaults (the terms fitted to published measurements), measured (the terms a step fit gave, "
+        "with fit_steps and fit_error) or given (set here)."
     )
     summary: str = Field(description="The same in one sentence.")
     median_error: float | None = Field(
@@ -141,6 +142,11 @@ class AccuracyOut(BaseModel):
     fitted_median_error: float | None = Field(default=None, description="The fitted terms' error on the other half.")
     fitted_worst_error: float | None = None
     fitted_points: int = Field(default=0, description="Published points the fitted terms are held to (unseen).")
+    measured_steps: int | None = Field(default=None, description="With source measured: the steps the terms fit.")
+    measured_error: float | None = Field(
+        default=None,
+        description="With source measured: the fit's out-of-sample error (each batch predicted from the others).",
+    )
 
 
 class BatchSweepOut(BaseModel):
