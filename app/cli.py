@@ -189,14 +189,44 @@ def run_table(arguments: argparse.Namespace) -> int:
 
 def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "schedule", "best draft length per batch size on the roofline (0 = off)")
-    add_input(parser, core_inputs.P, default=limits.DEFAULT_REGIMES_P)
+    acceptance = parser.add_argument_group("acceptance: p, or a rate or mean length measured at --k; and a profile")
+    add_input(acceptance, plan_inputs.P)
+    add_inputs(acceptance, (plan_inputs.RATE, plan_inputs.MEAN_LENGTH, plan_inputs.K, plan_inputs.PROFILE))
     add_input(parser, core_inputs.K_MAX)
     add_input(parser, plan_inputs.BATCH_MAX)
     _add_roofline_arguments(parser)
+    _add_step_fit_argument(parser)
     parser.set_defaults(handler=run_schedule)
 
 
+def _add_step_fit_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--step-fit",
+        metavar="FILE",
+        help="measured step times (the step-fit input measure --batch writes, CSV of batch, tokens, ms, or an "
+        "engine's step statistics; - for stdin): the efficiencies and overheads are fitted to them on this setup "
+        "and used in place of the defaults, and the answer says measured, with the fit's out-of-sample error",
+    )
+
+
+def _step_fitted(arguments: argparse.Namespace, built: Any, command: str) -> Any:
+    """The setup with the terms fitted to --step-fit's measured steps (as given without it); None after an error
+    message."""
+    if not arguments.step_fit:
+        return built
+    from app.service.step_fit import StepFitError, fitted_setup
+
+    try:
+        return fitted_setup(_read_text(arguments.step_fit), built)[1]
+    except OSError as error:
+        print(f"specdec-lab {command}: error: --step-fit: {error.strerror}: {arguments.step_fit}", file=sys.stderr)
+    except StepFitError as error:
+        print(f"specdec-lab {command}: error: --step-fit {arguments.step_fit}: {error}", file=sys.stderr)
+    return None
+
+
 def run_schedule(arguments: argparse.Namespace) -> int:
+    from app.service.inputs import InputError
     from app.service.regimes import (
         SetupError,
         SetupRequest,
@@ -210,10 +240,19 @@ def run_schedule(arguments: argparse.Namespace) -> int:
         request = _setup_request(arguments)
         assert isinstance(request, SetupRequest)
         built = build_setup(request)
+        acceptance = plan_inputs.measured_acceptance(
+            arguments.p, arguments.rate, arguments.mean_length, arguments.k, arguments.profile
+        )
     except SetupError as error:
         print(f"specdec-lab schedule: error: {error}", file=sys.stderr)
         return 2
-    schedule = schedule_out(arguments.p, arguments.k_max, arguments.batch_max, built)
+    except InputError as error:
+        print(f"specdec-lab schedule: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
+        return 2
+    built = _step_fitted(arguments, built, "schedule")
+    if built is None:
+        return 2
+    schedule = schedule_out(acceptance, arguments.k_max, arguments.batch_max, built)
     if arguments.format == "json":
         sys.stdout.write(schedule.model_dump_json(indent=2) + "\n")
     elif arguments.format == "csv":

@@ -36,7 +36,9 @@ def fitted_query(bandwidth: float, compute: float, overhead_us: float, measured:
     return "&".join(f"{name}={value}" for name, value in pairs)
 
 
-def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batch_max: int) -> StepFitOut:
+def fitted_setup(text: str, built: BuiltSetup) -> tuple[step_fit.StepFit, BuiltSetup]:
+    """Measured step times fitted on ``built``'s hardware and models: the fit, and the setup priced with its terms
+    (measured, with the fit's out-of-sample error, where the steps span more than one batch size)."""
     format_name, rows = step_fit.read_step_times(text)
     fit = step_fit.fit_step_times(built.setup, format_name, rows)
     description = built.description.model_copy(
@@ -51,7 +53,12 @@ def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batc
         }
     )
     measured = Measured(len(rows), fit.holdout_error) if fit.holdout_error is not None else None
-    fitted = BuiltSetup(fit.setup, description, measured=measured)
+    return fit, BuiltSetup(fit.setup, description, built.fit_batch, measured)
+
+
+def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batch_max: int) -> StepFitOut:
+    fit, fitted = fitted_setup(text, built)
+    format_name, rows, measured = fit.format, fit.rows, fitted.measured
     notes = [
         "add query to the same setup's query on any endpoint that prices a step (or to /batch's address) to use the "
         "fitted model: bandwidth_efficiency, compute_efficiency and overhead_us (overhead_per_draft_step_us the "
