@@ -138,7 +138,7 @@ def _predict(parts: tuple[np.ndarray, ...], eb: np.ndarray, ec: np.ndarray) -> n
     return result
 
 
-HOLDOUT_ROWS = 400  # rows the out-of-sample check refits on (evenly spaced over a longer input): bounded work
+HOLDOUT_ROWS = 200  # rows the out-of-sample check refits on (evenly spaced over a longer input): bounded work
 HOLDOUT_FOLDS = 8  # at most this many batches left out in turn
 
 
