@@ -17,8 +17,9 @@ with L the mean acceptance length (tokens per verification), n the tokens each s
 a chain, the tree's draft tokens for a tree) and w the tokens each draft step proposes per sequence (the
 tree's top-k, 1 for a chain).  A step over several devices adds two all-reduces per layer.
 
-The terms fitted to half of the points (``data/published_fit.json``) are the product's defaults
-(:data:`app.model.limits.FITTED_TERMS`); :data:`PLAIN_ROOFLINE` is the roofline without them.
+The terms fitted to the points :func:`split` does not hold out (it splits by source; ``data/published_fit.json``)
+are the product's defaults (:data:`app.model.limits.FITTED_TERMS`); :data:`PLAIN_ROOFLINE` is the roofline
+without them.
 """
 
 from __future__ import annotations
