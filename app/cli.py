@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.cli_arguments import add_input, add_inputs, bounded, input_values
+from app.cli_engines import add_step_fit_argument, step_fitted
 from app.model import limits
 from app.service import core_inputs, plan_inputs
 
@@ -195,34 +196,8 @@ def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.Argumen
     add_input(parser, core_inputs.K_MAX)
     add_input(parser, plan_inputs.BATCH_MAX)
     _add_roofline_arguments(parser)
-    _add_step_fit_argument(parser)
+    add_step_fit_argument(parser)
     parser.set_defaults(handler=run_schedule)
-
-
-def _add_step_fit_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--step-fit",
-        metavar="FILE",
-        help="measured step times (the step-fit input measure --batch writes, CSV of batch, tokens, ms, or an "
-        "engine's step statistics; - for stdin): the efficiencies and overheads are fitted to them on this setup "
-        "and used in place of the defaults, and the answer says measured, with the fit's out-of-sample error",
-    )
-
-
-def _step_fitted(arguments: argparse.Namespace, built: Any, command: str) -> Any:
-    """The setup with the terms fitted to --step-fit's measured steps (as given without it); None after an error
-    message."""
-    if not arguments.step_fit:
-        return built
-    from app.service.step_fit import StepFitError, fitted_setup
-
-    try:
-        return fitted_setup(_read_text(arguments.step_fit), built)[1]
-    except OSError as error:
-        print(f"specdec-lab {command}: error: --step-fit: {error.strerror}: {arguments.step_fit}", file=sys.stderr)
-    except StepFitError as error:
-        print(f"specdec-lab {command}: error: --step-fit {arguments.step_fit}: {error}", file=sys.stderr)
-    return None
 
 
 def run_schedule(arguments: argparse.Namespace) -> int:
@@ -249,7 +224,7 @@ def run_schedule(arguments: argparse.Namespace) -> int:
     except InputError as error:
         print(f"specdec-lab schedule: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
         return 2
-    built = _step_fitted(arguments, built, "schedule")
+    built = step_fitted(arguments, built, "schedule")
     if built is None:
         return 2
     schedule = schedule_out(acceptance, arguments.k_max, arguments.batch_max, built)

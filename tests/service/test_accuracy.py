@@ -73,3 +73,23 @@ def test_the_command_lines_rules_and_dashboard_say_it_too(capsys: pytest.Capture
     assert main(["dashboard", "--engine", "vllm", "--model", "dense-70b", "--p", "0.8"]) == 0
     board = json.loads(capsys.readouterr().out)
     assert board["accuracy"]["source"] == "defaults" and sentence in board["description"]
+
+
+def test_config_rules_and_dashboard_take_a_measured_sweep(
+    capsys: pytest.CaptureFixture[str], tmp_path: pytest.TempPathFactory
+) -> None:
+    server = dataclasses.replace(default_setup(), bandwidth_efficiency=0.45, compute_efficiency=0.3)
+    path = tmp_path / "sweep.csv"  # type: ignore[operator]
+    path.write_text(example_step_times(server, [1, 2, 4, 8, 16, 32], [1, 4], noise=0.01, seed=5), encoding="utf-8")
+    plan = ["--engine", "vllm", "--p", "0.8", "--step-fit", str(path)]
+    assert main(["config", *plan, "--format", "json"]) == 0
+    config = json.loads(capsys.readouterr().out)
+    assert config["accuracy"]["source"] == "measured" and config["accuracy"]["measured_steps"] == 12
+    assert main(["config", *plan]) == 0
+    assert "how good: measured: fitted to 12 steps" in capsys.readouterr().out
+    assert main(["rules", *plan]) == 0
+    assert "# how good: measured: fitted to 12 steps" in capsys.readouterr().out
+    assert main(["dashboard", *plan]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"]["source"] == "measured"
+    assert main(["config", "--engine", "vllm", "--step-fit", str(tmp_path / "none.csv")]) == 2  # type: ignore[operator]
+    assert "--step-fit" in capsys.readouterr().err
