@@ -50,6 +50,23 @@ onView((view) => {
 // is written into their fields, which then answer as if typed (the address and the view follow).
 const FITTED = { bandwidth_efficiency: 3, compute_efficiency: 3, overhead_us: 1 };
 const MEASURED = ["fit_steps", "fit_error"];
+
+// A term typed over a fitted one is no longer the measurement's: the page then answers from terms given.
+form.addEventListener("input", (event) => {
+  const name = event.target.name;
+  if (!event.isTrusted || MEASURED.includes(name) || !fittedNames().has(name)) return;
+  for (const mark of MEASURED) {
+    const input = form.elements.namedItem(mark);
+    if (input && input.value !== "") {
+      input.value = "";
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+  }
+});
+
+function fittedNames() {
+  return new Set((form.dataset.fitted || "").split(",").filter(Boolean));
+}
 const fitButton = document.getElementById("step-fit-run");
 const fitResult = document.getElementById("step-fit-result");
 
@@ -72,6 +89,7 @@ async function fitStepTimes() {
       return;
     }
     const fitted = new URLSearchParams(body.query);
+    form.dataset.fitted = [...fitted.keys()].filter((name) => !MEASURED.includes(name)).join(",");
     for (const name of MEASURED) if (!fitted.has(name)) fitted.set(name, ""); // one batch size: not measured
     for (const [name, value] of fitted) {
       const input = form.elements.namedItem(name);

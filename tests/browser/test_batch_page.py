@@ -545,6 +545,17 @@ def test_step_times_pasted_on_the_page_are_fitted_into_the_three_fields(
     assert float(state["bandwidth_efficiency"][0]) == pytest.approx(0.55, abs=0.02)
     assert state["fit_steps"] == ["40"]
     assert page.text_content("#speedup") != before  # the page answers for the fitted server
+    fitted_speedup = page.text_content("#speedup")
+    # a term typed over a fitted one: the terms are then given, not measured
+    page.fill("#compute_efficiency", "0.5")
+    expect(page.locator("#source")).to_contain_text("Given: the terms set here", timeout=UPDATE_MS)
+    assert page.input_value("#fit_steps") == "" and page.input_value("#fit_error") == ""
+    page.fill("#compute_efficiency", page.input_value("#compute_efficiency"))
+    settle(page)
+    assert "fit_steps" not in url_state(page)
+    page.click("#step-fit-run")  # fitted again: measured again
+    expect(page.locator("#source")).to_contain_text("Measured", timeout=UPDATE_MS)
+    expect(page.locator("#speedup")).to_have_text(fitted_speedup, timeout=UPDATE_MS)
     view = json.loads(page.evaluate("fetch('/api/v1/views/batch' + location.search).then((r) => r.text())"))
     assert page.text_content("#speedup") == view["readouts"]["speedup"]
 
