@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.cli_arguments import add_input, add_inputs, bounded, input_values
+from app.cli_engines import add_step_fit_argument, step_fitted
 from app.model import limits
 from app.service import core_inputs, plan_inputs
 
@@ -189,14 +190,18 @@ def run_table(arguments: argparse.Namespace) -> int:
 
 def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "schedule", "best draft length per batch size on the roofline (0 = off)")
-    add_input(parser, core_inputs.P, default=limits.DEFAULT_REGIMES_P)
+    acceptance = parser.add_argument_group("acceptance: p, or a rate or mean length measured at --k; and a profile")
+    add_input(acceptance, plan_inputs.P)
+    add_inputs(acceptance, (plan_inputs.RATE, plan_inputs.MEAN_LENGTH, plan_inputs.K, plan_inputs.PROFILE))
     add_input(parser, core_inputs.K_MAX)
     add_input(parser, plan_inputs.BATCH_MAX)
     _add_roofline_arguments(parser)
+    add_step_fit_argument(parser)
     parser.set_defaults(handler=run_schedule)
 
 
 def run_schedule(arguments: argparse.Namespace) -> int:
+    from app.service.inputs import InputError
     from app.service.regimes import (
         SetupError,
         SetupRequest,
@@ -210,10 +215,19 @@ def run_schedule(arguments: argparse.Namespace) -> int:
         request = _setup_request(arguments)
         assert isinstance(request, SetupRequest)
         built = build_setup(request)
+        acceptance = plan_inputs.measured_acceptance(
+            arguments.p, arguments.rate, arguments.mean_length, arguments.k, arguments.profile
+        )
     except SetupError as error:
         print(f"specdec-lab schedule: error: {error}", file=sys.stderr)
         return 2
-    schedule = schedule_out(arguments.p, arguments.k_max, arguments.batch_max, built)
+    except InputError as error:
+        print(f"specdec-lab schedule: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
+        return 2
+    built = step_fitted(arguments, built, "schedule")
+    if built is None:
+        return 2
+    schedule = schedule_out(acceptance, arguments.k_max, arguments.batch_max, built)
     if arguments.format == "json":
         sys.stdout.write(schedule.model_dump_json(indent=2) + "\n")
     elif arguments.format == "csv":

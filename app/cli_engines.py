@@ -93,6 +93,34 @@ def _p_text(p: float, low: float | None, high: float | None) -> str:
     )
 
 
+def add_step_fit_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--step-fit",
+        metavar="FILE",
+        help="measured step times (the step-fit input measure --batch writes, CSV of batch, tokens, ms, or an "
+        "engine's step statistics; - for stdin): the efficiencies and overheads are fitted to them on this setup "
+        "and used in place of the defaults, and the answer says measured, with the fit's out-of-sample error",
+    )
+
+
+def step_fitted(arguments: argparse.Namespace, built: Any, command: str) -> Any:
+    """The setup with the terms fitted to --step-fit's measured steps (as given without it); None after an error
+    message."""
+    if not getattr(arguments, "step_fit", None):
+        return built
+    from app.service.step_fit import StepFitError, fitted_setup
+
+    try:
+        return fitted_setup(read_source(arguments.step_fit), built)[1]
+    except OSError as error:
+        print(f"specdec-lab {command}: error: --step-fit: {error.strerror}: {arguments.step_fit}", file=sys.stderr)
+    except StepFitError as error:
+        print(f"specdec-lab {command}: error: --step-fit {arguments.step_fit}: {error}", file=sys.stderr)
+    except ValueError as error:  # larger than the cap, or a URL that could not be read
+        print(f"specdec-lab {command}: error: --step-fit: {error}", file=sys.stderr)
+    return None
+
+
 def add_commands(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     add_roofline_arguments: Callable[[argparse.ArgumentParser], None],
@@ -104,6 +132,7 @@ def add_commands(
     )
     _add_plan_arguments(config)
     add_roofline_arguments(config)
+    add_step_fit_argument(config)
     config.set_defaults(handler=lambda arguments: run_config(arguments, setup_request))
 
     fit = subparsers.add_parser("step-fit", help="fit efficiencies and overhead to measured step times")
@@ -148,6 +177,7 @@ def add_commands(
         command = subparsers.add_parser(name, help=help_text)
         _add_rules_arguments(command)
         add_roofline_arguments(command)
+        add_step_fit_argument(command)
         command.set_defaults(handler=lambda arguments: run_rules(arguments, setup_request))
 
 
@@ -199,9 +229,8 @@ def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[PlanRequest
 
 def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
     """`specdec-lab rules` (YAML, or JSON as the API with --format json) and `specdec-lab dashboard` (JSON)."""
-    from app.model import dashboard, rules
+    from app.model import rules
     from app.service import plan
-    from app.service.schemas.rules import rules_out
 
     name = arguments.command
     built = _built(arguments, setup_request, name)
@@ -214,7 +243,8 @@ def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     if planned is None:
         return 2
     try:
-        made = plan.build(planned[0], built).rules
+        decided = plan.build(planned[0], built)
+        made = decided.rules
     except rules.RulesError as error:
         print(f"specdec-lab {name}: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
         return 2
@@ -222,9 +252,9 @@ def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
         print(f"specdec-lab {name}: error: {error}", file=sys.stderr)
         return 2
     if name == "dashboard":
-        text = json.dumps(dashboard.build(made), indent=2) + "\n"
+        text = decided.dashboard_text()
     elif arguments.format == "json":
-        text = rules_out(made).model_dump_json(indent=2) + "\n"
+        text = decided.rules_out().model_dump_json(indent=2) + "\n"
     else:
         text = made.text
     if arguments.output:
@@ -245,10 +275,11 @@ def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Name
     try:
         request = setup_request(arguments)
         assert isinstance(request, SetupRequest)
-        return build_setup(request)
+        built = build_setup(request)
     except SetupError as error:
         print(f"specdec-lab {name}: error: {error}", file=sys.stderr)
         return None
+    return step_fitted(arguments, built, name)
 
 
 def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ...], str]:
@@ -285,6 +316,8 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
         lines.insert(0, where)
     lines.append(out.text.rstrip() if out.speculate else "(leave speculation off)")
     lines += [f"note: {note}" for note in out.notes]
+    if out.accuracy is not None:
+        lines.append(f"how good: {out.accuracy.summary}")
     lines += [f"keys checked against {source}" for source in out.sources]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

@@ -1,8 +1,9 @@
 """The cost model against published measurements (app/model/data/published_speedups.json), fitted on one half.
 
 The points the cost model can price (a preset accelerator and target, an EAGLE, EAGLE-3 or MTP head or
-n-gram lookup, k and the batch named, lossless) are split within each sweep: every other point by batch
-fits the terms of app.model.published.SpecCosts, the rest are held out.  A sweep whose source gives no
+n-gram lookup, k and the batch named, lossless) are split by source (``published.split``): each sweep offers
+every other point by batch for holding out, no source holds out more than all the others together, and the
+rest fit the terms of app.model.published.SpecCosts.  A sweep whose source gives no
 acceptance length takes the one that makes its smallest batch come out right (that point is then used for
 nothing else).  ``before`` is the plain roofline (fixed efficiencies and one overhead per pass, no cycle or
 all-reduce terms: the defaults before the fit); ``after`` the same points with the terms fitted here, which are
@@ -41,7 +42,11 @@ def main() -> None:
     for label, costs in (("before", before), ("after", after)):
         predictions[label] = [item for item in published.predict_all(points, costs, train) if not item.train]
         median, worst = published.errors(predictions[label])
-        print(f"{label}: held-out median error {median:.1%}, worst {worst:.1%} over {len(predictions[label])} points")
+        sources = {published.source(item.point) for item in predictions[label]}
+        print(
+            f"{label}: held-out median error {median:.1%}, worst {worst:.1%} over {len(predictions[label])} points "
+            f"from {len(sources)} sources"
+        )
     print(f"\n{'sweep':<42} {'crossover measured':>18} {'before':>7} {'after':>6}")
     for name, group in published.sweeps(priced).items():
         if len({point.batch for point in group}) < 3:  # a sweep over batch sizes

@@ -1,4 +1,4 @@
-"""Fit the cost terms to half of the published points and write app/model/data/published_fit.json.
+"""Fit the cost terms to the fitting part of the published points (split by source) and write published_fit.json.
 
 Run after changing the published data or the cost model: `python scripts/fit_published.py`.  The test
 tests/test_published.py fails while the file is not what this writes.

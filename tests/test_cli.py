@@ -94,6 +94,60 @@ def test_schedule_text_csv_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "given here" in again and "the plain roofline, to compare:" not in again
 
 
+def test_schedule_takes_a_measured_sweep_and_says_measured(
+    capsys: pytest.CaptureFixture[str], tmp_path: pytest.TempPathFactory
+) -> None:
+    import dataclasses
+
+    from fastapi.testclient import TestClient
+
+    from app.model.regimes import default_setup
+    from app.testing.step_times import example_step_times
+    from app.web.main import create_app
+
+    server = dataclasses.replace(default_setup(), bandwidth_efficiency=0.5, compute_efficiency=0.2, step_overhead_us=40)
+    steps = example_step_times(server, [1, 2, 4, 8, 16, 32, 64, 128], [1, 3, 5], noise=0.02, seed=3)
+    path = tmp_path / "steps.csv"  # type: ignore[operator]
+    path.write_text(steps, encoding="utf-8")
+    _, defaults, _ = run(capsys, "schedule", "--format", "json")
+    code, measured, _ = run(capsys, "schedule", "--format", "json", "--step-fit", str(path))
+    assert code == 0
+    body, before = json.loads(measured), json.loads(defaults)
+    assert body["accuracy"]["source"] == "measured" and body["accuracy"]["measured_steps"] == 24
+    assert body["off_from_batch"] != before["off_from_batch"]
+    # the same as the API answers with the step fit's query
+    with TestClient(create_app()) as client:
+        fit = client.post("/api/v1/step-fit", content=steps, headers={"content-type": "text/plain"}).json()
+        api = client.get(f"/api/v1/regimes/schedule?{fit['query']}").json()
+    # (the query writes each term to 4 significant figures: the same schedule, speedups within 0.1%)
+    assert [(step["batch_from"], step["k"]) for step in api["steps"]] == [
+        (step["batch_from"], step["k"]) for step in body["steps"]
+    ]
+    assert [step["speedup_at_to"] for step in api["steps"]] == pytest.approx(
+        [step["speedup_at_to"] for step in body["steps"]], rel=1e-3
+    )
+    assert api["accuracy"]["summary"] == body["accuracy"]["summary"]
+    _, text, _ = run(capsys, "schedule", "--step-fit", str(path))
+    assert "measured: fitted to 24 steps, out-of-sample error" in text
+    code, _, error = run(capsys, "schedule", "--step-fit", str(tmp_path / "missing.csv"))  # type: ignore[operator]
+    assert code == 2 and "--step-fit" in error and "missing.csv" in error
+    path.write_text("batch,tokens,ms\n1,1,2\n", encoding="utf-8")
+    code, _, error = run(capsys, "schedule", "--step-fit", str(path))
+    assert code == 2 and "at least 3 are needed" in error
+
+
+def test_schedule_takes_the_acceptance_as_the_api_does(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, error = run(capsys, "schedule", "--mean-length", "3")
+    assert code == 2 and "--k: is required with mean_length" in error
+    code, _, error = run(capsys, "schedule", "--p", "0.8", "--mean-length", "3", "--k", "4")
+    assert code == 2 and "give exactly one of p" in error
+    code, _, error = run(capsys, "schedule", "--profile", "0.5,0.9")
+    assert code == 2 and "--profile" in error
+    with pytest.raises(SystemExit):
+        main(["schedule", "--mean-length", "0.5", "--k", "4"])  # below its bound: argparse names it
+    assert "--mean-length" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

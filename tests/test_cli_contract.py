@@ -32,6 +32,13 @@ QUESTIONS = [
     ),
     (["schedule"], "/api/v1/regimes/schedule", {}),
     (["schedule", "--p", "0.9", "--k-max", "3"], "/api/v1/regimes/schedule", {"p": 0.9, "k_max": 3}),
+    (["schedule", "--mean-length", "3", "--k", "4"], "/api/v1/regimes/schedule", {"mean_length": 3, "k": 4}),
+    (["schedule", "--rate", "0.6", "--k", "3"], "/api/v1/regimes/schedule", {"rate": 0.6, "k": 3}),
+    (
+        ["schedule", "--p", "0.7", "--profile", "0.9,0.8,0.6"],
+        "/api/v1/regimes/schedule",
+        {"p": 0.7, "profile": "0.9,0.8,0.6"},
+    ),
     (["trees"], "/api/v1/trees", {}),
     (
         ["trees", "--budget", "32", "--regime", "memory-bound"],

@@ -123,3 +123,22 @@ def test_the_table_names_each_crossover_and_the_out_of_sample_error() -> None:
     assert "k = 4: stops paying at batch 64 measured, 53 predicted from batches 1,2,4,8,16,32" in text
     assert "leave-one-batch-out: median error 0.0%" in text
     assert "best k per batch, measured (predicted with that batch left out): 1: 4 (4)" in text
+
+
+def test_the_sweeps_step_fit_input_is_what_the_schedule_takes_as_measured(
+    tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """measure --batch --write-step-fit's file, given to schedule --step-fit: its steps fit the terms, and the
+    schedule says measured, with the fit's out-of-sample error."""
+    import json
+
+    from app.cli import main
+    from app.model.measure_batches import batch_step_times_csv
+
+    analysis = analyze_batches([[_cell(k, batch) for k in (0, 2, 4) for batch in BATCHES]], draft_model=False)
+    path = tmp_path / "steps.csv"  # type: ignore[operator]
+    path.write_text(batch_step_times_csv(analysis), encoding="utf-8")
+    assert main(["schedule", "--format", "json", "--model", "dense-1b", "--step-fit", str(path)]) == 0
+    accuracy = json.loads(capsys.readouterr().out)["accuracy"]
+    assert accuracy["source"] == "measured" and accuracy["measured_steps"] == len(analysis.cells) == 21
+    assert accuracy["measured_error"] is not None and accuracy["summary"].startswith("measured: fitted to 21 steps")

@@ -20,6 +20,9 @@ TRUE = {"bandwidth_efficiency": 0.55, "compute_efficiency": 0.4, "step_overhead_
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 
 
+SETUP = build_setup(SetupRequest()).setup
+
+
 def _truth() -> object:
     return replace(build_setup(SetupRequest()).setup, **TRUE)
 
@@ -135,3 +138,41 @@ def test_trtllm_iteration_stats_decode_iterations_are_step_times() -> None:
     assert name == "trtllm-iteration-stats" and len(rows) == 3 * len(BATCHES)  # the prefill iteration is left out
     fit = fit_step_times(build_setup(SetupRequest()).setup, name, rows)
     assert fit.rms_relative_error < 0.01 and fit.bandwidth_efficiency == pytest.approx(0.55, rel=0.03)
+
+
+def test_the_out_of_sample_error_predicts_each_batch_from_the_others() -> None:
+    from app.model import step_fit
+
+    truth = replace(SETUP, bandwidth_efficiency=0.6, compute_efficiency=0.35, step_overhead_us=25.0)
+    exact = example_step_times(truth, [1, 2, 4, 8, 16, 32, 64], [1, 3], noise=0.0, seed=0)
+    fit = fit_step_times(SETUP, *read_step_times(exact))
+    assert fit.holdout_folds == 7 and fit.holdout_error is not None and fit.holdout_error < 0.01
+    noisy = example_step_times(truth, [1, 2, 4, 8, 16, 32, 64], [1, 3], noise=0.05, seed=1)
+    noisy_fit = fit_step_times(SETUP, *read_step_times(noisy))
+    assert noisy_fit.holdout_error is not None and 0.005 < noisy_fit.holdout_error < 0.2
+    assert noisy_fit.holdout_error >= noisy_fit.rms_relative_error / 4  # out of sample is no better than the fit
+    # one batch size: nothing to hold out
+    single = example_step_times(truth, [8], [1, 2, 3, 4], noise=0.0, seed=0)
+    assert fit_step_times(SETUP, *read_step_times(single)).holdout_error is None
+    # bounded work: at most HOLDOUT_FOLDS batches left out in turn, over at most HOLDOUT_ROWS rows
+    many = [2**index for index in range(11)]
+    wide = fit_step_times(SETUP, *read_step_times(example_step_times(truth, many, [1, 2], noise=0.0, seed=0)))
+    assert wide.holdout_folds == step_fit.HOLDOUT_FOLDS < len(many)
+
+
+def test_the_answer_gives_the_fitted_terms_as_a_query_that_says_measured(client: TestClient) -> None:
+    truth = replace(SETUP, bandwidth_efficiency=0.6, compute_efficiency=0.35, step_overhead_us=25.0)
+    body = example_step_times(truth, [1, 2, 4, 8, 16], [1, 3], noise=0.01, seed=2)
+    answer = client.post("/api/v1/step-fit", content=body, headers={"content-type": "text/plain"}).json()
+    assert answer["holdout_batches"] == 5 and answer["accuracy"]["source"] == "measured"
+    pairs = dict(item.split("=") for item in answer["query"].split("&"))
+    assert float(pairs["bandwidth_efficiency"]) == pytest.approx(answer["bandwidth_efficiency"], rel=1e-3)
+    assert pairs["overhead_per_draft_step_us"] == pairs["overhead_us"]
+    assert pairs["cycle_overhead_us"] == pairs["cycle_overhead_per_sequence_us"] == pairs["allreduce_us"] == "0"
+    assert pairs["fit_steps"] == "10" and float(pairs["fit_error"]) == pytest.approx(
+        100 * answer["holdout_error"], rel=1e-3
+    )
+    single = example_step_times(truth, [8], [1, 2, 3], noise=0.0, seed=0)
+    one = client.post("/api/v1/step-fit", content=single, headers={"content-type": "text/plain"}).json()
+    assert one["holdout_error"] is None and "fit_steps" not in one["query"]
+    assert one["accuracy"]["source"] == "given" and any("one batch size" in note for note in one["notes"])

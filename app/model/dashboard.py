@@ -211,7 +211,7 @@ def build(made: RulesFile) -> dict[str, Any]:
         "id": None,
         "uid": "specdec-" + hashlib.sha256(key.encode()).hexdigest()[:16],
         "title": f"Speculative decoding: {made.title} {made.version.name}",
-        "description": f"specdec-lab: {made.setup_text}",
+        "description": f"specdec-lab: {made.setup_text}" + (f"; how good: {made.accuracy}" if made.accuracy else ""),
         "tags": ["specdec-lab", "speculative-decoding", made.engine],
         "timezone": "browser",
         "editable": True,

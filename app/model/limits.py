@@ -86,9 +86,9 @@ DEFAULT_DRAFT = "dense-1b"
 DEFAULT_WEIGHTS = "bf16"
 DEFAULT_KV_CACHE = "bf16"
 DEFAULT_CONTEXT = 1024
-# The cost model's terms (efficiencies and overheads) are by default those fitted to half of the published
-# measurements (data/published_fit.json, written by scripts/fit_published.py), keyed by their API names, so that
-# a refit moves every default.  Hardware nobody has published a measurement of gets the same terms.
+# The cost model's terms (efficiencies and overheads) are by default those fitted to the published measurements
+# not held out (split by source; data/published_fit.json, written by scripts/fit_published.py), keyed by their API
+# names, so that a refit moves every default.  Hardware nobody has published a measurement of gets the same terms.
 PUBLISHED_FIT = Path(__file__).with_name("data") / "published_fit.json"
 FITTED_TERMS: dict[str, float] = json.loads(PUBLISHED_FIT.read_text(encoding="utf-8"))["terms"]
 DEFAULT_BANDWIDTH_EFFICIENCY = FITTED_TERMS["bandwidth_efficiency"]

@@ -17,8 +17,9 @@ with L the mean acceptance length (tokens per verification), n the tokens each s
 a chain, the tree's draft tokens for a tree) and w the tokens each draft step proposes per sequence (the
 tree's top-k, 1 for a chain).  A step over several devices adds two all-reduces per layer.
 
-The terms fitted to half of the points (``data/published_fit.json``) are the product's defaults
-(:data:`app.model.limits.FITTED_TERMS`); :data:`PLAIN_ROOFLINE` is the roofline without them.
+The terms fitted to the points :func:`split` does not hold out (it splits by source; ``data/published_fit.json``)
+are the product's defaults (:data:`app.model.limits.FITTED_TERMS`); :data:`PLAIN_ROOFLINE` is the roofline
+without them.
 """
 
 from __future__ import annotations
@@ -228,13 +229,43 @@ def predict_all(points: Sequence[PublishedPoint], costs: SpecCosts, train_ids: s
     return out
 
 
+def source(point: PublishedPoint) -> str:
+    """The publication a point comes from (its address without the fragment): a paper, a post, a pull request."""
+    return point.url.split("#", 1)[0]
+
+
+def _spread(items: Sequence[PublishedPoint], count: int) -> list[PublishedPoint]:
+    """``count`` of ``items`` evenly spaced over them, the first and the last included."""
+    if count <= 0:
+        return []
+    if count == 1:
+        return [items[len(items) // 2]]
+    return [items[round(index * (len(items) - 1) / (count - 1))] for index in range(count)]
+
+
 def split(points: Sequence[PublishedPoint]) -> set[str]:
-    """The fitting half: every other point of each sweep by batch (the first after calibration included)."""
-    train: set[str] = set()
+    """The fitting half, stratified by source.
+
+    Each sweep offers every other point by batch for holding out (the first after calibration fits, as does a
+    sweep's only point).  A source then holds out no more of its offered points than all the other sources
+    together, so that no one publication is the majority of the held-out points; a capped source holds out
+    points spread over its sweeps and batches, and the rest of its points fit.  Returns the fitting points' ids.
+    """
+    predicted: dict[str, list[PublishedPoint]] = {}
+    offered: dict[str, list[list[PublishedPoint]]] = {}
     for group in sweeps([point for point in points if point.priced]).values():
         rest = group[1:] if group[0].acceptance_length is None else group
-        train.update(point.id for point in rest[::2])
-    return train
+        predicted.setdefault(source(group[0]), []).extend(rest)
+        offered.setdefault(source(group[0]), []).append(rest[1::2])
+    counts = {name: sum(map(len, lists)) for name, lists in offered.items()}
+    held: set[str] = set()
+    for name, lists in offered.items():
+        allowed = min(counts[name], sum(counts.values()) - counts[name])
+        # the capped source's share split evenly over its sweeps, each sweep's spread over its batches
+        share = [allowed // len(lists) + (index < allowed % len(lists)) for index in range(len(lists))]
+        for items, count in zip(lists, share, strict=True):
+            held.update(point.id for point in _spread(items, min(count, len(items))))
+    return {point.id for items in predicted.values() for point in items} - held
 
 
 def errors(predictions: Sequence[PointPrediction]) -> tuple[float | None, float | None]:

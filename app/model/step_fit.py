@@ -53,6 +53,9 @@ class StepFit:
     at_bounds: list[str]
     setup: RooflineSetup
     step_cost: StepCost | None = None  # the named terms, where the rows identify any
+    # out of sample: each batch's rows predicted by the fit to the other batches (median absolute relative error)
+    holdout_error: float | None = None
+    holdout_folds: int = 0  # the batches left out in turn (0: one batch size only, nothing to hold out)
 
 
 def _csv_rows(text: str) -> list[StepRow]:
@@ -135,7 +138,44 @@ def _predict(parts: tuple[np.ndarray, ...], eb: np.ndarray, ec: np.ndarray) -> n
     return result
 
 
+HOLDOUT_ROWS = 200  # rows the out-of-sample check refits on (evenly spaced over a longer input): bounded work
+HOLDOUT_FOLDS = 8  # at most this many batches left out in turn
+
+
+def holdout_error(setup: RooflineSetup, rows: list[StepRow]) -> tuple[float | None, int]:
+    """Leave one batch out: fit the efficiencies and overhead to the other batches' rows, predict the left-out
+    batch's.  Returns the median absolute relative error over the predicted rows and the batches left out in turn
+    (None and 0 with fewer than two batch sizes, or too few rows to fit without one)."""
+    if len(rows) > HOLDOUT_ROWS:
+        rows = [rows[round(index * (len(rows) - 1) / (HOLDOUT_ROWS - 1))] for index in range(HOLDOUT_ROWS)]
+    batches = sorted({row.batch for row in rows})
+    if len(batches) > HOLDOUT_FOLDS:
+        batches = [batches[round(index * (len(batches) - 1) / (HOLDOUT_FOLDS - 1))] for index in range(HOLDOUT_FOLDS)]
+    errors: list[float] = []
+    folds = 0
+    for batch in batches:
+        train = [row for row in rows if row.batch != batch]
+        test = [row for row in rows if row.batch == batch]
+        if len(train) < 3:
+            continue
+        fit = _fit(setup, train)
+        parts = _components(setup, test)
+        predicted = _predict(parts, np.array([fit[0]]), np.array([fit[1]]))[0] + fit[2] * (parts[4] + 1.0)
+        measured = np.array([row.ms for row in test]) * 1e-3
+        errors.extend(np.abs(predicted / measured - 1.0).tolist())
+        folds += 1
+    if folds < 2:
+        return None, 0
+    return float(np.median(errors)), folds
+
+
 def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) -> StepFit:
+    eb, ec, overhead = _fit(setup, rows)
+    return _fitted(setup, format_name, rows, eb, ec, overhead)
+
+
+def _fit(setup: RooflineSetup, rows: list[StepRow]) -> tuple[float, float, float]:
+    """Bandwidth and compute efficiency and the overhead per pass (seconds) that fit the rows best."""
     parts = _components(setup, rows)
     measured = np.array([row.ms for row in rows]) * 1e-3
     passes = parts[4] + 1.0
@@ -165,6 +205,16 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
         levels_c = np.clip(np.geomspace(ec / span, ec * span, 17), EFFICIENCY_FLOOR, 1.0)
         eb, ec, overhead, _ = best_on(levels_b, levels_c)
         levels = levels_b
+    return eb, ec, overhead
+
+
+def _fitted(
+    setup: RooflineSetup, format_name: str, rows: list[StepRow], eb: float, ec: float, overhead: float
+) -> StepFit:
+    parts = _components(setup, rows)
+    measured = np.array([row.ms for row in rows]) * 1e-3
+    passes = parts[4] + 1.0
+    cap = MAX_OVERHEAD_US * 1e-6
     fitted = _predict(parts, np.array([eb]), np.array([ec]))[0] + overhead * passes
     relative = (fitted - measured) / measured
     at_bounds = [
@@ -191,6 +241,7 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
     terms = named_terms.fit(
         [StepPoint(row.batch, row.tokens, row.ms) for row in rows], draft_model=any(row.draft_steps for row in rows)
     )
+    held, folds = holdout_error(setup, rows)
     return StepFit(
         format=format_name,
         rows=rows,
@@ -203,4 +254,6 @@ def fit_step_times(setup: RooflineSetup, format_name: str, rows: list[StepRow]) 
         at_bounds=at_bounds,
         setup=fitted_setup,
         step_cost=terms,
+        holdout_error=held,
+        holdout_folds=folds,
     )

@@ -25,9 +25,10 @@ from app.model import capacity, dashboard, engine_config, engines, limits, rules
 from app.model.acceptance import AcceptanceProfile
 from app.model.engines.base import describe_batches
 from app.model.regimes import best_k_by_batch
-from app.service.regimes import BuiltSetup, decision_schedule, devices_for_batch, devices_note
+from app.service.regimes import BuiltSetup, accuracy_out, decision_schedule, devices_for_batch, devices_note
 from app.service.schemas.engines import EngineConfigOut
-from app.service.schemas.regimes import ScheduleOut
+from app.service.schemas.regimes import AccuracyOut, ScheduleOut
+from app.service.schemas.rules import RulesOut, rules_out
 
 WATCH_FIELDS = ("label", "window", "hold", "match")  # with p_low: what only the rules and the dashboard take
 
@@ -139,13 +140,29 @@ class Plan:
         return decision_schedule(self.decision, self.built)
 
     @cached_property
+    def accuracy(self) -> AccuracyOut:
+        """Where the plan's numbers come from (the defaults, a step fit's measured terms, or terms given) and how
+        far off to expect them: the config, the rules and the dashboard say it as the schedule does."""
+        return accuracy_out(self.built.setup, self.built.measured)
+
+    @cached_property
     def rules(self) -> rules.RulesFile:
         """The rules file priced at the k this plan's config runs; a RulesError naming the parameter otherwise."""
-        return rules.build(self.request.rules_request(), self.built.setup, self.decision, self.export.exported)
+        return rules.build(
+            self.request.rules_request(),
+            self.built.setup,
+            self.decision,
+            self.export.exported,
+            accuracy=self.accuracy.summary,
+        )
+
+    def rules_out(self) -> RulesOut:
+        return rules_out(self.rules, self.accuracy)
 
     @cached_property
     def dashboard(self) -> dict[str, Any]:
-        return dashboard.build(self.rules)
+        """The Grafana dashboard, with the plan's accuracy beside Grafana's own keys (its description says it too)."""
+        return {**dashboard.build(self.rules), "accuracy": self.accuracy.model_dump()}
 
     def dashboard_text(self) -> str:
         return json.dumps(self.dashboard, indent=2, ensure_ascii=False) + "\n"
@@ -206,6 +223,7 @@ class Plan:
             sources=version.cite(),
             acceptance_model=self.acceptance.describe(),
             iid_differs_at=list(self.iid.batches),
+            accuracy=self.accuracy,
             notes=self.model_notes() + notes + exported.notes,
         )
 

@@ -111,6 +111,20 @@ class SetupRequest:
     overhead_us: float = DEFAULTS.step_overhead_us
     overrides: Mapping[str, float | int | None] = field(default_factory=dict)
     cost_terms: Mapping[str, float | None] = field(default_factory=dict)  # limits.COST_TERMS given
+    measured: Measured | None = None  # the terms are a step fit's
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Terms fitted to measured steps (a sweep from ``measure --batch``, an engine's step times): how many steps,
+    and the fit's out-of-sample error (each batch predicted from the others), as a fraction."""
+
+    steps: int
+    error: float
+
+    @property
+    def sentence(self) -> str:
+        return f"measured: fitted to {self.steps} steps, out-of-sample error {self.error:.0%}"
 
 
 @dataclass(frozen=True)
@@ -118,6 +132,7 @@ class BuiltSetup:
     setup: RooflineSetup
     description: SetupOut
     fit_batch: int = 1  # devices chosen automatically hold both models and this many sequences
+    measured: Measured | None = None
 
 
 def _choice(name: str, value: str, allowed: Mapping[str, object]) -> None:
@@ -212,7 +227,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
     devices_auto = request.devices == 0
     if devices_auto:
         setup = replace(setup, devices=devices_to_fit(setup, 1, MAX_DEVICES) or MAX_DEVICES)
-    return BuiltSetup(setup, describe_setup(setup, request, devices_auto))
+    return BuiltSetup(setup, describe_setup(setup, request, devices_auto), measured=request.measured)
 
 
 def accelerator_out(key: str, accelerator: Accelerator) -> AcceleratorOut:
@@ -339,8 +354,9 @@ def _batch_point(sweep: BatchSweep, index: int, capacity_gb: float) -> BatchPoin
     )
 
 
-def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
-    """How good the roofline's numbers are: the defaults' error on held-out published points, or the terms given."""
+def accuracy_out(setup: RooflineSetup, measured: Measured | None = None) -> AccuracyOut:
+    """How good the roofline's numbers are: the defaults' error on held-out published points, a step fit's
+    out-of-sample error (``measured``), or the terms given."""
     shipped = published.shipped_accuracy()
     defaults = (
         setup.bandwidth_efficiency == limits.DEFAULT_BANDWIDTH_EFFICIENCY
@@ -354,12 +370,14 @@ def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
             f"; on the published sweep that stops paying ({shipped.crossover_setup}) they say batch "
             f"{shipped.crossover_predicted} where the engine stops at {shipped.crossover_measured}"
         )
-    measured = [ACCELERATORS[key].name for key in shipped.measured_hardware]
-    if setup.accelerator.name in measured:
-        hardware = f"measured on {', '.join(measured)}"
+    published_on = [ACCELERATORS[key].name for key in shipped.measured_hardware]
+    if setup.accelerator.name in published_on:
+        hardware = f"measured on {', '.join(published_on)}"
     else:
         hardware = f"nothing published on {setup.accelerator.name}: the same terms apply"
-    if defaults:
+    if measured is not None:
+        summary = f"{measured.sentence} (each batch predicted from the others); for comparison, {shipped.sentence}."
+    elif defaults:
         summary = (
             f"{shipped.sentence} ({hardware}){crossing}. Fit them to your server with measure --batch or step-fit."
         )
@@ -371,7 +389,7 @@ def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
     fit = published.published_fit()
     held = fit["held_out"]
     return AccuracyOut(
-        source="defaults" if defaults else "given",
+        source="measured" if measured is not None else "defaults" if defaults else "given",
         summary=summary,
         median_error=shipped.median_error,
         worst_error=shipped.worst_error,
@@ -382,6 +400,8 @@ def accuracy_out(setup: RooflineSetup) -> AccuracyOut:
         fitted_median_error=held["median_error"],
         fitted_worst_error=held["worst_error"],
         fitted_points=held["points"],
+        measured_steps=measured.steps if measured is not None else None,
+        measured_error=measured.error if measured is not None else None,
     )
 
 
@@ -426,7 +446,7 @@ def sweep_out(
         verify_compute_bound=sweep.verify_compute_bound[indices].tolist(),
         fits=fits[indices].tolist(),
         setup=built.description,
-        accuracy=accuracy_out(built.setup),
+        accuracy=accuracy_out(built.setup, built.measured),
     )
 
 
@@ -456,7 +476,7 @@ def devices_for_batch(built: BuiltSetup, fit_batch: int) -> BuiltSetup:
             "effective_tflops": setup.compute_flops_s / 1e12,
         }
     )
-    return BuiltSetup(setup, description, fit_batch)
+    return BuiltSetup(setup, description, fit_batch, built.measured)
 
 
 def schedule_out(
@@ -488,7 +508,7 @@ def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
         k_search_max=k_max,
         limit_reached=any(closed_form.limit_reached(step.k, k_max) for step in decision.steps),
         setup=built.description,
-        accuracy=accuracy_out(built.setup),
+        accuracy=accuracy_out(built.setup, built.measured),
     )
 
 

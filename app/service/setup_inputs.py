@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.model import limits, presets
+from app.model.engines.step_times import MAX_ROWS
 from app.service.inputs import Input, InputError, checked
 from app.service.regimes import (
     DEFAULTS,
     KV_CACHE_FORMATS,
     BuiltSetup,
+    Measured,
     SetupError,
     SetupRequest,
     build_setup,
@@ -126,6 +128,42 @@ SETUP: tuple[Input, ...] = (
     *COST_TERMS,
 )
 
+# Where the efficiencies and overheads come from when a step fit gave them (POST /api/v1/step-fit's `query`,
+# measure --batch's sweep): the answers then say "measured" with the fit's own error instead of the defaults'.
+FIT_STEPS = Input(
+    "fit_steps",
+    "Measured steps fitted",
+    int,
+    None,
+    "With the terms a step fit gave: the measured steps it fitted them to (with fit_error; the step fit's answer "
+    "writes both)",
+    1,
+    MAX_ROWS,
+)
+FIT_ERROR = Input(
+    "fit_error",
+    "Out-of-sample error of the fit (%)",
+    float,
+    None,
+    "With fit_steps: the step fit's out-of-sample error (each batch predicted from the others), in percent",
+    0.0,
+    1000.0,
+)
+MEASURED: tuple[Input, ...] = (FIT_STEPS, FIT_ERROR)
+
+
+def measured(values: Mapping[str, Any]) -> Measured | None:
+    """The step fit the values name (both of MEASURED, or neither); one without the other names the missing one."""
+    steps, error = values.get(FIT_STEPS.name), values.get(FIT_ERROR.name)
+    if steps is None and error is None:
+        return None
+    if steps is None:
+        raise InputError(FIT_STEPS.name, f"{FIT_STEPS.label} is needed with {FIT_ERROR.label}")
+    if error is None:
+        raise InputError(FIT_ERROR.name, f"{FIT_ERROR.label} is needed with {FIT_STEPS.label}")
+    return Measured(int(steps), float(error) / 100.0)
+
+
 # The presets' editable fields: on screen, and whose preset each prefix edits.
 FIELD_LABELS: dict[str, str] = {
     "bandwidth_tb_s": "Bandwidth (TB/s)",
@@ -169,7 +207,7 @@ OVERRIDES: tuple[Input, ...] = tuple(
 # What the command line names as options (it edits the presets' fields with --set), and what every API
 # operation that prices a step takes.
 SERVING: tuple[Input, ...] = (*SETUP, DRAFT_WEIGHTS)
-ROOFLINE: tuple[Input, ...] = (*SERVING, *OVERRIDES)
+ROOFLINE: tuple[Input, ...] = (*SERVING, *MEASURED, *OVERRIDES)
 
 
 def request(given: Mapping[str, Any], overrides: Mapping[str, float | int | None] | None = None) -> SetupRequest:
@@ -191,6 +229,7 @@ def request(given: Mapping[str, Any], overrides: Mapping[str, float | int | None
         overhead_us=values["overhead_us"],
         overrides={**edited, **(overrides or {})},
         cost_terms={item.name: values[item.name] for item in COST_TERMS if values[item.name] != item.default},
+        measured=measured(values),
     )
 
 

@@ -45,10 +45,28 @@ onView((view) => {
   }
 });
 
-// Step times pasted here are fitted on this setup by POST /api/v1/step-fit; the fitted values (one overhead for
-// target and draft passes alike: the draft step's own is left unset) are written
-// into their fields, which then answer as if typed (the address and the view follow).
+// Step times pasted here (or read from a file) are fitted on this setup by POST /api/v1/step-fit; the answer's
+// query (the fitted terms, the terms the measured steps hold at 0, the steps and the fit's out-of-sample error)
+// is written into their fields, which then answer as if typed (the address and the view follow).
 const FITTED = { bandwidth_efficiency: 3, compute_efficiency: 3, overhead_us: 1 };
+const MEASURED = ["fit_steps", "fit_error"];
+
+// A term typed over a fitted one is no longer the measurement's: the page then answers from terms given.
+form.addEventListener("input", (event) => {
+  const name = event.target.name;
+  if (!event.isTrusted || MEASURED.includes(name) || !fittedNames().has(name)) return;
+  for (const mark of MEASURED) {
+    const input = form.elements.namedItem(mark);
+    if (input && input.value !== "") {
+      input.value = "";
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+  }
+});
+
+function fittedNames() {
+  return new Set((form.dataset.fitted || "").split(",").filter(Boolean));
+}
 const fitButton = document.getElementById("step-fit-run");
 const fitResult = document.getElementById("step-fit-result");
 
@@ -70,9 +88,13 @@ async function fitStepTimes() {
       fitResult.textContent = items.length ? items.map((item) => item.msg).join("; ") : String(body.detail);
       return;
     }
-    for (const [name, digits] of Object.entries(FITTED)) {
+    const fitted = new URLSearchParams(body.query);
+    form.dataset.fitted = [...fitted.keys()].filter((name) => !MEASURED.includes(name)).join(",");
+    for (const name of MEASURED) if (!fitted.has(name)) fitted.set(name, ""); // one batch size: not measured
+    for (const [name, value] of fitted) {
       const input = form.elements.namedItem(name);
-      input.value = Number(body[name]).toFixed(digits);
+      if (!input) continue;
+      input.value = name in FITTED ? Number(value).toFixed(FITTED[name]) : value;
       input.dispatchEvent(new Event("input", { bubbles: true }));
     }
     const percent = (value) => `${(100 * value).toFixed(1)}%`;
@@ -80,7 +102,9 @@ async function fitStepTimes() {
     fitResult.textContent =
       `Fitted to ${body.rows} steps (${body.format}): bandwidth efficiency ${fixed(body.bandwidth_efficiency, 3)}, ` +
       `compute efficiency ${fixed(body.compute_efficiency, 3)}, overhead ${fixed(body.overhead_us, 1)} µs; ` +
-      `error ${percent(body.rms_relative_error)} RMS, ${percent(body.max_relative_error)} at most.${bounds}`;
+      `error ${percent(body.rms_relative_error)} RMS, ${percent(body.max_relative_error)} at most` +
+      (body.holdout_error === null ? "." : `; out of sample ${percent(body.holdout_error)}.`) +
+      bounds;
   } catch (error) {
     fitResult.textContent = `Could not reach the server: ${error.message}`;
   } finally {
@@ -93,3 +117,10 @@ function fixed(value, digits) {
 }
 
 fitButton?.addEventListener("click", fitStepTimes);
+
+document.getElementById("step-times-file")?.addEventListener("change", async (event) => {
+  const file = event.target.files[0];
+  if (!file) return;
+  document.getElementById("step-times").value = await file.text();
+  await fitStepTimes();
+});

@@ -531,10 +531,31 @@ def test_step_times_pasted_on_the_page_are_fitted_into_the_three_fields(
     assert float(page.input_value("#bandwidth_efficiency")) == pytest.approx(0.55, abs=0.02)
     assert float(page.input_value("#compute_efficiency")) == pytest.approx(0.4, abs=0.02)
     assert float(page.input_value("#overhead_us")) == pytest.approx(120, rel=0.05)
+    # the terms the measured steps hold are written too, and where they came from: the page says measured
+    assert page.input_value("#cycle_overhead_per_sequence_us") == "0" and page.input_value("#allreduce_us") == "0"
+    assert float(page.input_value("#overhead_per_draft_step_us")) == pytest.approx(120, rel=0.05)
+    assert page.input_value("#fit_steps") == "40" and float(page.input_value("#fit_error")) < 1
+    expect(page.locator("#source")).to_contain_text(
+        "Measured: terms fitted to your step times (40 steps", timeout=UPDATE_MS
+    )
+    expect(page.locator("#accuracy")).to_contain_text("measured: fitted to 40 steps", timeout=UPDATE_MS)
+    expect(result).to_contain_text("out of sample", timeout=UPDATE_MS)
     settle(page)
     state = url_state(page)
     assert float(state["bandwidth_efficiency"][0]) == pytest.approx(0.55, abs=0.02)
+    assert state["fit_steps"] == ["40"]
     assert page.text_content("#speedup") != before  # the page answers for the fitted server
+    fitted_speedup = page.text_content("#speedup")
+    # a term typed over a fitted one: the terms are then given, not measured
+    page.fill("#compute_efficiency", "0.5")
+    expect(page.locator("#source")).to_contain_text("Given: the terms set here", timeout=UPDATE_MS)
+    assert page.input_value("#fit_steps") == "" and page.input_value("#fit_error") == ""
+    page.fill("#compute_efficiency", page.input_value("#compute_efficiency"))
+    settle(page)
+    assert "fit_steps" not in url_state(page)
+    page.click("#step-fit-run")  # fitted again: measured again
+    expect(page.locator("#source")).to_contain_text("Measured", timeout=UPDATE_MS)
+    expect(page.locator("#speedup")).to_have_text(fitted_speedup, timeout=UPDATE_MS)
     view = json.loads(page.evaluate("fetch('/api/v1/views/batch' + location.search).then((r) => r.text())"))
     assert page.text_content("#speedup") == view["readouts"]["speedup"]
 
@@ -544,6 +565,33 @@ def test_step_times_pasted_on_the_page_are_fitted_into_the_three_fields(
     expect(result).not_to_have_text("Fitting…", timeout=UPDATE_MS)
     assert float(page.input_value("#bandwidth_efficiency")) == pytest.approx(0.55, abs=0.02)  # kept
     watch.console_errors[:] = [message for message in watch.console_errors if "422" not in message]
+    assert_clean(watch)
+
+
+def test_a_sweep_uploaded_as_a_file_draws_the_measured_crossover(
+    page: Page, live_server: str, watch: PageWatch, tmp_path: Path
+) -> None:
+    """measure --batch's step-fit input, uploaded: the crossover and the chart come from it, labelled measured."""
+    server = dataclasses.replace(default_setup(), bandwidth_efficiency=0.5, compute_efficiency=0.2)
+    server = dataclasses.replace(server, step_overhead_us=40.0)
+    sweep = tmp_path / "sweep.csv"
+    sweep.write_text(example_step_times(server, [1, 2, 4, 8, 16, 32, 64, 128], [1, 3, 5], noise=0.02, seed=3))
+    open_batch(page, live_server + "/batch?k=4")
+    crossover = page.text_content("#crossover")
+    expect(page.locator("#source")).to_contain_text("Defaults")
+    page.click("#step-fit summary")
+    page.set_input_files("#step-times-file", str(sweep))
+    expect(page.locator("#step-fit-result")).to_contain_text("Fitted to 24 steps (csv)", timeout=UPDATE_MS)
+    expect(page.locator("#source")).to_contain_text(
+        "Measured: terms fitted to your step times (24 steps", timeout=UPDATE_MS
+    )
+    settle(page)
+    assert page.input_value("#step-times").startswith("batch,tokens,ms")
+    view = json.loads(page.evaluate("fetch('/api/v1/views/batch' + location.search).then((r) => r.text())"))
+    assert view["readouts"]["source"].startswith("Measured")
+    assert page.text_content("#crossover") == view["readouts"]["crossover"] != crossover
+    drawn = page.evaluate("document.getElementById('batch-chart').data[0].y")
+    assert drawn == pytest.approx(view["figures"]["batch-chart"]["data"][0]["y"])
     assert_clean(watch)
 
 

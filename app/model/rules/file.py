@@ -52,6 +52,7 @@ class RulesFile:
     notes: tuple[str, ...] = ()
     unchecked: tuple[str, ...] = ()  # what these rules cannot check on this engine version
     cost_pieces: int = 0
+    accuracy: str = ""  # where the schedule's numbers come from and how far off to expect them
 
     def alert(self, name: str) -> Alert:
         return next(alert for alert in self.alerts if alert.name == name)
@@ -103,7 +104,9 @@ def recording_rules(
     return records, cost_pieces
 
 
-def build(request: RulesRequest, setup: RooflineSetup, decision: Decision, exported: Exported) -> RulesFile:
+def build(
+    request: RulesRequest, setup: RooflineSetup, decision: Decision, exported: Exported, accuracy: str = ""
+) -> RulesFile:
     """The rules file for this engine version, setup and decided schedule, priced at the k ``exported`` runs.
 
     The decision and the config are the plan's (``app.service.plan``): the rules never decide again, so that the
@@ -149,6 +152,7 @@ def build(request: RulesRequest, setup: RooflineSetup, decision: Decision, expor
     rules += [alerting_rule(alert, request.hold, checked.hold_s) for alert in alerts]
     document = {"groups": [{"name": f"specdec-lab-{identity}", "rules": rules}]}
     text = header(module.TITLE, version, label, request.window, request.hold, setup, decision, notes, unchecked)
+    text += f"# how good: {accuracy}\n" if accuracy else ""
     text += dump(document)
     return RulesFile(
         engine=request.engine,
@@ -172,6 +176,7 @@ def build(request: RulesRequest, setup: RooflineSetup, decision: Decision, expor
         notes=tuple(notes),
         unchecked=tuple(unchecked),
         cost_pieces=cost_pieces,
+        accuracy=accuracy,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from app.service.schemas.decision import CalibrationOut
-from app.service.schemas.regimes import ScheduleOut
+from app.service.schemas.regimes import AccuracyOut, ScheduleOut
 
 
 class ClassCalibrationOut(BaseModel):
@@ -94,6 +94,9 @@ class EngineConfigOut(BaseModel):
     sources: list[str] = Field(
         description="Engine source files (repository: path @ commit, or the change) that define the version's format."
     )
+    accuracy: AccuracyOut | None = Field(
+        default=None, description="Where the schedule this config runs comes from, how far off to expect it."
+    )
     notes: list[str]
 
 
@@ -136,4 +139,17 @@ class StepFitOut(BaseModel):
         default=None, description="The same rows fitted as named terms of a step (app/model/step_cost.py)."
     )
     schedule: ScheduleOut | None = Field(description="The schedule from the fitted model, when p is given.")
+    holdout_error: float | None = Field(
+        default=None,
+        description="Out of sample: each batch's steps predicted by the fit to the other batches, median "
+        "|predicted - measured| / measured; null with one batch size.",
+    )
+    holdout_batches: int = Field(default=0, description="The batches left out in turn.")
+    query: str = Field(
+        default="",
+        description="The fitted terms as query parameters, ready to add to the same setup's query on "
+        "/api/v1/regimes/speedup-vs-batch, /regimes/schedule, /engine-config, /rules, /dashboard and /batch: "
+        "their answers then use them and say 'measured' (fit_steps, fit_error) instead of the defaults.",
+    )
+    accuracy: AccuracyOut | None = Field(default=None, description="How good the fitted terms are.")
     notes: list[str]

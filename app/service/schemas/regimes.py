@@ -124,7 +124,8 @@ class AccuracyOut(BaseModel):
     """Where a prediction comes from and how far off to expect it."""
 
     source: str = Field(
-        description="defaults (the terms fitted to published measurements) or given (set or fitted here)."
+        description="defaults (the terms fitted to published measurements), measured (the terms a step fit gave, "
+        "with fit_steps and fit_error) or given (set here)."
     )
     summary: str = Field(description="The same in one sentence.")
     median_error: float | None = Field(
@@ -136,11 +137,19 @@ class AccuracyOut(BaseModel):
     crossover_predicted: int | None = Field(description="The same batch by the defaults.")
     fitted_terms: dict[str, float] = Field(
         default_factory=dict,
-        description="Efficiencies and overheads fitted to half of the published points: the defaults.",
+        description="Efficiencies and overheads fitted to the published points not held out (split by source): "
+        "the defaults.",
     )
-    fitted_median_error: float | None = Field(default=None, description="The fitted terms' error on the other half.")
+    fitted_median_error: float | None = Field(
+        default=None, description="The fitted terms' error on the held-out points."
+    )
     fitted_worst_error: float | None = None
     fitted_points: int = Field(default=0, description="Published points the fitted terms are held to (unseen).")
+    measured_steps: int | None = Field(default=None, description="With source measured: the steps the terms fit.")
+    measured_error: float | None = Field(
+        default=None,
+        description="With source measured: the fit's out-of-sample error (each batch predicted from the others).",
+    )
 
 
 class BatchSweepOut(BaseModel):

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from app.model import engines, rules
 from app.service.schemas.fill import filled
+from app.service.schemas.regimes import AccuracyOut
 
 
 class AlertOut(BaseModel):
@@ -40,9 +41,13 @@ class RulesOut(BaseModel):
     notes: list[str]
     groups: list[dict[str, Any]] = Field(description="The rules file as data (what `yaml` holds).")
     yaml: str = Field(description="The rules file for Prometheus's rule_files, written with a YAML library.")
+    accuracy: AccuracyOut | None = Field(
+        default=None,
+        description="Where the schedule the rules hold the server to comes from, how far off (also a comment in yaml).",
+    )
 
 
-def rules_out(made: rules.RulesFile) -> RulesOut:
+def rules_out(made: rules.RulesFile, accuracy: AccuracyOut | None = None) -> RulesOut:
     """The rules file and what it holds, as the API and `specdec-lab rules --format json` answer."""
     metrics = made.metrics
     series = [
@@ -78,4 +83,5 @@ def rules_out(made: rules.RulesFile) -> RulesOut:
         notes=list(made.notes),
         groups=made.document["groups"],
         yaml=made.text,
+        accuracy=accuracy,
     )

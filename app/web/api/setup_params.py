@@ -41,5 +41,7 @@ SETUP_RULES = (
     "at least total_params_b x experts_per_token / experts (each token uses its share of the routed experts);\n"
     f"- {_named('experts_per_token')}, {_named('experts')}: experts_per_token is at most experts;\n"
     "- `model`, `draft`: the preset with its edited fields must describe a valid model (the same rules when "
-    "the edit is blamed on the preset). A 422 names a field of the rule that the request changed."
+    "the edit is blamed on the preset). A 422 names a field of the rule that the request changed;\n"
+    "- `fit_steps`, `fit_error`: both or neither (a step fit's size and out-of-sample error, which its `query` "
+    "writes with the fitted terms); a 422 names the one missing."
 )

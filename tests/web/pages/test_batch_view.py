@@ -584,3 +584,50 @@ def test_a_marker_at_either_end_of_the_batch_axis_is_drawn_whole() -> None:
     low, high = axis["range"]
     assert low < 0 and high > math.log10(limits.MAX_BATCH)  # room for half a marker beyond batch 1 and the last
     assert axis["tickvals"][0] == 1
+
+
+def _measured_query(client: TestClient) -> dict[str, str]:
+    """The query POST step-fit gives for a sweep measured on a server slower than the defaults."""
+    from app.model.regimes import default_setup
+    from app.testing.step_times import example_step_times
+
+    server = dataclasses.replace(default_setup(), bandwidth_efficiency=0.5, compute_efficiency=0.2, step_overhead_us=40)
+    steps = example_step_times(server, [1, 2, 4, 8, 16, 32, 64, 128], [1, 3, 5], noise=0.02, seed=3)
+    fit = client.post("/api/v1/step-fit", content=steps, headers={"content-type": "text/plain"}).json()
+    return dict(parse_qsl(fit["query"]))
+
+
+def test_a_measured_sweep_moves_the_crossover_and_the_page_says_measured(client: TestClient) -> None:
+    measured = _measured_query(client)
+    defaults, shown = view({"k": "4"}), view({"k": "4", **measured})
+    assert defaults["readouts"]["source"].startswith("Defaults: terms fitted to published measurements")
+    source = shown["readouts"]["source"]
+    assert source.startswith("Measured: terms fitted to your step times (24 steps, out-of-sample error ")
+    assert shown["readouts"]["accuracy"].startswith("measured: fitted to 24 steps")
+    assert shown["readouts"]["crossover"] != defaults["readouts"]["crossover"]
+    chart = shown["figures"]["batch-chart"]["data"]
+    assert chart[0]["y"] != defaults["figures"]["batch-chart"]["data"][0]["y"]  # the chart is the measured one
+    # the links to the API carry the fit, so that the JSON twins say measured too
+    for name in ("sweep", "schedule_json"):
+        linked = client.get(shown["links"][name]).json()
+        assert linked["accuracy"]["source"] == "measured", name
+    sweep = client.get(shown["links"]["sweep"]).json()
+    assert str(sweep["crossover_batch"]) == shown["readouts"]["crossover"]
+    # "price with the fitted terms" goes back to the defaults, measured marks and all
+    back = dict(parse_qsl(urlsplit(shown["links"]["fitted_terms"]).query))
+    assert not {"fit_steps", "fit_error", "bandwidth_efficiency"} & set(back)
+    page = client.get("/batch", params={"k": "4", **measured}).text
+    assert source in page and 'id="fit_steps"' in page
+
+
+def test_one_mark_of_a_fit_without_the_other_is_noted_or_refused_by_its_label(client: TestClient) -> None:
+    lenient = view({"fit_steps": "24"})
+    assert lenient["readouts"]["source"].startswith("Defaults")
+    assert lenient["notes"] == [
+        "Out-of-sample error of the fit (%) is needed with Measured steps fitted: the terms are taken as given, not "
+        "measured."
+    ]
+    refused = client.get("/api/v1/views/batch", params={"fit_steps": "24"})
+    assert refused.status_code == 422
+    detail = refused.json()["detail"][0]
+    assert detail["loc"] == ["query", "fit_error"] and detail["label"] == "Out-of-sample error of the fit (%)"

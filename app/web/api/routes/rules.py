@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
-from app.service.schemas.rules import RulesOut, rules_out
+from app.service.schemas.rules import RulesOut
 from app.web.api.plan_params import PLAN_RULES, WatchQuery, watched_plan
 from app.web.api.setup_params import RULES, SETUP_RULES, Setup, _choice_query
 from app.web.core.errors import parameter_error, with_rules
@@ -58,14 +58,15 @@ def get_rules(
     """Prometheus recording and alerting rules for this engine version, setup and schedule, per instance and class."""
     if format not in ("json", "yaml"):
         raise parameter_error("format", f"must be json or yaml; got {format!r}", format)
-    made = watched_plan(request, built).rules
+    planned = watched_plan(request, built)
+    made = planned.rules
     if format == "yaml":
         return Response(
             made.text,
             media_type="application/yaml; charset=utf-8",
             headers={"content-disposition": f'attachment; filename="specdec-{made.engine}.rules.yml"'},
         )
-    return rules_out(made)
+    return planned.rules_out()
 
 
 @router.get(

@@ -22,8 +22,10 @@ from app.model.presets import (
 )
 from app.model.regimes import RegimeName
 from app.service import setup_inputs
+from app.service.inputs import InputError
 from app.service.regimes import (
     BuiltSetup,
+    Measured,
     RegimeRequest,
     SetupError,
     SetupRequest,
@@ -77,6 +79,8 @@ SETUP = tuple(
     )
     for item in setup_inputs.SETUP
 )
+# Where the terms came from: a step fit's steps and out-of-sample error, written with its terms (blank: not measured)
+MEASURED = tuple(inputs.control(item) for item in setup_inputs.MEASURED)
 FIELDS = tuple(inputs.control(item, legacy=(f"rg_{item.name}",)) for item in setup_inputs.OVERRIDES)
 SLIDERS = (
     Control(
@@ -120,7 +124,7 @@ TABLE = (
     *_table_side("b", "right", RIGHT, RIGHT_BATCH),
     _number("c", "Draft cost c", limits.ROOFLINE_TABLE_C, 0, limits.MAX_DRAFT_COST, 0.01),
 )
-CONTROLS = (*SETUP, *FIELDS, *SLIDERS, *TABLE)
+CONTROLS = (*SETUP, *MEASURED, *FIELDS, *SLIDERS, *TABLE)
 BY_NAME = {control.name: control for control in CONTROLS}
 SETUP_NAMES = tuple(control.name for control in SETUP)
 
@@ -171,6 +175,7 @@ def setup_request(reading: Reading, overrides: dict[str, float | int] | None = N
     tuning = {name: reading.number(name) for name in TUNING if name in reading.values}
     terms = {name: reading.number(name) for name in COST_TERM_NAMES if reading.values.get(name) is not None}
     defaults = {term.name: term.default for term in limits.COST_TERMS}
+    measured = _measured(reading)
     return SetupRequest(
         hw=reading.text("hw"),
         model=reading.text("model"),
@@ -181,8 +186,22 @@ def setup_request(reading: Reading, overrides: dict[str, float | int] | None = N
         context=reading.integer("context"),
         overrides=overrides or {},
         cost_terms={name: value for name, value in terms.items() if value != defaults[name]},
+        measured=measured,
         **tuning,  # type: ignore[arg-type]
     )
+
+
+def _measured(reading: Reading) -> Measured | None:
+    """The step fit the address names; one of its two values without the other is refused (strict) or left out
+    with a note, and the terms then answer as given."""
+    try:
+        return setup_inputs.measured({item.name: reading.values.get(item.name) for item in setup_inputs.MEASURED})
+    except InputError as error:
+        control = BY_NAME[error.name]
+        if reading.strict:
+            raise ControlError(control, error.message) from error
+        reading.notes.append(f"{error.message}: the terms are taken as given, not measured.")
+        return None
 
 
 def edited_fields(reading: Reading) -> dict[str, float | int]:
@@ -285,6 +304,26 @@ def devices_offer(sweep: BatchSweepOut, built: BuiltSetup | None) -> dict[str, s
     return {"devices_note": note, "devices_fit": str(devices), "devices_fit_label": f"Use {devices}"}
 
 
+SOURCES = {
+    "defaults": "Defaults: terms fitted to published measurements",
+    "measured": "Measured: terms fitted to your step times",
+    "given": "Given: the terms set here",
+}
+
+
+def _source(sweep: BatchSweepOut) -> str:
+    """Where the crossover and the chart come from, as the label above them says it."""
+    accuracy = sweep.accuracy
+    if accuracy is None:
+        return ""
+    if accuracy.source == "measured" and accuracy.measured_steps is not None and accuracy.measured_error is not None:
+        return (
+            f"{SOURCES['measured']} ({accuracy.measured_steps} steps, out-of-sample error "
+            f"{accuracy.measured_error:.0%})"
+        )
+    return SOURCES.get(accuracy.source, "")
+
+
 def readouts(sweep: BatchSweepOut, built: BuiltSetup | None = None) -> dict[str, str]:
     point, setup = sweep.current, sweep.setup
     memory = f"{fixed(point.memory_needed_gb, 1)} / {fixed(setup.memory_capacity_gb, 0)} GB"
@@ -314,6 +353,7 @@ def readouts(sweep: BatchSweepOut, built: BuiltSetup | None = None) -> dict[str,
         "fit_note": fit_note,
         "leaves_out": ROOFLINE_LEAVES_OUT,
         "accuracy": sweep.accuracy.summary if sweep.accuracy is not None else "",
+        "source": _source(sweep),
         "draft_cost": fixed(point.draft_cost, 2),
         "verification_cost": fixed(point.verification_cost, 2),
         "step": f"{fixed(point.target_step_ms, 2)} ms plain, {fixed(point.verify_step_ms, 2)} ms verifying",
@@ -554,7 +594,7 @@ def build(reading: Reading) -> View:
     )
     table = two_regime_table(side_a, side_b, reading.number("c"), rows, TABLE_K_MAX, built, p, k)
 
-    setup_params = [(name, url_text(value)) for name, value in _changed(reading, SETUP)]
+    setup_params = [(name, url_text(value)) for name, value in _changed(reading, (*SETUP, *MEASURED))]
     setup_params += [(name, url_text(value)) for name, value in edits.items()]
     point = [("p", url_text(p)), ("k", str(k))]
     table_params = [*setup_params, *((name, url_text(value)) for name, value in _changed(reading, TABLE))]
@@ -603,7 +643,8 @@ def fitted_terms_params(reading: Reading, edits: dict[str, float | int]) -> list
     """This page's state with the efficiencies and overheads fitted to published measurements in place: the
     defaults, so none of them is written."""
     fitted = published.published_fit()["terms"]
-    kept = [(name, url_text(value)) for name, value in _changed(reading, CONTROLS) if name not in fitted]
+    dropped = {*fitted, *(item.name for item in MEASURED)}
+    kept = [(name, url_text(value)) for name, value in _changed(reading, CONTROLS) if name not in dropped]
     return [*kept, *((name, url_text(value)) for name, value in edits.items())]
 
 

@@ -134,6 +134,8 @@ def schedule_part(made: plan.Plan) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _accuracy_line(built: BuiltSetup) -> str:
     """How good the schedule is, in one line (the whole account is on /batch and in the API's accuracy)."""
+    if built.measured is not None:
+        return f"How good: {built.measured.sentence} (see /batch)."
     given = "" if accuracy_out(built.setup).source == "defaults" else "the terms given here; "
     return f"How good: {given}{published.shipped_accuracy().sentence} (see /batch)."
 
