@@ -522,6 +522,9 @@ def build_parser() -> argparse.ArgumentParser:
     from app import cli_measure
 
     cli_measure.add_command(subparsers)
+    from app import cli_rollout
+
+    cli_rollout.add_command(subparsers)
     for command in subparsers.choices.values():  # every --help shows the defaults, whichever module added it
         command.formatter_class = DefaultsFormatter
     return parser

@@ -1,0 +1,108 @@
+"""`specdec-lab rollout`: which classes get speculation, and a canary that proves it before it spreads.
+
+``rollout check --prometheus URL --canary MATCHER --control MATCHER`` compares, per class, the replicas that run
+speculation with those that do not (app.service.clients.rollout): exit 0 promote, 1 roll back, 3 hold, 2 when
+Prometheus does not answer or the input is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from app.model import engines as engine_registry
+from app.model import rollout
+
+
+def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "rollout", help="roll speculation out per class: a canary check over Prometheus", description=__doc__
+    )
+    commands = parser.add_subparsers(dest="rollout_command", required=True)
+    check = commands.add_parser(
+        "check",
+        help="compare canary replicas (speculation on) with control replicas (off), per class: promote, roll back "
+        "or hold",
+        description="Per class, the canary's speedup over control from each engine's own decode-time series "
+        "(an interval over intervals of the window), and the canary's acceptance against its calibrated interval. "
+        "Exit 0 promote, 1 roll back, 3 hold, 2 when Prometheus does not answer or the input is refused.",
+    )
+    check.add_argument("--prometheus", required=True, help="the Prometheus server's root URL, as http://host:9090")
+    check.add_argument("--canary", required=True, help='label matchers of the canary replicas, as role="canary"')
+    check.add_argument("--control", required=True, help='label matchers of the control replicas, as role="control"')
+    check.add_argument("--label", default="model_name", help="the label that names a class")
+    check.add_argument(
+        "--window",
+        default="30m",
+        help=f"how far back to compare, as 30m or 1800 (at most {rollout.MAX_WINDOW_S:g} s; at least "
+        f"{rollout.MIN_INTERVALS} intervals)",
+    )
+    check.add_argument(
+        "--interval",
+        default="1m",
+        help=f"the rate interval: one ratio per interval, from {rollout.MIN_INTERVAL_S:g} s to "
+        f"{rollout.MAX_INTERVAL_S:g} s (at least twice the scrape interval)",
+    )
+    check.add_argument(
+        "--calibrated",
+        help="LOW,HIGH: the canary's calibrated acceptance interval (default: the "
+        "first half of the window's, the second half judged against it)",
+    )
+    check.add_argument("--engine", choices=engine_registry.ENGINES, help="the engine (default: the one scraped)")
+    check.add_argument("--engine-version", help="with --engine: the engine version (default: the newest)")
+    check.add_argument("--timeout", type=float, default=10.0, help="seconds each query may take")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.set_defaults(handler=run_check)
+
+
+def _refuse(message: str, as_json: bool) -> int:
+    if as_json:
+        sys.stdout.write(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n")
+    print(f"specdec-lab rollout: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run_check(arguments: argparse.Namespace) -> int:
+    from app.model.engines import UnknownVersionError
+    from app.service.clients import rollout as rollout_client
+    from app.service.clients.prometheus import Prometheus, PrometheusError
+
+    as_json = arguments.format == "json"
+    try:
+        if arguments.engine_version and not arguments.engine:
+            raise rollout.RolloutInputError("--engine-version", "needs --engine")
+        if not 0.1 <= arguments.timeout <= 120:
+            raise rollout.RolloutInputError("--timeout", f"must be from 0.1 to 120 seconds; got {arguments.timeout:g}")
+        canary = rollout.matcher("--canary", arguments.canary)
+        control = rollout.matcher("--control", arguments.control)
+        rollout.distinct(canary, control)
+        interval = rollout.duration("--interval", arguments.interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S)
+        window = rollout.duration("--window", arguments.window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S)
+        rollout.intervals_in(window, interval)
+        if not arguments.label or not arguments.label.replace("_", "a").isalnum():
+            raise rollout.RolloutInputError(
+                "--label", f"must be a label name such as model_name; got {arguments.label!r}"
+            )
+        request = rollout_client.CheckRequest(
+            canary=canary,
+            control=control,
+            label=arguments.label,
+            window_s=window,
+            interval_s=interval,
+            engine=arguments.engine,
+            version=arguments.engine_version,
+            calibrated=rollout.calibrated_interval(arguments.calibrated),
+        )
+        prometheus = Prometheus(arguments.prometheus, timeout=arguments.timeout)
+        report = rollout_client.check(prometheus, request)
+    except rollout.RolloutInputError as error:
+        return _refuse(str(error), as_json)
+    except (PrometheusError, UnknownVersionError) as error:
+        return _refuse(str(error), as_json)
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        sys.stdout.write(rollout_client.described(report) + "\n")
+    code: int = report["exit_code"]
+    return code
