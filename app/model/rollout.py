@@ -230,10 +230,9 @@ def speedup_estimate(
         return SpeedupEstimate(ratios, math.exp(mean), None, None, level, mean, None)
     sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
     half = float(stats.t.ppf(0.5 + level / 2, len(logs) - 1)) * sd / math.sqrt(len(logs))
-    low, high = math.exp(mean - half), math.exp(mean + half)
     if len(ratios) < MIN_INTERVALS:
-        low = high = None
-    return SpeedupEstimate(ratios, math.exp(mean), low, high, level, mean, sd)
+        return SpeedupEstimate(ratios, math.exp(mean), None, None, level, mean, sd)
+    return SpeedupEstimate(ratios, math.exp(mean), math.exp(mean - half), math.exp(mean + half), level, mean, sd)
 
 
 def intervals_to_decide(estimate: SpeedupEstimate) -> int | None:

@@ -262,7 +262,7 @@ def check(
         if counts_drafts:
             half = step * (count // 2)
             halves = _halves(reader, metrics, engine, label, request.canary, half, end)
-    per_class = []
+    per_class: list[dict[str, Any]] = []
     for key in classes:
         rows = []
         control_times, canary_times = [], []
@@ -277,6 +277,7 @@ def check(
             rows.append(row)
         estimate = rollout.speedup_estimate(control_times, canary_times)
         first, second = halves.get(key) or [None, None]
+        calibrated: tuple[float, float] | None
         if request.calibrated is not None:
             calibrated, source = request.calibrated, "given"
             judged = _sum(first, second)
