@@ -29,7 +29,14 @@ from app.service.regimes import BuiltSetup, decision_schedule, devices_for_batch
 from app.service.schemas.engines import EngineConfigOut
 from app.service.schemas.regimes import ScheduleOut
 
-WATCH_FIELDS = ("label", "window", "hold", "match")  # with p_low: what only the rules and the dashboard take
+WATCH_FIELDS = (
+    "label",
+    "window",
+    "hold",
+    "match",
+    "canary",
+    "control",
+)  # with p_low: what only the rules and the dashboard take
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,8 @@ class PlanRequest:
     window: str = rules.DEFAULT_WINDOW
     hold: str = rules.DEFAULT_HOLD
     match: str = ""
+    canary: str = ""  # with control: the canary's speedup over control per class, and its roll-back alert
+    control: str = ""
 
     def rules_request(self) -> rules.RulesRequest:
         return rules.RulesRequest(
@@ -70,6 +79,8 @@ class PlanRequest:
             window=self.window,
             hold=self.hold,
             match=self.match,
+            canary=self.canary,
+            control=self.control,
         )
 
     def schedule_query(self) -> str:
