@@ -524,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_measure.add_command(subparsers)
     from app import cli_rollout
 
-    cli_rollout.add_command(subparsers)
+    cli_rollout.add_command(subparsers, _add_roofline_arguments, _setup_request)
     for command in subparsers.choices.values():  # every --help shows the defaults, whichever module added it
         command.formatter_class = DefaultsFormatter
     return parser
