@@ -143,6 +143,13 @@ def test_the_canary_check_holds_promotes_and_rolls_back_on_real_servers(capsys: 
                 code, promoted = check(url, capsys, WINDOW)
                 end = promoted["end"]
                 direct = workload.direct_speedup(end - WINDOW, end, live_engine.COPY_PROMPT)
+                planned = main(
+                    [
+                        *("rollout", "plan", "--prometheus", url, "--label", "class", "--window", f"{WINDOW}s"),
+                        *("--interval", f"{INTERVAL}s", "--format", "json"),
+                    ]
+                )
+                plan = json.loads(capsys.readouterr().out)
                 workload.prompt = live_engine.COUNT_PROMPT
                 switched = time.time()
                 time.sleep(5 * INTERVAL + 2)  # four intervals and the one left out at the switch
@@ -161,6 +168,12 @@ def test_the_canary_check_holds_promotes_and_rolls_back_on_real_servers(capsys: 
             f"{speedup['intervals']} intervals; direct {direct:.3f}; acceptance {acceptance['p']:.3f} "
             f"[{acceptance['low']:.3f}, {acceptance['high']:.3f}]; live test {time.monotonic() - started:.0f} s",
         )
+    chat_plan = plan["classes"][0]
+    with capsys.disabled():
+        print(f"plan: {chat_plan['class']}: {chat_plan['verdict']}: {chat_plan['reason']}; {chat_plan['acceptance']}")
+    # the plan reads the same class: its acceptance, and (a CPU server drafts slowly) too few drafts to judge
+    assert planned == 0 and chat_plan["class"] == "chat" and chat_plan["acceptance"]["p"] > 0.5, chat_plan
+    assert chat_plan["verdict"] == "measure first" and chat_plan["drafts"] < 200, chat_plan
     assert code == 0 and promoted["verdict"] == "promote", promoted
     assert speedup["low"] > 1.0 and speedup["intervals"] >= 3
     assert speedup["low"] <= direct <= speedup["high"], (direct, speedup)
