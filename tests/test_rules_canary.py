@@ -149,3 +149,19 @@ def test_the_canary_rules_come_from_the_plan_that_writes_the_config() -> None:
     plain = rules_for("vllm", engines.versions("vllm")[-1].name, window="5m", hold="5m")
     assert made.engine_k == plain.engine_k and made.decision.best_k == plain.decision.best_k
     assert set(plain.records) | {rules.CANARY_SPEEDUP} == set(made.records)
+
+
+def test_the_api_takes_canary_and_control_and_names_the_one_missing() -> None:
+    from fastapi.testclient import TestClient
+
+    from app.web.main import app
+
+    client = TestClient(app)
+    both = {"engine": "vllm", "canary": CANARY, "control": CONTROL, "format": "yaml"}
+    answered = client.get("/api/v1/rules", params=both)
+    assert (
+        answered.status_code == 200 and rules.CANARY_SPEEDUP in answered.text and rules.CANARY_SLOWER in answered.text
+    )
+    refused = client.get("/api/v1/rules", params={"engine": "vllm", "canary": CANARY})
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["query", "control"]
+    assert "is required with canary" in refused.json()["detail"][0]["msg"]
