@@ -536,8 +536,15 @@ def build_parser() -> argparse.ArgumentParser:
     from app import cli_measure
 
     cli_measure.add_command(subparsers)
+    from app import cli_rollout
+
+    cli_rollout.add_command(subparsers, _add_roofline_arguments, _setup_request)
     for command in subparsers.choices.values():  # every --help shows the defaults, whichever module added it
         command.formatter_class = DefaultsFormatter
+        for action in command._actions:  # and those of a command's own commands (rollout check, rollout plan)
+            if isinstance(action, argparse._SubParsersAction):
+                for nested in action.choices.values():
+                    nested.formatter_class = DefaultsFormatter
     return parser
 
 

@@ -31,6 +31,8 @@ def planned_rules(
         window=request.window,
         hold=request.hold,
         match=request.match,
+        canary=request.canary,
+        control=request.control,
     )
     return plan.build(wanted, built).rules
 

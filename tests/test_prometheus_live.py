@@ -55,9 +55,12 @@ def prometheus_binary() -> str:
 
 
 @contextlib.contextmanager
-def prometheus(jobs: dict[str, list[str]], rule_texts: list[str]) -> Iterator[str]:
+def prometheus(
+    jobs: dict[str, list[str]], rule_texts: list[str], labels: dict[str, dict[str, str]] | None = None
+) -> Iterator[str]:
     """A Prometheus on a free 127.0.0.1 port scraping ``jobs`` (name -> host:port targets) every second, with
-    the rules loaded; its data in a temporary directory, removed with it."""
+    the rules loaded; its data in a temporary directory, removed with it.  ``labels`` (job -> label -> value)
+    are added to a job's series through relabelling, as an operator names a class or a canary."""
     with tempfile.TemporaryDirectory(prefix="specdec-prometheus-") as directory:
         folder = Path(directory)
         names = []
@@ -68,7 +71,15 @@ def prometheus(jobs: dict[str, list[str]], rule_texts: list[str]) -> Iterator[st
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "900ms"},
             "rule_files": names,
             "scrape_configs": [
-                {"job_name": job, "static_configs": [{"targets": targets}]} for job, targets in jobs.items()
+                {
+                    "job_name": job,
+                    "static_configs": [{"targets": targets}],
+                    "relabel_configs": [
+                        {"target_label": name, "replacement": value}
+                        for name, value in (labels or {}).get(job, {}).items()
+                    ],
+                }
+                for job, targets in jobs.items()
             ],
         }
         (folder / "prometheus.yml").write_text(yaml.safe_dump(config))

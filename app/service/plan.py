@@ -30,7 +30,14 @@ from app.service.schemas.engines import EngineConfigOut
 from app.service.schemas.regimes import AccuracyOut, ScheduleOut
 from app.service.schemas.rules import RulesOut, rules_out
 
-WATCH_FIELDS = ("label", "window", "hold", "match")  # with p_low: what only the rules and the dashboard take
+WATCH_FIELDS = (
+    "label",
+    "window",
+    "hold",
+    "match",
+    "canary",
+    "control",
+)  # with p_low: what only the rules and the dashboard take
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,8 @@ class PlanRequest:
     window: str = rules.DEFAULT_WINDOW
     hold: str = rules.DEFAULT_HOLD
     match: str = ""
+    canary: str = ""  # with control: the canary's speedup over control per class, and its roll-back alert
+    control: str = ""
 
     def rules_request(self) -> rules.RulesRequest:
         return rules.RulesRequest(
@@ -72,6 +81,8 @@ class PlanRequest:
             window=self.window,
             hold=self.hold,
             match=self.match,
+            canary=self.canary,
+            control=self.control,
         )
 
     def schedule_query(self) -> str:

@@ -271,6 +271,23 @@ WATCH: tuple[Input, ...] = (
         'Label matchers added to every series the rules read, such as job="vllm" (empty: all)',
         max_length=rules.MAX_MATCH,
     ),
+    Input(
+        "canary",
+        "Canary matchers",
+        str,
+        "",
+        'Label matchers of the replicas that run speculation, such as role="canary": with control, the rules '
+        "record the canary's speedup over control per class and alert when it is slower (empty: none)",
+        max_length=rules.MAX_MATCH,
+    ),
+    Input(
+        "control",
+        "Control matchers",
+        str,
+        "",
+        'Label matchers of the replicas that do not, such as role="control" (with canary)',
+        max_length=rules.MAX_MATCH,
+    ),
 )
 INPUTS = by_name((*PLAN, *WATCH))
 
@@ -376,6 +393,8 @@ def request(given: Mapping[str, Any], profile: tuple[float, ...] | None = None) 
         window=values["window"].strip(),
         hold=values["hold"].strip(),
         match=values["match"],
+        canary=values["canary"],
+        control=values["control"],
     )
 
 

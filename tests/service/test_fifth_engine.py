@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from app.model import closed_form, engines, rules
 from app.model.engines.base import (
     ConfigRequest,
+    DecodeTime,
     EngineAdapter,
     EngineVersion,
     Exported,
@@ -67,6 +68,7 @@ TOYSERVE = SimpleNamespace(
         )
     },
     HOW_TO_APPLY="write the schedule with specdec-lab config --engine toyserve",
+    DECODE_TIME=DecodeTime(missing="ToyServe exports no decode-time series: a canary cannot be compared"),
     write_config=_write,
     read_config=_read,
     choose_method=lambda given: given,

@@ -14,6 +14,8 @@ An adapter is a package of this package (``vllm``, ``sglang``, ``trtllm``, ``lla
 - ``REPORTS``: the report formats it reads (see :mod:`app.model.engine_metrics`);
 - ``STEP_TIMES``: its files of step times (see :mod:`app.model.engines.step_times`);
 - ``RULES_METRICS``: per version, the Prometheus series rules are built from (:class:`RulesMetrics`);
+- ``DECODE_TIME``: the series of time spent decoding and the tokens it produced (:class:`DecodeTime`), what a
+  canary is compared with its control by, or what the engine lacks;
 - ``TREE``: how its config holds a static tree (:class:`TreeFormat`), or None.
 """
 
@@ -239,6 +241,30 @@ class RulesMetrics:
         return bool(self.verify_calls and self.generated and not self.counts_drafts)
 
 
+@dataclass(frozen=True)
+class DecodeTime:
+    """The Prometheus series an engine exports of its decoding time: counters (or a histogram's ``_sum`` and
+    ``_count``) whose increases over an interval give the seconds spent decoding and the tokens decoded in them,
+    so that seconds / tokens is the per-token decode time of that interval.
+
+    ``first_tokens`` is a counter subtracted from ``tokens``: tokens counted there whose time is not in
+    ``seconds`` (each request's first token, timed as time to first token).  ``per_request`` says that the
+    seconds are a sum of per-request means (one observation per request), so that the ratio is the mean of the
+    requests' per-token times rather than one weighted by their tokens.  ``missing`` says, where the engine
+    exports no such series, what it lacks."""
+
+    seconds: str = ""
+    tokens: str = ""
+    first_tokens: str = ""
+    per_request: bool = False
+    sources: tuple[Source, ...] = ()
+    note: str = ""  # what the ratio measures, in words
+    missing: str = ""
+
+    def cite(self) -> list[str]:
+        return [source.cite() for source in self.sources]
+
+
 @runtime_checkable
 class EngineAdapter(Protocol):
     """What an engine package provides; each adapter module is checked against it (by mypy where the registry
@@ -263,6 +289,8 @@ class EngineAdapter(Protocol):
     def RULES_METRICS(self) -> Mapping[str, RulesMetrics]: ...  # per version name
     @property
     def HOW_TO_APPLY(self) -> str: ...  # what the off-schedule alert tells an operator to do
+    @property
+    def DECODE_TIME(self) -> DecodeTime: ...  # its series of decoding time, for the canary check
     @property
     def TREE(self) -> TreeFormat | None: ...  # how its config holds a static tree; None when it takes none
 

@@ -7,6 +7,7 @@ concept:
 - :mod:`.request`: what a rules file is asked for and its checks (``RulesRequest``, ``check``, ``RulesError``);
 - :mod:`.promql`: the recorded ``specdec:*`` series and the PromQL that records them;
 - :mod:`.alerts`: the alerts, what they say and what they tell an operator to do;
+- :mod:`.canary`: the canary's speedup over control per class, and the alert to roll a class back;
 - :mod:`.file`: the rules file, its group of recording and alerting rules, written as YAML (``build``).
 
 ``from app.model import rules`` gives the names of all four.
@@ -22,6 +23,7 @@ from app.model.rules.alerts import (
     Field,
     Template,
 )
+from app.model.rules.canary import CANARY_SLOWER, CANARY_SPEEDUP
 from app.model.rules.file import RulesFile, build, dump, header, rules_id, setup_text
 from app.model.rules.promql import (
     ACCEPTANCE,
@@ -74,6 +76,8 @@ __all__ = [
     "ACCEPTANCE_UPPER",
     "AT_POSITION",
     "BREAK_EVEN",
+    "CANARY_SLOWER",
+    "CANARY_SPEEDUP",
     "COST_TOLERANCE",
     "COUNTER_RESETS",
     "DEFAULT_HOLD",

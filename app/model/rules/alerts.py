@@ -44,7 +44,7 @@ _K_SEEN = {
 class Field:
     """A place in an annotation filled at alert time: a label's value, or the alert's value (a k)."""
 
-    kind: str  # 'label', 'k', 'action'
+    kind: str  # 'label', 'k', 'action', 'ratio' (the alert's value as a ratio, two decimals)
     name: str = ""
 
 
@@ -62,6 +62,8 @@ class Template:
                 out.append(f'{{{{ index $labels "{part.name}" }}}}')
             elif part.kind == "k":
                 out.append('{{ printf "%.0f" $value }}')
+            elif part.kind == "ratio":
+                out.append('{{ printf "%.2f" $value }}')
             else:
                 off, on = part.name.split("|")
                 out.append(
@@ -79,6 +81,8 @@ class Template:
                 out.append(labels.get(part.name, part.name))
             elif part.kind == "k":
                 out.append("k")
+            elif part.kind == "ratio":
+                out.append("the ratio")
             else:
                 off, on = part.name.split("|")
                 out.append(f"{on}k (or {off})")
@@ -94,6 +98,8 @@ class Template:
                 out.append(labels.get(part.name, ""))
             elif part.kind == "k":
                 out.append(f"{value:.0f}")
+            elif part.kind == "ratio":
+                out.append(f"{value:.2f}")
             else:
                 off, on = part.name.split("|")
                 out.append(off if value == 0.0 else f"{on}{value:.0f}")

@@ -23,6 +23,7 @@ from app.model.capacity import Decision
 from app.model.engines.base import EngineVersion, Exported, RulesMetrics, describe_batches
 from app.model.regimes import RooflineSetup
 from app.model.rules import alerts as alerting
+from app.model.rules import canary as canary_rules
 from app.model.rules import promql
 from app.model.rules.alerts import SEVERITY, Alert
 from app.model.rules.promql import RULES_LABEL
@@ -137,6 +138,14 @@ def build(
     series = promql.Series(metrics, label, request.window, match)
     records, cost_pieces = recording_rules(series, setup, decision, engine_k, priced, request.k_max)
     alerts, unchecked = alerting.build(series, module.TITLE, module.HOW_TO_APPLY, request.hold, p_low)
+    if checked.canary:
+        decode = module.DECODE_TIME
+        records.update(canary_rules.records(decode, label, request.window, match, checked.canary, checked.control))
+        alerts.append(canary_rules.alert(decode, label, request.window, request.hold, checked.canary, checked.control))
+        notes.append(
+            f"canary ({checked.canary}) against control ({checked.control}): {canary_rules.CANARY_SPEEDUP} per "
+            f"{label} is control's per-token decode time over the canary's ({decode.note})"
+        )
     notes += [f"{module.TITLE} {version.name}: {text}" for text in metrics.loses]
     if exported.differs_at:
         notes.append(

@@ -78,6 +78,8 @@ class RulesRequest:
     window: str = DEFAULT_WINDOW
     hold: str = DEFAULT_HOLD
     match: str = ""
+    canary: str = ""  # label matchers of the replicas that run speculation (with control: the canary's rules)
+    control: str = ""  # label matchers of the replicas that do not
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ class CheckedRequest:
     hold_s: float
     match: str
     p_low: float
+    canary: str = ""
+    control: str = ""
 
 
 def rules_metrics(engine: str, version: EngineVersion) -> RulesMetrics:
@@ -131,4 +135,27 @@ def check(request: RulesRequest) -> CheckedRequest:
     p_low = request.p_low if request.p_low is not None else max(0.0, request.p - DEFAULT_P_MARGIN)
     if not 0.0 <= p_low <= request.p:
         raise RulesError("p_low", f"must lie from 0 to p = {request.p:g}; got {p_low:g}")
-    return CheckedRequest(version, metrics, label, hold_s, match, p_low)
+    canary, control = check_canary(request.engine, request.canary, request.control)
+    return CheckedRequest(version, metrics, label, hold_s, match, p_low, canary, control)
+
+
+def check_canary(engine: str, canary: str, control: str) -> tuple[str, str]:
+    """Both matchers or neither, each label matchers, not the same, on an engine with decode-time series."""
+    canary, control = canary.strip(), control.strip()
+    if not canary and not control:
+        return "", ""
+    for name, value in (("canary", canary), ("control", control)):
+        if not value:
+            other = "control" if name == "canary" else "canary"
+            raise RulesError(name, f"is required with {other}: the canary's rules compare the two")
+        if len(value) > MAX_MATCH or not _MATCHERS.match(value):
+            raise RulesError(name, f'must be label matchers such as role="{name}"; got {value!r}')
+    canary, control = canary.rstrip(",").strip(), control.rstrip(",").strip()
+    if sorted(part.replace(" ", "") for part in canary.split(",")) == sorted(
+        part.replace(" ", "") for part in control.split(",")
+    ):
+        raise RulesError("control", f"selects what canary selects ({canary}): give the plain replicas")
+    decode = engines.adapter(engine).DECODE_TIME
+    if decode.missing or not decode.seconds:
+        raise RulesError("canary", decode.missing or f"{engine} exports no decode-time series")
+    return canary, control

@@ -653,3 +653,23 @@ def test_a_reports_model_name_chooses_the_target_or_says_it_differs(client: Test
     assert "matches no target preset" in unknown["verdict"]["target"]
     # the example report's stand-in name says nothing
     assert view()["verdict"]["target"] == ""  # type: ignore[index]
+
+
+def test_a_pasted_scrape_with_several_classes_shows_the_rollout_plan() -> None:
+    """One table: class, acceptance, batches, verdict, gain and config, the classes in rollout order."""
+    from fastapi.testclient import TestClient
+
+    from app.model import rollout_plan as arithmetic
+    from app.web.main import app
+    from tests.test_rollout_plan import exposition
+
+    client = TestClient(app)
+    view = client.post("/api/v1/views/decide", json={"metrics": exposition(10.0)}).json()
+    table = view["calibration"]["engine"]["rollout"]
+    assert table["columns"] == ["Class", "Acceptance", "Batches", "Verdict", "Gain", "Config"]
+    rows = [[cell["text"] for cell in row["cells"]] for row in table["rows"]]
+    assert [row[0] for row in rows] == ["chat", "code"]
+    assert rows[0][3] == arithmetic.TURN_ON and rows[0][5].startswith("--speculative-config")
+    assert rows[1][3] == arithmetic.LEAVE_OFF and rows[1][5] == "–"
+    one = client.post("/api/v1/views/decide", json={"metrics": exposition(10.0, {"chat": (0.85, 4)})}).json()
+    assert one["calibration"]["engine"]["rollout"]["rows"] == []  # one class: no plan table

@@ -29,6 +29,7 @@ from app.service.decision import (
     trees_out,
 )
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
+from app.web.api.bodies import read_capped
 from app.web.api.inputs import query
 from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, Cost, KMax
 from app.web.core.errors import parameter_error, with_rules
@@ -292,17 +293,7 @@ def _unprocessable(field: str, message: str, kind: str) -> JSONResponse:
 
 async def _read_capped(request: Request) -> bytes | None:
     """The request body, or None as soon as it exceeds MAX_BODY_BYTES (never read in full)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+    return await read_capped(request, MAX_BODY_BYTES)
 
 
 def _texts_from_body(body: bytes, content_type: str) -> tuple[str, str | None] | JSONResponse:

@@ -24,6 +24,8 @@ RULES_RULES = (
         "- `window` is from 1s to 7d and `hold` at most 7d, each a Prometheus duration (largest unit first: 1h30m);\n"
         "- `label` is a label name that does not start with __;\n"
         '- `match` is label matchers separated by commas (name="value", name=~"regex", != and !~);\n'
+        "- `canary`, `control`: both or neither, each label matchers, not the same (the canary's speedup over "
+        "control and its roll-back alert);\n"
         "- `devices`: both models and one sequence fit in the devices' memory.\n"
     )
     + SETUP_RULES

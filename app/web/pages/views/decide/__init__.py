@@ -22,6 +22,7 @@ from app.web.pages.views.decide.calibrate import (
     example_link,
     positions_figure,
     recommendation,
+    rollout_table,
 )
 from app.web.pages.views.decide.controls import (
     ACCEPTANCE,
@@ -62,6 +63,8 @@ def build(reading: Reading) -> View:
     target_note = target_from_report(reading, engine)  # before the setup: a report's model_name may choose it
     built = user_setup(reading)
     query = setup_query(reading)
+    if engine["several"]:  # the classes in rollout order, on this setup
+        engine["rollout"] = rollout_table(reading, built)
     profile = tuple(position.rate for position in result.positions)
     # the rules and the dashboard alert below the calibrated interval's lower end
     low = engine.get("p_low")

@@ -9,11 +9,13 @@ from typing import Any
 
 from app.model import calibration, capacity, engine_metrics
 from app.model.calibration import CalibrationError, ErrorKind
+from app.service import rollout_plan
 from app.service.decision import (
     CostRegime,
 )
 from app.service.fetch import FetchError, check_url, fetch_text
 from app.service.plan_inputs import engine_title
+from app.service.regimes import BuiltSetup
 from app.web.core.config import get_settings
 from app.web.pages.controls import Control, ControlError, Reading
 from app.web.pages.figures import COLORS, figure, line
@@ -141,6 +143,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
         "k": f"{top.result.k} ({k_source})",
         "several": len(classes) > 1,
         "classes": {"columns": ["Class", "p", "Interval", "k", "Verifications"], "rows": rows},
+        "rollout": {"columns": [], "rows": []},  # filled on the user's setup (rollout_table)
         "fetch": fetch_message or "",
         "served_model": top.measurement.label or "",  # the class's model_name (or the label the user split by)
         "example": "",  # said when the numbers are the example report's
@@ -170,6 +173,7 @@ NO_ENGINE: dict[str, Any] = {
     "k": "",
     "several": False,
     "classes": {"columns": [], "rows": []},
+    "rollout": {"columns": [], "rows": []},
     "fetch": "",
     "served_model": "",
     "example": "",
@@ -368,3 +372,34 @@ def recommendation(
         "where": f"{where}, from step 2's schedule: " + (f"k = {k}, {times(speedup)}." if k else "leave it off."),
         "generic": generic,
     }
+
+
+ROLLOUT_COLUMNS = ["Class", "Acceptance", "Batches", "Verdict", "Gain", "Config"]
+
+
+def rollout_table(reading: Reading, built: BuiltSetup) -> dict[str, Any]:
+    """Where the pasted report holds several classes: the rollout plan on the user's setup, one row per class in
+    rollout order (app.service.rollout_plan); empty where the report is not one scrape that counts drafts."""
+    report, _baseline, fetch_message = _report_text(reading)
+    if fetch_message is not None:
+        return {"columns": [], "rows": []}
+    try:
+        engine, version, classes = rollout_plan.from_scrape(report, "model_name")
+        planned = rollout_plan.plan_classes(engine, version, classes, built, "model_name", reading.integer("k_max"))
+    except (CalibrationError, ValueError):
+        return {"columns": [], "rows": []}
+    rows = []
+    for row in planned["classes"]:
+        acceptance = row["acceptance"]
+        seen = (
+            f"{fixed(acceptance['p'], 3)} [{fixed(acceptance['low'], 3)}, {fixed(acceptance['high'], 3)}]"
+            if acceptance
+            else "not measured"
+        )
+        quantiles = row["batches"]["quantiles"]
+        batches = ", ".join(f"{key} {value}" for key, value in quantiles.items()) or "none seen"
+        gain = row["gain"]
+        shown = f"{gain['point']:.2f}× [{gain['low']:.2f}, {gain['high']:.2f}]" if gain else "–"
+        config = " ".join(row["config"]["flags"]) if row["config"] else "–"
+        rows.append(cells(row["class"] or "(none)", seen, batches, row["verdict"], shown, config, header=True))
+    return {"columns": ROLLOUT_COLUMNS, "rows": rows}

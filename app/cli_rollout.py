@@ -1,0 +1,191 @@
+"""`specdec-lab rollout`: which classes get speculation, and a canary that proves it before it spreads.
+
+``rollout check --prometheus URL --canary MATCHER --control MATCHER`` compares, per class, the replicas that run
+speculation with those that do not (app.service.clients.rollout): exit 0 promote, 1 roll back, 3 hold, 2 when
+Prometheus does not answer or the input is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from app.model import engines as engine_registry
+from app.model import limits, rollout
+
+
+def add_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    add_roofline_arguments: Callable[[argparse.ArgumentParser], None],
+    setup_request: Callable[[argparse.Namespace], object],
+) -> None:
+    parser = subparsers.add_parser(
+        "rollout", help="roll speculation out per class: a canary check over Prometheus", description=__doc__
+    )
+    commands = parser.add_subparsers(dest="rollout_command", required=True)
+    check = commands.add_parser(
+        "check",
+        help="compare canary replicas (speculation on) with control replicas (off), per class: promote, roll back "
+        "or hold",
+        description="Per class, the canary's speedup over control from each engine's own decode-time series "
+        "(an interval over intervals of the window), and the canary's acceptance against its calibrated interval. "
+        "Exit 0 promote, 1 roll back, 3 hold, 2 when Prometheus does not answer or the input is refused.",
+    )
+    check.add_argument("--prometheus", required=True, help="the Prometheus server's root URL, as http://host:9090")
+    check.add_argument("--canary", required=True, help='label matchers of the canary replicas, as role="canary"')
+    check.add_argument("--control", required=True, help='label matchers of the control replicas, as role="control"')
+    check.add_argument("--label", default="model_name", help="the label that names a class")
+    check.add_argument(
+        "--window",
+        default="30m",
+        help=f"how far back to compare, as 30m or 1800 (at most {rollout.MAX_WINDOW_S:g} s; at least "
+        f"{rollout.MIN_INTERVALS} intervals)",
+    )
+    check.add_argument(
+        "--interval",
+        default="1m",
+        help=f"the rate interval: one ratio per interval, from {rollout.MIN_INTERVAL_S:g} s to "
+        f"{rollout.MAX_INTERVAL_S:g} s (at least twice the scrape interval)",
+    )
+    check.add_argument(
+        "--calibrated",
+        help="LOW,HIGH: the canary's calibrated acceptance interval (default: the "
+        "first half of the window's, the second half judged against it)",
+    )
+    check.add_argument("--engine", choices=engine_registry.ENGINES, help="the engine (default: the one scraped)")
+    check.add_argument("--engine-version", help="with --engine: the engine version (default: the newest)")
+    check.add_argument("--timeout", type=float, default=10.0, help="seconds each query may take")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.set_defaults(handler=run_check)
+    planned = commands.add_parser(
+        "plan",
+        help="per class: measured acceptance, batches run, schedule, expected gain and a verdict, in rollout order",
+        description="Per class (--label): the measured acceptance with its interval, the batch sizes it ran (the "
+        "running-requests gauge over the window), the plan's schedule and config for that acceptance on your setup, "
+        "the gain weighted over those batches with the cost model's stated error, and a verdict (turn on, leave "
+        "off, measure first); the surest gains first.",
+    )
+    source = planned.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prometheus", help="the Prometheus server's root URL, as http://host:9090")
+    source.add_argument("--from", dest="source", help="a pasted scrape holding several classes: a file, or - for stdin")
+    planned.add_argument("--label", default="model_name", help="the label that names a class")
+    planned.add_argument("--window", default="1h", help="with --prometheus: how far back, as 1h or 3600")
+    planned.add_argument(
+        "--interval", default="1m", help="with --prometheus: how often the running-requests gauge is sampled"
+    )
+    planned.add_argument(
+        "--k-max",
+        type=int,
+        default=limits.ROOFLINE_DEFAULT_K_MAX,
+        help=f"longest draft searched, 1 to {limits.K_MAX_LIMIT}",
+    )
+    planned.add_argument("--engine", choices=engine_registry.ENGINES, help="with --prometheus: the engine")
+    planned.add_argument("--engine-version", help="with --engine: the engine version (default: the newest)")
+    planned.add_argument("--timeout", type=float, default=10.0, help="seconds each query may take")
+    add_roofline_arguments(planned)
+    planned.set_defaults(handler=lambda arguments: run_plan(arguments, setup_request))
+
+
+def _refuse(message: str, as_json: bool) -> int:
+    if as_json:
+        sys.stdout.write(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n")
+    print(f"specdec-lab rollout: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run_check(arguments: argparse.Namespace) -> int:
+    from app.model.engines import UnknownVersionError
+    from app.service.clients import rollout as rollout_client
+    from app.service.clients.prometheus import Prometheus, PrometheusError
+
+    as_json = arguments.format == "json"
+    try:
+        if arguments.engine_version and not arguments.engine:
+            raise rollout.RolloutInputError("--engine-version", "needs --engine")
+        if not 0.1 <= arguments.timeout <= 120:
+            raise rollout.RolloutInputError("--timeout", f"must be from 0.1 to 120 seconds; got {arguments.timeout:g}")
+        canary = rollout.matcher("--canary", arguments.canary)
+        control = rollout.matcher("--control", arguments.control)
+        rollout.distinct(canary, control)
+        interval = rollout.duration("--interval", arguments.interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S)
+        window = rollout.duration("--window", arguments.window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S)
+        rollout.intervals_in(window, interval)
+        if not arguments.label or not arguments.label.replace("_", "a").isalnum():
+            raise rollout.RolloutInputError(
+                "--label", f"must be a label name such as model_name; got {arguments.label!r}"
+            )
+        request = rollout_client.CheckRequest(
+            canary=canary,
+            control=control,
+            label=arguments.label,
+            window_s=window,
+            interval_s=interval,
+            engine=arguments.engine,
+            version=arguments.engine_version,
+            calibrated=rollout.calibrated_interval(arguments.calibrated),
+        )
+        prometheus = Prometheus(arguments.prometheus, timeout=arguments.timeout)
+        report = rollout_client.check(prometheus, request)
+    except rollout.RolloutInputError as error:
+        return _refuse(str(error), as_json)
+    except (PrometheusError, UnknownVersionError) as error:
+        return _refuse(str(error), as_json)
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        sys.stdout.write(rollout_client.described(report) + "\n")
+    code: int = report["exit_code"]
+    return code
+
+
+def run_plan(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+    from app.model.calibration import CalibrationError
+    from app.model.engines import UnknownVersionError
+    from app.service import rollout_plan
+    from app.service.clients.prometheus import Prometheus, PrometheusError
+    from app.service.regimes import SetupError, SetupRequest, build_setup
+
+    as_json = arguments.format == "json"
+    try:
+        if not 1 <= arguments.k_max <= limits.K_MAX_LIMIT:
+            raise rollout.RolloutInputError("--k-max", f"must be from 1 to {limits.K_MAX_LIMIT}; got {arguments.k_max}")
+        if arguments.engine_version and not arguments.engine:
+            raise rollout.RolloutInputError("--engine-version", "needs --engine")
+        request = setup_request(arguments)
+        assert isinstance(request, SetupRequest)
+        built = build_setup(request)
+        if arguments.prometheus is not None:
+            interval = rollout.duration(
+                "--interval", arguments.interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S
+            )
+            window = rollout.duration("--window", arguments.window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S)
+            rollout.intervals_in(window, interval)
+            prometheus = Prometheus(arguments.prometheus, timeout=arguments.timeout)
+            engine, version, classes, asked = rollout_plan.from_prometheus(
+                prometheus, arguments.label, window, interval, arguments.engine, arguments.engine_version
+            )
+        else:
+            text = sys.stdin.read() if arguments.source == "-" else _read(arguments.source)
+            engine, version, classes = rollout_plan.from_scrape(text, arguments.label)
+            asked = []
+        report = rollout_plan.plan_classes(engine, version, classes, built, arguments.label, arguments.k_max)
+        report["queries"] = asked
+    except rollout.RolloutInputError as error:
+        return _refuse(str(error), as_json)
+    except (PrometheusError, UnknownVersionError, SetupError, CalibrationError, OSError) as error:
+        return _refuse(str(error), as_json)
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        sys.stdout.write(rollout_plan.described(report) + "\n")
+    return 0
+
+
+def _read(path: str) -> str:
+    """The file's text, at most one byte past the largest exposition read (which then says it is too large)."""
+    from app.model.calibration import MAX_EXPOSITION_BYTES
+
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read(MAX_EXPOSITION_BYTES + 1)

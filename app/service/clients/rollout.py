@@ -1,0 +1,380 @@
+"""`specdec-lab rollout check --prometheus URL --canary MATCHER --control MATCHER`: the canary check over a
+Prometheus server.
+
+At most ``QUERIES`` queries, each with the Prometheus client's timeout and size cap (as ``watch --prometheus``):
+which engine's decode-time series Prometheus holds; the series each matcher selects (a matcher selecting none is
+named, canary and control selecting a common series are refused); the seconds and tokens decoded per class in
+every interval of the window, for each side (range queries, one step per interval); which classes the canary
+counts drafts for; and the canary's spec-decode counts over the two halves of the window.  The arithmetic is
+:mod:`app.model.rollout`'s.  Everything read goes into the report, so that ``--format json`` loses nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from app.model import engines, rollout
+from app.model.engines.base import DecodeTime, RulesMetrics
+from app.model.engines.reports import Measurement
+from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number
+
+QUERIES = 12
+MAX_CLASSES = 32
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    canary: str
+    control: str
+    label: str = "model_name"
+    window_s: float = 1800.0
+    interval_s: float = 60.0
+    engine: str | None = None
+    version: str | None = None
+    calibrated: tuple[float, float] | None = None
+
+
+@dataclass
+class _Reader:
+    """Prometheus, counting the queries asked and keeping each one with what it answered."""
+
+    prometheus: Prometheus
+    asked: list[dict[str, Any]]
+
+    def _count(self) -> None:
+        if len(self.asked) >= QUERIES:
+            raise PrometheusError(f"the check needs more than {QUERIES} queries: refused")
+
+    def query(self, expr: str, at: float) -> list[dict[str, Any]]:
+        self._count()
+        found = self.prometheus.query(expr, at)
+        self.asked.append({"query": expr, "time": at, "series": len(found)})
+        return found
+
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        self._count()
+        found = self.prometheus.query_range(expr, start, end, step)
+        self.asked.append({"query": expr, "start": start, "end": end, "step": step, "series": len(found)})
+        return found
+
+
+def _engine(reader: _Reader, given: str | None) -> tuple[str, DecodeTime]:
+    """The engine whose decode-time series Prometheus holds (or the one named)."""
+    names = [given] if given is not None else list(engines.ENGINES)
+    series = {name: engines.adapter(name).DECODE_TIME for name in names}
+    missing = {name: found.missing for name, found in series.items() if found.missing or not found.seconds}
+    if given is not None and missing:
+        raise PrometheusError(missing[given] or f"{engines.adapter(given).TITLE} exports no decode-time series")
+    wanted = {found.seconds: name for name, found in series.items() if name not in missing}
+    answered = reader.query(f'count by (__name__) ({{__name__=~"{"|".join(wanted)}"}})', time.time())
+    present = sorted({wanted[item] for item in (_metric(x).get("__name__", "") for x in answered) if item in wanted})
+    if not present:
+        raise PrometheusError(
+            f"Prometheus at {reader.prometheus.url} holds none of the decode-time series "
+            f"({', '.join(wanted)}): is the engine scraped?"
+        )
+    if len(present) > 1:
+        raise PrometheusError(
+            f"Prometheus at {reader.prometheus.url} holds decode-time series of {', '.join(present)}: name one with "
+            "--engine"
+        )
+    return present[0], series[present[0]]
+
+
+def _selected(reader: _Reader, series: DecodeTime, option: str, match: str, at: float) -> list[dict[str, str]]:
+    found = [_metric(item) for item in reader.query(f"{series.seconds}{{{match}}}", at)]
+    if not found:
+        raise rollout.RolloutInputError(
+            option,
+            f"{match} selects no series of {series.seconds} in Prometheus at {reader.prometheus.url}: is that "
+            "label on the replicas' series (through scrape_configs relabelling)?",
+        )
+    return found
+
+
+def _per_class_range(
+    reader: _Reader, expr: str, label: str, start: float, end: float, step: float, times: list[float]
+) -> dict[str, list[float | None]]:
+    """Class -> one value per time (None where Prometheus has none)."""
+    return {key[1]: row for key, row in _per_replica_range(reader, expr, label, start, end, step, times).items()}
+
+
+def _per_replica_range(
+    reader: _Reader, expr: str, label: str, start: float, end: float, step: float, times: list[float]
+) -> dict[tuple[str, str], list[float | None]]:
+    """(instance, class) -> one value per time (None where Prometheus has none)."""
+    index_of = {round(at, 3): index for index, at in enumerate(times)}
+    values: dict[tuple[str, str], list[float | None]] = {}
+    for item in reader.query_range(expr, start, end, step):
+        labels = _metric(item)
+        key = (labels.get("instance", ""), "" if label == "instance" else labels.get(label, ""))
+        row = values.setdefault(key, [None] * len(times))
+        for at, raw in item.get("values", []):
+            index = index_of.get(round(float(at), 3))
+            if index is not None:
+                row[index] = _number(raw)
+    return values
+
+
+def _decoded(
+    reader: _Reader, series: DecodeTime, label: str, match: str, times: list[float], step: float
+) -> tuple[dict[str, list[tuple[float, float] | None]], dict[str, Any]]:
+    """Class -> seconds and tokens decoded per interval, summed over the replicas; and every reading."""
+    seconds = _per_replica_range(
+        reader, rollout.decode_seconds(series, label, match), label, times[0], times[-1], step, times
+    )
+    tokens = _per_replica_range(
+        reader, rollout.decode_tokens(series, label, match), label, times[0], times[-1], step, times
+    )
+    replicas: dict[str, list[list[tuple[float, float] | None]]] = {}
+    for key in sorted(set(seconds) | set(tokens)):
+        deltas = rollout.interval_deltas(seconds.get(key, [None] * len(times)), tokens.get(key, [None] * len(times)))
+        replicas.setdefault(key[1], []).append(deltas)
+    readings = {
+        f"{instance} {name}".strip(): {"seconds": seconds.get((instance, name)), "tokens": tokens.get((instance, name))}
+        for instance, name in sorted(set(seconds) | set(tokens))
+    }
+    return {key: rollout.class_deltas(rows) for key, rows in replicas.items()}, readings
+
+
+def _halves(
+    reader: _Reader, metrics: RulesMetrics, engine: str, label: str, match: str, half: float, end: float
+) -> dict[str, list[Measurement | None]]:
+    """Class -> the canary's counts over the first and the second half of the window."""
+    window = f"{max(1, round(half))}s"
+    times = [end - half, end]
+    drafts_name = metrics.drafts or metrics.drafted_per_position
+    drafts_match = "" if metrics.drafts else f'{metrics.position_label}="0"'
+    both = ",".join(part for part in (drafts_match, match) if part)
+    drafts = _per_class_range(
+        reader, f"sum by ({label}) (increase({drafts_name}{{{both}}}[{window}]))", label, times[0], end, half, times
+    )
+    drafted_name = metrics.draft_tokens or metrics.drafted_per_position
+    drafted = _per_class_range(
+        reader, f"sum by ({label}) (increase({drafted_name}{{{match}}}[{window}]))", label, times[0], end, half, times
+    )
+    positions: dict[str, list[dict[int, float]]] = {}
+    by = f"{label}, {metrics.position_label}"
+    for item in reader.query_range(
+        f"sum by ({by}) (increase({metrics.per_position}{{{match}}}[{window}]))", times[0], end, half
+    ):
+        labels = _metric(item)
+        raw = labels.get(metrics.position_label, "")
+        if not raw.isdigit():
+            continue
+        rows = positions.setdefault(labels.get(label, ""), [{}, {}])
+        for at, value in item.get("values", []):
+            number = _number(value)
+            which = 0 if abs(float(at) - times[0]) < 1e-3 else 1 if abs(float(at) - end) < 1e-3 else -1
+            if which >= 0 and number is not None:
+                rows[which][int(raw)] = number
+    found: dict[str, list[Measurement | None]] = {}
+    for key in set(drafts) | set(positions):
+        halves: list[Measurement | None] = []
+        for which in (0, 1):
+            cycles = (drafts.get(key) or [None, None])[which]
+            shares = (positions.get(key) or [{}, {}])[which]
+            if not cycles or not shares:
+                halves.append(None)
+                continue
+            per_position = tuple(shares.get(i, 0.0) for i in range(max(shares) + 1))
+            tokens = (drafted.get(key) or [None, None])[which]
+            halves.append(
+                Measurement(
+                    engine=engine,
+                    format=metrics.scrape_format,
+                    label=None,
+                    cycles=cycles,
+                    draft_tokens=tokens if tokens is not None else len(per_position) * cycles,
+                    accepted=float(sum(per_position)),
+                    per_position=per_position,
+                )
+            )
+        found[key] = halves
+    return found
+
+
+def _measured(halves: list[Measurement | None]) -> dict[str, Any] | None:
+    return (
+        None
+        if all(half is None for half in halves)
+        else {
+            "halves": [
+                None
+                if half is None
+                else {
+                    "drafts": half.cycles,
+                    "draft_tokens": half.draft_tokens,
+                    "accepted_per_position": half.per_position,
+                }
+                for half in halves
+            ]
+        }
+    )
+
+
+def check(
+    prometheus: Prometheus,
+    request: CheckRequest,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """The canary check's report: per class the per-interval decode times of both sides, the speedup with its
+    interval, the canary's acceptance against its calibrated interval and the verdict; the overall verdict and its
+    exit code; every query asked."""
+    count = rollout.intervals_in(request.window_s, request.interval_s)
+    reader = _Reader(prometheus, [])
+    engine, series = _engine(reader, request.engine)
+    version = engines.version(engine, request.version) if request.version else engines.versions(engine)[-1]
+    metrics: RulesMetrics | None = engines.adapter(engine).RULES_METRICS.get(version.name)
+    end = float(round(clock()))
+    canary_series = _selected(reader, series, "--canary", request.canary, end)
+    control_series = _selected(reader, series, "--control", request.control, end)
+    common = {tuple(sorted(m.items())) for m in canary_series} & {tuple(sorted(m.items())) for m in control_series}
+    if common:
+        shown = ", ".join(dict(item).get("instance", str(dict(item))) for item in sorted(common)[:3])
+        raise rollout.RolloutInputError(
+            "--control",
+            f"{request.control} and --canary {request.canary} both select {len(common)} series ({shown}): a replica "
+            "is either canary or control",
+        )
+    step = request.interval_s
+    times = [end - step * (count - index) for index in range(count + 1)]  # the window's start, then each end
+    label = request.label
+    decoded: dict[str, dict[str, list[tuple[float, float] | None]]] = {}
+    readings: dict[str, Any] = {}
+    for side, match in (("canary", request.canary), ("control", request.control)):
+        decoded[side], readings[side] = _decoded(reader, series, label, match, times, step)
+    classes = sorted({"" if label == "instance" else m.get(label, "") for m in canary_series} | set(decoded["canary"]))[
+        :MAX_CLASSES
+    ]
+    speculating: set[str] = set()
+    halves: dict[str, list[Measurement | None]] = {}
+    counts_drafts = metrics is not None and not metrics.missing and metrics.counts_drafts
+    if metrics is not None and not metrics.missing and (metrics.counts_drafts or metrics.counts_verifications):
+        counter = metrics.drafts or metrics.drafted_per_position or metrics.verify_calls
+        speculating = {
+            _metric(item).get(label, "")
+            for item in reader.query(f"count by ({label}) ({counter}{{{request.canary}}} > 0)", end)
+        }
+        if counts_drafts:
+            half = step * (count // 2)
+            halves = _halves(reader, metrics, engine, label, request.canary, half, end)
+    per_class: list[dict[str, Any]] = []
+    for key in classes:
+        rows = []
+        control_times, canary_times = [], []
+        for index, at in enumerate(times[1:]):
+            row: dict[str, float | None] = {"end": at}
+            for side in ("canary", "control"):
+                pair = (decoded[side].get(key) or [None] * count)[index]
+                row[f"{side}_seconds"], row[f"{side}_tokens"] = pair if pair is not None else (None, None)
+                row[f"{side}_per_token_s"] = rollout.per_token(*pair) if pair is not None else None
+            canary_times.append(row["canary_per_token_s"])
+            control_times.append(row["control_per_token_s"])
+            rows.append(row)
+        estimate = rollout.speedup_estimate(control_times, canary_times)
+        first, second = halves.get(key) or [None, None]
+        calibrated: tuple[float, float] | None
+        if request.calibrated is not None:
+            calibrated, source = request.calibrated, "given"
+            judged = _sum(first, second)
+        else:
+            found = rollout.measured_acceptance(first) if first is not None else None
+            calibrated = (found[1], found[2]) if found is not None else None
+            source, judged = "the first half of the window", second
+        if counts_drafts:
+            acceptance = rollout.judge_acceptance(judged, calibrated, source)
+        else:
+            why = (
+                metrics.missing
+                if metrics is not None and metrics.missing
+                else f"{engines.adapter(engine).TITLE} {version.name} exports no counts of drafted and accepted tokens"
+            )
+            acceptance = rollout.AcceptanceCheck("unknown", message=f"acceptance not judged: {why}")
+        verdict = rollout.verdict(estimate, acceptance, step, key in speculating)
+        per_class.append(
+            {
+                "class": key,
+                "verdict": verdict.status,
+                "reason": verdict.reason,
+                "notes": list(verdict.notes),
+                "more_intervals": verdict.more_intervals,
+                "more_seconds": verdict.more_seconds,
+                "speedup": {
+                    "point": estimate.speedup,
+                    "low": estimate.low,
+                    "high": estimate.high,
+                    "level": estimate.level,
+                    "intervals": estimate.intervals,
+                    "ratios": list(estimate.ratios),
+                },
+                "acceptance": {**asdict(acceptance), "counts": _measured(halves.get(key) or [None, None])},
+                "intervals": rows,
+            }
+        )
+    status = rollout.overall([item["verdict"] for item in per_class])
+    return {
+        "verdict": status,
+        "exit_code": rollout.EXIT_CODES[status],
+        "prometheus": prometheus.url,
+        "engine": engine,
+        "engine_version": version.name,
+        "label": label,
+        "canary": request.canary,
+        "control": request.control,
+        "window_s": request.window_s,
+        "interval_s": step,
+        "end": end,
+        "decode_time": {
+            "seconds": series.seconds,
+            "tokens": series.tokens,
+            "first_tokens": series.first_tokens or None,
+            "per_request": series.per_request,
+            "what": series.note,
+            "sources": series.cite(),
+        },
+        "replicas": {"canary": canary_series, "control": control_series},
+        "readings": {"times": times, **readings},
+        "classes": per_class,
+        "queries": reader.asked,
+    }
+
+
+def _sum(first: Measurement | None, second: Measurement | None) -> Measurement | None:
+    """Both halves' counts together (the whole window, judged against a calibrated interval given)."""
+    present = [half for half in (first, second) if half is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+    a, b = present
+    length = max(len(a.per_position), len(b.per_position))
+    padded = [tuple(m.per_position) + (0.0,) * (length - len(m.per_position)) for m in (a, b)]
+    return Measurement(
+        engine=a.engine,
+        format=a.format,
+        label=None,
+        cycles=(a.cycles or 0.0) + (b.cycles or 0.0),
+        draft_tokens=(a.draft_tokens or 0.0) + (b.draft_tokens or 0.0),
+        accepted=(a.accepted or 0.0) + (b.accepted or 0.0),
+        per_position=tuple(x + y for x, y in zip(*padded, strict=True)),
+    )
+
+
+def described(report: Mapping[str, Any]) -> str:
+    """The report in words: one line per class, then the verdict."""
+    lines = [
+        f"canary {report['canary']} against control {report['control']} per {report['label']}, "
+        f"{report['window_s']:g} s in {report['interval_s']:g} s intervals; per-token decode time from "
+        f"{report['decode_time']['seconds']} over {report['decode_time']['tokens']}"
+        + (f" less {report['decode_time']['first_tokens']}" if report["decode_time"]["first_tokens"] else "")
+    ]
+    for item in report["classes"]:
+        name = item["class"] or "(no class label)"
+        lines.append(f"{report['label']}={name}: {item['verdict']}: {item['reason']}")
+        lines += [f"  note: {note}" for note in item["notes"]]
+    lines.append(f"verdict: {report['verdict']} (exit {report['exit_code']})")
+    return "\n".join(lines)

@@ -1,0 +1,264 @@
+"""`specdec-lab rollout plan`: per class, the measured acceptance, the batches it ran, the plan's schedule and
+config for that acceptance on the user's setup, the gain weighted over those batches, and a verdict, in
+rollout order (:mod:`app.model.rollout_plan` for the arithmetic).
+
+The classes come from a Prometheus server (the spec-decode counters' increase over a window and the
+running-requests gauge sampled over it: a bounded number of queries, as the watch) or from one pasted scrape
+holding several classes (the counters since each server started, and the gauge as scraped).  Each class's
+schedule and config are the plan's (:func:`app.service.plan.build`), decided once for that class.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.model import engines, prometheus_text, published, rollout, rollout_plan, rules
+from app.model.acceptance import AcceptanceProfile
+from app.model.calibration import ErrorKind
+from app.model.engines.base import RulesMetrics
+from app.model.engines.reports import EngineFormatError, Measurement
+from app.model.watch import read_scrape
+from app.service import plan
+from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number, detect
+from app.service.regimes import BuiltSetup
+
+QUERIES = 8
+MAX_CLASSES = 32
+MAX_SAMPLES = 1000  # steps of the range query of the running gauge
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One class as read: its spec-decode counts (None: no counters, not speculating) and its batches."""
+
+    name: str
+    measurement: Measurement | None
+    batches: rollout_plan.Batches
+
+
+def _measurement(
+    engine: str, metrics: RulesMetrics, drafts: float, drafted: float | None, shares: dict[int, float]
+) -> Measurement:
+    per_position = tuple(shares.get(i, 0.0) for i in range(max(shares) + 1)) if shares else ()
+    return Measurement(
+        engine=engine,
+        format=metrics.scrape_format,
+        label=None,
+        cycles=drafts,
+        draft_tokens=drafted if drafted is not None else len(per_position) * drafts,
+        accepted=float(sum(per_position)),
+        per_position=per_position,
+    )
+
+
+def from_prometheus(
+    prometheus: Prometheus,
+    label: str,
+    window_s: float,
+    step_s: float,
+    engine: str | None = None,
+    version: str | None = None,
+    clock: Any = time.time,
+) -> tuple[str, str, list[Measured], list[str]]:
+    """Engine, version, the classes and the queries asked."""
+    target = detect(prometheus, engine, version, label, None)
+    m = target.metrics
+    if not m.counts_drafts:
+        raise PrometheusError(
+            f"{engines.adapter(target.engine).TITLE} {target.version} counts no drafts per position: the rollout "
+            "plan needs them (use calibrate on a report of each class)"
+        )
+    end = float(round(clock()))
+    window = f"{max(1, round(window_s))}s"
+    asked: list[str] = []
+
+    def instant(expr: str) -> list[dict[str, Any]]:
+        asked.append(expr)
+        return prometheus.query(expr, end)
+
+    drafts_name = m.drafts or m.drafted_per_position
+    drafts_match = "" if m.drafts else f'{{{m.position_label}="0"}}'
+    drafts = {
+        _metric(x).get(label, ""): _number(x.get("value", [0, None])[1]) or 0.0
+        for x in instant(f"sum by ({label}) (increase({drafts_name}{drafts_match}[{window}]))")
+    }
+    drafted_name = m.draft_tokens or m.drafted_per_position
+    drafted = {
+        _metric(x).get(label, ""): _number(x.get("value", [0, None])[1])
+        for x in instant(f"sum by ({label}) (increase({drafted_name}[{window}]))")
+    }
+    shares: dict[str, dict[int, float]] = {}
+    for item in instant(f"sum by ({label}, {m.position_label}) (increase({m.per_position}[{window}]))"):
+        labels = _metric(item)
+        raw = labels.get(m.position_label, "")
+        value = _number(item.get("value", [0, None])[1])
+        if raw.isdigit() and value is not None:
+            shares.setdefault(labels.get(label, ""), {})[int(raw)] = value
+    steps = max(1, min(MAX_SAMPLES, int(window_s // step_s)))
+    expr = f"sum by (instance, {label}) ({m.running})"
+    asked.append(expr)
+    running: dict[str, list[float]] = {}
+    for item in prometheus.query_range(expr, end - step_s * (steps - 1), end, step_s):
+        key = _metric(item).get(label, "")
+        running.setdefault(key, []).extend(
+            v for v in (_number(raw) for _, raw in item.get("values", [])) if v is not None
+        )
+    classes = []
+    for name in sorted(set(drafts) | set(running))[:MAX_CLASSES]:
+        count = drafts.get(name, 0.0)
+        measurement = (
+            _measurement(target.engine, m, count, drafted.get(name), shares.get(name, {})) if count > 0 else None
+        )
+        classes.append(Measured(name, measurement, rollout_plan.Batches.of(running.get(name, []))))
+    return target.engine, target.version, classes, asked
+
+
+def from_scrape(text: str, label: str) -> tuple[str, str, list[Measured]]:
+    """Engine, version and the classes of one pasted scrape (counters since each server started)."""
+    try:
+        every = list(prometheus_text.samples(text))
+    except prometheus_text.ExpositionError as error:
+        raise EngineFormatError(ErrorKind.UNPARSEABLE, f"the scrape is not Prometheus text: {error}") from None
+    whole = read_scrape(text, label)
+    engine = whole.engine
+    version = engines.versions(engine)[-1].name
+    m = engines.adapter(engine).RULES_METRICS[version]
+    counters = {m.drafts, m.drafted_per_position, m.per_position} - {""}
+    names = {s.labels.get(label, "") for s in every if s.name in counters} | {
+        s.labels.get(label, "") for s in every if s.name == m.running
+    }
+    classes = []
+    for name in sorted(names)[:MAX_CLASSES]:
+        running = [s.value for s in every if s.name == m.running and s.labels.get(label, "") == name]
+        try:
+            scrape = read_scrape(text, label, name)
+        except EngineFormatError:
+            scrape = None
+        measurement = None
+        if scrape is not None and scrape.drafts > 0:
+            measurement = Measurement(
+                engine=engine,
+                format=scrape.format,
+                label=None,
+                cycles=scrape.drafts,
+                draft_tokens=scrape.draft_tokens,
+                accepted=scrape.accepted,
+                per_position=scrape.per_position,
+            )
+        classes.append(Measured(name, measurement, rollout_plan.Batches.of(running)))
+    return engine, version, classes
+
+
+def _profile(measurement: Measurement) -> tuple[float, ...]:
+    if not measurement.per_position or not measurement.cycles:
+        return ()
+    shares = tuple(min(1.0, value / measurement.cycles) for value in measurement.per_position)
+    try:
+        AcceptanceProfile.of(shares[0], shares)
+    except ValueError:
+        return ()
+    return shares
+
+
+def plan_classes(
+    engine: str,
+    version: str,
+    classes: Sequence[Measured],
+    built: BuiltSetup,
+    label: str,
+    k_max: int,
+) -> dict[str, Any]:
+    """Per class: acceptance, batches, schedule, gain, verdict and config; in rollout order."""
+    accuracy = published.shipped_accuracy()
+    error = accuracy.median_error or 0.0
+    rows = []
+    for measured in classes:
+        row: dict[str, Any] = {
+            "class": measured.name,
+            "batches": {
+                "samples": measured.batches.samples,
+                "histogram": {str(b): n for b, n in measured.batches.counts.items()},
+                "quantiles": measured.batches.quantiles(),
+            },
+        }
+        m = measured.measurement
+        found = rollout.measured_acceptance(m) if m is not None else None
+        gain = None
+        if m is None or found is None:
+            drafts = (m.cycles or 0.0) if m is not None else 0.0
+            verdict = rollout_plan.judge(None, drafts, m is not None)
+            row |= {"acceptance": None, "drafts": m.cycles if m is not None else 0.0, "schedule": None, "config": None}
+        else:
+            p, low, high, k = found
+            profile = _profile(m)
+            made = plan.build(
+                plan.PlanRequest(engine=engine, p=p, profile=profile, k_max=k_max, version=version), built
+            )
+            decision = made.decision
+            gain = rollout_plan.weighted_gain(
+                decision.best_k, decision.best_speedup, built.setup, measured.batches, low, high, error
+            )
+            verdict = rollout_plan.judge(gain, m.cycles or 0.0, True)
+            config = made.config_out()
+            row |= {
+                "acceptance": {"p": p, "low": low, "high": high, "k": k, "profile": list(profile)},
+                "drafts": m.cycles,
+                "schedule": {
+                    "best_k": decision.best_k,
+                    "off_from_batch": decision.off_from_batch,
+                    "headline": decision.headline,
+                },
+                "config": {"text": config.text, "flags": config.flags, "config": config.config}
+                if verdict.verdict == rollout_plan.TURN_ON
+                else None,
+            }
+        row |= {
+            "verdict": verdict.verdict,
+            "reason": verdict.reason,
+            "gain": None
+            if gain is None
+            else {
+                "point": gain.point,
+                "at_p_low": gain.at_low,
+                "at_p_high": gain.at_high,
+                "low": gain.low,
+                "high": gain.high,
+                "model_error": gain.model_error,
+            },
+            "_key": rollout_plan.order_key(verdict.verdict, gain),
+        }
+        rows.append(row)
+    rows.sort(key=lambda row: row.pop("_key"))
+    return {
+        "engine": engine,
+        "engine_version": version,
+        "label": label,
+        "setup": rules.setup_text(built.setup),
+        "cost_model": accuracy.sentence,
+        "classes": rows,
+    }
+
+
+def described(report: dict[str, Any]) -> str:
+    lines = [
+        f"rollout plan for {report['engine']} {report['engine_version']} per {report['label']} on {report['setup']}",
+        f"cost model: {report['cost_model']}",
+    ]
+    for index, row in enumerate(report["classes"], start=1):
+        name = row["class"] or "(no class label)"
+        acceptance = row["acceptance"]
+        seen = (
+            f"p {acceptance['p']:.3f} [{acceptance['low']:.3f}, {acceptance['high']:.3f}]"
+            if acceptance
+            else "p not measured"
+        )
+        quantiles = row["batches"]["quantiles"]
+        batches = ", ".join(f"{key} {value}" for key, value in quantiles.items()) or "none seen"
+        lines.append(f"{index}. {report['label']}={name}: {row['verdict']}: {row['reason']}")
+        lines.append(f"   {seen}, {row['drafts']:,.0f} drafts; batches {batches}")
+        if row["config"]:
+            lines.append(f"   config: {' '.join(row['config']['flags']) or row['config']['text']}")
+    return "\n".join(lines)

@@ -1,0 +1,156 @@
+"""Rollout per class: the rollout plan of a pasted scrape holding several classes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.model import limits, rollout, rules
+from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
+from app.service import plan_inputs
+from app.service import rollout_plan as rollout_report
+from app.service.clients import rollout as rollout_check
+from app.service.clients.prometheus import Prometheus, PrometheusError
+from app.service.regimes import BuiltSetup
+from app.web.api.bodies import read_capped
+from app.web.api.inputs import query
+from app.web.api.setup_params import RULES, SETUP_RULES, Setup
+from app.web.core.config import Settings, get_settings
+from app.web.core.errors import parameter_error, with_rules
+from app.web.core.heavy import HEAVY
+
+router = APIRouter(prefix="/api/v1", tags=["rollout"])
+
+Label = Annotated[str, query(plan_inputs.INPUTS["label"])]
+KMaxPlan = Annotated[int, query(plan_inputs.K_MAX)]
+
+SCRAPE_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": (
+            "One /metrics scrape (Prometheus text format) of an engine's replicas holding several classes, at most "
+            f"{MAX_EXPOSITION_BYTES:,} bytes: the spec-decode counters since each server started, and the "
+            "running-requests gauge as scraped."
+        ),
+        "content": {"text/plain": {"schema": {"type": "string", "minLength": 1, "maxLength": MAX_EXPOSITION_BYTES}}},
+    }
+}
+
+
+def _unprocessable(message: str, kind: str) -> JSONResponse:
+    return JSONResponse(
+        status_code=422,
+        content={
+            "detail": [{"loc": ["body", "metrics"], "msg": f"metrics: {message}", "type": "value_error", "kind": kind}]
+        },
+    )
+
+
+@router.post(
+    "/rollout/plan",
+    summary="Per class: acceptance, batches, schedule, gain and a verdict, in rollout order",
+    dependencies=HEAVY,
+    openapi_extra=SCRAPE_BODY,
+    responses={422: {"description": "An empty, oversized or unreadable scrape, or one without spec-decode counters."}},
+)
+@with_rules(
+    RULES + "- `metrics`: the body holds one /metrics scrape, in Prometheus text, with the spec-decode counters of an "
+    "engine that counts drafts (vLLM, TensorRT-LLM, llama.cpp), of one or more classes;\n" + SETUP_RULES
+)
+async def post_rollout_plan(
+    request: Request,
+    built: Setup,
+    label: Label = rules.DEFAULT_LABEL,
+    k_max: KMaxPlan = limits.ROOFLINE_DEFAULT_K_MAX,
+) -> Any:
+    """The rollout plan of a pasted scrape: per class (``label``) the measured acceptance with its interval, the
+    batches it ran, the schedule and config for it on this setup, the gain weighted over those batches with the
+    cost model's stated error, and a verdict (turn on, leave off, measure first); the surest gains first."""
+    body = await read_capped(request, MAX_EXPOSITION_BYTES)
+    if body is None:
+        return _unprocessable(f"the body must be at most {MAX_EXPOSITION_BYTES:,} bytes", "too_large")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return _unprocessable("must be UTF-8 text", "encoding")
+    if not text.strip():
+        return _unprocessable("is required: the /metrics text", "missing")
+    return await run_in_threadpool(_planned, text, built, label, k_max)
+
+
+def _planned(text: str, built: BuiltSetup, label: str, k_max: int) -> Any:
+    try:
+        engine, version, classes = rollout_report.from_scrape(text, label)
+        return rollout_report.plan_classes(engine, version, classes, built, label, k_max)
+    except CalibrationError as error:
+        return _unprocessable(error.message, error.kind.value)
+
+
+MAX_URL = 2048
+Matcher = Annotated[str, Query(min_length=1, max_length=rollout.MAX_MATCHER_CHARS, description="Label matchers.")]
+Duration = Annotated[str, Query(min_length=1, max_length=32, description="A duration such as 30s, 5m or 1h.")]
+CHECK_RULES = RULES + (
+    "- `prometheus`: an http(s) URL, read only where the server allows it (SPECDEC_ALLOW_FETCH); a Prometheus "
+    "that does not answer, or holds no decode-time series, gets a 422 naming it;\n"
+    '- `canary`, `control`: label matchers (name="value", =~, !=, !~), not the same, each selecting series '
+    "and none in common;\n"
+    "- `window` holds at least three `interval`s and at most 1,000; `interval` is from 1 s to 1 h;\n"
+    "- `calibrated`: LOW,HIGH with 0 <= LOW <= HIGH <= 1."
+)
+
+
+def _settings(request: Request) -> Settings:
+    settings = getattr(request.app.state, "settings", None)
+    return settings if isinstance(settings, Settings) else get_settings()
+
+
+@router.post(
+    "/rollout/check",
+    summary="The canary check over a Prometheus: per class promote, roll back or hold",
+    dependencies=HEAVY,
+    responses={422: {"description": "Refused input, a server that does not fetch, or a Prometheus that fails."}},
+)
+@with_rules(CHECK_RULES)
+async def post_rollout_check(
+    request: Request,
+    prometheus: Annotated[str, Query(min_length=1, max_length=MAX_URL, description="The Prometheus root URL.")],
+    canary: Matcher,
+    control: Matcher,
+    label: Label = rules.DEFAULT_LABEL,
+    window: Duration = "30m",
+    interval: Duration = "1m",
+    calibrated: Annotated[str | None, Query(max_length=64, description="LOW,HIGH: the calibrated interval.")] = None,
+) -> Any:
+    """Per class, the canary's speedup over control from the engine's own decode-time series (a 95% interval
+    over intervals), its acceptance against its calibrated interval, and the verdict with ``exit_code`` as the
+    command line's (0 promote, 1 roll back, 3 hold).  Prometheus is read only where the server allows it."""
+    if not _settings(request).allow_fetch:
+        raise parameter_error(
+            "prometheus", "this server does not fetch URLs (SPECDEC_ALLOW_FETCH is off): run specdec-lab rollout check"
+        )
+    try:
+        checked = rollout_check.CheckRequest(
+            canary=rollout.matcher("canary", canary),
+            control=rollout.matcher("control", control),
+            label=label,
+            window_s=rollout.duration("window", window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S),
+            interval_s=rollout.duration("interval", interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S),
+            calibrated=rollout.calibrated_interval(calibrated),
+        )
+        rollout.distinct(checked.canary, checked.control)
+        rollout.intervals_in(checked.window_s, checked.interval_s)
+    except rollout.RolloutInputError as error:
+        raise parameter_error(error.option.lstrip("-"), error.message) from None
+    return await run_in_threadpool(_checked, prometheus, checked)
+
+
+def _checked(url: str, checked: rollout_check.CheckRequest) -> Any:
+    try:
+        return rollout_check.check(Prometheus(url), checked)
+    except rollout.RolloutInputError as error:
+        raise parameter_error(error.option.lstrip("-"), error.message) from None
+    except PrometheusError as error:
+        raise parameter_error("prometheus", str(error)) from None

@@ -1,0 +1,65 @@
+"""POST /api/v1/rollout/plan: the rollout plan of a pasted scrape with several classes, its body bounded."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from app.model import rollout_plan
+from app.model.calibration import MAX_EXPOSITION_BYTES
+from app.web.main import app
+from tests.test_rollout_plan import exposition
+
+client = TestClient(app)
+
+
+def test_a_pasted_scrape_with_two_classes_is_planned_in_rollout_order() -> None:
+    answered = client.post("/api/v1/rollout/plan", content=exposition(10.0), headers={"content-type": "text/plain"})
+    assert answered.status_code == 200, answered.text
+    classes = answered.json()["classes"]
+    assert [(row["class"], row["verdict"]) for row in classes] == [
+        ("chat", rollout_plan.TURN_ON),
+        ("code", rollout_plan.LEAVE_OFF),
+    ]
+    assert classes[0]["config"]["flags"] and classes[0]["gain"]["low"] > 1.0
+
+
+def test_bad_bodies_get_a_422_naming_the_body() -> None:
+    for body, words in (
+        ("", "is required"),
+        ("not a scrape {", "not Prometheus text"),
+        ("x" * (MAX_EXPOSITION_BYTES + 1), f"at most {MAX_EXPOSITION_BYTES:,} bytes"),
+        (b"\xff\xfe", "UTF-8"),
+    ):
+        answered = client.post("/api/v1/rollout/plan", content=body)
+        assert answered.status_code == 422, answered.text
+        detail = answered.json()["detail"][0]
+        assert detail["loc"] == ["body", "metrics"] and words in detail["msg"], detail
+    refused = client.post("/api/v1/rollout/plan?k_max=0", content=exposition(10.0))
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["query", "k_max"]
+
+
+def test_the_check_reads_prometheus_only_where_the_server_allows_it() -> None:
+    params = {"prometheus": "http://127.0.0.1:1", "canary": 'role="canary"', "control": 'role="control"'}
+    refused = client.post("/api/v1/rollout/check", params=params)
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["query", "prometheus"]
+    assert "SPECDEC_ALLOW_FETCH" in refused.json()["detail"][0]["msg"]
+
+
+def test_the_check_over_a_prometheus_answers_the_verdict_and_its_exit_code() -> None:
+    from app.web.core.config import Settings
+    from app.web.main import create_app
+    from tests.test_rollout import Fleet, serving
+
+    allowed = TestClient(create_app(Settings(allow_fetch=True)))
+    fleet = Fleet({("canary", "chat"): 0.02, ("control", "chat"): 0.04}, {"chat"})
+    with serving(fleet.answer) as url:
+        params = {"prometheus": url, "canary": 'role="canary"', "control": 'role="control"', "window": "10m"}
+        answered = allowed.post("/api/v1/rollout/check", params=params)
+        assert answered.status_code == 200, answered.text
+        report = answered.json()
+        assert report["verdict"] == "promote" and report["exit_code"] == 0
+        assert report["classes"][0]["speedup"]["low"] > 1.0
+        short = allowed.post("/api/v1/rollout/check", params={**params, "window": "2m"})
+        assert short.status_code == 422 and short.json()["detail"][0]["loc"] == ["query", "window"]
+        same = allowed.post("/api/v1/rollout/check", params={**params, "control": 'role="canary"'})
+        assert same.status_code == 422 and same.json()["detail"][0]["loc"] == ["query", "control"]
