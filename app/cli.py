@@ -71,9 +71,6 @@ def _write_report(arguments: argparse.Namespace, report: Any, text: Callable[[],
 _bounded = bounded
 
 
-_draft_cost = _bounded(float, 0.0, limits.MAX_DRAFT_COST)
-
-
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
     from app.service import setup_inputs
 
@@ -465,11 +462,7 @@ def add_curve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         subparsers, "curve", "speedup for k = 0..k_max with the p +/- band envelope, and the demo's readouts"
     )
     _add_p_and_c(parser, with_k=True)
-    add_input(parser, core_inputs.K_MAX, default=limits.DEMO_CHART_K_MIN, help="last k of the table")
-    parser.add_argument("--band", type=_bounded(float, 0.0, 0.5), default=limits.DEMO_BAND, help="half-width in p")
-    parser.add_argument(
-        "--c-ops", type=_draft_cost, default=0.0, help="arithmetic of a draft step relative to a target step"
-    )
+    add_inputs(parser, (core_inputs.CHART_K_MAX, core_inputs.BAND, core_inputs.C_OPS))
     _add_closed_form_output(parser)
     parser.set_defaults(handler=run_curve)
 
