@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.model import draft_sources, limits, trees
-from app.service import core_inputs
+from app.service import core_inputs, plan_inputs
 from app.service.inputs import Input
 
 MAX_TEXT = 1_000  # characters of a list
@@ -227,3 +227,12 @@ EXAMPLE = (
     ),
 )
 EXAMPLE_P = EXAMPLE[0]
+
+# --- step times fitted (the fit's own k_max: the drafts a measured step sweep covers) -------------------------
+
+STEP_FIT_K_MAX = 8
+STEP_FIT = (
+    Input("p", "Acceptance p", float, None, "Acceptance p: also return the schedule", 0.0, 1.0),
+    replace(core_inputs.K_MAX, default=STEP_FIT_K_MAX),
+    plan_inputs.BATCH_MAX,
+)

@@ -27,8 +27,8 @@ class InputError(ValueError):
 
 
 def _number(value: float) -> str:
-    """A bound as the text shows it: 1, 0.5, 100,000."""
-    if not float(value).is_integer():
+    """A bound as the text shows it: 1, 0.5, 100,000, 1e+15."""
+    if not float(value).is_integer() or abs(value) >= 1e12:
         return f"{value:g}"
     return f"{int(value):,}" if abs(value) >= 10_000 else str(int(value))
 
