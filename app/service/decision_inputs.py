@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.model import draft_sources, limits, trees
+from app.model import calibration, draft_sources, limits, trees
 from app.service import core_inputs, plan_inputs
 from app.service.inputs import Input
 
@@ -106,6 +106,18 @@ MODE = Input(
     choices=lambda: tuple(MODES),
     titles=MODES.__getitem__,
     legacy=("cal_mode",),
+)
+# A pasted report (the page's body: it never goes into an address) and an earlier one to subtract.
+REPORT = Input(
+    "metrics", "Engine report", str, "", "An engine's report, pasted", max_length=calibration.MAX_EXPOSITION_BYTES
+)
+BASELINE = Input(
+    "baseline",
+    "Earlier report",
+    str,
+    "",
+    "An earlier scrape of the same counters, to subtract",
+    max_length=calibration.MAX_EXPOSITION_BYTES,
 )
 URL = Input(
     "url",
@@ -236,3 +248,37 @@ STEP_FIT = (
     replace(core_inputs.K_MAX, default=STEP_FIT_K_MAX),
     plan_inputs.BATCH_MAX,
 )
+
+# --- the draft sources' p and c, each editable (the defaults are the cited values, derived from Spec-Bench) -----
+
+SOURCE_DIGITS = 4
+
+
+def _source_inputs(source: draft_sources.DraftSource) -> tuple[Input, Input]:
+    """p and c of one source; the one-page version carried every edit in one key, src_edit=id:p:c,..."""
+    p_label, c_label = f"Acceptance p of {source.name}", f"Draft cost c of {source.name}"
+    return (
+        Input(
+            f"{source.id}_p",
+            p_label,
+            float,
+            round(source.acceptance, SOURCE_DIGITS),
+            p_label,
+            0.0,
+            1.0,
+            legacy=("src_edit",),
+        ),
+        Input(
+            f"{source.id}_c",
+            c_label,
+            float,
+            round(source.draft_cost, SOURCE_DIGITS),
+            f"{c_label}, in target passes",
+            0.0,
+            limits.MAX_DRAFT_COST,
+            legacy=("src_edit",),
+        ),
+    )
+
+
+SOURCES = {source.id: _source_inputs(source) for source in draft_sources.DEFAULT_SOURCES}
