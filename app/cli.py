@@ -10,7 +10,8 @@ from typing import Any
 
 from app.cli_arguments import add_input, add_inputs, bounded, input_values
 from app.model import limits
-from app.service import core_inputs, plan_inputs
+from app.service import core_inputs, decision_inputs, plan_inputs
+from app.service.inputs import Input
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -224,11 +225,9 @@ def run_schedule(arguments: argparse.Namespace) -> int:
 # calibrate, sources and trees: from serving metrics to a decision
 
 
-def _add_cost_arguments(parser: argparse.ArgumentParser, regime_default: str = "memory-bound") -> None:
+def _add_cost_arguments(parser: argparse.ArgumentParser, regime: Input = core_inputs.REGIME) -> None:
     group = parser.add_argument_group("cost of a cycle")
-    add_input(group, core_inputs.C)
-    add_input(group, core_inputs.REGIME, default=regime_default)
-    add_inputs(group, (core_inputs.BETA, core_inputs.COST_BATCH))
+    add_inputs(group, (core_inputs.C, regime, core_inputs.BETA, core_inputs.COST_BATCH))
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
 
 
@@ -239,10 +238,8 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
         "infer p from a draft acceptance rate, a mean acceptance length or a vLLM /metrics scrape",
     )
     measured = parser.add_mutually_exclusive_group(required=True)
-    measured.add_argument("--rate", type=_bounded(float, 0.0, 1.0), help="draft acceptance rate, accepted / drafted")
-    measured.add_argument(
-        "--length", type=_bounded(float, 1.0, limits.K_MAX_LIMIT + 1.0), help="mean acceptance length (tokens per step)"
-    )
+    for measurement in (decision_inputs.RATE, decision_inputs.LENGTH):
+        add_input(measured, measurement, required=False)
     measured.add_argument(
         "--metrics", metavar="FILE", help="Prometheus text from a vLLM server's /metrics ('-' = stdin)"
     )
@@ -252,19 +249,15 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
         metavar="FILE_OR_URL",
         help="any engine's report (vLLM, SGLang, TensorRT-LLM, llama.cpp), detected by format; a URL is fetched",
     )
-    parser.add_argument("--label", default="model_name", help="with --from: label that splits classes")
-    parser.add_argument("--cycles", type=_bounded(float, 1e-9, 1e15), help="with --from: verifications behind a mean")
+    add_inputs(parser, (decision_inputs.CLASS_LABEL, decision_inputs.CYCLES))
     parser.add_argument(
         "--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics or --from)"
     )
     add_input(parser, plan_inputs.K)
-    parser.add_argument(
-        "--draft-lengths",
-        help="with --from: the draft lengths the engine ran, comma-separated (a per-batch schedule's k values)",
+    add_inputs(
+        parser,
+        (decision_inputs.DRAFT_LENGTHS, plan_inputs.ENGINE_VERSION, decision_inputs.MODEL_NAME, decision_inputs.K_MAX),
     )
-    parser.add_argument("--engine-version", help="with --from: the engine version that wrote the report")
-    parser.add_argument("--model-name", help="model_name label to pick when the scrape covers several models")
-    add_input(parser, core_inputs.K_MAX, default=limits.DEFAULT_DECISION_K_MAX)
     _add_cost_arguments(parser)
     parser.set_defaults(handler=run_calibrate)
 
@@ -317,7 +310,7 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
     parser = _subcommand(
         subparsers, "sources", "draft model, n-gram lookup, Medusa and EAGLE side by side (cited measurements)"
     )
-    add_input(parser, core_inputs.K_MAX, default=limits.DEFAULT_DECISION_K_MAX)
+    add_input(parser, decision_inputs.K_MAX)
     parser.add_argument(
         "--override",
         action="append",
@@ -350,26 +343,11 @@ def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser = _subcommand(
         subparsers, "trees", "chain, fixed-width, most-tokens and best-speedup token trees for a budget, with bounds"
     )
-    parser.add_argument(
-        "--acceptance",
-        default=",".join(f"{value:g}" for value in limits.DEFAULT_TREE_ACCEPTANCE),
-        help="positional acceptance P1 >= P2 >= ..., comma-separated",
-    )
-    parser.add_argument(
-        "--budget",
-        type=_bounded(int, 0, trees.MAX_TREE_BUDGET),
-        default=limits.DEFAULT_TREE_BUDGET,
-        help="largest tree in drafted tokens",
-    )
-    parser.add_argument(
-        "--widths",
-        default=",".join(str(width) for width in limits.DEFAULT_TREE_WIDTHS),
-        help=f"widths of the fixed-width trees, comma-separated (2 to {trees.MAX_WIDTH})",
-    )
+    add_inputs(parser, (decision_inputs.TREE_ACCEPTANCE, decision_inputs.TREE_BUDGET, decision_inputs.TREE_WIDTHS))
     parser.add_argument(
         "--every", type=_bounded(int, 1, trees.MAX_TREE_BUDGET), default=8, help="print every n-th budget"
     )
-    _add_cost_arguments(parser, limits.DEFAULT_TREE_REGIME)
+    _add_cost_arguments(parser, decision_inputs.TREE_REGIME)
     parser.set_defaults(handler=run_trees)
 
 
@@ -381,8 +359,6 @@ def run_trees(arguments: argparse.Namespace) -> int:
         acceptance = trees.positional_acceptance(
             [float(item) for item in arguments.acceptance.split(",") if item.strip()]
         )
-        if len(arguments.widths) > limits.MAX_WIDTHS_TEXT:
-            raise ValueError(f"widths must be at most {limits.MAX_WIDTHS_TEXT} characters")
         widths = list(dict.fromkeys(int(item) for item in arguments.widths.split(",") if item.strip()))
         if any(not 2 <= width <= trees.MAX_WIDTH for width in widths):
             raise ValueError(f"widths must be from 2 to {trees.MAX_WIDTH}")
