@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.cli_arguments import add_input, add_inputs, bounded, input_values
+from app.cli_arguments import add_input, add_inputs, input_values
 from app.model import limits
-from app.service import core_inputs, decision_inputs, plan_inputs
+from app.service import core_inputs, decision_inputs, plan_inputs, regime_inputs
 from app.service.inputs import Input
 
 Handler = Callable[[argparse.Namespace], int]
@@ -69,9 +69,6 @@ def _write_report(arguments: argparse.Namespace, report: Any, text: Callable[[],
 # table and schedule: cost regimes, batch size and the roofline
 
 
-_bounded = bounded
-
-
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
     from app.service import setup_inputs
 
@@ -119,29 +116,8 @@ def add_table_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser = _subcommand(
         subparsers, "table", "speedup over p x k under two named regimes side by side (win turning into loss)"
     )
-    (left, right), (left_batch, right_batch) = limits.ROOFLINE_TABLE_REGIMES, limits.ROOFLINE_TABLE_BATCHES
-    for side, regime, batch in (
-        ("a", left, left_batch),
-        ("b", right, right_batch),
-    ):  # the left-hand table, then the right
-        add_input(parser, core_inputs.REGIME, f"--regime-{side}", default=regime)
-        add_input(parser, core_inputs.BETA, f"--beta-{side}")
-        add_input(parser, core_inputs.COST_BATCH, f"--batch-{side}", default=batch)
-    add_input(parser, core_inputs.C)
-    parser.add_argument("--p-min", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MIN, help="first row")
-    parser.add_argument("--p-max", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MAX, help="last row")
-    parser.add_argument(
-        "--p-step",
-        type=_bounded(float, limits.MIN_TABLE_P_STEP, 1.0),
-        default=limits.DEFAULT_TABLE_P_STEP,
-        help="row spacing",
-    )
-    parser.add_argument(
-        "--k-max",
-        type=_bounded(int, 1, limits.MAX_TABLE_K),
-        default=limits.DEFAULT_TABLE_K_MAX,
-        help="columns k = 1..k_max",
-    )
+    # the left-hand table, then the right
+    add_inputs(parser, (*regime_inputs.LEFT, *regime_inputs.RIGHT, regime_inputs.C, *regime_inputs.ROWS))
     _add_roofline_arguments(parser)
     parser.set_defaults(handler=run_table)
 
@@ -187,8 +163,7 @@ def run_table(arguments: argparse.Namespace) -> int:
 
 def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _subcommand(subparsers, "schedule", "best draft length per batch size on the roofline (0 = off)")
-    add_input(parser, core_inputs.P, default=limits.DEFAULT_REGIMES_P)
-    add_input(parser, core_inputs.K_MAX)
+    add_inputs(parser, (regime_inputs.P, core_inputs.K_MAX))
     add_input(parser, plan_inputs.BATCH_MAX)
     _add_roofline_arguments(parser)
     parser.set_defaults(handler=run_schedule)
@@ -338,15 +313,10 @@ def run_sources(arguments: argparse.Namespace) -> int:
 
 
 def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from app.model import trees
-
     parser = _subcommand(
         subparsers, "trees", "chain, fixed-width, most-tokens and best-speedup token trees for a budget, with bounds"
     )
-    add_inputs(parser, (decision_inputs.TREE_ACCEPTANCE, decision_inputs.TREE_BUDGET, decision_inputs.TREE_WIDTHS))
-    parser.add_argument(
-        "--every", type=_bounded(int, 1, trees.MAX_TREE_BUDGET), default=8, help="print every n-th budget"
-    )
+    add_inputs(parser, decision_inputs.TREES_TEXT)
     _add_cost_arguments(parser, decision_inputs.TREE_REGIME)
     parser.set_defaults(handler=run_trees)
 

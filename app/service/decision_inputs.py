@@ -210,6 +210,9 @@ TREE_WIDTHS = Input(
     pattern=WIDTHS_PATTERN,
     pattern_rule=True,
 )
+# The trees as a table in a terminal: every n-th budget.
+TREE_EVERY = Input("every", "Every n-th budget", int, 8, "Print every n-th budget", 1, trees.MAX_TREE_BUDGET)
+TREES_TEXT = (TREE_ACCEPTANCE, TREE_BUDGET, TREE_WIDTHS, TREE_EVERY)
 # Trees are priced by the roofline of the default setup unless asked: verifying a tree grows with its nodes.
 TREE_REGIME = replace(
     core_inputs.REGIME,
