@@ -6,12 +6,15 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli_arguments import add_input, add_inputs, input_values
 from app.model import limits
 from app.service import core_inputs, decision_inputs, plan_inputs, regime_inputs
 from app.service.inputs import Input
+
+if TYPE_CHECKING:
+    from app.service.regimes import SetupRequest
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -86,7 +89,7 @@ def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto", help="colour in text output")
 
 
-def _setup_request(arguments: argparse.Namespace) -> object:
+def _setup_request(arguments: argparse.Namespace) -> SetupRequest:
     from app.service import setup_inputs
     from app.service.regimes import SetupError
 
@@ -122,43 +125,43 @@ def add_table_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.set_defaults(handler=run_table)
 
 
+def _write_roofline(
+    arguments: argparse.Namespace, report: Any, csv: Callable[[Any], str], text: Callable[[Any, bool], str]
+) -> int:
+    """The report as the API's JSON, as CSV or as (coloured) text, as --format asks."""
+    if arguments.format == "json":
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+    elif arguments.format == "csv":
+        sys.stdout.write(csv(report))
+    else:
+        sys.stdout.write(text(report, _use_color(arguments)))
+    return 0
+
+
 def run_table(arguments: argparse.Namespace) -> int:
     from app.model.regimes import RegimeName
-    from app.service.regimes import (
-        MAX_TABLE_ROWS,
-        RegimeRequest,
-        SetupError,
-        SetupRequest,
-        build_regime,
-        build_setup,
-        p_values_for,
-        render_table_text,
-        table_csv,
-        table_out,
-    )
+    from app.service import regimes
 
     try:
-        request = _setup_request(arguments)
-        assert isinstance(request, SetupRequest)
-        built = build_setup(request)
-        rows = p_values_for(arguments.p_min, arguments.p_max, arguments.p_step, MAX_TABLE_ROWS)
-    except SetupError as error:
+        built = regimes.build_setup(_setup_request(arguments))
+        rows = regimes.p_values_for(arguments.p_min, arguments.p_max, arguments.p_step, regimes.MAX_TABLE_ROWS)
+    except regimes.SetupError as error:
         print(f"specdec-lab table: error: {error}", file=sys.stderr)
         return 2
-    side_a = build_regime(
-        RegimeRequest(RegimeName(arguments.regime_a), arguments.beta_a, arguments.batch_a), arguments.c, built
-    )
-    side_b = build_regime(
-        RegimeRequest(RegimeName(arguments.regime_b), arguments.beta_b, arguments.batch_b), arguments.c, built
-    )
-    table = table_out(rows, arguments.k_max, side_a, side_b, built)
-    if arguments.format == "json":
-        sys.stdout.write(table.model_dump_json(indent=2) + "\n")
-    elif arguments.format == "csv":
-        sys.stdout.write(table_csv(table))
-    else:
-        sys.stdout.write(render_table_text(table, _use_color(arguments)))
-    return 0
+    sides = [
+        regimes.build_regime(
+            regimes.RegimeRequest(
+                RegimeName(getattr(arguments, f"regime_{side}")),
+                getattr(arguments, f"beta_{side}"),
+                getattr(arguments, f"batch_{side}"),
+            ),
+            arguments.c,
+            built,
+        )
+        for side in ("a", "b")
+    ]
+    table = regimes.table_out(rows, arguments.k_max, *sides, built)
+    return _write_roofline(arguments, table, regimes.table_csv, regimes.render_table_text)
 
 
 def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -170,30 +173,15 @@ def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 
 def run_schedule(arguments: argparse.Namespace) -> int:
-    from app.service.regimes import (
-        SetupError,
-        SetupRequest,
-        build_setup,
-        render_schedule_text,
-        schedule_csv,
-        schedule_out,
-    )
+    from app.service import regimes
 
     try:
-        request = _setup_request(arguments)
-        assert isinstance(request, SetupRequest)
-        built = build_setup(request)
-    except SetupError as error:
+        built = regimes.build_setup(_setup_request(arguments))
+    except regimes.SetupError as error:
         print(f"specdec-lab schedule: error: {error}", file=sys.stderr)
         return 2
-    schedule = schedule_out(arguments.p, arguments.k_max, arguments.batch_max, built)
-    if arguments.format == "json":
-        sys.stdout.write(schedule.model_dump_json(indent=2) + "\n")
-    elif arguments.format == "csv":
-        sys.stdout.write(schedule_csv(schedule))
-    else:
-        sys.stdout.write(render_schedule_text(schedule, _use_color(arguments)))
-    return 0
+    schedule = regimes.schedule_out(arguments.p, arguments.k_max, arguments.batch_max, built)
+    return _write_roofline(arguments, schedule, regimes.schedule_csv, regimes.render_schedule_text)
 
 
 # ---------------------------------------------------------------------------

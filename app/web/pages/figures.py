@@ -66,3 +66,13 @@ def figure(
 
 def line(name: str, x: list[Any], y: list[Any], **style: Any) -> Trace:
     return {"type": "scatter", "name": name, "x": x, "y": y, "mode": "lines", **style}
+
+
+def marked(
+    name: str, x: list[Any], y: list[Any], hover: str, symbol: str = "star", size: int = 16, **style: Any
+) -> Trace:
+    """Points outlined in ink over a curve: the best choice (a star in the best colour) or where something turns."""
+    color = style.pop("color", COLORS["best"])
+    edge = {"color": COLORS["ink"], "width": 1}
+    marker = {"size": size, "symbol": symbol, "color": color, "line": edge}
+    return line(name, x, y, mode="markers", marker=marker, hovertemplate=hover, **style)

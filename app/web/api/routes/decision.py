@@ -17,7 +17,6 @@ from app.model.regimes import REGIME_NAMES as regime_names
 from app.service import core_inputs
 from app.service import decision_inputs as inputs
 from app.service.decision import (
-    DEFAULT_C,
     CostRegime,
     calibration_out,
     cost_regime,
@@ -45,7 +44,6 @@ MAX_EXPOSITION_BYTES = calibration.MAX_EXPOSITION_BYTES  # per pasted exposition
 MAX_BODY_BYTES = 4 * MAX_EXPOSITION_BYTES + 65_536
 MAX_COUNT = 1e15  # any counter value
 MAX_POSITIONS = calibration.MAX_POSITIONS
-MAX_TREE_BUDGET = trees.MAX_TREE_BUDGET
 MAX_TREE_WIDTH = trees.MAX_WIDTH
 MAX_TREE_WIDTHS = limits.MAX_TREE_WIDTHS
 MAX_BATCH = limits.MAX_BATCH
@@ -396,7 +394,7 @@ def draft_sources_report(k_max: int, regime: str, beta: float, batch: int, overr
         raise parameter_error("overrides", str(error), overrides) from None
     _check_format("overrides", overrides, OVERRIDES_PATTERN, "eagle:0.8:0.1")
     # Each source brings its own c; the regime only prices verification (the roofline's c is not used here).
-    chosen = _regime(regime, DEFAULT_C, beta, batch)
+    chosen = _regime(regime, limits.DEFAULT_C, beta, batch)
     return sources_out(k_max, chosen, edits)
 
 

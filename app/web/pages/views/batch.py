@@ -38,7 +38,7 @@ from app.service.regimes import (
 from app.service.schemas.regimes import BatchSweepOut, ScheduleOut, SetupOut, TableOut
 from app.web.pages import inputs
 from app.web.pages.controls import Control, ControlError, Reading, url_text
-from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.figures import COLORS, figure, line, marked
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
 
@@ -373,18 +373,14 @@ def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str,
     crossover = sweep.crossover_batch
     if crossover is not None:
         data.append(
-            line(
+            marked(
                 f"crossover at batch {crossover}",
                 [crossover],
                 [sweep.speedup[batches.index(crossover)]],
-                mode="markers",
-                marker={
-                    "size": 13,
-                    "symbol": "x",
-                    "color": COLORS["bad"],
-                    "line": {"color": COLORS["ink"], "width": 1},
-                },
-                hovertemplate="stops paying from batch %{x}<extra></extra>",
+                "stops paying from batch %{x}<extra></extra>",
+                symbol="x",
+                size=13,
+                color=COLORS["bad"],
                 meta="crossover",
             )
         )

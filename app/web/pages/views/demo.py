@@ -20,7 +20,7 @@ from app.model.limits import (
 )
 from app.service import core_inputs
 from app.web.pages.controls import Reading
-from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.figures import COLORS, figure, line, marked
 from app.web.pages.inputs import control
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
@@ -108,18 +108,11 @@ def curve_figure(p: float, k: int, c: float, best: int, best_speedup: float) -> 
             hovertemplate="current k = %{x}<br>%{y:.2f}×<extra></extra>",
             meta="current",
         ),
-        line(
+        marked(
             f"best k = {best}" if best else "best: do not speculate",
             [best],
             [best_speedup],
-            mode="markers",
-            marker={
-                "size": 16,
-                "symbol": "star",
-                "color": COLORS["best"],
-                "line": {"color": COLORS["ink"], "width": 1},
-            },
-            hovertemplate="best k = %{x}<br>%{y:.2f}×<extra></extra>",
+            "best k = %{x}<br>%{y:.2f}×<extra></extra>",
             meta="best",
         ),
     ]

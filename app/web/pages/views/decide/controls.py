@@ -10,7 +10,6 @@ from app.model.regimes import RegimeName
 from app.service import core_inputs, plan_inputs
 from app.service import decision_inputs as inputs
 from app.service.decision import (
-    DEFAULT_K_MAX,
     CostRegime,
     cost_regime,
 )
@@ -66,7 +65,7 @@ REGIME_OPTIONS = tuple(core_inputs.REGIME_TITLES.items())
 REGIME = control(core_inputs.REGIME, options=REGIME_OPTIONS, legacy=("dec_regime",))
 BETA = control(core_inputs.BETA, legacy=("dec_beta",))
 BATCH = control(core_inputs.COST_BATCH, help=SETUP_TEXT, legacy=("dec_batch",))
-K_MAX = control(plan_inputs.K_MAX, default=DEFAULT_K_MAX, legacy=("dec_kmax",))
+K_MAX = control(inputs.K_MAX, legacy=("dec_kmax",))
 MODE = control(inputs.MODE)
 RATE = control(inputs.RATE, default=DEFAULT_RATE)
 LENGTH = control(inputs.LENGTH, default=DEFAULT_LENGTH)

@@ -6,12 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from app.model import engines, published
+from app.model import engines, limits, published
 from app.model.acceptance import iid_p
 from app.service import plan, plan_inputs
-from app.service.decision import (
-    MAX_BATCH,
-)
 from app.service.inputs import InputError
 from app.service.plan_inputs import engine_title
 from app.service.regimes import BuiltSetup, SetupError, accuracy_out, build_setup, devices_note
@@ -173,7 +170,7 @@ def plan_request(reading: Reading, p: float, profile: tuple[float, ...], p_low: 
         p=p,
         profile=profile,
         k_max=reading.integer("k_max"),
-        batch_max=MAX_BATCH,
+        batch_max=limits.MAX_BATCH,
         batch=reading.integer("batch"),
         method=method,
         draft_path=draft_path,
