@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.cli_arguments import add_input, add_inputs, input_values
+from app.cli_arguments import add_input, add_inputs, add_repeated, input_values
 from app.model import limits
 from app.service import core_inputs, decision_inputs, plan_inputs, regime_inputs
 from app.service.inputs import Input
@@ -77,13 +77,12 @@ def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("roofline: presets, formats and serving conditions")
     add_inputs(group, setup_inputs.SERVING)
-    group.add_argument(
+    add_repeated(
+        group,
         "--set",
+        "FIELD=VALUE",
+        "override one preset field, as in the API: hw_bandwidth_tb_s=4, model_layers=40, draft_total_params_b=3",
         dest="overrides",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override one preset field, as in the API: hw_bandwidth_tb_s=4, model_layers=40, draft_total_params_b=3",
     )
     parser.add_argument("--format", choices=["text", "csv", "json"], default="text", help="output format")
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto", help="colour in text output")
@@ -274,12 +273,8 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
         subparsers, "sources", "draft model, n-gram lookup, Medusa and EAGLE side by side (cited measurements)"
     )
     add_input(parser, decision_inputs.K_MAX)
-    parser.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="ID:P:C",
-        help="edit a source's acceptance and draft cost, e.g. eagle:0.8:0.1 (repeatable)",
+    add_repeated(
+        parser, "--override", "ID:P:C", "edit a source's acceptance and draft cost, e.g. eagle:0.8:0.1 (repeatable)"
     )
     _add_cost_arguments(parser)
     parser.set_defaults(handler=run_sources)

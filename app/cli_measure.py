@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from app.cli_arguments import add_input, add_inputs
+from app.cli_arguments import add_input, add_inputs, add_repeated
 from app.cli_arguments import bounded as _bounded
 from app.service import live_inputs
 from app.service.live_inputs import MAX_SWEEP_BATCH, MAX_SWEEP_K
@@ -73,12 +73,11 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     parser.add_argument("--prompts", metavar="FILE", help="workload, one prompt per line (default: built-in prompts)")
     add_inputs(parser, live_inputs.WORKLOAD)
-    parser.add_argument(
+    add_repeated(
+        parser,
         "--server-log",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a llama-server log at -lv 4 (repeat for each server; matched by its 'listening on' line): the "
+        "FILE",
+        "a llama-server log at -lv 4 (repeat for each server; matched by its 'listening on' line): the "
         "engine's own draft-generation time, which separates c from v(k)",
     )
     add_input(parser, live_inputs.MEASURED_C)

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from app.model import limits
 from app.model.regimes import RegimeName
-from app.service import core_inputs
+from app.service import core_inputs, plan_inputs
 from app.service.inputs import Input
 
 MAX_POINTS = 1024
@@ -21,9 +21,7 @@ C = replace(core_inputs.C, default=limits.ROOFLINE_TABLE_C)
 REGIME = replace(core_inputs.REGIME, default=RegimeName.ROOFLINE.value, help="Cost regime")
 BETA = replace(core_inputs.BETA, help="Linear regime: v(k) = 1 + beta k", default=limits.ROOFLINE_BETA)
 BATCH = Input("batch", "Batch size B", int, 1, "Batch size (sequences per step)", 1, limits.MAX_BATCH)
-BATCH_MAX = Input(
-    "batch_max", "Largest batch swept", int, limits.MAX_BATCH, "Largest batch size swept", 1, limits.MAX_BATCH
-)
+BATCH_MAX = replace(plan_inputs.BATCH_MAX, label="Largest batch swept", help="Largest batch size swept")
 POINTS = Input(
     "points",
     "Points",

@@ -38,7 +38,7 @@ from app.service.regimes import (
 from app.service.schemas.regimes import BatchSweepOut, ScheduleOut, SetupOut, TableOut
 from app.web.pages import inputs
 from app.web.pages.controls import Control, ControlError, Reading, url_text
-from app.web.pages.figures import COLORS, figure, line, marked
+from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
 
@@ -349,14 +349,7 @@ def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str,
             hovertemplate="batch %{x}<br>best k = %{customdata}: %{y:.2f}×<extra></extra>",
             meta="best",
         ),
-        line(
-            "break-even (S = 1)",
-            [1, sweep.batch_max],
-            [1, 1],
-            line={"color": COLORS["break_even"], "dash": "dash", "width": 2},
-            hoverinfo="skip",
-            meta="break_even",
-        ),
+        break_even(1, sweep.batch_max, "break-even (S = 1)", meta="break_even"),
     ]
     for side, color, reference in zip(("left", "right"), (COLORS["good"], COLORS["purple"]), references, strict=True):
         data.append(

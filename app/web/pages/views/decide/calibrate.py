@@ -16,7 +16,7 @@ from app.service.fetch import FetchError, check_url, fetch_text
 from app.service.plan_inputs import engine_title
 from app.web.core.config import get_settings
 from app.web.pages.controls import Control, ControlError, Reading
-from app.web.pages.figures import COLORS, figure, line, marked
+from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.text import fixed, times
 from app.web.pages.views.decide.controls import (
     BASELINE,
@@ -237,13 +237,7 @@ def calibration_figure(result: calibration.Calibration) -> dict[str, Any]:
                 line={"color": COLORS["accent"], "width": 3},
                 hovertemplate="k = %{x}<br>%{y:.2f}×<extra></extra>",
             ),
-            line(
-                "break-even",
-                [ks[0], ks[-1]],
-                [1, 1],
-                line={"color": COLORS["break_even"], "dash": "dash", "width": 2},
-                hoverinfo="skip",
-            ),
+            break_even(ks[0], ks[-1]),
             line(
                 f"measured k = {result.k}",
                 [result.k],

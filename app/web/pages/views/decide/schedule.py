@@ -13,7 +13,7 @@ from app.service.inputs import InputError
 from app.service.plan_inputs import engine_title
 from app.service.regimes import BuiltSetup, SetupError, accuracy_out, build_setup, devices_note
 from app.web.pages.controls import Control, ControlError, Reading, url_text
-from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.figures import COLORS, break_even, figure, line
 from app.web.pages.text import fixed, times
 from app.web.pages.views import batch as batch_view
 from app.web.pages.views.decide.calibrate import cells
@@ -95,13 +95,7 @@ def schedule_part(made: plan.Plan) -> tuple[dict[str, Any], dict[str, Any]]:
                 line={"shape": "hv", "color": COLORS["good"], "dash": "dot", "width": 2},
                 hovertemplate="batch %{x}: k = %{y}<extra></extra>",
             ),
-            line(
-                "break-even",
-                [1, max(decision.batch_limit, 1)],
-                [1, 1],
-                line={"color": COLORS["break_even"], "dash": "dash", "width": 1.5},
-                hoverinfo="skip",
-            ),
+            break_even(1, max(decision.batch_limit, 1), width=1.5),
         ],
         "batch size (only batches that fit)",
         "speedup ×",

@@ -11,7 +11,7 @@ from app.service.decision import (
     tree_verification_assumption,
 )
 from app.web.pages.controls import Reading
-from app.web.pages.figures import COLORS, figure, line, marked
+from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.text import fixed, times
 from app.web.pages.views.decide.controls import ACCEPTANCE, query_text, tree_cost_query
 
@@ -132,15 +132,7 @@ def trees_part(
                     hovertemplate=f"{name} {formula} = {value:.2f}<extra></extra>",
                 )
             )
-    speedups.append(
-        line(
-            "break-even",
-            [0, budget],
-            [1, 1],
-            line={"color": COLORS["break_even"], "dash": "dash", "width": 1.5},
-            hoverinfo="skip",
-        )
-    )
+    speedups.append(break_even(0, budget, width=1.5))
     speedups.append(
         marked(
             f"best: n = {comparison.best_budget}",
