@@ -23,6 +23,11 @@ def _temperature(name: str, label: str, default: float, legacy: str) -> Input:
     )
 
 
+def _count(name: str, label: str, default: int, help: str, most: int) -> Input:
+    """How many of something a request asks for: 1 to ``most``."""
+    return Input(name, label, int, default, help, 1, most)
+
+
 def _order(name: str, label: str, default: int, which: str, span: tuple[int, int], legacy: str) -> Input:
     return Input(name, label, int, default, f"Order of the {which}", *span, legacy=(legacy,))
 
@@ -61,32 +66,24 @@ TRIALS = Input(
     limits.MAX_TRIALS,
     legacy=("xtrials",),
 )
-HISTOGRAM_TOKENS = Input(
+HISTOGRAM_TOKENS = _count(
     "histogram_tokens",
     "Tokens shown",
-    int,
     limits.HISTOGRAM_TOKENS,
     "Most likely tokens shown one by one",
-    1,
     limits.MAX_HISTOGRAM_TOKENS,
 )
 CHAIN_K = Input(
     "k", "Chain draft length k", int, limits.DEFAULT_CHAIN_K, "Draft length k", 1, limits.MAX_CHAIN_K, legacy=("chk",)
 )
-CHAIN_TOKENS = Input(
-    "tokens", "Chain tokens", int, limits.DEFAULT_CHAIN_TOKENS, "Tokens to generate", 1, limits.MAX_CHAIN_TOKENS
+CHAIN_TOKENS = _count(
+    "tokens", "Chain tokens", limits.DEFAULT_CHAIN_TOKENS, "Tokens to generate", limits.MAX_CHAIN_TOKENS
 )
 NGRAM_K = Input(
     "k", "N-gram draft length k", int, limits.DEFAULT_NGRAM_K, "Draft length k", 1, limits.MAX_NGRAM_K, legacy=("ngk",)
 )
-NGRAM_TOKENS = Input(
-    "tokens",
-    "N-gram characters",
-    int,
-    limits.MAX_NGRAM_TOKENS,
-    "Characters to generate",
-    1,
-    limits.MAX_NGRAM_TOKENS,
+NGRAM_TOKENS = _count(
+    "tokens", "N-gram characters", limits.MAX_NGRAM_TOKENS, "Characters to generate", limits.MAX_NGRAM_TOKENS
 )
 NGRAM_TEMPERATURE = _temperature(
     "temperature", "N-gram temperature (both models)", limits.DEFAULT_NGRAM_TEMPERATURE, "ngtemp"

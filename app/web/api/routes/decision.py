@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -37,6 +38,7 @@ from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
 
 router = APIRouter(prefix="/api/v1", tags=["decision"])
+Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 # Caps on the work and size of one request.
 MAX_EXPOSITION_BYTES = calibration.MAX_EXPOSITION_BYTES  # per pasted exposition (metrics, baseline)
@@ -126,13 +128,17 @@ def _numbers(name: str, text: str, limit: int) -> list[float]:
 # Calibration
 
 
-@router.get(
-    "/calibrate/rate",
-    summary="Acceptance p from a draft acceptance rate",
-    response_model=CalibrationOut,
-    dependencies=HEAVY,
-)
-@in_worker_process
+def calibration_route(path: str, summary: str) -> Callable[[Handler], Handler]:
+    """A GET that answers a calibration (heavy: in the worker processes)."""
+
+    def register(handler: Handler) -> Handler:
+        route = router.get(path, summary=summary, response_model=CalibrationOut, dependencies=HEAVY)
+        return route(in_worker_process(handler))
+
+    return register
+
+
+@calibration_route("/calibrate/rate", "Acceptance p from a draft acceptance rate")
 @takes(inputs.RATE, inputs.MEASURED_K, inputs.K_MAX)
 def get_calibration_from_rate(rate: float, k: int, cost: Cost, k_max: int) -> CalibrationOut:
     """Infer p from a draft acceptance rate measured at draft length k; predict speedup for every k."""
@@ -141,13 +147,7 @@ def get_calibration_from_rate(rate: float, k: int, cost: Cost, k_max: int) -> Ca
     return calibration_out(result, chosen)
 
 
-@router.get(
-    "/calibrate/length",
-    summary="Acceptance p from a mean acceptance length",
-    response_model=CalibrationOut,
-    dependencies=HEAVY,
-)
-@in_worker_process
+@calibration_route("/calibrate/length", "Acceptance p from a mean acceptance length")
 @with_rules(LENGTH_RULES)
 @takes(inputs.LENGTH, inputs.MEASURED_K, inputs.K_MAX)
 def get_calibration_from_length(length: float, k: int, cost: Cost, k_max: int) -> CalibrationOut:
@@ -171,13 +171,7 @@ def _counter_parameter(error: CalibrationError) -> str:
     return "accepted"
 
 
-@router.get(
-    "/calibrate/counters",
-    summary="Acceptance p from spec-decode counters",
-    response_model=CalibrationOut,
-    dependencies=HEAVY,
-)
-@in_worker_process
+@calibration_route("/calibrate/counters", "Acceptance p from spec-decode counters")
 @with_rules(COUNTER_RULES)
 @takes(inputs.COUNTED_K, inputs.K_MAX)
 def get_calibration_from_counters(

@@ -142,13 +142,8 @@ def ngram_answer(
     histogram = np.bincount([cycle.accepted for cycle in run.chain.cycles], minlength=k + 1)
     return filled(
         NgramRun,
-        run,
-        k=k,
+        run,  # k, the seed, the temperature and both orders as the run was made with them
         tokens=tokens,
-        seed=seed,
-        temperature=temperature,
-        draft_order=draft_order,
-        target_order=target_order,
         prompt=prompt,
         corpus_characters=len(ngram.corpus()),
         histogram=histogram.tolist(),
@@ -211,13 +206,12 @@ def get_bursty(p: float, k: int, rho: float, cycles: int, seed: int) -> Bursty:
     return filled(
         Bursty,
         run,
+        chain,  # the transition probabilities after an acceptance and after a rejection
         p=p,
         k=k,
         rho=rho,
         rho_min=low,
         rho_max=high,
-        after_accept=chain.after_accept,
-        after_reject=chain.after_reject,
         cycles=cycles,
         seed=seed,
         measured_acceptance=stream.acceptance,
