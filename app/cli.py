@@ -147,7 +147,7 @@ def run_table(arguments: argparse.Namespace) -> int:
     except regimes.SetupError as error:
         print(f"specdec-lab table: error: {error}", file=sys.stderr)
         return 2
-    sides = [
+    side_a, side_b = (
         regimes.build_regime(
             regimes.RegimeRequest(
                 RegimeName(getattr(arguments, f"regime_{side}")),
@@ -158,8 +158,8 @@ def run_table(arguments: argparse.Namespace) -> int:
             built,
         )
         for side in ("a", "b")
-    ]
-    table = regimes.table_out(rows, arguments.k_max, *sides, built)
+    )
+    table = regimes.table_out(rows, arguments.k_max, side_a, side_b, built)
     return _write_roofline(arguments, table, regimes.table_csv, regimes.render_table_text)
 
 

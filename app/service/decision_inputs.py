@@ -35,6 +35,8 @@ SOURCE_OVERRIDE = f"(?:{'|'.join(draft_sources.SOURCE_IDS)}) *: *{UNIT_NUMBER} *
 OVERRIDES_PATTERN = list_pattern(SOURCE_OVERRIDE, len(draft_sources.SOURCE_IDS))
 ACCEPTANCE_PATTERN = list_pattern(UNIT_NUMBER, trees.MAX_WIDTH, least=1)
 WIDTHS_PATTERN = list_pattern(WIDTH_NUMBER, limits.MAX_TREE_WIDTHS)
+MAX_COUNT = 1e15  # any counter value
+PER_POSITION_PATTERN = list_pattern(COUNT_NUMBER, calibration.MAX_POSITIONS)
 DRAFT_LENGTHS_PATTERN = r"^\s*(\d{1,2}\s*(,\s*\d{1,2}\s*)*)?$"
 
 # --- calibration ---------------------------------------------------------------------------------------------
@@ -72,6 +74,22 @@ MEASURED_K = Input(
     limits.K_MAX_LIMIT,
     required=True,
     legacy=("cal_k",),
+)
+# vLLM's spec-decode counters, as read off a scrape (drafts, which must be at least 1, is checked by the endpoint).
+COUNTERS = (
+    Input("draft_tokens", "Draft tokens", float, None, "Counter value", 0.0, MAX_COUNT, required=True),
+    Input("accepted", "Accepted tokens", float, None, "Counter value", 0.0, MAX_COUNT, required=True),
+)
+PER_POSITION = Input(
+    "per_position",
+    "Accepted per position",
+    str,
+    "",
+    f"Accepted tokens per draft position 0..k-1, comma-separated (at most {calibration.MAX_POSITIONS} numbers from 0 "
+    f"to {MAX_COUNT:.0e}, no exponents)",
+    max_length=MAX_TEXT,
+    pattern=PER_POSITION_PATTERN,
+    pattern_rule=True,
 )
 # What the report's counters imply when it is left out; the page writes 0 for that.
 COUNTED_K = Input(

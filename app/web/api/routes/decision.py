@@ -26,10 +26,8 @@ from app.service.decision import (
 )
 from app.service.decision_inputs import (
     ACCEPTANCE_PATTERN,
-    COUNT_NUMBER,
     OVERRIDES_PATTERN,
     WIDTHS_PATTERN,
-    list_pattern,
 )
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 from app.web.api.inputs import takes
@@ -44,7 +42,7 @@ Handler = TypeVar("Handler", bound=Callable[..., Any])
 MAX_EXPOSITION_BYTES = calibration.MAX_EXPOSITION_BYTES  # per pasted exposition (metrics, baseline)
 # metrics + baseline, each up to twice its length once JSON escapes quotes and newlines, + framing
 MAX_BODY_BYTES = 4 * MAX_EXPOSITION_BYTES + 65_536
-MAX_COUNT = 1e15  # any counter value
+MAX_COUNT = inputs.MAX_COUNT
 MAX_POSITIONS = calibration.MAX_POSITIONS
 MAX_TREE_WIDTH = trees.MAX_WIDTH
 MAX_TREE_WIDTHS = limits.MAX_TREE_WIDTHS
@@ -52,9 +50,6 @@ MAX_BATCH = limits.MAX_BATCH
 MAX_TEXT_PARAMETER = inputs.MAX_TEXT
 
 REGIME_NAMES = list(regime_names)
-Count = Annotated[
-    float, Query(ge=0.0, le=MAX_COUNT, allow_inf_nan=False, description=f"Counter value, 0 to {MAX_COUNT:.0e}.")
-]
 DraftCount = Annotated[
     float,
     Query(
@@ -72,8 +67,6 @@ def _check_format(name: str, text: str, pattern: str, example: str) -> None:
     if not re.fullmatch(pattern, text):
         raise parameter_error(name, f"must match the pattern {pattern} (for example {example!r}); got {text!r}", text)
 
-
-PER_POSITION_PATTERN = list_pattern(COUNT_NUMBER, MAX_POSITIONS)
 
 # Rules that tie parameters (or the values of one list) together: enforced by the handlers, listed in each
 # operation's description because a schema cannot say them.
@@ -173,22 +166,15 @@ def _counter_parameter(error: CalibrationError) -> str:
 
 @calibration_route("/calibrate/counters", "Acceptance p from spec-decode counters")
 @with_rules(COUNTER_RULES)
-@takes(inputs.COUNTED_K, inputs.K_MAX)
+@takes(*inputs.COUNTERS, inputs.PER_POSITION, inputs.COUNTED_K, inputs.K_MAX)
 def get_calibration_from_counters(
     drafts: DraftCount,
-    draft_tokens: Count,
-    accepted: Count,
+    draft_tokens: float,
+    accepted: float,
     cost: Cost,
-    per_position: Annotated[
-        str,
-        Query(
-            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER, "pattern": PER_POSITION_PATTERN},
-            description=f"Accepted tokens per draft position 0..k-1, comma-separated (at most {MAX_POSITIONS} "
-            f"numbers from 0 to {MAX_COUNT:.0e}, no exponents).",
-        ),
-    ] = "",
-    k: int | None = None,
-    k_max: int = inputs.K_MAX.default,
+    per_position: str,
+    k: int | None,
+    k_max: int,
 ) -> CalibrationOut:
     """Infer p, per-position acceptance and the i.i.d. check from vLLM's spec-decode counter values."""
     if drafts < 1:
@@ -198,7 +184,7 @@ def get_calibration_from_counters(
     positions = _numbers("per_position", _text_parameter("per_position", per_position), MAX_POSITIONS)
     if any(value < 0 or value > MAX_COUNT for value in positions):
         raise parameter_error("per_position", f"values must be from 0 to {MAX_COUNT:.0e}", per_position)
-    _check_format("per_position", per_position, PER_POSITION_PATTERN, "900,700,400")
+    _check_format("per_position", per_position, inputs.PER_POSITION_PATTERN, "900,700,400")
     counters = calibration.SpecDecodeCounters(
         schema="v1",
         drafts=drafts,
