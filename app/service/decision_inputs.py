@@ -75,8 +75,19 @@ MEASURED_K = Input(
     required=True,
     legacy=("cal_k",),
 )
-# vLLM's spec-decode counters, as read off a scrape (drafts, which must be at least 1, is checked by the endpoint).
+# vLLM's spec-decode counters, as read off a scrape (that drafts is at least 1 is checked by the endpoint).
 COUNTERS = (
+    Input(
+        "drafts",
+        "Drafts",
+        float,
+        None,
+        "Drafts proposed (vLLM's num_drafts counter)",
+        0.0,
+        MAX_COUNT,
+        required=True,
+        rule_low=1,
+    ),
     Input("draft_tokens", "Draft tokens", float, None, "Counter value", 0.0, MAX_COUNT, required=True),
     Input("accepted", "Accepted tokens", float, None, "Counter value", 0.0, MAX_COUNT, required=True),
 )

@@ -36,6 +36,8 @@ def query(item: Input) -> Any:
         settings["le"] = item.high
         if item.kind is float:
             settings["allow_inf_nan"] = False
+        if item.rule_low is not None:
+            extra["minimum"] = item.rule_low  # the endpoint checks it, and its message says why
     if item.choices is not None:
         extra["enum"] = list(item.choices())  # as registered now; the handler reads the registry again
     if item.known is not None:

@@ -6,9 +6,9 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -50,16 +50,6 @@ MAX_BATCH = limits.MAX_BATCH
 MAX_TEXT_PARAMETER = inputs.MAX_TEXT
 
 REGIME_NAMES = list(regime_names)
-DraftCount = Annotated[
-    float,
-    Query(
-        ge=0.0,
-        le=MAX_COUNT,
-        allow_inf_nan=False,
-        json_schema_extra={"minimum": 1},  # checked by the handler, whose message says why
-        description=f"Drafts proposed (vLLM's num_drafts counter), 1 to {MAX_COUNT:.0e}.",
-    ),
-]
 
 
 def _check_format(name: str, text: str, pattern: str, example: str) -> None:
@@ -168,7 +158,7 @@ def _counter_parameter(error: CalibrationError) -> str:
 @with_rules(COUNTER_RULES)
 @takes(*inputs.COUNTERS, inputs.PER_POSITION, inputs.COUNTED_K, inputs.K_MAX)
 def get_calibration_from_counters(
-    drafts: DraftCount,
+    drafts: float,
     draft_tokens: float,
     accepted: float,
     cost: Cost,
