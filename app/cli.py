@@ -6,12 +6,16 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.cli_arguments import add_input, add_inputs, bounded, input_values
+from app.cli_arguments import add_input, add_inputs, add_repeated, input_values
 from app.cli_engines import add_step_fit_argument, step_fitted
 from app.model import limits
-from app.service import core_inputs, plan_inputs
+from app.service import core_inputs, decision_inputs, plan_inputs, regime_inputs
+from app.service.inputs import Input
+
+if TYPE_CHECKING:
+    from app.service.regimes import SetupRequest
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -69,30 +73,23 @@ def _write_report(arguments: argparse.Namespace, report: Any, text: Callable[[],
 # table and schedule: cost regimes, batch size and the roofline
 
 
-_bounded = bounded
-
-
-_draft_cost = _bounded(float, 0.0, limits.MAX_DRAFT_COST)
-
-
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
     from app.service import setup_inputs
 
     group = parser.add_argument_group("roofline: presets, formats and serving conditions")
     add_inputs(group, setup_inputs.SERVING)
-    group.add_argument(
+    add_repeated(
+        group,
         "--set",
+        "FIELD=VALUE",
+        "override one preset field, as in the API: hw_bandwidth_tb_s=4, model_layers=40, draft_total_params_b=3",
         dest="overrides",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override one preset field, as in the API: hw_bandwidth_tb_s=4, model_layers=40, draft_total_params_b=3",
     )
     parser.add_argument("--format", choices=["text", "csv", "json"], default="text", help="output format")
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto", help="colour in text output")
 
 
-def _setup_request(arguments: argparse.Namespace) -> object:
+def _setup_request(arguments: argparse.Namespace) -> SetupRequest:
     from app.service import setup_inputs
     from app.service.regimes import SetupError
 
@@ -122,70 +119,49 @@ def add_table_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser = _subcommand(
         subparsers, "table", "speedup over p x k under two named regimes side by side (win turning into loss)"
     )
-    (left, right), (left_batch, right_batch) = limits.ROOFLINE_TABLE_REGIMES, limits.ROOFLINE_TABLE_BATCHES
-    for side, regime, batch in (
-        ("a", left, left_batch),
-        ("b", right, right_batch),
-    ):  # the left-hand table, then the right
-        add_input(parser, core_inputs.REGIME, f"--regime-{side}", default=regime)
-        add_input(parser, core_inputs.BETA, f"--beta-{side}")
-        add_input(parser, core_inputs.COST_BATCH, f"--batch-{side}", default=batch)
-    add_input(parser, core_inputs.C)
-    parser.add_argument("--p-min", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MIN, help="first row")
-    parser.add_argument("--p-max", type=_bounded(float, 0.0, 1.0), default=limits.DEFAULT_TABLE_P_MAX, help="last row")
-    parser.add_argument(
-        "--p-step",
-        type=_bounded(float, limits.MIN_TABLE_P_STEP, 1.0),
-        default=limits.DEFAULT_TABLE_P_STEP,
-        help="row spacing",
-    )
-    parser.add_argument(
-        "--k-max",
-        type=_bounded(int, 1, limits.MAX_TABLE_K),
-        default=limits.DEFAULT_TABLE_K_MAX,
-        help="columns k = 1..k_max",
-    )
+    # the left-hand table, then the right
+    add_inputs(parser, (*regime_inputs.LEFT, *regime_inputs.RIGHT, regime_inputs.C, *regime_inputs.ROWS))
     _add_roofline_arguments(parser)
     parser.set_defaults(handler=run_table)
 
 
+def _write_roofline(
+    arguments: argparse.Namespace, report: Any, csv: Callable[[Any], str], text: Callable[[Any, bool], str]
+) -> int:
+    """The report as the API's JSON, as CSV or as (coloured) text, as --format asks."""
+    if arguments.format == "json":
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+    elif arguments.format == "csv":
+        sys.stdout.write(csv(report))
+    else:
+        sys.stdout.write(text(report, _use_color(arguments)))
+    return 0
+
+
 def run_table(arguments: argparse.Namespace) -> int:
     from app.model.regimes import RegimeName
-    from app.service.regimes import (
-        MAX_TABLE_ROWS,
-        RegimeRequest,
-        SetupError,
-        SetupRequest,
-        build_regime,
-        build_setup,
-        p_values_for,
-        render_table_text,
-        table_csv,
-        table_out,
-    )
+    from app.service import regimes
 
     try:
-        request = _setup_request(arguments)
-        assert isinstance(request, SetupRequest)
-        built = build_setup(request)
-        rows = p_values_for(arguments.p_min, arguments.p_max, arguments.p_step, MAX_TABLE_ROWS)
-    except SetupError as error:
+        built = regimes.build_setup(_setup_request(arguments))
+        rows = regimes.p_values_for(arguments.p_min, arguments.p_max, arguments.p_step, regimes.MAX_TABLE_ROWS)
+    except regimes.SetupError as error:
         print(f"specdec-lab table: error: {error}", file=sys.stderr)
         return 2
-    side_a = build_regime(
-        RegimeRequest(RegimeName(arguments.regime_a), arguments.beta_a, arguments.batch_a), arguments.c, built
+    side_a, side_b = (
+        regimes.build_regime(
+            regimes.RegimeRequest(
+                RegimeName(getattr(arguments, f"regime_{side}")),
+                getattr(arguments, f"beta_{side}"),
+                getattr(arguments, f"batch_{side}"),
+            ),
+            arguments.c,
+            built,
+        )
+        for side in ("a", "b")
     )
-    side_b = build_regime(
-        RegimeRequest(RegimeName(arguments.regime_b), arguments.beta_b, arguments.batch_b), arguments.c, built
-    )
-    table = table_out(rows, arguments.k_max, side_a, side_b, built)
-    if arguments.format == "json":
-        sys.stdout.write(table.model_dump_json(indent=2) + "\n")
-    elif arguments.format == "csv":
-        sys.stdout.write(table_csv(table))
-    else:
-        sys.stdout.write(render_table_text(table, _use_color(arguments)))
-    return 0
+    table = regimes.table_out(rows, arguments.k_max, side_a, side_b, built)
+    return _write_roofline(arguments, table, regimes.table_csv, regimes.render_table_text)
 
 
 def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -228,24 +204,16 @@ def run_schedule(arguments: argparse.Namespace) -> int:
     if built is None:
         return 2
     schedule = schedule_out(acceptance, arguments.k_max, arguments.batch_max, built)
-    if arguments.format == "json":
-        sys.stdout.write(schedule.model_dump_json(indent=2) + "\n")
-    elif arguments.format == "csv":
-        sys.stdout.write(schedule_csv(schedule))
-    else:
-        sys.stdout.write(render_schedule_text(schedule, _use_color(arguments)))
-    return 0
+    return _write_roofline(arguments, schedule, schedule_csv, render_schedule_text)
 
 
 # ---------------------------------------------------------------------------
 # calibrate, sources and trees: from serving metrics to a decision
 
 
-def _add_cost_arguments(parser: argparse.ArgumentParser, regime_default: str = "memory-bound") -> None:
+def _add_cost_arguments(parser: argparse.ArgumentParser, regime: Input = core_inputs.REGIME) -> None:
     group = parser.add_argument_group("cost of a cycle")
-    add_input(group, core_inputs.C)
-    add_input(group, core_inputs.REGIME, default=regime_default)
-    add_inputs(group, (core_inputs.BETA, core_inputs.COST_BATCH))
+    add_inputs(group, (core_inputs.C, regime, core_inputs.BETA, core_inputs.COST_BATCH))
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
 
 
@@ -256,10 +224,8 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
         "infer p from a draft acceptance rate, a mean acceptance length or a vLLM /metrics scrape",
     )
     measured = parser.add_mutually_exclusive_group(required=True)
-    measured.add_argument("--rate", type=_bounded(float, 0.0, 1.0), help="draft acceptance rate, accepted / drafted")
-    measured.add_argument(
-        "--length", type=_bounded(float, 1.0, limits.K_MAX_LIMIT + 1.0), help="mean acceptance length (tokens per step)"
-    )
+    for measurement in (decision_inputs.RATE, decision_inputs.LENGTH):
+        add_input(measured, measurement, required=False)
     measured.add_argument(
         "--metrics", metavar="FILE", help="Prometheus text from a vLLM server's /metrics ('-' = stdin)"
     )
@@ -269,19 +235,15 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
         metavar="FILE_OR_URL",
         help="any engine's report (vLLM, SGLang, TensorRT-LLM, llama.cpp), detected by format; a URL is fetched",
     )
-    parser.add_argument("--label", default="model_name", help="with --from: label that splits classes")
-    parser.add_argument("--cycles", type=_bounded(float, 1e-9, 1e15), help="with --from: verifications behind a mean")
+    add_inputs(parser, (decision_inputs.CLASS_LABEL, decision_inputs.CYCLES))
     parser.add_argument(
         "--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics or --from)"
     )
     add_input(parser, plan_inputs.K)
-    parser.add_argument(
-        "--draft-lengths",
-        help="with --from: the draft lengths the engine ran, comma-separated (a per-batch schedule's k values)",
+    add_inputs(
+        parser,
+        (decision_inputs.DRAFT_LENGTHS, plan_inputs.ENGINE_VERSION, decision_inputs.MODEL_NAME, decision_inputs.K_MAX),
     )
-    parser.add_argument("--engine-version", help="with --from: the engine version that wrote the report")
-    parser.add_argument("--model-name", help="model_name label to pick when the scrape covers several models")
-    add_input(parser, core_inputs.K_MAX, default=limits.DEFAULT_DECISION_K_MAX)
     _add_cost_arguments(parser)
     parser.set_defaults(handler=run_calibrate)
 
@@ -334,13 +296,9 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
     parser = _subcommand(
         subparsers, "sources", "draft model, n-gram lookup, Medusa and EAGLE side by side (cited measurements)"
     )
-    add_input(parser, core_inputs.K_MAX, default=limits.DEFAULT_DECISION_K_MAX)
-    parser.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="ID:P:C",
-        help="edit a source's acceptance and draft cost, e.g. eagle:0.8:0.1 (repeatable)",
+    add_input(parser, decision_inputs.K_MAX)
+    add_repeated(
+        parser, "--override", "ID:P:C", "edit a source's acceptance and draft cost, e.g. eagle:0.8:0.1 (repeatable)"
     )
     _add_cost_arguments(parser)
     parser.set_defaults(handler=run_sources)
@@ -362,31 +320,11 @@ def run_sources(arguments: argparse.Namespace) -> int:
 
 
 def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from app.model import trees
-
     parser = _subcommand(
         subparsers, "trees", "chain, fixed-width, most-tokens and best-speedup token trees for a budget, with bounds"
     )
-    parser.add_argument(
-        "--acceptance",
-        default=",".join(f"{value:g}" for value in limits.DEFAULT_TREE_ACCEPTANCE),
-        help="positional acceptance P1 >= P2 >= ..., comma-separated",
-    )
-    parser.add_argument(
-        "--budget",
-        type=_bounded(int, 0, trees.MAX_TREE_BUDGET),
-        default=limits.DEFAULT_TREE_BUDGET,
-        help="largest tree in drafted tokens",
-    )
-    parser.add_argument(
-        "--widths",
-        default=",".join(str(width) for width in limits.DEFAULT_TREE_WIDTHS),
-        help=f"widths of the fixed-width trees, comma-separated (2 to {trees.MAX_WIDTH})",
-    )
-    parser.add_argument(
-        "--every", type=_bounded(int, 1, trees.MAX_TREE_BUDGET), default=8, help="print every n-th budget"
-    )
-    _add_cost_arguments(parser, limits.DEFAULT_TREE_REGIME)
+    add_inputs(parser, decision_inputs.TREES_TEXT)
+    _add_cost_arguments(parser, decision_inputs.TREE_REGIME)
     parser.set_defaults(handler=run_trees)
 
 
@@ -398,8 +336,6 @@ def run_trees(arguments: argparse.Namespace) -> int:
         acceptance = trees.positional_acceptance(
             [float(item) for item in arguments.acceptance.split(",") if item.strip()]
         )
-        if len(arguments.widths) > limits.MAX_WIDTHS_TEXT:
-            raise ValueError(f"widths must be at most {limits.MAX_WIDTHS_TEXT} characters")
         widths = list(dict.fromkeys(int(item) for item in arguments.widths.split(",") if item.strip()))
         if any(not 2 <= width <= trees.MAX_WIDTH for width in widths):
             raise ValueError(f"widths must be from 2 to {trees.MAX_WIDTH}")
@@ -479,11 +415,7 @@ def add_curve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         subparsers, "curve", "speedup for k = 0..k_max with the p +/- band envelope, and the demo's readouts"
     )
     _add_p_and_c(parser, with_k=True)
-    add_input(parser, core_inputs.K_MAX, default=limits.DEMO_CHART_K_MIN, help="last k of the table")
-    parser.add_argument("--band", type=_bounded(float, 0.0, 0.5), default=limits.DEMO_BAND, help="half-width in p")
-    parser.add_argument(
-        "--c-ops", type=_draft_cost, default=0.0, help="arithmetic of a draft step relative to a target step"
-    )
+    add_inputs(parser, (core_inputs.CHART_K_MAX, core_inputs.BAND, core_inputs.C_OPS))
     _add_closed_form_output(parser)
     parser.set_defaults(handler=run_curve)
 

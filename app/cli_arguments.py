@@ -23,6 +23,13 @@ def bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[
     return parse
 
 
+def add_repeated(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, metavar: str, help: str, **command: Any
+) -> None:
+    """An option given once per value (--override a --override b): its values in order, none by default."""
+    parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help, **command)
+
+
 def _typed(item: Input) -> Callable[[str], Any]:
     """An option's type: the text as the input's kind, checked against the input's bounds."""
 

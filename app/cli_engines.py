@@ -10,14 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.cli_arguments import add_inputs, input_values
-from app.cli_arguments import bounded as _bounded
-from app.model import engines as engine_registry
+from app.cli_arguments import add_input, add_inputs, input_values
+from app.service import decision_inputs, live_inputs, plan_inputs
 
 if TYPE_CHECKING:
     from app.service.plan import PlanRequest
-
-MAX_SAMPLES = 100_000
 
 
 def _draft_lengths(text: str | None) -> tuple[int, ...]:
@@ -137,9 +134,7 @@ def add_commands(
 
     fit = subparsers.add_parser("step-fit", help="fit efficiencies and overhead to measured step times")
     fit.add_argument("source", metavar="FILE", help="CSV (batch,tokens,ms), vLLM dynamic config JSON or SGLang JSONL")
-    fit.add_argument("--p", type=_bounded(float, 0.0, 1.0), help="also print the schedule of the fitted model")
-    fit.add_argument("--k-max", type=_bounded(int, 1, 64), default=8)
-    fit.add_argument("--batch-max", type=_bounded(int, 1, 1024), default=1024)
+    add_inputs(fit, decision_inputs.STEP_FIT)
     add_roofline_arguments(fit)
     fit.set_defaults(handler=lambda arguments: run_step_fit(arguments, setup_request))
 
@@ -150,23 +145,16 @@ def add_commands(
         metavar="URL",
         help="ask this Prometheus (http://host:9090) for every instance and class instead of polling one /metrics",
     )
-    watch.add_argument(
-        "--engine", choices=engine_registry.ENGINES, help="with --prometheus: the engine (default: the one scraped)"
+    add_input(
+        watch, plan_inputs.ENGINE, required=False, help="with --prometheus: the engine (default: the one scraped)"
     )
-    watch.add_argument("--engine-version", help="with --prometheus and --engine: the engine version")
-    watch.add_argument(
-        "--since",
-        type=_bounded(float, 0.0, 30 * 86400.0),
-        default=0.0,
-        help="with --prometheus: first report the intervals of the last SINCE seconds from its history",
-    )
-    watch.add_argument("--interval", type=_bounded(float, 0.05, 3600.0), default=10.0, help="seconds between scrapes")
-    watch.add_argument("--samples", type=_bounded(int, 1, MAX_SAMPLES), default=60, help="intervals to report")
+    add_input(watch, plan_inputs.ENGINE_VERSION, help="with --prometheus and --engine: the engine version")
+    add_inputs(watch, live_inputs.WATCH)
     watch.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a regression was seen")
     watch.add_argument("--calibrated", help="LOW,HIGH: acceptance interval to hold (default: the first interval's)")
-    watch.add_argument("--label", default="model_name", help="label that picks a class")
+    add_input(watch, decision_inputs.CLASS_LABEL)
     watch.add_argument("--label-value", help="watch only this value of --label")
-    watch.add_argument("--serve-port", type=_bounded(int, 0, 65535), help="serve specdec_lab_* gauges on 127.0.0.1")
+    add_input(watch, live_inputs.SERVE_PORT)
     add_roofline_arguments(watch)
     watch.set_defaults(handler=lambda arguments: run_watch(arguments, setup_request))
 

@@ -16,16 +16,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from app.cli_arguments import add_input, add_inputs, add_repeated
 from app.cli_arguments import bounded as _bounded
-from app.model import limits
+from app.service import live_inputs
+from app.service.live_inputs import MAX_SWEEP_BATCH, MAX_SWEEP_K
 
-DEFAULT_N_PREDICT = 64
-DEFAULT_REPEATS = 2
-DEFAULT_MAX_REQUESTS = 200
-DEFAULT_TIMEOUT_S = 600.0
-MAX_REQUESTS = 100_000
-MAX_SWEEP_K = 64
-MAX_SWEEP_BATCH = 256
 Measured = TypeVar("Measured")
 Measured_co = TypeVar("Measured_co", covariant=True)
 EXIT_INCOMPLETE = 1  # a batch sweep that stopped before every cell: what it measured is still written
@@ -77,45 +72,21 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "speedup, and per k the batch where speculation stops paying",
     )
     parser.add_argument("--prompts", metavar="FILE", help="workload, one prompt per line (default: built-in prompts)")
-    parser.add_argument(
-        "--n-predict", type=_bounded(int, 2, 4096), default=DEFAULT_N_PREDICT, help="tokens decoded per request"
-    )
-    parser.add_argument(
-        "--repeats", type=_bounded(int, 1, 1000), default=DEFAULT_REPEATS, help="rounds over the workload"
-    )
-    parser.add_argument(
-        "--max-requests",
-        type=_bounded(int, 1, MAX_REQUESTS),
-        default=DEFAULT_MAX_REQUESTS,
-        help="most requests in all, warm-up included",
-    )
-    parser.add_argument(
-        "--timeout", type=_bounded(float, 1.0, 86_400.0), default=DEFAULT_TIMEOUT_S, help="most seconds in all"
-    )
-    parser.add_argument(
+    add_inputs(parser, live_inputs.WORKLOAD)
+    add_repeated(
+        parser,
         "--server-log",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a llama-server log at -lv 4 (repeat for each server; matched by its 'listening on' line): the "
+        "FILE",
+        "a llama-server log at -lv 4 (repeat for each server; matched by its 'listening on' line): the "
         "engine's own draft-generation time, which separates c from v(k)",
     )
-    parser.add_argument(
-        "--c",
-        type=_bounded(float, 0.0, limits.MAX_DRAFT_COST),
-        help="draft cost per drafted token in plain steps when no --server-log gives the engine's draft time "
-        "(default: 0 for n-gram lookup, unknown for a draft model)",
-    )
+    add_input(parser, live_inputs.MEASURED_C)
     parser.add_argument(
         "--write-calibration",
         metavar="FILE",
         help="write one k's /metrics counter deltas in llama.cpp's Prometheus format (specdec-lab calibrate --from)",
     )
-    parser.add_argument(
-        "--calibration-k",
-        type=_bounded(int, 1, MAX_SWEEP_K),
-        help="the k --write-calibration writes (default: the largest measured)",
-    )
+    add_input(parser, live_inputs.CALIBRATION_K)
     parser.add_argument(
         "--write-step-fit",
         metavar="FILE",

@@ -6,8 +6,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import bursty, closed_form, sampling
-from app.web.api.routes import sampling as router
+from app.model import bursty, closed_form, limits, sampling
 
 
 def get(client: TestClient, path: str, **params: Any) -> dict[str, Any]:
@@ -53,8 +52,8 @@ def test_exact_rule_is_reproducible(client: TestClient) -> None:
     ("name", "value", "bounds"),
     [
         ("vocab", 1, "from 2 to 2000"),
-        ("vocab", router.MAX_VOCAB + 1, "from 2 to 2000"),
-        ("trials", router.MAX_TRIALS + 1, "from 1000 to 500000"),
+        ("vocab", limits.MAX_VOCAB + 1, "from 2 to 2000"),
+        ("trials", limits.MAX_TRIALS + 1, "from 1000 to 500000"),
         ("trials", "1e9", "from 1000 to 500000"),
         ("target_temperature", 0, "from 0.05 to 5"),
         ("draft_temperature", "inf", "from 0.05 to 5"),
@@ -82,10 +81,10 @@ def test_chain_rolls_back_one_integer(client: TestClient) -> None:
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("vocab", router.MAX_CHAIN_VOCAB + 1),
+        ("vocab", limits.MAX_CHAIN_VOCAB + 1),
         ("k", 0),
-        ("k", router.MAX_CHAIN_K + 1),
-        ("tokens", router.MAX_CHAIN_TOKENS + 1),
+        ("k", limits.MAX_CHAIN_K + 1),
+        ("tokens", limits.MAX_CHAIN_TOKENS + 1),
     ],
 )
 def test_chain_bounds(client: TestClient, name: str, value: int) -> None:
@@ -114,13 +113,13 @@ def test_ngram_orders_must_differ_and_the_error_names_what_was_sent(client: Test
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("k", router.MAX_NGRAM_K + 1),
-        ("tokens", router.MAX_NGRAM_TOKENS + 1),
+        ("k", limits.MAX_NGRAM_K + 1),
+        ("tokens", limits.MAX_NGRAM_TOKENS + 1),
         ("draft_order", 0),
         ("target_order", 8),
         ("temperature", -1),
         ("prompt", "caf\u00e9"),
-        ("prompt", "x" * (router.MAX_PROMPT + 1)),
+        ("prompt", "x" * (limits.MAX_PROMPT + 1)),
     ],
 )
 def test_ngram_bounds(client: TestClient, name: str, value: object) -> None:

@@ -53,8 +53,10 @@ def build_curve(p: float, k: int, c: float, k_max: int, band: float, c_ops: floa
         )
         for j in range(k_max + 1)
     ]
-    best, best_value = closed_form.best_k(p, c, K_SEARCH_MAX)
+    best = build_optimal_k(p, c, K_SEARCH_MAX)  # whatever the chart shows
     return Curve(
+        **best.model_dump(include={"best_k", "k_search_max", "limit_reached"}),
+        best_speedup=best.speedup,
         p=p,
         k=k,
         c=c,
@@ -64,10 +66,6 @@ def build_curve(p: float, k: int, c: float, k_max: int, band: float, c_ops: floa
         p_low=p_low,
         p_high=p_high,
         **_cycle_readouts(p, k, c),
-        best_k=best,
-        best_speedup=best_value,
-        k_search_max=K_SEARCH_MAX,
-        limit_reached=closed_form.limit_reached(best, K_SEARCH_MAX),
         break_even_speedup=1.0,
         break_even_acceptance=closed_form.break_even_acceptance(k, c),
         max_draft_cost=closed_form.max_draft_cost(p, k),

@@ -4,7 +4,7 @@ simulations' seed and correlation, declared once for the API, the demo page and 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.model import limits
@@ -39,6 +39,25 @@ RHO = Input(
     -1.0,
     1.0,
 )
+
+# /run and /simulate draw i.i.d. acceptances unless a correlation is given; /bursty opens on a correlated one.
+IID_RHO = replace(RHO, default=0.0)
+# The curve's x axis (best k is searched over 1..k_search_max whatever it shows).
+CHART_K_MAX = replace(K_MAX, default=limits.DEMO_CHART_K_MIN, help="Last k of the curve")
+# What an engine reports is measured at a draft length of at least 1.
+MEASURED_K = replace(K, help="Draft length k", low=1)
+BAND = Input("band", "Band", float, limits.DEMO_BAND, "Half-width of the acceptance band", 0.0, 0.5)
+C_OPS = Input(
+    "c_ops",
+    "Draft arithmetic c_ops",
+    float,
+    0.0,
+    "Arithmetic of a draft step relative to a target step",
+    0.0,
+    limits.MAX_DRAFT_COST,
+)
+TOKENS = Input("tokens", "Tokens", int, limits.DEMO_RUN_TOKENS, "Tokens to generate", 1, limits.MAX_TOKENS)
+CYCLES = Input("cycles", "Cycles", int, limits.DEMO_SIMULATED_CYCLES, "Cycles to simulate", 1, limits.MAX_CYCLES)
 
 # The verification cost of a cycle, as the calibration, the draft sources and the trees price it.
 REGIME_TITLES = {

@@ -24,13 +24,6 @@ from app.service.schemas.decision import (
 )
 from app.service.schemas.fill import filled
 
-DEFAULT_C = limits.DEFAULT_C
-DEFAULT_K_MAX = limits.DEFAULT_DECISION_K_MAX
-DEFAULT_TREE_ACCEPTANCE = limits.DEFAULT_TREE_ACCEPTANCE
-DEFAULT_TREE_BUDGET = limits.DEFAULT_TREE_BUDGET
-DEFAULT_TREE_WIDTHS = limits.DEFAULT_TREE_WIDTHS
-MAX_BATCH = limits.MAX_BATCH
-
 
 @dataclass(frozen=True)
 class CostRegime:

@@ -27,8 +27,8 @@ class InputError(ValueError):
 
 
 def _number(value: float) -> str:
-    """A bound as the text shows it: 1, 0.5, 100,000."""
-    if not float(value).is_integer():
+    """A bound as the text shows it: 1, 0.5, 100,000, 1e+15."""
+    if not float(value).is_integer() or abs(value) >= 1e12:
         return f"{value:g}"
     return f"{int(value):,}" if abs(value) >= 10_000 else str(int(value))
 
@@ -45,6 +45,8 @@ class Input:
     low: float | None = None
     high: float | None = None
     above: bool = False  # low itself is refused
+    # the least value that makes sense, stated as the bound; the endpoint checks it and says why (low is the type's)
+    rule_low: float | None = None
     choices: Callable[[], Sequence[str]] | None = None  # read when asked: a registry may grow
     titles: Callable[[str], str] | None = None  # a choice's on-screen title (the choice itself by default)
     # values announced as the input's enum (the API's schema), read when asked; a text box on the page, and a rule
@@ -69,6 +71,8 @@ class Input:
         if self.kind is str:
             return f"at most {self.max_length:,} characters" if self.max_length else "any text"
         assert self.low is not None and self.high is not None
+        if self.rule_low is not None:
+            return f"{_number(self.rule_low)} to {_number(self.high)}"
         if self.above:
             return f"above {_number(self.low)}, at most {_number(self.high)}"
         return f"{_number(self.low)} to {_number(self.high)}"

@@ -290,6 +290,8 @@ WATCH: tuple[Input, ...] = (
     ),
 )
 INPUTS = by_name((*PLAN, *WATCH))
+RULES_FORMATS = ("json", "yaml")
+RULES_FORMAT = Input("format", "Format", str, RULES_FORMATS[0], "Response format", choices=lambda: RULES_FORMATS)
 
 
 def profile_shares(text: str) -> tuple[float, ...]:

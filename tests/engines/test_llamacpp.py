@@ -18,17 +18,19 @@ import pytest
 from app.model import engine_config, engine_metrics, engines
 from app.model.engines import llamacpp
 from app.model.engines.base import ConfigRuleError, Exported
+from app.model.engines.llamacpp import versions as llamacpp_versions
 from app.model.engines.llamacpp.reports import unread_lines, unread_series, unread_timings
 from tests import live_engine
 from tests.engines import suite
 
 NEWEST = engines.version("llamacpp")
+SPEC_TYPE_FLAGS = llamacpp_versions.SPEC_FLAGS
 
 
 @pytest.mark.parametrize("method", [None, "ngram-simple", "ngram-mod"])
-@pytest.mark.parametrize("version", ["b11434", "2026-10", "2026-03"])
+@pytest.mark.parametrize("version", [version.name for version in engines.versions("llamacpp")])
 def test_every_setup_reads_back_to_one_k_and_says_where_it_differs(method: str | None, version: str) -> None:
-    if version == "2026-03" and method is not None:
+    if not engines.version("llamacpp", version).can(SPEC_TYPE_FLAGS) and method is not None:
         with pytest.raises(ValueError, match="no --spec-type"):
             suite.check_export("llamacpp", next(suite.cases()), version=version, method=method)
         return

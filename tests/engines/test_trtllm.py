@@ -29,7 +29,7 @@ def _yaml(config: dict[str, Any], max_batch_size: int = 64) -> Exported:
     return Exported(document, [], yaml.safe_dump(document))
 
 
-@pytest.mark.parametrize("version", ["2026-09", "2026-03", "2025-10"])
+@pytest.mark.parametrize("version", [version.name for version in engines.versions("trtllm")])
 @pytest.mark.parametrize("method", [None, "Eagle3", "NGram"])
 def test_every_setup_reads_back_to_the_schedule_or_says_where_not(version: str, method: str | None) -> None:
     checked = [suite.check_export("trtllm", case, version=version, method=method) for case in suite.cases()]

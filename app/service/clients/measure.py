@@ -411,6 +411,13 @@ class Sweep:
                     "this llama-server takes no per-request draft length, so each k needs a server started with it"
                 )
 
+    def _finish(self, servers: list[Server], done: int, planned: int) -> float:
+        """The progress bar closed and every server's k read; the seconds the sweep took."""
+        if self.progress is not None:
+            self.progress(done, planned, "done")
+        self._identify_the_rest(servers)
+        return time.monotonic() - self.started
+
     def _identify_the_rest(self, servers: list[Server]) -> None:
         """The k of servers whose warm-up drafted nothing, from their counters once the sweep has run."""
         for server in servers:
@@ -481,9 +488,7 @@ class Sweep:
             for server, (generated, ms, delta, draft_ms) in results:  # a prompt counts once every k has run it
                 server.requests += 1
                 records.append(Record(servers.index(server), repeat, index, generated, ms, delta, draft_ms))
-        if self.progress is not None:
-            self.progress(done, planned, "done")
-        self._identify_the_rest(servers)
+        elapsed = self._finish(servers, done, planned)
         if not any(server.requests for server in servers):
             raise MeasureClientError(f"no prompt ran on every server within the bounds ({stopped})")
         for server in servers:
@@ -493,7 +498,7 @@ class Sweep:
                     "(other traffic on the server?); the /metrics deltas are used"
                 )
         samples = samples_from(servers, records)
-        return Run(servers, records, samples, self.requests, time.monotonic() - self.started, stopped, self.notes)
+        return Run(servers, records, samples, self.requests, elapsed, stopped, self.notes)
 
 
 def stderr_progress(stream: Any = None) -> Progress:
@@ -675,9 +680,7 @@ class SweepOverBatches(Sweep):
                 done += batch
             if stopped:
                 break
-        if self.progress is not None:
-            self.progress(done, planned, "done")
-        self._identify_the_rest(servers)
+        elapsed = self._finish(servers, done, planned)
         if not any(server.k == 0 for server in servers):
             raise MeasureClientError("no server without speculation: k = 0 is the baseline of each batch's speedup")
         if self.prompt_misses:
@@ -686,4 +689,4 @@ class SweepOverBatches(Sweep):
                 "their requests did not find the prompt cached and may not have decoded together throughout"
             )
         rounds = batch_rounds(servers, records)
-        return BatchRun(servers, records, rounds, self.requests, time.monotonic() - self.started, stopped, self.notes)
+        return BatchRun(servers, records, rounds, self.requests, elapsed, stopped, self.notes)

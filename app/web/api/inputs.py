@@ -1,8 +1,9 @@
 """The API's query parameters, generated from the declarations of app.service.inputs.
 
 ``query`` is one input's ``Query`` (its bounds, length, pattern and choices as the OpenAPI document states
-them); ``parameter`` its annotated type; ``dependency`` a FastAPI dependency that takes a list of inputs as
-query parameters and hands their values to a builder, turning an InputError into a 422 naming the input.
+them); ``parameter`` its annotated type; ``takes`` gives a handler's parameters named as inputs those inputs'
+types, bounds and defaults; ``dependency`` a FastAPI dependency that takes a list of inputs as query parameters
+and hands their values to a builder, turning an InputError into a 422 naming the input.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from app.service.inputs import Input, InputError
 from app.web.core.errors import parameter_error
 
 Built = TypeVar("Built")
+Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
 def query(item: Input) -> Any:
@@ -34,6 +36,8 @@ def query(item: Input) -> Any:
         settings["le"] = item.high
         if item.kind is float:
             settings["allow_inf_nan"] = False
+        if item.rule_low is not None:
+            extra["minimum"] = item.rule_low  # the endpoint checks it, and its message says why
     if item.choices is not None:
         extra["enum"] = list(item.choices())  # as registered now; the handler reads the registry again
     if item.known is not None:
@@ -47,18 +51,37 @@ def parameter(item: Input) -> Any:
     return Annotated[kind, query(item)]
 
 
-def signature(inputs: Sequence[Input]) -> inspect.Signature:
-    return inspect.Signature(
-        [
-            inspect.Parameter(
-                item.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=inspect.Parameter.empty if item.required else item.default,
-                annotation=parameter(item),
-            )
-            for item in inputs
-        ]
+def _parameter(item: Input) -> inspect.Parameter:
+    return inspect.Parameter(
+        item.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=inspect.Parameter.empty if item.required else item.default,
+        annotation=parameter(item),
     )
+
+
+def signature(inputs: Sequence[Input]) -> inspect.Signature:
+    return inspect.Signature([_parameter(item) for item in inputs])
+
+
+def takes(*inputs: Input) -> Callable[[Handler], Handler]:
+    """The handler's parameters named as ``inputs`` become those inputs' query parameters (type, bounds,
+    description, default); its other parameters (the request) stay as they are.  The handler itself is returned,
+    so that it can still be called with its values."""
+
+    def decorate(handler: Handler) -> Handler:
+        declared = {item.name: item for item in inputs}
+        own = inspect.signature(handler, eval_str=True)
+        missing = set(declared) - set(own.parameters)
+        assert not missing, f"{handler.__name__} does not take {sorted(missing)}"
+        parameters = [
+            _parameter(declared[name]) if name in declared else given.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for name, given in own.parameters.items()
+        ]
+        handler.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
+        return handler
+
+    return decorate
 
 
 def refused(error: InputError) -> Exception:

@@ -3,29 +3,20 @@ generated from their declarations in app.service.setup_inputs."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import Depends, Query
+from fastapi import Depends
 
-from app.service import plan_inputs, setup_inputs
 from app.service import regimes as regimes_report
+from app.service import setup_inputs
 from app.service.regimes import BuiltSetup
-from app.web.api.inputs import dependency, query
+from app.web.api.inputs import dependency
 
 MAX_BATCH = regimes_report.MAX_BATCH
 MAX_DEVICES = regimes_report.MAX_DEVICES
 
 
-def _choice_query(allowed: list[str], description: str) -> Any:
-    """A string parameter listed as an enum in the schema and checked by the handler (422 names it)."""
-    return Query(description=f"{description} One of: {', '.join(allowed)}.", json_schema_extra={"enum": allowed})
-
-
 Setup = Annotated[BuiltSetup, Depends(dependency(setup_inputs.ROOFLINE, setup_inputs.built))]
-Batch = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Batch size (sequences per step), 1 to {MAX_BATCH}.")]
-BatchMax = Annotated[int, Query(ge=1, le=MAX_BATCH, description=f"Largest batch size swept, 1 to {MAX_BATCH}.")]
-# A schedule's batches, as engine-config, step-fit and rules take them.
-DecidedBatchMax = Annotated[int, query(plan_inputs.BATCH_MAX)]
 
 
 # Rules between the setup's parameters, listed in the description of every operation that takes a setup.

@@ -66,3 +66,19 @@ def figure(
 
 def line(name: str, x: list[Any], y: list[Any], **style: Any) -> Trace:
     return {"type": "scatter", "name": name, "x": x, "y": y, "mode": "lines", **style}
+
+
+def marked(
+    name: str, x: list[Any], y: list[Any], hover: str, symbol: str = "star", size: int = 16, **style: Any
+) -> Trace:
+    """Points outlined in ink over a curve: the best choice (a star in the best colour) or where something turns."""
+    color = style.pop("color", COLORS["best"])
+    edge = {"color": COLORS["ink"], "width": 1}
+    marker = {"size": size, "symbol": symbol, "color": color, "line": edge}
+    return line(name, x, y, mode="markers", marker=marker, hovertemplate=hover, **style)
+
+
+def break_even(low: float, high: float, name: str = "break-even", width: float = 2, **style: Any) -> Trace:
+    """The dashed line at speedup 1 from ``low`` to ``high`` on the x axis: below it speculation costs time."""
+    dash = {"color": COLORS["break_even"], "dash": "dash", "width": width}
+    return line(name, [low, high], [1, 1], line=dash, hoverinfo="skip", **style)

@@ -9,13 +9,11 @@ stay in the heavy-work processes.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from app.model import closed_form, monte_carlo
-from app.model.limits import DEFAULT_C, DEFAULT_K, DEFAULT_P, DEMO_CHART_K_MIN, K_MAX_LIMIT, K_SEARCH_MAX
 from app.service.core import build_curve, build_optimal_k, build_speedup
+from app.service.core_inputs import BAND, C_OPS, CHART_K_MAX, CYCLES, IID_RHO, K_MAX, MEASURED_K, SEED, TOKENS, C, K, P
 from app.service.schemas.core import (
     BreakEven,
     Cost,
@@ -30,7 +28,8 @@ from app.service.schemas.core import (
     Speedup,
 )
 from app.service.schemas.fill import filled
-from app.web.api.params import MAX_CYCLES, MAX_TOKENS, RHO_RULES, C, K, KMax, P, Rho, Seed, check_rho
+from app.web.api.inputs import takes
+from app.web.api.params import RHO_RULES, check_rho
 from app.web.core.errors import with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
 
@@ -38,27 +37,10 @@ __all__ = ["build_curve", "router"]
 
 router = APIRouter(prefix="/api/v1", tags=["closed form"])
 
-DEFAULT_K_MAX = DEMO_CHART_K_MIN
-
-Band = Annotated[
-    float, Query(ge=0.0, le=0.5, allow_inf_nan=False, description="Half-width of the acceptance band, 0 to 0.5.")
-]
-Cycles = Annotated[int, Query(ge=1, le=MAX_CYCLES, description=f"Cycles to simulate, 1 to {MAX_CYCLES:,}.")]
-Tokens = Annotated[int, Query(ge=1, le=MAX_TOKENS, description=f"Tokens to generate, 1 to {MAX_TOKENS:,}.")]
-COps = Annotated[
-    float,
-    Query(
-        ge=0.0,
-        le=10.0,
-        allow_inf_nan=False,
-        description="Arithmetic of a draft step relative to a target step, 0 to 10.",
-    ),
-]
-KPositive = Annotated[int, Query(ge=1, le=K_MAX_LIMIT, description=f"Draft length k, 1 to {K_MAX_LIMIT}.")]
-
 
 @router.get("/expected-tokens", summary="Expected tokens per cycle", response_model=ExpectedTokens)
-async def get_expected_tokens(p: P = DEFAULT_P, k: K = DEFAULT_K) -> ExpectedTokens:
+@takes(P, K)
+async def get_expected_tokens(p: float, k: int) -> ExpectedTokens:
     """Expected tokens per cycle and the distribution of accepted drafts."""
     return ExpectedTokens(
         p=p,
@@ -69,19 +51,22 @@ async def get_expected_tokens(p: P = DEFAULT_P, k: K = DEFAULT_K) -> ExpectedTok
 
 
 @router.get("/cost", summary="Cost of one cycle", response_model=Cost)
-async def get_cost(k: K = DEFAULT_K, c: C = DEFAULT_C) -> Cost:
+@takes(K, C)
+async def get_cost(k: int, c: float) -> Cost:
     """Cost of one cycle in target passes."""
     return Cost(k=k, c=c, cost_per_cycle=closed_form.cost_per_cycle(k, c))
 
 
 @router.get("/speedup", summary="Speedup over plain decoding", response_model=Speedup)
-async def get_speedup(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> Speedup:
+@takes(P, K, C)
+async def get_speedup(p: float, k: int, c: float) -> Speedup:
     """Speedup of speculative decoding over plain decoding."""
     return build_speedup(p, k, c)
 
 
 @router.get("/optimal-k", summary="Best draft length k", response_model=OptimalK)
-async def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = K_SEARCH_MAX) -> OptimalK:
+@takes(P, C, K_MAX)
+async def get_optimal_k(p: float, c: float, k_max: int) -> OptimalK:
     """Draft length with the highest speedup over 1..k_max, or 0 when speculation never pays.
 
     limit_reached says when best_k is k_max, the longest draft searched."""
@@ -89,7 +74,8 @@ async def get_optimal_k(p: P = DEFAULT_P, c: C = DEFAULT_C, k_max: KMax = K_SEAR
 
 
 @router.get("/break-even", summary="Break-even acceptance and largest useful draft cost", response_model=BreakEven)
-async def get_break_even(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -> BreakEven:
+@takes(P, K, C)
+async def get_break_even(p: float, k: int, c: float) -> BreakEven:
     """Break-even acceptance, largest useful draft cost and Leviathan's guarantee."""
     return BreakEven(
         p=p,
@@ -102,7 +88,8 @@ async def get_break_even(p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C) -
 
 
 @router.get("/serving-metrics", summary="What an engine reports at p and k", response_model=ServingMetrics)
-async def get_serving_metrics(p: P = DEFAULT_P, k: KPositive = DEFAULT_K) -> ServingMetrics:
+@takes(P, MEASURED_K)
+async def get_serving_metrics(p: float, k: int) -> ServingMetrics:
     """What a serving engine would report at acceptance p and draft length k."""
     return ServingMetrics(
         p=p,
@@ -113,20 +100,15 @@ async def get_serving_metrics(p: P = DEFAULT_P, k: KPositive = DEFAULT_K) -> Ser
 
 
 @router.get("/operations", summary="Extra arithmetic of speculation", response_model=Operations)
-async def get_operations(p: P = DEFAULT_P, k: K = DEFAULT_K, c_ops: COps = 0.0) -> Operations:
+@takes(P, K, C_OPS)
+async def get_operations(p: float, k: int, c_ops: float) -> Operations:
     """Increase in arithmetic operations (Leviathan Thm 3.11)."""
     return Operations(p=p, k=k, c_ops=c_ops, operations_increase=closed_form.operations_increase(p, k, c_ops))
 
 
 @router.get("/curve", summary="Speedup for every k, with the band and every readout", response_model=Curve)
-async def get_curve(
-    p: P = DEFAULT_P,
-    k: K = DEFAULT_K,
-    c: C = DEFAULT_C,
-    k_max: KMax = DEFAULT_K_MAX,
-    band: Band = 0.10,
-    c_ops: COps = 0.0,
-) -> Curve:
+@takes(P, K, C, CHART_K_MAX, BAND, C_OPS)
+async def get_curve(p: float, k: int, c: float, k_max: int, band: float, c_ops: float) -> Curve:
     """Speedup over k = 0..max(k_max, k) with the p +/- band envelope, and every readout.
 
     Best k is searched over 1..k_search_max, whatever k_max (the chart's x axis) is; operations_increase is
@@ -138,9 +120,8 @@ async def get_curve(
 @router.get("/run", summary="One seeded run, cycle by cycle", response_model=Run, dependencies=HEAVY)
 @in_worker_process
 @with_rules(RHO_RULES)
-def get_run(
-    p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, tokens: Tokens = 60, seed: Seed = 0, rho: Rho = 0.0
-) -> Run:
+@takes(P, K, C, TOKENS, SEED, IID_RHO)
+def get_run(p: float, k: int, c: float, tokens: int, seed: int, rho: float) -> Run:
     """A seeded token-by-token run: per cycle the drafts, the first rejection and the target's token."""
     check_rho(p, rho)
     trace = monte_carlo.run_trace(p, k, c, tokens, seed, rho)
@@ -153,9 +134,8 @@ def get_run(
 )
 @in_worker_process
 @with_rules(RHO_RULES)
-def get_simulation(
-    p: P = DEFAULT_P, k: K = DEFAULT_K, c: C = DEFAULT_C, cycles: Cycles = 100_000, seed: Seed = 0, rho: Rho = 0.0
-) -> Simulation:
+@takes(P, K, C, CYCLES, SEED, IID_RHO)
+def get_simulation(p: float, k: int, c: float, cycles: int, seed: int, rho: float) -> Simulation:
     """Monte Carlo aggregate of many cycles held against the closed form."""
     check_rho(p, rho)
     result = monte_carlo.simulate(p, k, c, cycles, seed, rho)

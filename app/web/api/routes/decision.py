@@ -5,95 +5,52 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.model import calibration, draft_sources, limits, trees
 from app.model.calibration import CalibrationError, ErrorKind
 from app.model.regimes import REGIME_NAMES as regime_names
-from app.model.regimes import RegimeName
 from app.service import core_inputs
+from app.service import decision_inputs as inputs
 from app.service.decision import (
-    DEFAULT_C,
-    DEFAULT_K_MAX,
-    DEFAULT_TREE_ACCEPTANCE,
-    DEFAULT_TREE_BUDGET,
-    DEFAULT_TREE_WIDTHS,
     CostRegime,
     calibration_out,
     cost_regime,
     sources_out,
     trees_out,
 )
+from app.service.decision_inputs import (
+    ACCEPTANCE_PATTERN,
+    OVERRIDES_PATTERN,
+    WIDTHS_PATTERN,
+)
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 from app.web.api.bodies import read_capped
-from app.web.api.inputs import query
-from app.web.api.params import K_MAX_LIMIT, MAX_SEED, C, Cost, KMax
+from app.web.api.inputs import takes
+from app.web.api.params import Cost
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
 
 router = APIRouter(prefix="/api/v1", tags=["decision"])
+Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 # Caps on the work and size of one request.
 MAX_EXPOSITION_BYTES = calibration.MAX_EXPOSITION_BYTES  # per pasted exposition (metrics, baseline)
 # metrics + baseline, each up to twice its length once JSON escapes quotes and newlines, + framing
 MAX_BODY_BYTES = 4 * MAX_EXPOSITION_BYTES + 65_536
-MAX_COUNT = 1e15  # any counter value
+MAX_COUNT = inputs.MAX_COUNT
 MAX_POSITIONS = calibration.MAX_POSITIONS
-MAX_EXAMPLE_DRAFTS = 10_000_000
-MAX_EXAMPLE_ENGINES = 8
-MAX_TREE_BUDGET = trees.MAX_TREE_BUDGET
 MAX_TREE_WIDTH = trees.MAX_WIDTH
 MAX_TREE_WIDTHS = limits.MAX_TREE_WIDTHS
 MAX_BATCH = limits.MAX_BATCH
-MAX_TEXT_PARAMETER = 1_000
+MAX_TEXT_PARAMETER = inputs.MAX_TEXT
 
-DraftRate = Annotated[
-    float,
-    Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Draft acceptance rate, accepted / drafted, 0 to 1."),
-]
-MeanLength = Annotated[
-    float,
-    Query(
-        ge=1.0,
-        le=K_MAX_LIMIT + 1,
-        allow_inf_nan=False,
-        description="Mean acceptance length: tokens per verification, bonus included, "
-        f"1 to k + 1 (at most {K_MAX_LIMIT + 1}).",
-    ),
-]
-MeasuredK = Annotated[
-    int, Query(ge=1, le=K_MAX_LIMIT, description=f"Draft length the measurement was taken at, 1 to {K_MAX_LIMIT}.")
-]
-OptionalK = Annotated[
-    int | None,
-    Query(
-        ge=1,
-        le=K_MAX_LIMIT,
-        description=f"Draft length (num_speculative_tokens), 1 to {K_MAX_LIMIT}; "
-        "inferred from the counters if omitted.",
-    ),
-]
 REGIME_NAMES = list(regime_names)
-Regime = Annotated[str, query(core_inputs.REGIME)]
-Beta = Annotated[float, query(core_inputs.BETA)]
-Batch = Annotated[int, query(core_inputs.COST_BATCH)]
-Count = Annotated[
-    float, Query(ge=0.0, le=MAX_COUNT, allow_inf_nan=False, description=f"Counter value, 0 to {MAX_COUNT:.0e}.")
-]
-DraftCount = Annotated[
-    float,
-    Query(
-        ge=0.0,
-        le=MAX_COUNT,
-        allow_inf_nan=False,
-        json_schema_extra={"minimum": 1},  # checked by the handler, whose message says why
-        description=f"Drafts proposed (vLLM's num_drafts counter), 1 to {MAX_COUNT:.0e}.",
-    ),
-]
 
 
 def _check_format(name: str, text: str, pattern: str, example: str) -> None:
@@ -101,23 +58,6 @@ def _check_format(name: str, text: str, pattern: str, example: str) -> None:
     if not re.fullmatch(pattern, text):
         raise parameter_error(name, f"must match the pattern {pattern} (for example {example!r}); got {text!r}", text)
 
-
-def _list_pattern(item: str, most: int, least: int = 0) -> str:
-    """A comma-separated list of ``least`` to ``most`` items matching ``item``, spaces allowed around them."""
-    items = f"{item} *(?:, *{item} *){{0,{most - 1}}}"
-    return f"^ *{items}$" if least else f"^ *(?:{items})?$"
-
-
-# Numbers as the lists write them: [0, 1], [0, 10], and counts below 1e15 (no exponents).
-UNIT_NUMBER = r"(?:0*1(?:\.0*)?|0*\.[0-9]+|0+(?:\.[0-9]*)?)"
-COST_NUMBER = r"(?:0*10(?:\.0*)?|0*[0-9](?:\.[0-9]*)?|0*\.[0-9]+)"
-COUNT_NUMBER = r"(?:[0-9]{1,15}(?:\.[0-9]*)?|\.[0-9]+)"
-WIDTH_NUMBER = "(?:" + "|".join(str(width) for width in range(trees.MAX_WIDTH, 1, -1)) + ")"
-SOURCE_OVERRIDE = f"(?:{'|'.join(draft_sources.SOURCE_IDS)}) *: *{UNIT_NUMBER} *: *{COST_NUMBER}"
-PER_POSITION_PATTERN = _list_pattern(COUNT_NUMBER, MAX_POSITIONS)
-OVERRIDES_PATTERN = _list_pattern(SOURCE_OVERRIDE, len(draft_sources.SOURCE_IDS))
-ACCEPTANCE_PATTERN = _list_pattern(UNIT_NUMBER, trees.MAX_WIDTH, least=1)
-WIDTHS_PATTERN = _list_pattern(WIDTH_NUMBER, limits.MAX_TREE_WIDTHS)
 
 # Rules that tie parameters (or the values of one list) together: enforced by the handlers, listed in each
 # operation's description because a schema cannot say them.
@@ -139,15 +79,6 @@ TREES_RULES = RULES + (
     "- `acceptance`: the values do not increase (P_1 >= P_2 >= ...) and sum to at most 1 (rules between the "
     "values of the list)."
 )
-MAX_MODEL_NAME = 200
-ModelName = Annotated[
-    str | None,
-    Query(
-        max_length=MAX_MODEL_NAME,
-        description="model_name label to pick when the exposition covers several models "
-        f"(at most {MAX_MODEL_NAME} characters).",
-    ),
-]
 
 
 def _regime(regime: str, c: float, beta: float, batch: int) -> CostRegime:
@@ -181,39 +112,29 @@ def _numbers(name: str, text: str, limit: int) -> list[float]:
 # Calibration
 
 
-@router.get(
-    "/calibrate/rate",
-    summary="Acceptance p from a draft acceptance rate",
-    response_model=CalibrationOut,
-    dependencies=HEAVY,
-)
-@in_worker_process
-def get_calibration_from_rate(
-    rate: DraftRate,
-    k: MeasuredK,
-    cost: Cost,
-    k_max: KMax = DEFAULT_K_MAX,
-) -> CalibrationOut:
+def calibration_route(path: str, summary: str) -> Callable[[Handler], Handler]:
+    """A GET that answers a calibration (heavy: in the worker processes)."""
+
+    def register(handler: Handler) -> Handler:
+        route = router.get(path, summary=summary, response_model=CalibrationOut, dependencies=HEAVY)
+        return route(in_worker_process(handler))
+
+    return register
+
+
+@calibration_route("/calibrate/rate", "Acceptance p from a draft acceptance rate")
+@takes(inputs.RATE, inputs.MEASURED_K, inputs.K_MAX)
+def get_calibration_from_rate(rate: float, k: int, cost: Cost, k_max: int) -> CalibrationOut:
     """Infer p from a draft acceptance rate measured at draft length k; predict speedup for every k."""
     chosen = cost.priced()
     result = calibration.calibrate_from_rate(rate, k, chosen.c, k_max, chosen.verify)
     return calibration_out(result, chosen)
 
 
-@router.get(
-    "/calibrate/length",
-    summary="Acceptance p from a mean acceptance length",
-    response_model=CalibrationOut,
-    dependencies=HEAVY,
-)
-@in_worker_process
+@calibration_route("/calibrate/length", "Acceptance p from a mean acceptance length")
 @with_rules(LENGTH_RULES)
-def get_calibration_from_length(
-    length: MeanLength,
-    k: MeasuredK,
-    cost: Cost,
-    k_max: KMax = DEFAULT_K_MAX,
-) -> CalibrationOut:
+@takes(inputs.LENGTH, inputs.MEASURED_K, inputs.K_MAX)
+def get_calibration_from_length(length: float, k: int, cost: Cost, k_max: int) -> CalibrationOut:
     """Infer p from a mean acceptance length (tokens per verification) at draft length k."""
     if length > k + 1:
         raise parameter_error("length", f"must be from 1 to k + 1 = {k + 1} at k = {k}; got {length}", length)
@@ -234,29 +155,17 @@ def _counter_parameter(error: CalibrationError) -> str:
     return "accepted"
 
 
-@router.get(
-    "/calibrate/counters",
-    summary="Acceptance p from spec-decode counters",
-    response_model=CalibrationOut,
-    dependencies=HEAVY,
-)
-@in_worker_process
+@calibration_route("/calibrate/counters", "Acceptance p from spec-decode counters")
 @with_rules(COUNTER_RULES)
+@takes(*inputs.COUNTERS, inputs.PER_POSITION, inputs.COUNTED_K, inputs.K_MAX)
 def get_calibration_from_counters(
-    drafts: DraftCount,
-    draft_tokens: Count,
-    accepted: Count,
+    drafts: float,
+    draft_tokens: float,
+    accepted: float,
     cost: Cost,
-    per_position: Annotated[
-        str,
-        Query(
-            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER, "pattern": PER_POSITION_PATTERN},
-            description=f"Accepted tokens per draft position 0..k-1, comma-separated (at most {MAX_POSITIONS} "
-            f"numbers from 0 to {MAX_COUNT:.0e}, no exponents).",
-        ),
-    ] = "",
-    k: OptionalK = None,
-    k_max: KMax = DEFAULT_K_MAX,
+    per_position: str,
+    k: int | None,
+    k_max: int,
 ) -> CalibrationOut:
     """Infer p, per-position acceptance and the i.i.d. check from vLLM's spec-decode counter values."""
     if drafts < 1:
@@ -266,7 +175,7 @@ def get_calibration_from_counters(
     positions = _numbers("per_position", _text_parameter("per_position", per_position), MAX_POSITIONS)
     if any(value < 0 or value > MAX_COUNT for value in positions):
         raise parameter_error("per_position", f"values must be from 0 to {MAX_COUNT:.0e}", per_position)
-    _check_format("per_position", per_position, PER_POSITION_PATTERN, "900,700,400")
+    _check_format("per_position", per_position, inputs.PER_POSITION_PATTERN, "900,700,400")
     counters = calibration.SpecDecodeCounters(
         schema="v1",
         drafts=drafts,
@@ -356,16 +265,11 @@ METRICS_BODY = {
     responses={422: {"description": "Empty, malformed, unrelated, oversized or inconsistent exposition."}},
 )
 @with_rules(METRICS_RULES)
+@takes(inputs.COUNTED_K, inputs.MODEL_NAME, inputs.K_MAX)
 async def calibrate_metrics(
-    request: Request,
-    cost: Cost,
-    k: OptionalK = None,
-    model_name: ModelName = None,
-    k_max: KMax = DEFAULT_K_MAX,
+    request: Request, cost: Cost, k: int | None, model_name: str | None, k_max: int
 ) -> CalibrationOut | JSONResponse:
     """Infer p from a pasted vLLM /metrics exposition: per-position acceptance, i.i.d. check, best k."""
-    if model_name is not None:
-        _text_parameter("model_name", model_name, MAX_MODEL_NAME)
     chosen = cost.priced()
     body = await _read_capped(request)
     if body is None:
@@ -417,26 +321,12 @@ def counters_calibration(
 )
 @in_worker_process
 @with_rules(EXAMPLE_RULES)
+@takes(*inputs.EXAMPLE)
 def get_example_metrics(
-    p: Annotated[float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Acceptance p, 0 to 1.")] = 0.75,
-    k: MeasuredK = 5,
-    drafts: Annotated[
-        int, Query(ge=0, le=MAX_EXAMPLE_DRAFTS, description=f"Drafts, 0 to {MAX_EXAMPLE_DRAFTS:,}.")
-    ] = 10_000,
-    seed: Annotated[
-        int | None,
-        Query(ge=0, le=MAX_SEED, description=f"Seed, 0 to {MAX_SEED}: sample the counts; omit for expected counts."),
-    ] = None,
-    engines: Annotated[
-        int, Query(ge=1, le=MAX_EXAMPLE_ENGINES, description=f"Engines (label sets), 1 to {MAX_EXAMPLE_ENGINES}.")
-    ] = 1,
-    schema: Annotated[
-        str,
-        Query(description="v1 (current vLLM counters) or v0 (older vLLM).", json_schema_extra={"enum": ["v1", "v0"]}),
-    ] = "v1",
+    p: float, k: int, drafts: int, seed: int | None, engines: int, schema: str
 ) -> PlainTextResponse:
     """A synthetic vLLM /metrics exposition after i.i.d. acceptance p, to try the calibration on."""
-    if schema not in ("v1", "v0"):
+    if schema not in inputs.EXAMPLE_SCHEMAS:
         raise parameter_error("schema", f"must be v1 or v0; got {schema!r}", schema)
     if seed is not None and drafts > 1_000_000:
         raise parameter_error("drafts", "must be at most 1,000,000 when sampled with a seed", drafts)
@@ -450,20 +340,8 @@ def get_example_metrics(
 
 @router.get("/draft-sources", summary="Draft sources side by side", response_model=DraftSourcesOut)
 @with_rules(SOURCES_RULES)
-def get_draft_sources(
-    k_max: KMax = DEFAULT_K_MAX,
-    regime: Regime = RegimeName.MEMORY_BOUND.value,
-    beta: Beta = limits.DEFAULT_BETA,
-    batch: Batch = 1,
-    overrides: Annotated[
-        str,
-        Query(
-            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER, "pattern": OVERRIDES_PATTERN},
-            description="Edited sources as id:acceptance:draft_cost, comma-separated, e.g. eagle:0.8:0.1. "
-            f"Ids: {', '.join(draft_sources.SOURCE_IDS)}; acceptance 0 to 1, draft cost 0 to 10.",
-        ),
-    ] = "",
-) -> DraftSourcesOut:
+@takes(inputs.K_MAX, core_inputs.REGIME, core_inputs.BETA, core_inputs.COST_BATCH, inputs.SOURCE_OVERRIDES)
+def get_draft_sources(k_max: int, regime: str, beta: float, batch: int, overrides: str) -> DraftSourcesOut:
     """Draft model, n-gram lookup, Medusa and EAGLE side by side: accepted length per unit of draft cost, best k."""
     return draft_sources_report(k_max, regime, beta, batch, overrides)
 
@@ -477,7 +355,7 @@ def draft_sources_report(k_max: int, regime: str, beta: float, batch: int, overr
         raise parameter_error("overrides", str(error), overrides) from None
     _check_format("overrides", overrides, OVERRIDES_PATTERN, "eagle:0.8:0.1")
     # Each source brings its own c; the regime only prices verification (the roofline's c is not used here).
-    chosen = _regime(regime, DEFAULT_C, beta, batch)
+    chosen = _regime(regime, limits.DEFAULT_C, beta, batch)
     return sources_out(k_max, chosen, edits)
 
 
@@ -490,31 +368,16 @@ def draft_sources_report(k_max: int, regime: str, beta: float, batch: int, overr
 )
 @in_worker_process
 @with_rules(TREES_RULES)
-def get_trees(
-    acceptance: Annotated[
-        str,
-        Query(
-            json_schema_extra={"maxLength": MAX_TEXT_PARAMETER, "pattern": ACCEPTANCE_PATTERN},
-            description=f"Positional acceptance P_1 >= P_2 >= ... comma-separated, 1 to {MAX_TREE_WIDTH} values, "
-            "each from 0 to 1, sum at most 1.",
-        ),
-    ] = ",".join(f"{value:g}" for value in DEFAULT_TREE_ACCEPTANCE),
-    budget: Annotated[
-        int, Query(ge=0, le=MAX_TREE_BUDGET, description=f"Largest tree, in drafted tokens, 0 to {MAX_TREE_BUDGET}.")
-    ] = DEFAULT_TREE_BUDGET,
-    c: C = DEFAULT_C,
-    regime: Regime = limits.DEFAULT_TREE_REGIME,
-    beta: Beta = limits.DEFAULT_BETA,
-    batch: Batch = 1,
-    widths: Annotated[
-        str,
-        Query(
-            json_schema_extra={"maxLength": limits.MAX_WIDTHS_TEXT, "pattern": WIDTHS_PATTERN},
-            description=f"Widths of the fixed-width trees to compare, comma-separated, each 2 to {MAX_TREE_WIDTH}, "
-            f"at most {MAX_TREE_WIDTHS}.",
-        ),
-    ] = ",".join(str(width) for width in DEFAULT_TREE_WIDTHS),
-) -> TreesOut:
+@takes(
+    inputs.TREE_ACCEPTANCE,
+    inputs.TREE_BUDGET,
+    core_inputs.C,
+    inputs.TREE_REGIME,
+    core_inputs.BETA,
+    core_inputs.COST_BATCH,
+    inputs.TREE_WIDTHS,
+)
+def get_trees(acceptance: str, budget: int, c: float, regime: str, beta: float, batch: int, widths: str) -> TreesOut:
     """Chain, fixed-width, most-tokens and best-speedup trees for a budget; bounds; speedup with the tree in the cost.
 
     By default verification is priced by the roofline of the default setup at batch 1 (verification_assumption

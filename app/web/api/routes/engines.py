@@ -2,64 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines.base import UnknownVersionError
+from app.service import decision_inputs as inputs
+from app.service import plan_inputs
 from app.service import step_fit as step_fit_service
 from app.service.decision import CostRegime
 from app.service.engines import calibrate_report
 from app.service.fetch import FetchError, fetch_text
 from app.service.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
-from app.web.api.params import K_MAX_LIMIT, Cost, KMax
+from app.web.api.inputs import takes
+from app.web.api.params import K_MAX_LIMIT, Cost
 from app.web.api.plan_params import (
-    MAX_LABEL,
     PLAN_RULES,
-    EngineVersionQuery,
-    OptionalK,
     PlanQuery,
     built_plan,
     checked_engine_version,
 )
-from app.web.api.setup_params import MAX_BATCH, RULES, SETUP_RULES, DecidedBatchMax, Setup
+from app.web.api.setup_params import RULES, SETUP_RULES, Setup
 from app.web.core.config import Settings, get_settings
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY
 
 router = APIRouter(prefix="/api/v1", tags=["engines"])
-
-MAX_URL = 2_000
-MAX_CYCLES = 1e15
-
-Label = Annotated[
-    str,
-    Query(
-        max_length=MAX_LABEL,
-        description="Label whose values split a Prometheus scrape into classes (model_name, engine, ...).",
-    ),
-]
-Cycles = Annotated[
-    float | None,
-    Query(
-        gt=0,
-        le=MAX_CYCLES,
-        allow_inf_nan=False,
-        description="Verifications behind a reported mean (SGLang): gives the interval of p.",
-    ),
-]
-DraftLengths = Annotated[
-    str,
-    Query(
-        max_length=MAX_LABEL,
-        pattern=r"^\s*(\d{1,2}\s*(,\s*\d{1,2}\s*)*)?$",
-        description="The draft lengths the engine ran, comma-separated (a per-batch schedule's k values, e.g. 4,2): "
-        "p from drafts of several lengths without bias.",
-    ),
-]
 
 
 def _draft_lengths(text: str) -> tuple[int, ...]:
@@ -140,19 +111,25 @@ STEP_FIT_RULES = (
     responses={422: {"description": "Unknown format, no spec-decode series, counters that go down or disagree."}},
 )
 @with_rules(CALIBRATE_RULES)
+@takes(
+    plan_inputs.K,
+    inputs.CLASS_LABEL,
+    inputs.CYCLES,
+    inputs.URL,
+    inputs.K_MAX,
+    inputs.DRAFT_LENGTHS,
+    plan_inputs.ENGINE_VERSION,
+)
 async def calibrate_any(
     request: Request,
     cost: Cost,
-    k: OptionalK = None,
-    label: Label = "model_name",
-    cycles: Cycles = None,
-    url: Annotated[
-        str | None,
-        Query(max_length=MAX_URL, description="Fetch the report from this http(s) URL (only if the server allows)."),
-    ] = None,
-    k_max: KMax = 16,
-    draft_lengths: DraftLengths = "",
-    engine_version: EngineVersionQuery = None,
+    k: int | None,
+    label: str,
+    cycles: float | None,
+    url: str | None,
+    k_max: int,
+    draft_lengths: str,
+    engine_version: str | None,
 ) -> EngineCalibrationOut | JSONResponse:
     """Detect the engine's format; infer p with its interval, k, the per-position fit and the i.i.d. test per class."""
     chosen = cost.priced()
@@ -230,14 +207,9 @@ def get_engine_config(built: Setup, request: PlanQuery) -> EngineConfigOut:
     },
 )
 @with_rules(STEP_FIT_RULES)
+@takes(*inputs.STEP_FIT)
 async def post_step_fit(
-    request: Request,
-    built: Setup,
-    p: Annotated[
-        float | None, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Acceptance p: also return the schedule.")
-    ] = None,
-    k_max: KMax = 8,
-    batch_max: DecidedBatchMax = MAX_BATCH,
+    request: Request, built: Setup, p: float | None, k_max: int, batch_max: int
 ) -> StepFitOut | JSONResponse:
     """Fit bandwidth and compute efficiency and the per-step overhead to measured step times; report the error."""
     body = await _body_text(request, step_fit_service.MAX_BYTES)

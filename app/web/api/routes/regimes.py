@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from fastapi.responses import Response
 
-from app.model import limits
-from app.model.limits import (
-    ROOFLINE_BETA,
-    ROOFLINE_DEFAULT_K,
-    ROOFLINE_DEFAULT_K_MAX,
-    ROOFLINE_DEFAULT_P,
-    ROOFLINE_POINTS,
-    ROOFLINE_TABLE_BATCHES,
-    ROOFLINE_TABLE_C,
-    ROOFLINE_TABLE_P,
-    ROOFLINE_TABLE_REGIMES,
-)
 from app.model.regimes import REGIME_NAMES as regime_names
 from app.model.regimes import RegimeName, make_regime
+from app.service import core_inputs, plan_inputs
+from app.service import regime_inputs as inputs
 from app.service import regimes as regimes_report
 from app.service.regimes import (
     RegimeRequest,
@@ -35,24 +25,17 @@ from app.service.regimes import (
     verification_out,
 )
 from app.service.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
-from app.web.api.params import C, K, KMax, P
+from app.web.api.inputs import takes
 from app.web.api.plan_params import (
     ACCEPTANCE_RULES,
     PROFILE_RULE,
     GivenP,
-    MeanLengthQuery,
-    OptionalK,
-    ProfileQuery,
-    RateQuery,
     measured_acceptance,
 )
 from app.web.api.setup_params import (
     RULES,
     SETUP_RULES,
-    Batch,
-    BatchMax,
     Setup,
-    _choice_query,
 )
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
@@ -62,16 +45,6 @@ router = APIRouter(prefix="/api/v1", tags=["regimes"])
 # Caps on the work of one request; the batch, table and device caps are shared with the command line.
 MAX_BATCH = regimes_report.MAX_BATCH
 MAX_TABLE_ROWS = regimes_report.MAX_TABLE_ROWS
-MAX_TABLE_K = regimes_report.MAX_TABLE_K
-MAX_DEVICES = regimes_report.MAX_DEVICES
-MAX_POINTS = 1024
-
-DEFAULT_P = ROOFLINE_DEFAULT_P
-DEFAULT_K = ROOFLINE_DEFAULT_K
-DEFAULT_K_MAX = ROOFLINE_DEFAULT_K_MAX
-DEFAULT_TABLE_C = ROOFLINE_TABLE_C
-DEFAULT_POINTS = ROOFLINE_POINTS
-DEFAULT_TABLE_P_MIN, DEFAULT_TABLE_P_MAX, DEFAULT_TABLE_P_STEP = ROOFLINE_TABLE_P
 
 
 # rate and mean_length are measured at the sweep's own k
@@ -85,13 +58,6 @@ ROOFLINE_RULES = RULES + SETUP_RULES
 SCHEDULE_RULES = RULES + ACCEPTANCE_RULES + PROFILE_RULE + SETUP_RULES
 
 
-# The setup parameters (and their bounds) live in app/web/api/setup_params.py, shared with other routers.
-Points = Annotated[
-    int, Query(ge=2, le=MAX_POINTS, description=f"Log-spaced batch sizes returned for plotting, 2 to {MAX_POINTS}.")
-]
-Beta = Annotated[
-    float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Linear regime: v(k) = 1 + beta k, 0 to 1.")
-]
 REGIME_NAMES = list(regime_names)
 
 
@@ -118,7 +84,6 @@ def _csv(text: str, filename: str) -> Response:
 CSV_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "JSON, or CSV with format=csv."}
 }
-FormatQuery = Annotated[str, _choice_query(["json", "csv"], "Response format.")]
 
 
 @router.get("/presets", summary="Hardware and model presets", response_model=PresetList)
@@ -135,15 +100,9 @@ def get_presets() -> PresetList:
 )
 @in_worker_process
 @with_rules(ROOFLINE_RULES)
+@takes(inputs.REGIME, inputs.P, inputs.K, inputs.C, inputs.BETA, inputs.BATCH, inputs.K_MAX)
 def get_verification_cost(
-    built: Setup,
-    regime: Annotated[str, _choice_query(REGIME_NAMES, "Cost regime.")] = "roofline",
-    p: P = DEFAULT_P,
-    k: K = DEFAULT_K,
-    c: C = DEFAULT_TABLE_C,
-    beta: Beta = ROOFLINE_BETA,
-    batch: Batch = 1,
-    k_max: KMax = DEFAULT_K_MAX,
+    built: Setup, regime: str, p: float, k: int, c: float, beta: float, batch: int, k_max: int
 ) -> VerificationCostOut:
     """Verification cost v(k), cost per cycle and speedup for k = 0..k_max under one regime."""
     name = _regime_name(regime, "regime")
@@ -156,17 +115,27 @@ def get_verification_cost(
 )
 @in_worker_process
 @with_rules(SWEEP_RULES)
+@takes(
+    inputs.K,
+    inputs.K_MAX,
+    inputs.BATCH_MAX,
+    inputs.BATCH,
+    inputs.POINTS,
+    plan_inputs.RATE,
+    plan_inputs.MEAN_LENGTH,
+    plan_inputs.PROFILE,
+)
 def get_speedup_vs_batch(
     built: Setup,
     p: GivenP,
-    k: K = DEFAULT_K,
-    k_max: KMax = DEFAULT_K_MAX,
-    batch_max: BatchMax = MAX_BATCH,
-    batch: Batch = 1,
-    points: Points = DEFAULT_POINTS,
-    rate: RateQuery = None,
-    mean_length: MeanLengthQuery = None,
-    profile: ProfileQuery = "",
+    k: int,
+    k_max: int,
+    batch_max: int,
+    batch: int,
+    points: int,
+    rate: float | None,
+    mean_length: float | None,
+    profile: str,
 ) -> BatchSweepOut:
     """Roofline speedup against batch size, the crossover batch and the best k at every batch.
 
@@ -187,16 +156,25 @@ def get_speedup_vs_batch(
 )
 @in_worker_process
 @with_rules(SCHEDULE_RULES)
+@takes(
+    core_inputs.K_MAX,
+    inputs.BATCH_MAX,
+    inputs.FORMAT,
+    plan_inputs.PROFILE,
+    plan_inputs.RATE,
+    plan_inputs.MEAN_LENGTH,
+    plan_inputs.K,
+)
 def get_schedule(
     built: Setup,
     p: GivenP,
-    k_max: KMax = limits.K_SEARCH_MAX,
-    batch_max: BatchMax = MAX_BATCH,
-    format: FormatQuery = "json",
-    profile: ProfileQuery = "",
-    rate: RateQuery = None,
-    mean_length: MeanLengthQuery = None,
-    k: OptionalK = None,
+    k_max: int,
+    batch_max: int,
+    format: str,
+    profile: str,
+    rate: float | None,
+    mean_length: float | None,
+    k: int | None,
 ) -> ScheduleOut | Response:
     """Best draft length per batch size as thresholds (batch from -> k, 0 = off); CSV with format=csv.
 
@@ -215,36 +193,33 @@ def get_schedule(
 )
 @in_worker_process
 @with_rules(TABLE_RULES)
+@takes(
+    *inputs.LEFT[:1],
+    *inputs.RIGHT[:1],
+    inputs.C,
+    *inputs.LEFT[1:],
+    *inputs.RIGHT[1:],
+    *inputs.ROWS,
+    inputs.P,
+    inputs.K,
+    inputs.FORMAT,
+)
 def get_table(
     built: Setup,
-    regime_a: Annotated[str, _choice_query(REGIME_NAMES, "Left-hand regime.")] = ROOFLINE_TABLE_REGIMES[0],
-    regime_b: Annotated[str, _choice_query(REGIME_NAMES, "Right-hand regime.")] = ROOFLINE_TABLE_REGIMES[1],
-    c: C = DEFAULT_TABLE_C,
-    beta_a: Beta = ROOFLINE_BETA,
-    beta_b: Beta = ROOFLINE_BETA,
-    batch_a: Batch = ROOFLINE_TABLE_BATCHES[0],
-    batch_b: Batch = ROOFLINE_TABLE_BATCHES[1],
-    p_min: Annotated[
-        float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="First row's p, 0 to 1.")
-    ] = DEFAULT_TABLE_P_MIN,
-    p_max: Annotated[
-        float, Query(ge=0.0, le=1.0, allow_inf_nan=False, description="Last row's p, 0 to 1.")
-    ] = DEFAULT_TABLE_P_MAX,
-    p_step: Annotated[
-        float,
-        Query(
-            ge=limits.MIN_TABLE_P_STEP,
-            le=1.0,
-            allow_inf_nan=False,
-            description=f"Row spacing, {limits.MIN_TABLE_P_STEP:g} to 1; at most {MAX_TABLE_ROWS} rows.",
-        ),
-    ] = DEFAULT_TABLE_P_STEP,
-    k_max: Annotated[
-        int, Query(ge=1, le=MAX_TABLE_K, description=f"Columns k = 1..k_max, 1 to {MAX_TABLE_K}.")
-    ] = DEFAULT_K_MAX,
-    p: P = DEFAULT_P,
-    k: K = DEFAULT_K,
-    format: FormatQuery = "json",
+    regime_a: str,
+    regime_b: str,
+    c: float,
+    beta_a: float,
+    beta_b: float,
+    batch_a: int,
+    batch_b: int,
+    p_min: float,
+    p_max: float,
+    p_step: float,
+    k_max: int,
+    p: float,
+    k: int,
+    format: str,
 ) -> TableOut | Response:
     """Speedup over p x k under two named regimes side by side (and both at p, k); CSV with format=csv."""
     chosen_format = _format(format)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
+from app.service import plan_inputs
 from app.service.schemas.rules import RulesOut
+from app.web.api.inputs import takes
 from app.web.api.plan_params import PLAN_RULES, WatchQuery, watched_plan
-from app.web.api.setup_params import RULES, SETUP_RULES, Setup, _choice_query
+from app.web.api.setup_params import RULES, SETUP_RULES, Setup
 from app.web.core.errors import parameter_error, with_rules
 
 router = APIRouter(prefix="/api/v1", tags=["rules"])
@@ -52,13 +54,10 @@ YAML_RESPONSE: dict[int | str, dict[str, Any]] = {
 
 @router.get("/rules", response_model=RulesOut, responses=YAML_RESPONSE)
 @with_rules(RULES_RULES)
-def get_rules(
-    built: Setup,
-    request: WatchQuery,
-    format: Annotated[str, _choice_query(["json", "yaml"], "Response format.")] = "json",
-) -> RulesOut | Response:
+@takes(plan_inputs.RULES_FORMAT)
+def get_rules(built: Setup, request: WatchQuery, format: str) -> RulesOut | Response:
     """Prometheus recording and alerting rules for this engine version, setup and schedule, per instance and class."""
-    if format not in ("json", "yaml"):
+    if format not in plan_inputs.RULES_FORMATS:
         raise parameter_error("format", f"must be json or yaml; got {format!r}", format)
     planned = watched_plan(request, built)
     made = planned.rules

@@ -3,49 +3,14 @@
 from __future__ import annotations
 
 import functools
-from typing import Annotated
 
 import numpy as np
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 
 from app.model import bursty, closed_form, ngram, sampling
-from app.model.limits import (
-    BURSTY_CURVE_POINTS,
-    DEFAULT_BURSTY_CYCLES,
-    DEFAULT_CHAIN_K,
-    DEFAULT_CHAIN_TOKENS,
-    DEFAULT_CHAIN_VOCAB,
-    DEFAULT_DRAFT_DISTANCE,
-    DEFAULT_DRAFT_ORDER,
-    DEFAULT_K,
-    DEFAULT_NGRAM_K,
-    DEFAULT_NGRAM_TEMPERATURE,
-    DEFAULT_P,
-    DEFAULT_RHO,
-    DEFAULT_TARGET_ORDER,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TRIALS,
-    DEFAULT_VOCAB,
-    DRAFT_ORDER_RANGE,
-    GOODNESS_OF_FIT_ALPHA,
-    HISTOGRAM_TOKENS,
-    MAX_BURSTY_CYCLES,
-    MAX_CHAIN_K,
-    MAX_CHAIN_TOKENS,
-    MAX_CHAIN_VOCAB,
-    MAX_DRAFT_DISTANCE,
-    MAX_HISTOGRAM_TOKENS,
-    MAX_NGRAM_K,
-    MAX_NGRAM_TOKENS,
-    MAX_PROMPT,
-    MAX_TRIALS,
-    MAX_VOCAB,
-    MIN_BURSTY_CYCLES,
-    MIN_TRIALS,
-    TARGET_ORDER_RANGE,
-    TEMPERATURE_MAX,
-    TEMPERATURE_MIN,
-)
+from app.model.limits import BURSTY_CURVE_POINTS, GOODNESS_OF_FIT_ALPHA
+from app.service import core_inputs
+from app.service import sampling_inputs as inputs
 from app.service.schemas.fill import filled
 from app.service.schemas.sampling import (
     Bursty,
@@ -59,7 +24,8 @@ from app.service.schemas.sampling import (
     RuleOutcome,
     TextSegment,
 )
-from app.web.api.params import RHO_RULES, K, P, Rho, Seed, check_rho
+from app.web.api.inputs import takes
+from app.web.api.params import RHO_RULES, check_rho
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process, run_heavy
 
@@ -70,87 +36,6 @@ RULE_DESCRIPTIONS = {
     "argmax": "keep the draft only if it is the target's most likely token, else sample p",
     "resample_target": "keep with probability min(1, p(x)/q(x)), but on rejection sample p, not the residual",
 }
-
-Vocab = Annotated[int, Query(ge=2, le=MAX_VOCAB, description=f"Vocabulary size, 2 to {MAX_VOCAB:,}.")]
-ChainVocab = Annotated[
-    int,
-    Query(ge=2, le=MAX_CHAIN_VOCAB, description=f"Vocabulary size of the two Markov chains, 2 to {MAX_CHAIN_VOCAB}."),
-]
-Temperature = Annotated[
-    float,
-    Query(
-        ge=TEMPERATURE_MIN,
-        le=TEMPERATURE_MAX,
-        allow_inf_nan=False,
-        description=f"Sampling temperature, {TEMPERATURE_MIN:g} to {TEMPERATURE_MAX:g}.",
-    ),
-]
-Distance = Annotated[
-    float,
-    Query(
-        ge=0.0,
-        le=MAX_DRAFT_DISTANCE,
-        allow_inf_nan=False,
-        description=(
-            f"Standard deviation of the noise added to the target's logits to make the draft's, "
-            f"0 to {MAX_DRAFT_DISTANCE:g}."
-        ),
-    ),
-]
-Trials = Annotated[
-    int,
-    Query(
-        ge=MIN_TRIALS, le=MAX_TRIALS, description=f"Independent trials of each rule, {MIN_TRIALS:,} to {MAX_TRIALS:,}."
-    ),
-]
-HistogramTokens = Annotated[
-    int,
-    Query(
-        ge=1, le=MAX_HISTOGRAM_TOKENS, description=f"Most likely tokens shown one by one, 1 to {MAX_HISTOGRAM_TOKENS}."
-    ),
-]
-ChainK = Annotated[int, Query(ge=1, le=MAX_CHAIN_K, description=f"Draft length k, 1 to {MAX_CHAIN_K}.")]
-ChainTokens = Annotated[
-    int, Query(ge=1, le=MAX_CHAIN_TOKENS, description=f"Tokens to generate, 1 to {MAX_CHAIN_TOKENS}.")
-]
-NgramK = Annotated[int, Query(ge=1, le=MAX_NGRAM_K, description=f"Draft length k, 1 to {MAX_NGRAM_K}.")]
-NgramTokens = Annotated[
-    int, Query(ge=1, le=MAX_NGRAM_TOKENS, description=f"Characters to generate, 1 to {MAX_NGRAM_TOKENS:,}.")
-]
-DraftOrder = Annotated[
-    int,
-    Query(
-        ge=DRAFT_ORDER_RANGE[0],
-        le=DRAFT_ORDER_RANGE[1],
-        description="Order of the draft model (characters of context + 1), {} to {}; below the target's.".format(
-            *DRAFT_ORDER_RANGE
-        ),
-    ),
-]
-TargetOrder = Annotated[
-    int,
-    Query(
-        ge=TARGET_ORDER_RANGE[0],
-        le=TARGET_ORDER_RANGE[1],
-        description="Order of the target model, {} to {}; above the draft's.".format(*TARGET_ORDER_RANGE),
-    ),
-]
-# Length and alphabet are checked in the handler (a 422 that says which rule failed) and documented here.
-Prompt = Annotated[
-    str,
-    Query(
-        description=f"Text to continue: printable ASCII (space to tilde), at most {MAX_PROMPT} characters.",
-        json_schema_extra={"maxLength": MAX_PROMPT, "pattern": "^[ -~]*$"},
-    ),
-]
-BurstyCycles = Annotated[
-    int,
-    Query(
-        ge=MIN_BURSTY_CYCLES,
-        le=MAX_BURSTY_CYCLES,
-        description=f"Cycles to simulate, {MIN_BURSTY_CYCLES} to {MAX_BURSTY_CYCLES:,}.",
-    ),
-]
 
 
 NGRAM_RULES = (
@@ -186,14 +71,15 @@ def _rule_outcome(result: sampling.RuleResult, shown: np.ndarray) -> RuleOutcome
     "/exact-rule", summary="The exact rule against two wrong rules", response_model=ExactRule, dependencies=HEAVY
 )
 @in_worker_process
+@takes(inputs.VOCAB, *inputs.FAMILY, inputs.TRIALS, core_inputs.SEED, inputs.HISTOGRAM_TOKENS)
 def get_exact_rule(
-    vocab: Vocab = DEFAULT_VOCAB,
-    target_temperature: Temperature = DEFAULT_TEMPERATURE,
-    draft_temperature: Temperature = DEFAULT_TEMPERATURE,
-    draft_distance: Distance = DEFAULT_DRAFT_DISTANCE,
-    trials: Trials = DEFAULT_TRIALS,
-    seed: Seed = 0,
-    histogram_tokens: HistogramTokens = HISTOGRAM_TOKENS,
+    vocab: int,
+    target_temperature: float,
+    draft_temperature: float,
+    draft_distance: float,
+    trials: int,
+    seed: int,
+    histogram_tokens: int,
 ) -> ExactRule:
     """The exact rule beside two wrong rules on a seeded target/draft pair: acceptance, bias, goodness of fit."""
     pair = sampling.make_pair(vocab, target_temperature, draft_temperature, draft_distance, seed)
@@ -220,14 +106,15 @@ def get_exact_rule(
 
 @router.get("/chain", summary="Several drafts per cycle, with rollback", response_model=ChainTrace, dependencies=HEAVY)
 @in_worker_process
+@takes(inputs.CHAIN_VOCAB, inputs.CHAIN_K, inputs.CHAIN_TOKENS, *inputs.FAMILY, core_inputs.SEED)
 def get_chain(
-    vocab: ChainVocab = DEFAULT_CHAIN_VOCAB,
-    k: ChainK = DEFAULT_CHAIN_K,
-    tokens: ChainTokens = DEFAULT_CHAIN_TOKENS,
-    target_temperature: Temperature = DEFAULT_TEMPERATURE,
-    draft_temperature: Temperature = DEFAULT_TEMPERATURE,
-    draft_distance: Distance = DEFAULT_DRAFT_DISTANCE,
-    seed: Seed = 0,
+    vocab: int,
+    k: int,
+    tokens: int,
+    target_temperature: float,
+    draft_temperature: float,
+    draft_distance: float,
+    seed: int,
 ) -> ChainTrace:
     """Multi-token speculative sampling on two Markov chains: every draft, verdict and move of the length."""
     pair = sampling.make_markov_pair(vocab, target_temperature, draft_temperature, draft_distance, seed)
@@ -255,13 +142,8 @@ def ngram_answer(
     histogram = np.bincount([cycle.accepted for cycle in run.chain.cycles], minlength=k + 1)
     return filled(
         NgramRun,
-        run,
-        k=k,
+        run,  # k, the seed, the temperature and both orders as the run was made with them
         tokens=tokens,
-        seed=seed,
-        temperature=temperature,
-        draft_order=draft_order,
-        target_order=target_order,
         prompt=prompt,
         corpus_characters=len(ngram.corpus()),
         histogram=histogram.tolist(),
@@ -273,15 +155,24 @@ def ngram_answer(
 
 @router.get("/ngram", summary="A real n-gram draft and target", response_model=NgramRun, dependencies=HEAVY)
 @with_rules(NGRAM_RULES)
+@takes(
+    inputs.NGRAM_K,
+    inputs.NGRAM_TOKENS,
+    inputs.NGRAM_TEMPERATURE,
+    inputs.DRAFT_ORDER,
+    inputs.TARGET_ORDER,
+    core_inputs.SEED,
+    inputs.PROMPT,
+)
 async def get_ngram(
     request: Request,
-    k: NgramK = DEFAULT_NGRAM_K,
-    tokens: NgramTokens = MAX_NGRAM_TOKENS,
-    temperature: Temperature = DEFAULT_NGRAM_TEMPERATURE,
-    draft_order: DraftOrder = DEFAULT_DRAFT_ORDER,
-    target_order: TargetOrder = DEFAULT_TARGET_ORDER,
-    seed: Seed = 0,
-    prompt: Prompt = ngram.DEFAULT_PROMPT,
+    k: int,
+    tokens: int,
+    temperature: float,
+    draft_order: int,
+    target_order: int,
+    seed: int,
+    prompt: str,
 ) -> NgramRun:
     """Speculative sampling with two character n-gram models trained on standard-library docstrings."""
     if draft_order >= target_order:
@@ -289,8 +180,6 @@ async def get_ngram(
         if "draft_order" in request.query_params:
             raise parameter_error("draft_order", f"must be below target_order ({target_order}); got {draft_order}")
         raise parameter_error("target_order", f"must be above draft_order ({draft_order}); got {target_order}")
-    if len(prompt) > MAX_PROMPT:
-        raise parameter_error("prompt", f"must be at most {MAX_PROMPT} characters; got {len(prompt)}")
     outside = sorted({character for character in prompt if not " " <= character <= "~"})
     if outside:
         raise parameter_error("prompt", f"must be printable ASCII (space to tilde); got {''.join(outside)!r}")
@@ -305,13 +194,8 @@ async def get_ngram(
 )
 @in_worker_process
 @with_rules(RHO_RULES)
-def get_bursty(
-    p: P = DEFAULT_P,
-    k: K = DEFAULT_K,
-    rho: Rho = DEFAULT_RHO,
-    cycles: BurstyCycles = DEFAULT_BURSTY_CYCLES,
-    seed: Seed = 0,
-) -> Bursty:
+@takes(core_inputs.P, core_inputs.K, core_inputs.RHO, inputs.BURSTY_CYCLES, core_inputs.SEED)
+def get_bursty(p: float, k: int, rho: float, cycles: int, seed: int) -> Bursty:
     """Markov (bursty) acceptance: simulated tokens per cycle against the exact value and the i.i.d. closed form."""
     check_rho(p, rho)
     run = bursty.simulate(p, k, rho, cycles, seed)
@@ -322,13 +206,12 @@ def get_bursty(
     return filled(
         Bursty,
         run,
+        chain,  # the transition probabilities after an acceptance and after a rejection
         p=p,
         k=k,
         rho=rho,
         rho_min=low,
         rho_max=high,
-        after_accept=chain.after_accept,
-        after_reject=chain.after_reject,
         cycles=cycles,
         seed=seed,
         measured_acceptance=stream.acceptance,

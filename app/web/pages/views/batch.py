@@ -21,8 +21,8 @@ from app.model.presets import (
     draft_preset,
 )
 from app.model.regimes import RegimeName
-from app.service import setup_inputs
-from app.service.inputs import InputError
+from app.service import regime_inputs, setup_inputs
+from app.service.inputs import Input, InputError
 from app.service.regimes import (
     BuiltSetup,
     Measured,
@@ -39,7 +39,7 @@ from app.service.regimes import (
 from app.service.schemas.regimes import BatchSweepOut, ScheduleOut, SetupOut, TableOut
 from app.web.pages import inputs
 from app.web.pages.controls import Control, ControlError, Reading, url_text
-from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
 
@@ -50,15 +50,9 @@ REGIMES = tuple(name.value for name in RegimeName)
 GROUPS = setup_inputs.PRESETS  # the presets whose fields a page edits, by prefix
 
 
-def _choice(name: str, label: str, options: list[tuple[str, str]], default: str) -> Control:
-    return Control(name, label, "select", default, options=tuple(options), legacy=(f"rg_{name}",))
-
-
-def _number(
-    name: str, label: str, default: float | None, low: float, high: float, step: float, **extra: Any
-) -> Control:
-    plain = default if default is None or not float(default).is_integer() else int(default)  # 50, as URLs write it
-    return Control(name, label, "number", plain, low, high, step, legacy=(f"rg_{name}",), **extra)
+def _control(item: Input, **page: Any) -> Control:
+    """The page's control of one input; the one-page version's keys were rg_<name>."""
+    return inputs.control(item, legacy=(f"rg_{item.name}",), **page)
 
 
 BLANK = "blank: the overhead per pass"
@@ -70,9 +64,8 @@ STEPS = {
 }
 REGIME_OPTIONS = [(name, name) for name in REGIMES]
 SETUP = tuple(
-    inputs.control(
+    _control(
         item,
-        legacy=(f"rg_{item.name}",),
         # a term without a default of its own (the draft step's overhead) is blank until given: the pass's is used
         help=SETUP_HELP.get(item.name, "" if item.kind is not float or item.default is not None else BLANK),
         **({"step": STEPS[item.name]} if item.name in STEPS else {}),
@@ -81,48 +74,29 @@ SETUP = tuple(
 )
 # Where the terms came from: a step fit's steps and out-of-sample error, written with its terms (blank: not measured)
 MEASURED = tuple(inputs.control(item) for item in setup_inputs.MEASURED)
-FIELDS = tuple(inputs.control(item, legacy=(f"rg_{item.name}",)) for item in setup_inputs.OVERRIDES)
+FIELDS = tuple(_control(item) for item in setup_inputs.OVERRIDES)
 SLIDERS = (
-    Control(
-        "p",
-        "Acceptance p",
-        "range",
-        limits.ROOFLINE_DEFAULT_P,
-        0.0,
-        1.0,
-        0.01,
-        help="chance the target accepts each drafted token",
-        legacy=("rg_p",),
-    ),
-    Control(
-        "k",
-        "Draft length k",
-        "range",
-        limits.ROOFLINE_DEFAULT_K,
-        1,
-        limits.BATCH_K_SLIDER_MAX,
-        1,
-        integer=True,
+    _control(regime_inputs.P, kind="range", step=0.01, help="chance the target accepts each drafted token"),
+    _control(
+        regime_inputs.K,
+        kind="range",
+        low=1,
+        high=limits.BATCH_K_SLIDER_MAX,
         help="tokens the draft model guesses per cycle",
-        legacy=("rg_k",),
     ),
-    _number("batch", "Batch size B", 1, 1, MAX_BATCH, 1, integer=True),
+    _control(regime_inputs.BATCH),
 )
 
 
-def _table_side(side: str, name: str, regime: str, batch_size: int) -> tuple[Control, ...]:
-    return (
-        _choice(f"regime_{side}", f"{name.title()} regime", REGIME_OPTIONS, regime),
-        _number(f"beta_{side}", f"β ({name})", limits.ROOFLINE_BETA, 0, 1, 0.05),
-        _number(f"batch_{side}", f"Batch ({name})", batch_size, 1, MAX_BATCH, 1, integer=True),
-    )
+def _table_side(side: tuple[Input, Input, Input]) -> tuple[Control, ...]:
+    regime, beta, batch = side
+    return (_control(regime, options=REGIME_OPTIONS), _control(beta, step=0.05), _control(batch))
 
 
-(LEFT, RIGHT), (LEFT_BATCH, RIGHT_BATCH) = limits.ROOFLINE_TABLE_REGIMES, limits.ROOFLINE_TABLE_BATCHES
 TABLE = (
-    *_table_side("a", "left", LEFT, LEFT_BATCH),
-    *_table_side("b", "right", RIGHT, RIGHT_BATCH),
-    _number("c", "Draft cost c", limits.ROOFLINE_TABLE_C, 0, limits.MAX_DRAFT_COST, 0.01),
+    *_table_side(regime_inputs.LEFT),
+    *_table_side(regime_inputs.RIGHT),
+    _control(regime_inputs.C, step=0.01),
 )
 CONTROLS = (*SETUP, *MEASURED, *FIELDS, *SLIDERS, *TABLE)
 BY_NAME = {control.name: control for control in CONTROLS}
@@ -414,14 +388,7 @@ def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str,
             hovertemplate="batch %{x}<br>best k = %{customdata}: %{y:.2f}×<extra></extra>",
             meta="best",
         ),
-        line(
-            "break-even (S = 1)",
-            [1, sweep.batch_max],
-            [1, 1],
-            line={"color": COLORS["break_even"], "dash": "dash", "width": 2},
-            hoverinfo="skip",
-            meta="break_even",
-        ),
+        break_even(1, sweep.batch_max, "break-even (S = 1)", meta="break_even"),
     ]
     for side, color, reference in zip(("left", "right"), (COLORS["good"], COLORS["purple"]), references, strict=True):
         data.append(
@@ -438,18 +405,14 @@ def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str,
     crossover = sweep.crossover_batch
     if crossover is not None:
         data.append(
-            line(
+            marked(
                 f"crossover at batch {crossover}",
                 [crossover],
                 [sweep.speedup[batches.index(crossover)]],
-                mode="markers",
-                marker={
-                    "size": 13,
-                    "symbol": "x",
-                    "color": COLORS["bad"],
-                    "line": {"color": COLORS["ink"], "width": 1},
-                },
-                hovertemplate="stops paying from batch %{x}<extra></extra>",
+                "stops paying from batch %{x}<extra></extra>",
+                symbol="x",
+                size=13,
+                color=COLORS["bad"],
                 meta="crossover",
             )
         )

@@ -20,7 +20,7 @@ from app.model.limits import (
 )
 from app.service import core_inputs
 from app.web.pages.controls import Reading
-from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.inputs import control
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
@@ -62,25 +62,15 @@ def curve_figure(p: float, k: int, c: float, best: int, best_speedup: float) -> 
     p_low, p_high = max(p - DEMO_BAND, 0.0), min(p + DEMO_BAND, 1.0)
     band = fixed(DEMO_BAND, 2)
     speedups = closed_form.speedup_curve(p, c, k_max)
+    # the band's edges, drawn without lines: the lower one fills up to the upper
+    edges = (
+        (f"p + {band}", p_high, {"showlegend": False, "meta": "band_high"}),
+        (f"band p ± {band}", p_low, {"fill": "tonexty", "fillcolor": COLORS["band"], "meta": "band_low"}),
+    )
     data = [
-        line(
-            f"p + {band}",
-            ks,
-            closed_form.speedup_curve(p_high, c, k_max),
-            line={"width": 0},
-            hoverinfo="skip",
-            showlegend=False,
-            meta="band_high",
-        ),
-        line(
-            f"band p ± {band}",
-            ks,
-            closed_form.speedup_curve(p_low, c, k_max),
-            line={"width": 0},
-            fill="tonexty",
-            fillcolor=COLORS["band"],
-            hoverinfo="skip",
-            meta="band_low",
+        *(
+            line(name, ks, closed_form.speedup_curve(edge, c, k_max), line={"width": 0}, hoverinfo="skip", **style)
+            for name, edge, style in edges
         ),
         line(
             "speedup",
@@ -91,14 +81,7 @@ def curve_figure(p: float, k: int, c: float, best: int, best_speedup: float) -> 
             hovertemplate="k = %{x}<br>speedup %{y:.2f}×<extra></extra>",
             meta="speedup",
         ),
-        line(
-            "break-even (S = 1)",
-            [0, k_max],
-            [1, 1],
-            line={"color": COLORS["break_even"], "dash": "dash", "width": 2},
-            hoverinfo="skip",
-            meta="break_even",
-        ),
+        break_even(0, k_max, "break-even (S = 1)", meta="break_even"),
         line(
             f"current k = {k}",
             [k],
@@ -108,18 +91,11 @@ def curve_figure(p: float, k: int, c: float, best: int, best_speedup: float) -> 
             hovertemplate="current k = %{x}<br>%{y:.2f}×<extra></extra>",
             meta="current",
         ),
-        line(
+        marked(
             f"best k = {best}" if best else "best: do not speculate",
             [best],
             [best_speedup],
-            mode="markers",
-            marker={
-                "size": 16,
-                "symbol": "star",
-                "color": COLORS["best"],
-                "line": {"color": COLORS["ink"], "width": 1},
-            },
-            hovertemplate="best k = %{x}<br>%{y:.2f}×<extra></extra>",
+            "best k = %{x}<br>%{y:.2f}×<extra></extra>",
             meta="best",
         ),
     ]

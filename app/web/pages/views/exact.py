@@ -14,37 +14,21 @@ from app.model import bursty, ngram, sampling
 from app.model.limits import (
     BURSTY_CURVE_POINTS,
     DEFAULT_BURSTY_CYCLES,
-    DEFAULT_CHAIN_K,
     DEFAULT_CHAIN_TOKENS,
-    DEFAULT_DRAFT_DISTANCE,
-    DEFAULT_DRAFT_ORDER,
-    DEFAULT_K,
-    DEFAULT_NGRAM_K,
-    DEFAULT_NGRAM_TEMPERATURE,
-    DEFAULT_P,
-    DEFAULT_RHO,
-    DEFAULT_TARGET_ORDER,
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TRIALS,
-    DEFAULT_VOCAB,
     DEMO_K_SLIDER_MAX,
-    DRAFT_ORDER_RANGE,
     GOODNESS_OF_FIT_ALPHA,
     HISTOGRAM_TOKENS,
-    MAX_CHAIN_K,
     MAX_CHAIN_VOCAB,
-    MAX_DRAFT_DISTANCE,
-    MAX_NGRAM_K,
     MAX_NGRAM_TOKENS,
-    MAX_SEED,
-    TARGET_ORDER_RANGE,
-    TEMPERATURE_MAX,
-    TEMPERATURE_MIN,
     TRIAL_CHOICES,
     VOCAB_CHOICES,
 )
+from app.service import core_inputs
+from app.service import sampling_inputs as inputs
+from app.service.inputs import Input
 from app.web.pages.controls import Control, Reading, url_text
 from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.inputs import control
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed
 
@@ -52,78 +36,31 @@ TEMPERATURE_STEP = 0.05
 RHO_STEP = 0.01
 
 
-def _temperature(name: str, label: str, default: float, legacy: str) -> Control:
-    return Control(name, label, "range", default, TEMPERATURE_MIN, TEMPERATURE_MAX, TEMPERATURE_STEP, legacy=(legacy,))
+def _slider(item: Input, step: float = 1, **page: Any) -> Control:
+    return control(item, kind="range", step=step, **page)
 
 
-def _seed(name: str, label: str, legacy: str) -> Control:
-    return Control(name, label, "number", 0, 0, MAX_SEED, 1, integer=True, legacy=(legacy,))
+def _sizes(sizes: tuple[int, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((str(size), f"{size:,}") for size in sizes)
 
 
-VOCAB = Control(
-    "vocab",
-    "Vocabulary",
-    "select",
-    str(DEFAULT_VOCAB),
-    options=tuple((str(size), f"{size:,}") for size in VOCAB_CHOICES),
-    help="tokens the two models choose from",
-    legacy=("xvocab",),
+VOCAB = control(inputs.VOCAB, kind="select", options=_sizes(VOCAB_CHOICES), help="tokens the two models choose from")
+TARGET_TEMPERATURE = _slider(inputs.TARGET_TEMPERATURE, TEMPERATURE_STEP)
+DRAFT_TEMPERATURE = _slider(inputs.DRAFT_TEMPERATURE, TEMPERATURE_STEP)
+DRAFT_DISTANCE = _slider(
+    inputs.DRAFT_DISTANCE, TEMPERATURE_STEP, help="standard deviation of the noise on the draft's logits"
 )
-TARGET_TEMPERATURE = _temperature("target_temperature", "Target temperature", DEFAULT_TEMPERATURE, "xtt")
-DRAFT_TEMPERATURE = _temperature("draft_temperature", "Draft temperature", DEFAULT_TEMPERATURE, "xdt")
-DRAFT_DISTANCE = Control(
-    "draft_distance",
-    "Draft's distance from the target",
-    "range",
-    DEFAULT_DRAFT_DISTANCE,
-    0.0,
-    MAX_DRAFT_DISTANCE,
-    0.05,
-    help="standard deviation of the noise on the draft's logits",
-    legacy=("xdist",),
-)
-TRIALS = Control(
-    "trials",
-    "Trials",
-    "select",
-    str(DEFAULT_TRIALS),
-    options=tuple((str(count), f"{count:,}") for count in TRIAL_CHOICES),
-    legacy=("xtrials",),
-)
-SEED = _seed("seed", "Seed", "xseed")
-CHAIN_K = Control(
-    "chain_k", "Chain draft length k", "range", DEFAULT_CHAIN_K, 1, MAX_CHAIN_K, 1, integer=True, legacy=("chk",)
-)
-NGRAM_K = Control(
-    "ngram_k", "N-gram draft length k", "range", DEFAULT_NGRAM_K, 1, MAX_NGRAM_K, 1, integer=True, legacy=("ngk",)
-)
-TEMPERATURE = _temperature("temperature", "N-gram temperature (both models)", DEFAULT_NGRAM_TEMPERATURE, "ngtemp")
-DRAFT_ORDER = Control(
-    "draft_order", "Draft order", "range", DEFAULT_DRAFT_ORDER, *DRAFT_ORDER_RANGE, 1, integer=True, legacy=("ngdraft",)
-)
-TARGET_ORDER = Control(
-    "target_order",
-    "Target order",
-    "range",
-    DEFAULT_TARGET_ORDER,
-    *TARGET_ORDER_RANGE,
-    1,
-    integer=True,
-    legacy=("ngtarget",),
-)
-NGRAM_SEED = _seed("ngram_seed", "N-gram seed", "ngseed")
-RHO = Control(
-    "rho",
-    "Correlation ρ",
-    "range",
-    DEFAULT_RHO,
-    -1.0,
-    1.0,
-    RHO_STEP,
-    help="lag-1 correlation of acceptances; 0 is the closed form's coin flips",
-)
-P = Control("p", "Acceptance p", "range", DEFAULT_P, 0.0, 1.0, 0.01, legacy=("rhop",))
-K = Control("k", "Bursty draft length k", "range", DEFAULT_K, 1, DEMO_K_SLIDER_MAX, 1, integer=True, legacy=("rhok",))
+TRIALS = control(inputs.TRIALS, kind="select", options=_sizes(TRIAL_CHOICES))
+SEED = control(core_inputs.SEED, label="Seed", legacy=("xseed",))
+CHAIN_K = _slider(inputs.CHAIN_K, name="chain_k")
+NGRAM_K = _slider(inputs.NGRAM_K, name="ngram_k")
+TEMPERATURE = _slider(inputs.NGRAM_TEMPERATURE, TEMPERATURE_STEP)
+DRAFT_ORDER = _slider(inputs.DRAFT_ORDER)
+TARGET_ORDER = _slider(inputs.TARGET_ORDER)
+NGRAM_SEED = control(core_inputs.SEED, name="ngram_seed", label="N-gram seed", legacy=("ngseed",))
+RHO = _slider(core_inputs.RHO, RHO_STEP, help="lag-1 correlation of acceptances; 0 is the closed form's coin flips")
+P = _slider(core_inputs.P, 0.01, legacy=("rhop",))
+K = _slider(core_inputs.K, label="Bursty draft length k", low=1, high=DEMO_K_SLIDER_MAX, legacy=("rhok",))
 
 CONTROLS = (
     VOCAB,

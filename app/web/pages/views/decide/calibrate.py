@@ -18,7 +18,7 @@ from app.service.plan_inputs import engine_title
 from app.service.regimes import BuiltSetup
 from app.web.core.config import get_settings
 from app.web.pages.controls import Control, ControlError, Reading
-from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.text import fixed, times
 from app.web.pages.views.decide.controls import (
     BASELINE,
@@ -241,13 +241,7 @@ def calibration_figure(result: calibration.Calibration) -> dict[str, Any]:
                 line={"color": COLORS["accent"], "width": 3},
                 hovertemplate="k = %{x}<br>%{y:.2f}×<extra></extra>",
             ),
-            line(
-                "break-even",
-                [ks[0], ks[-1]],
-                [1, 1],
-                line={"color": COLORS["break_even"], "dash": "dash", "width": 2},
-                hoverinfo="skip",
-            ),
+            break_even(ks[0], ks[-1]),
             line(
                 f"measured k = {result.k}",
                 [result.k],
@@ -256,18 +250,11 @@ def calibration_figure(result: calibration.Calibration) -> dict[str, Any]:
                 marker={"size": 13, "color": "rgba(0,0,0,0)", "line": {"color": COLORS["ink"], "width": 2.5}},
                 hovertemplate="measured k = %{x}<br>%{y:.2f}×<extra></extra>",
             ),
-            line(
+            marked(
                 f"best k under this cost = {best}" if best else "under this cost: do not speculate",
                 [best],
                 [result.best_speedup],
-                mode="markers",
-                marker={
-                    "size": 16,
-                    "symbol": "star",
-                    "color": COLORS["best"],
-                    "line": {"color": COLORS["ink"], "width": 1},
-                },
-                hovertemplate="k = %{x}<br>%{y:.2f}×<extra></extra>",
+                "k = %{x}<br>%{y:.2f}×<extra></extra>",
             ),
         ],
         "draft length k",

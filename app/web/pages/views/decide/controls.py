@@ -5,14 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.model import calibration, draft_sources, engines, regimes, trees
-from app.model.limits import K_MAX_LIMIT, MAX_DRAFT_COST
+from app.model import engines, regimes
 from app.model.regimes import RegimeName
 from app.service import core_inputs, plan_inputs
+from app.service import decision_inputs as inputs
 from app.service.decision import (
-    DEFAULT_K_MAX,
-    DEFAULT_TREE_ACCEPTANCE,
-    DEFAULT_TREE_BUDGET,
     CostRegime,
     cost_regime,
 )
@@ -29,17 +26,9 @@ EXAMPLE_SEED = 7
 DEFAULT_RATE = 0.55
 DEFAULT_LENGTH = 3.2
 DEFAULT_MEASURED_K = 5
-MAX_LIST_TEXT = 1_000  # characters of the positional acceptance list
 
 SETUP = regimes.default_setup()
 SETUP_TEXT = f"{SETUP.accelerator.name}, target {SETUP.target.name}, draft {SETUP.draft.name}"
-MODES = (
-    ("metrics", "an engine's report (vLLM, SGLang, TensorRT-LLM, llama.cpp)"),
-    ("rate", "a draft acceptance rate (accepted / drafted)"),
-    ("length", "a mean acceptance length (tokens per step)"),
-)
-# Draft sources: p and c of each, editable; the defaults are the cited values (derived from Spec-Bench).
-SOURCE_DIGITS = 4
 SCHEDULE_POINTS = 120  # batches drawn on the schedule's log axis, besides the ends of every step
 
 
@@ -58,19 +47,12 @@ class SourceControl(Control):
         return super().read(self.from_legacy(raw) if raw is not None and ":" in raw else raw, strict)
 
 
-def _source_controls(source: draft_sources.DraftSource) -> tuple[Control, Control]:
-    p, c = round(source.acceptance, SOURCE_DIGITS), round(source.draft_cost, SOURCE_DIGITS)
-    p_label, c_label = f"Acceptance p of {source.name}", f"Draft cost c of {source.name}"
-    legacy = ("src_edit",)
-    return (
-        SourceControl(f"{source.id}_p", p_label, "number", p, 0.0, 1.0, legacy=legacy, source=source.id, part=1),
-        SourceControl(
-            f"{source.id}_c", c_label, "number", c, 0.0, MAX_DRAFT_COST, legacy=legacy, source=source.id, part=2
-        ),
+SOURCE_CONTROLS = {
+    source: tuple(
+        control(item, make=SourceControl, help="", source=source, part=part) for part, item in enumerate(pair, start=1)
     )
-
-
-SOURCE_CONTROLS = {source.id: _source_controls(source) for source in draft_sources.DEFAULT_SOURCES}
+    for source, pair in inputs.SOURCES.items()
+}
 
 C = control(
     core_inputs.C,
@@ -83,61 +65,18 @@ REGIME_OPTIONS = tuple(core_inputs.REGIME_TITLES.items())
 REGIME = control(core_inputs.REGIME, options=REGIME_OPTIONS, legacy=("dec_regime",))
 BETA = control(core_inputs.BETA, legacy=("dec_beta",))
 BATCH = control(core_inputs.COST_BATCH, help=SETUP_TEXT, legacy=("dec_batch",))
-K_MAX = control(plan_inputs.K_MAX, default=DEFAULT_K_MAX, legacy=("dec_kmax",))
-MODE = Control("mode", "I have", "select", "metrics", options=MODES, legacy=("cal_mode",))
-RATE = Control("rate", "Draft acceptance rate", "number", DEFAULT_RATE, 0.0, 1.0, legacy=("cal_rate",))
-LENGTH = Control(
-    "length", "Mean acceptance length", "number", DEFAULT_LENGTH, 1.0, K_MAX_LIMIT + 1, legacy=("cal_length",)
-)
-REPORT_K = Control(
-    "report_k",
-    "Draft length k, if the report does not say it",
-    "number",
-    0,
-    0,
-    K_MAX_LIMIT,
-    1,
-    integer=True,
-    help="0: the report's own (--spec-draft-n-max, num_speculative_tokens)",
-)
-K = Control(
-    "k",
-    "Draft length k it was measured at",
-    "number",
-    DEFAULT_MEASURED_K,
-    1,
-    K_MAX_LIMIT,
-    1,
-    integer=True,
-    legacy=("cal_k",),
-)
-EXAMPLE = Control("example_p", "Example scrape with p =", "number", EXAMPLE_P, 0.0, 1.0)
-ACCEPTANCE = Control(
-    "acceptance",
-    "Positional acceptance P1 ≥ P2 ≥ …",
-    "text",
-    ",".join(f"{value:g}" for value in DEFAULT_TREE_ACCEPTANCE),
-    max_length=MAX_LIST_TEXT,
-    help="comma-separated, sum at most 1",
-    legacy=("tree_p",),
-)
-BUDGET = Control(
-    "budget",
-    "Tokens verified per step (budget)",
-    "range",
-    DEFAULT_TREE_BUDGET,
-    1,
-    trees.MAX_TREE_BUDGET,
-    1,
-    integer=True,
-    legacy=("tree_budget",),
-)
-METRICS = Control(
-    "metrics", "Engine report", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES, help="pasted text"
-)
-BASELINE = Control("baseline", "Earlier report", "text", "", max_length=calibration.MAX_EXPOSITION_BYTES)
-MAX_URL = 2_000
-URL = Control("url", "Report URL", "text", "", max_length=MAX_URL, help="the engine's /metrics or /server_info")
+K_MAX = control(inputs.K_MAX, legacy=("dec_kmax",))
+MODE = control(inputs.MODE)
+RATE = control(inputs.RATE, default=DEFAULT_RATE)
+LENGTH = control(inputs.LENGTH, default=DEFAULT_LENGTH)
+REPORT_K = control(inputs.REPORT_K, help="0: the report's own (--spec-draft-n-max, num_speculative_tokens)")
+K = control(inputs.MEASURED_K, default=DEFAULT_MEASURED_K)
+EXAMPLE = control(inputs.EXAMPLE_P, name="example_p", default=EXAMPLE_P)
+ACCEPTANCE = control(inputs.TREE_ACCEPTANCE, help="comma-separated, sum at most 1")
+BUDGET = control(inputs.TREE_BUDGET, kind="range", low=1)
+METRICS = control(inputs.REPORT, help="pasted text")
+BASELINE = control(inputs.BASELINE)
+URL = control(inputs.URL, help="the engine's /metrics or /server_info")
 # The user's own setup, as the batch page defines it (one definition of every bound); the address keys are its own.
 SETUP_NAMES = ("hw", "devices", "model", "draft", "weights", "kv_cache", "context")
 SETUP_CONTROLS = tuple(replace(control, legacy=()) for control in batch_view.SETUP if control.name in SETUP_NAMES)
@@ -152,14 +91,7 @@ ENGINE_VERSION = control(
     ),
 )
 DATA_PARALLEL = control(plan_inputs.DATA_PARALLEL, help="vLLM drops its per-batch schedule above 1")
-TREE_REGIME = Control(
-    "tree_regime",
-    "Verification cost of a tree",
-    "select",
-    RegimeName.ROOFLINE.value,
-    options=REGIME_OPTIONS,
-    legacy=("dec_regime",),  # the one-page version priced trees with the cost of every step
-)
+TREE_REGIME = control(inputs.TREE_REGIME, name="tree_regime", options=REGIME_OPTIONS)
 
 CONTROLS: tuple[Control, ...] = (
     C,

@@ -6,17 +6,14 @@ from typing import Any
 
 import numpy as np
 
-from app.model import engines, published
+from app.model import engines, limits, published
 from app.model.acceptance import iid_p
 from app.service import plan, plan_inputs
-from app.service.decision import (
-    MAX_BATCH,
-)
 from app.service.inputs import InputError
 from app.service.plan_inputs import engine_title
 from app.service.regimes import BuiltSetup, SetupError, accuracy_out, build_setup, devices_note
 from app.web.pages.controls import Control, ControlError, Reading, url_text
-from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.figures import COLORS, break_even, figure, line
 from app.web.pages.text import fixed, times
 from app.web.pages.views import batch as batch_view
 from app.web.pages.views.decide.calibrate import cells
@@ -99,13 +96,7 @@ def schedule_part(made: plan.Plan) -> tuple[dict[str, Any], dict[str, Any]]:
                 line={"shape": "hv", "color": COLORS["good"], "dash": "dot", "width": 2},
                 hovertemplate="batch %{x}: k = %{y}<extra></extra>",
             ),
-            line(
-                "break-even",
-                [1, max(decision.batch_limit, 1)],
-                [1, 1],
-                line={"color": COLORS["break_even"], "dash": "dash", "width": 1.5},
-                hoverinfo="skip",
-            ),
+            break_even(1, max(decision.batch_limit, 1), width=1.5),
         ],
         "batch size (only batches that fit)",
         "speedup ×",
@@ -176,7 +167,7 @@ def plan_request(reading: Reading, p: float, profile: tuple[float, ...], p_low: 
         p=p,
         profile=profile,
         k_max=reading.integer("k_max"),
-        batch_max=MAX_BATCH,
+        batch_max=limits.MAX_BATCH,
         batch=reading.integer("batch"),
         data_parallel=reading.integer(DATA_PARALLEL.name),
         method=method,

@@ -6,7 +6,7 @@ from typing import Any
 
 from app.model import closed_form, draft_sources
 from app.web.pages.controls import Reading
-from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.figures import COLORS, figure, marked
 from app.web.pages.text import fixed, times
 from app.web.pages.views.decide.controls import SOURCE_CONTROLS, cost_query, query_text
 
@@ -72,18 +72,13 @@ def sources_part(reading: Reading, verify: closed_form.VerifyCost) -> tuple[dict
                 "marker": {"color": COLORS["accent"]},
                 "hovertemplate": "%{y:.2f} tokens per unit of cycle cost at the measured depth<extra></extra>",
             },
-            line(
+            marked(
                 "best predicted speedup",
                 names,
                 [evaluation.best_speedup for evaluation in ordered],
-                mode="markers",
-                marker={
-                    "symbol": "diamond",
-                    "size": 13,
-                    "color": COLORS["best"],
-                    "line": {"color": COLORS["ink"], "width": 1},
-                },
-                hovertemplate="%{y:.2f}× at its best k<extra></extra>",
+                "%{y:.2f}× at its best k<extra></extra>",
+                symbol="diamond",
+                size=13,
             ),
         ],
         "",

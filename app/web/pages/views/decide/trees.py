@@ -5,15 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from app.model import trees
+from app.model import limits, trees
 from app.service.decision import (
-    DEFAULT_TREE_ACCEPTANCE,
-    DEFAULT_TREE_WIDTHS,
     CostRegime,
     tree_verification_assumption,
 )
 from app.web.pages.controls import Reading
-from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.text import fixed, times
 from app.web.pages.views.decide.controls import ACCEPTANCE, query_text, tree_cost_query
 
@@ -42,7 +40,7 @@ def _acceptance(reading: Reading) -> tuple[float, ...]:
         reason = str(error) if "could not convert" not in str(error) else "must be comma-separated numbers"
         reason = reason.removeprefix("positional acceptance ")
         reading.correct(ACCEPTANCE, str(ACCEPTANCE.default), f"{ACCEPTANCE.label}: {reason}; got {text[:40]!r}")
-        return tuple(DEFAULT_TREE_ACCEPTANCE)
+        return tuple(limits.DEFAULT_TREE_ACCEPTANCE)
 
 
 FAMILY_COLORS = (COLORS["muted"], COLORS["accent"], "#6c8ee0", COLORS["good"], "#7fbf9a", COLORS["best"])
@@ -60,7 +58,7 @@ def _family_style(index: int, kind: str) -> dict[str, Any]:
 def calibrated_tree_acceptance(p: float) -> tuple[float, ...]:
     """Positional acceptance from a chain's calibrated p: P1 = p (the top candidate is the chain's draft), and
     P2, P3, ... in the default's proportions over the remaining 1 - p, never above the one before."""
-    default = DEFAULT_TREE_ACCEPTANCE
+    default = limits.DEFAULT_TREE_ACCEPTANCE
     rest = [value * (1.0 - p) / (1.0 - default[0]) for value in default[1:]]
     values = [p]
     for value in rest:
@@ -81,7 +79,7 @@ def trees_part(
     else:
         uses = "Uses the positional acceptance in the field (" + ",".join(f"{v:g}" for v in acceptance) + ")."
     budget = reading.integer("budget")
-    comparison = trees.compare_trees(acceptance, budget, chosen.c, chosen.verify, DEFAULT_TREE_WIDTHS)
+    comparison = trees.compare_trees(acceptance, budget, chosen.c, chosen.verify, limits.DEFAULT_TREE_WIDTHS)
     budgets = list(range(budget + 1))
 
     def bound(value: float | None) -> str:
@@ -134,28 +132,14 @@ def trees_part(
                     hovertemplate=f"{name} {formula} = {value:.2f}<extra></extra>",
                 )
             )
+    speedups.append(break_even(0, budget, width=1.5))
     speedups.append(
-        line(
-            "break-even",
-            [0, budget],
-            [1, 1],
-            line={"color": COLORS["break_even"], "dash": "dash", "width": 1.5},
-            hoverinfo="skip",
-        )
-    )
-    speedups.append(
-        line(
+        marked(
             f"best: n = {comparison.best_budget}",
             [comparison.best_budget],
             [comparison.best_speedup],
-            mode="markers",
-            marker={
-                "size": 15,
-                "symbol": "star",
-                "color": COLORS["best"],
-                "line": {"color": COLORS["ink"], "width": 1},
-            },
-            hovertemplate="n = %{x}<br>%{y:.2f}×<extra></extra>",
+            "n = %{x}<br>%{y:.2f}×<extra></extra>",
+            size=15,
         )
     )
     x_title = "tokens verified per step (budget n)"
@@ -166,7 +150,7 @@ def trees_part(
         budget=budget,
         c=reading.number("c"),
         **tree_cost_query(reading),
-        widths=",".join(str(width) for width in DEFAULT_TREE_WIDTHS),
+        widths=",".join(str(width) for width in limits.DEFAULT_TREE_WIDTHS),
     )
     part = {
         "summary": summary,
