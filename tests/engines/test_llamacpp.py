@@ -159,3 +159,16 @@ def test_the_metrics_endpoint_is_refused_without_metrics_flag_so_the_scrape_says
     with pytest.raises(engine_metrics.EngineFormatError):
         engine_metrics.read_measurements("This server does not support metrics endpoint. Start it with `--metrics`")
     assert httpx  # the live tests above use the server's HTTP API through tests.live_engine
+
+
+def test_the_watched_changes_are_recorded_and_not_in_either_build(llama_build: live_engine.Engine) -> None:
+    """#28391 (ngram-mod by default) and #27210 (draft-mtp-adaptive), read in each build's own --help: the day a
+    build carries one, this fails and the adapter follows it with a version."""
+    assert {(watched.pr, watched.merged) for watched in llamacpp_versions.WATCHED} == {(28391, False), (27210, False)}
+    code, output = live_engine.exits(["--help"], build=llama_build.build)
+    assert code == 0, output[-2000:]
+    spec_type = re.search(r"--spec-type (\S+)\s+.*?\(default:\s*(\w+)\)", output, re.S)
+    assert spec_type is not None, output[-2000:]
+    types, default = spec_type.group(1).split(","), spec_type.group(2)
+    assert "ngram-mod" in types and default == "none"  # #28391 would make ngram-mod the default
+    assert "draft-mtp-adaptive" not in types  # #27210 would add it

@@ -47,3 +47,4 @@ from app.model.engines.llamacpp.versions import ALIASES as ALIASES
 from app.model.engines.llamacpp.versions import NAME as NAME
 from app.model.engines.llamacpp.versions import TITLE as TITLE
 from app.model.engines.llamacpp.versions import VERSIONS as VERSIONS
+from app.model.engines.llamacpp.versions import WATCHED as WATCHED

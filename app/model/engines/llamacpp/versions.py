@@ -145,3 +145,23 @@ ALIASES = {"b11312": "2026-10"}
 
 # The llama.cpp build each version is run live at (make engine builds both; tests/live_engine.py starts them).
 LIVE_BUILDS = {"2026-10": "b11312", "b11434": "b11434"}
+
+
+# Open changes that would change what the adapter writes or reads; each build's own `llama-server --help` is read
+# by the live tests (tests/engines/test_llamacpp.py), which fail once a build carries the change.
+WATCHED = (
+    base.Watched(
+        28391,
+        "ngram-mod as the default drafter: --spec-type's default would no longer be none",
+        merged=False,
+        checked="open in the PR thread; common/common.h @ 001d906a6d86 keeps the default spec types {NONE}, and "
+        "the b11312 and b11434 builds both print --spec-type's default as none",
+    ),
+    base.Watched(
+        27210,
+        "--spec-type draft-mtp-adaptive: an MTP draft whose length adapts per step",
+        merged=False,
+        checked="open in the PR thread; common/common.h @ 001d906a6d86 (a stored copy that has DRAFT_MTP_ADAPTIVE, "
+        "likely the PR's branch) against the b11312 and b11434 builds, whose --spec-type lists no draft-mtp-adaptive",
+    ),
+)
