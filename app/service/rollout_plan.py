@@ -18,8 +18,7 @@ from typing import Any
 from app.model import engines, prometheus_text, published, rollout, rollout_plan, rules
 from app.model.acceptance import AcceptanceProfile
 from app.model.calibration import ErrorKind
-from app.model.engines.base import RulesMetrics
-from app.model.engines.reports import EngineFormatError, Measurement
+from app.model.engines.reports import EngineFormatError, Measurement, increase_measurement
 from app.model.watch import read_scrape
 from app.service import plan
 from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number, detect
@@ -37,21 +36,6 @@ class Measured:
     name: str
     measurement: Measurement | None
     batches: rollout_plan.Batches
-
-
-def _measurement(
-    engine: str, metrics: RulesMetrics, drafts: float, drafted: float | None, shares: dict[int, float]
-) -> Measurement:
-    per_position = tuple(shares.get(i, 0.0) for i in range(max(shares) + 1)) if shares else ()
-    return Measurement(
-        engine=engine,
-        format=metrics.scrape_format,
-        label=None,
-        cycles=drafts,
-        draft_tokens=drafted if drafted is not None else len(per_position) * drafts,
-        accepted=float(sum(per_position)),
-        per_position=per_position,
-    )
 
 
 def from_prometheus(
@@ -110,7 +94,9 @@ def from_prometheus(
     for name in sorted(set(drafts) | set(running))[:MAX_CLASSES]:
         count = drafts.get(name, 0.0)
         measurement = (
-            _measurement(target.engine, m, count, drafted.get(name), shares.get(name, {})) if count > 0 else None
+            increase_measurement(target.engine, m.scrape_format, count, drafted.get(name), shares.get(name, {}))
+            if count > 0
+            else None
         )
         classes.append(Measured(name, measurement, rollout_plan.Batches.of(running.get(name, []))))
     return target.engine, target.version, classes, asked
