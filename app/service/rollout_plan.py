@@ -11,7 +11,7 @@ schedule and config are the plan's (:func:`app.service.plan.build`), decided onc
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,6 +228,19 @@ def plan_classes(
     }
 
 
+def acceptance_seen(row: dict[str, Any], number: Callable[[float], str]) -> str:
+    """A planned class's measured acceptance with its interval, each written by ``number``, or "not measured"."""
+    acceptance = row["acceptance"]
+    if not acceptance:
+        return "not measured"
+    return f"{number(acceptance['p'])} [{number(acceptance['low'])}, {number(acceptance['high'])}]"
+
+
+def batches_seen(row: dict[str, Any]) -> str:
+    """A planned class's batch quantiles as "p50 8, p90 32", or "none seen"."""
+    return ", ".join(f"{key} {value}" for key, value in row["batches"]["quantiles"].items()) or "none seen"
+
+
 def described(report: dict[str, Any]) -> str:
     lines = [
         f"rollout plan for {report['engine']} {report['engine_version']} per {report['label']} on {report['setup']}",
@@ -235,16 +248,9 @@ def described(report: dict[str, Any]) -> str:
     ]
     for index, row in enumerate(report["classes"], start=1):
         name = row["class"] or "(no class label)"
-        acceptance = row["acceptance"]
-        seen = (
-            f"p {acceptance['p']:.3f} [{acceptance['low']:.3f}, {acceptance['high']:.3f}]"
-            if acceptance
-            else "p not measured"
-        )
-        quantiles = row["batches"]["quantiles"]
-        batches = ", ".join(f"{key} {value}" for key, value in quantiles.items()) or "none seen"
+        seen = acceptance_seen(row, lambda value: f"{value:.3f}")
         lines.append(f"{index}. {report['label']}={name}: {row['verdict']}: {row['reason']}")
-        lines.append(f"   {seen}, {row['drafts']:,.0f} drafts; batches {batches}")
+        lines.append(f"   p {seen}, {row['drafts']:,.0f} drafts; batches {batches_seen(row)}")
         if row["config"]:
             lines.append(f"   config: {' '.join(row['config']['flags']) or row['config']['text']}")
     return "\n".join(lines)
