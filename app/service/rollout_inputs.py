@@ -23,44 +23,26 @@ PROMETHEUS = Input(
     min_length=1,
     required=True,
 )
-CANARY = Input(
-    "canary",
-    "Canary",
-    str,
-    None,
-    "Label matchers",
-    max_length=rollout.MAX_MATCHER_CHARS,
-    min_length=1,
-    required=True,
-)
-CONTROL = Input(
-    "control",
-    "Control",
-    str,
-    None,
-    "Label matchers",
-    max_length=rollout.MAX_MATCHER_CHARS,
-    min_length=1,
-    required=True,
-)
-WINDOW = Input(
-    "window",
-    "Window",
-    str,
-    "30m",
-    "A duration such as 30s, 5m or 1h",
-    max_length=MAX_DURATION,
-    min_length=1,
-)
-INTERVAL = Input(
-    "interval",
-    "Interval",
-    str,
-    "1m",
-    "A duration such as 30s, 5m or 1h",
-    max_length=MAX_DURATION,
-    min_length=1,
-)
+
+
+def _matchers(name: str, label: str) -> Input:
+    """Label matchers that select one group of replicas (the model checks their syntax and says why)."""
+    return Input(
+        name, label, str, None, "Label matchers", max_length=rollout.MAX_MATCHER_CHARS, min_length=1, required=True
+    )
+
+
+CANARY = _matchers("canary", "Canary")
+CONTROL = _matchers("control", "Control")
+
+
+def _duration(name: str, label: str, default: str) -> Input:
+    """A duration as text, 30s, 5m or 1h (the model checks it against its own bounds and says why)."""
+    return Input(name, label, str, default, "A duration such as 30s, 5m or 1h", max_length=MAX_DURATION, min_length=1)
+
+
+WINDOW = _duration("window", "Window", "30m")
+INTERVAL = _duration("interval", "Interval", "1m")
 CALIBRATED = Input(
     "calibrated", "Calibrated interval", str, None, "LOW,HIGH: the calibrated interval", max_length=MAX_INTERVAL_TEXT
 )
