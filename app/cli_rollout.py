@@ -12,8 +12,10 @@ import json
 import sys
 from collections.abc import Callable
 
+from app.cli_arguments import add_input
 from app.model import engines as engine_registry
-from app.model import limits, rollout
+from app.model import rollout, rules
+from app.service import plan_inputs, rollout_inputs
 
 
 def add_command(
@@ -33,24 +35,25 @@ def add_command(
         "(an interval over intervals of the window), and the canary's acceptance against its calibrated interval. "
         "Exit 0 promote, 1 roll back, 3 hold, 2 when Prometheus does not answer or the input is refused.",
     )
-    check.add_argument("--prometheus", required=True, help="the Prometheus server's root URL, as http://host:9090")
-    check.add_argument("--canary", required=True, help='label matchers of the canary replicas, as role="canary"')
-    check.add_argument("--control", required=True, help='label matchers of the control replicas, as role="control"')
-    check.add_argument("--label", default="model_name", help="the label that names a class")
-    check.add_argument(
-        "--window",
-        default="30m",
+    add_input(check, rollout_inputs.PROMETHEUS, help="the Prometheus server's root URL, as http://host:9090")
+    add_input(check, rollout_inputs.CANARY, help='label matchers of the canary replicas, as role="canary"')
+    add_input(check, rollout_inputs.CONTROL, help='label matchers of the control replicas, as role="control"')
+    check.add_argument("--label", default=rules.DEFAULT_LABEL, help="the label that names a class")
+    add_input(
+        check,
+        rollout_inputs.WINDOW,
         help=f"how far back to compare, as 30m or 1800 (at most {rollout.MAX_WINDOW_S:g} s; at least "
         f"{rollout.MIN_INTERVALS} intervals)",
     )
-    check.add_argument(
-        "--interval",
-        default="1m",
+    add_input(
+        check,
+        rollout_inputs.INTERVAL,
         help=f"the rate interval: one ratio per interval, from {rollout.MIN_INTERVAL_S:g} s to "
         f"{rollout.MAX_INTERVAL_S:g} s (at least twice the scrape interval)",
     )
-    check.add_argument(
-        "--calibrated",
+    add_input(
+        check,
+        rollout_inputs.CALIBRATED,
         help="LOW,HIGH: the canary's calibrated acceptance interval (default: the "
         "first half of the window's, the second half judged against it)",
     )
@@ -70,17 +73,12 @@ def add_command(
     source = planned.add_mutually_exclusive_group(required=True)
     source.add_argument("--prometheus", help="the Prometheus server's root URL, as http://host:9090")
     source.add_argument("--from", dest="source", help="a pasted scrape holding several classes: a file, or - for stdin")
-    planned.add_argument("--label", default="model_name", help="the label that names a class")
+    planned.add_argument("--label", default=rules.DEFAULT_LABEL, help="the label that names a class")
     planned.add_argument("--window", default="1h", help="with --prometheus: how far back, as 1h or 3600")
-    planned.add_argument(
-        "--interval", default="1m", help="with --prometheus: how often the running-requests gauge is sampled"
+    add_input(
+        planned, rollout_inputs.INTERVAL, help="with --prometheus: how often the running-requests gauge is sampled"
     )
-    planned.add_argument(
-        "--k-max",
-        type=int,
-        default=limits.ROOFLINE_DEFAULT_K_MAX,
-        help=f"longest draft searched, 1 to {limits.K_MAX_LIMIT}",
-    )
+    add_input(planned, plan_inputs.K_MAX)
     planned.add_argument("--engine", choices=engine_registry.ENGINES, help="with --prometheus: the engine")
     planned.add_argument("--engine-version", help="with --engine: the engine version (default: the newest)")
     planned.add_argument("--timeout", type=float, default=10.0, help="seconds each query may take")
@@ -149,8 +147,6 @@ def run_plan(arguments: argparse.Namespace, setup_request: Callable[[argparse.Na
 
     as_json = arguments.format == "json"
     try:
-        if not 1 <= arguments.k_max <= limits.K_MAX_LIMIT:
-            raise rollout.RolloutInputError("--k-max", f"must be from 1 to {limits.K_MAX_LIMIT}; got {arguments.k_max}")
         if arguments.engine_version and not arguments.engine:
             raise rollout.RolloutInputError("--engine-version", "needs --engine")
         request = setup_request(arguments)

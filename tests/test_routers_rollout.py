@@ -63,3 +63,23 @@ def test_the_check_over_a_prometheus_answers_the_verdict_and_its_exit_code() -> 
         assert short.status_code == 422 and short.json()["detail"][0]["loc"] == ["query", "window"]
         same = allowed.post("/api/v1/rollout/check", params={**params, "control": 'role="canary"'})
         assert same.status_code == 422 and same.json()["detail"][0]["loc"] == ["query", "control"]
+
+
+def test_the_check_takes_its_inputs_as_declared_once() -> None:
+    """/rollout/check's parameters come from app.service.rollout_inputs: the OpenAPI bounds, the defaults, the
+    422 on an empty matcher, and the command line's defaults are the same declaration's."""
+    from app.cli import build_parser
+    from app.service import rollout_inputs
+
+    operation = app.openapi()["paths"]["/api/v1/rollout/check"]["post"]
+    schemas = {item["name"]: item["schema"] for item in operation["parameters"]}
+    assert schemas["canary"]["minLength"] == 1 and schemas["canary"]["maxLength"] == rollout_inputs.CANARY.max_length
+    assert schemas["window"]["default"] == rollout_inputs.WINDOW.default == "30m"
+    assert schemas["interval"]["default"] == rollout_inputs.INTERVAL.default
+    assert schemas["prometheus"]["maxLength"] == rollout_inputs.MAX_URL
+    params = {"prometheus": "http://127.0.0.1:1", "canary": "", "control": 'role="control"'}
+    refused = client.post("/api/v1/rollout/check", params=params)
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["query", "canary"]
+    assert f"1 to {rollout_inputs.CANARY.max_length} characters" in refused.json()["detail"][0]["msg"]
+    parsed = build_parser().parse_args(["rollout", "check", *("--prometheus", "u", "--canary", "a", "--control", "b")])
+    assert (parsed.window, parsed.interval) == (rollout_inputs.WINDOW.default, rollout_inputs.INTERVAL.default)

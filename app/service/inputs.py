@@ -53,6 +53,7 @@ class Input:
     # of the model checks a value against what it depends on (the engine's own versions) and says why
     known: Callable[[], Sequence[str]] | None = None
     max_length: int | None = None
+    min_length: int | None = None  # text: the fewest characters (none: any, the empty text included)
     pattern: str | None = None
     pattern_rule: bool = False  # the pattern is documented; a rule of the model checks it and says why
     required: bool = False
@@ -69,6 +70,8 @@ class Input:
         if self.choices is not None:
             return "one of " + ", ".join(self.choices())
         if self.kind is str:
+            if self.min_length and self.max_length:
+                return f"{self.min_length:,} to {self.max_length:,} characters"
             return f"at most {self.max_length:,} characters" if self.max_length else "any text"
         assert self.low is not None and self.high is not None
         if self.rule_low is not None:
@@ -103,7 +106,7 @@ class Input:
             if self.known is not None and not value.strip():  # the enum has no blank: leave it out for the default
                 known = ", ".join(self.known())
                 raise InputError(self.name, f"must be one of {known} (left out: the default); got {value!r}", value)
-            if self.max_length is not None and len(value) > self.max_length:
+            if (self.max_length is not None and len(value) > self.max_length) or len(value) < (self.min_length or 0):
                 raise InputError(self.name, f"must be {self.span}; got {len(value)} characters", value)
             if self.pattern and not self.pattern_rule and not re.fullmatch(self.pattern, value):
                 raise InputError(self.name, f"must match {self.pattern}; got {value[:60]!r}", value)

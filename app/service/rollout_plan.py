@@ -11,15 +11,14 @@ schedule and config are the plan's (:func:`app.service.plan.build`), decided onc
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.model import engines, prometheus_text, published, rollout, rollout_plan, rules
 from app.model.acceptance import AcceptanceProfile
 from app.model.calibration import ErrorKind
-from app.model.engines.base import RulesMetrics
-from app.model.engines.reports import EngineFormatError, Measurement
+from app.model.engines.reports import EngineFormatError, Measurement, increase_measurement
 from app.model.watch import read_scrape
 from app.service import plan
 from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number, detect
@@ -37,21 +36,6 @@ class Measured:
     name: str
     measurement: Measurement | None
     batches: rollout_plan.Batches
-
-
-def _measurement(
-    engine: str, metrics: RulesMetrics, drafts: float, drafted: float | None, shares: dict[int, float]
-) -> Measurement:
-    per_position = tuple(shares.get(i, 0.0) for i in range(max(shares) + 1)) if shares else ()
-    return Measurement(
-        engine=engine,
-        format=metrics.scrape_format,
-        label=None,
-        cycles=drafts,
-        draft_tokens=drafted if drafted is not None else len(per_position) * drafts,
-        accepted=float(sum(per_position)),
-        per_position=per_position,
-    )
 
 
 def from_prometheus(
@@ -110,7 +94,9 @@ def from_prometheus(
     for name in sorted(set(drafts) | set(running))[:MAX_CLASSES]:
         count = drafts.get(name, 0.0)
         measurement = (
-            _measurement(target.engine, m, count, drafted.get(name), shares.get(name, {})) if count > 0 else None
+            increase_measurement(target.engine, m.scrape_format, count, drafted.get(name), shares.get(name, {}))
+            if count > 0
+            else None
         )
         classes.append(Measured(name, measurement, rollout_plan.Batches.of(running.get(name, []))))
     return target.engine, target.version, classes, asked
@@ -242,6 +228,19 @@ def plan_classes(
     }
 
 
+def acceptance_seen(row: dict[str, Any], number: Callable[[float], str]) -> str:
+    """A planned class's measured acceptance with its interval, each written by ``number``, or "not measured"."""
+    acceptance = row["acceptance"]
+    if not acceptance:
+        return "not measured"
+    return f"{number(acceptance['p'])} [{number(acceptance['low'])}, {number(acceptance['high'])}]"
+
+
+def batches_seen(row: dict[str, Any]) -> str:
+    """A planned class's batch quantiles as "p50 8, p90 32", or "none seen"."""
+    return ", ".join(f"{key} {value}" for key, value in row["batches"]["quantiles"].items()) or "none seen"
+
+
 def described(report: dict[str, Any]) -> str:
     lines = [
         f"rollout plan for {report['engine']} {report['engine_version']} per {report['label']} on {report['setup']}",
@@ -249,16 +248,9 @@ def described(report: dict[str, Any]) -> str:
     ]
     for index, row in enumerate(report["classes"], start=1):
         name = row["class"] or "(no class label)"
-        acceptance = row["acceptance"]
-        seen = (
-            f"p {acceptance['p']:.3f} [{acceptance['low']:.3f}, {acceptance['high']:.3f}]"
-            if acceptance
-            else "p not measured"
-        )
-        quantiles = row["batches"]["quantiles"]
-        batches = ", ".join(f"{key} {value}" for key, value in quantiles.items()) or "none seen"
+        seen = acceptance_seen(row, lambda value: f"{value:.3f}")
         lines.append(f"{index}. {report['label']}={name}: {row['verdict']}: {row['reason']}")
-        lines.append(f"   {seen}, {row['drafts']:,.0f} drafts; batches {batches}")
+        lines.append(f"   p {seen}, {row['drafts']:,.0f} drafts; batches {batches_seen(row)}")
         if row["config"]:
             lines.append(f"   config: {' '.join(row['config']['flags']) or row['config']['text']}")
     return "\n".join(lines)

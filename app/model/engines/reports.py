@@ -278,6 +278,23 @@ def mean_only(
 # Shared pieces of readers and sample writers
 
 
+def increase_measurement(
+    engine: str, format_name: str, drafts: float, drafted: float | None, shares: dict[int, float]
+) -> Measurement:
+    """One class's counts from the counters' increases over a window: drafts, draft tokens (None: every draft
+    as long as the positions counted) and the accepted tokens at each position."""
+    per_position = tuple(shares.get(i, 0.0) for i in range(max(shares) + 1)) if shares else ()
+    return Measurement(
+        engine=engine,
+        format=format_name,
+        label=None,
+        cycles=drafts,
+        draft_tokens=drafted if drafted is not None else len(per_position) * drafts,
+        accepted=float(sum(per_position)),
+        per_position=per_position,
+    )
+
+
 def counter_measurement(
     engine: str,
     format_name: str,

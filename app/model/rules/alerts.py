@@ -8,6 +8,7 @@ to do with it: run that k, or turn speculation off.  Annotations are templates w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.model.rules.promql import (
@@ -52,58 +53,47 @@ class Field:
 class Template:
     parts: tuple[str | Field, ...]
 
-    def go(self) -> str:
-        """As Prometheus's Go template."""
+    def filled(self, label: Callable[[str], str], k: str, ratio: str, action: Callable[[str, str], str]) -> str:
+        """The parts in order, each field written as given: a label by its name, the value as a k and as a
+        ratio, an action by its two branches (off: speculation off; on: the text before the k)."""
         out = []
         for part in self.parts:
             if isinstance(part, str):
                 out.append(part)
             elif part.kind == "label":
-                out.append(f'{{{{ index $labels "{part.name}" }}}}')
+                out.append(label(part.name))
             elif part.kind == "k":
-                out.append('{{ printf "%.0f" $value }}')
+                out.append(k)
             elif part.kind == "ratio":
-                out.append('{{ printf "%.2f" $value }}')
+                out.append(ratio)
             else:
                 off, on = part.name.split("|")
-                out.append(
-                    f'{{{{ if eq $value 0.0 }}}}{off}{{{{ else }}}}{on}{{{{ printf "%.0f" $value }}}}{{{{ end }}}}'
-                )
+                out.append(action(off, on))
         return "".join(out)
+
+    def go(self) -> str:
+        """As Prometheus's Go template."""
+        return self.filled(
+            lambda name: f'{{{{ index $labels "{name}" }}}}',
+            '{{ printf "%.0f" $value }}',
+            '{{ printf "%.2f" $value }}',
+            lambda off, on: (
+                f'{{{{ if eq $value 0.0 }}}}{off}{{{{ else }}}}{on}{{{{ printf "%.0f" $value }}}}{{{{ end }}}}'
+            ),
+        )
 
     def described(self, labels: dict[str, str]) -> str:
         """The text for any value of the alert: the k as "k", an action as both its branches."""
-        out = []
-        for part in self.parts:
-            if isinstance(part, str):
-                out.append(part)
-            elif part.kind == "label":
-                out.append(labels.get(part.name, part.name))
-            elif part.kind == "k":
-                out.append("k")
-            elif part.kind == "ratio":
-                out.append("the ratio")
-            else:
-                off, on = part.name.split("|")
-                out.append(f"{on}k (or {off})")
-        return "".join(out)
+        return self.filled(lambda name: labels.get(name, name), "k", "the ratio", lambda off, on: f"{on}k (or {off})")
 
     def render(self, labels: dict[str, str], value: float) -> str:
         """What Prometheus writes for these labels and this value."""
-        out = []
-        for part in self.parts:
-            if isinstance(part, str):
-                out.append(part)
-            elif part.kind == "label":
-                out.append(labels.get(part.name, ""))
-            elif part.kind == "k":
-                out.append(f"{value:.0f}")
-            elif part.kind == "ratio":
-                out.append(f"{value:.2f}")
-            else:
-                off, on = part.name.split("|")
-                out.append(off if value == 0.0 else f"{on}{value:.0f}")
-        return "".join(out)
+        return self.filled(
+            lambda name: labels.get(name, ""),
+            f"{value:.0f}",
+            f"{value:.2f}",
+            lambda off, on: off if value == 0.0 else f"{on}{value:.0f}",
+        )
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from app.model import engines, rollout
 from app.model.engines.base import DecodeTime, RulesMetrics
-from app.model.engines.reports import Measurement
+from app.model.engines.reports import Measurement, increase_measurement
 from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number
 
 QUERIES = 12
@@ -180,19 +180,8 @@ def _halves(
             if not cycles or not shares:
                 halves.append(None)
                 continue
-            per_position = tuple(shares.get(i, 0.0) for i in range(max(shares) + 1))
             tokens = (drafted.get(key) or [None, None])[which]
-            halves.append(
-                Measurement(
-                    engine=engine,
-                    format=metrics.scrape_format,
-                    label=None,
-                    cycles=cycles,
-                    draft_tokens=tokens if tokens is not None else len(per_position) * cycles,
-                    accepted=float(sum(per_position)),
-                    per_position=per_position,
-                )
-            )
+            halves.append(increase_measurement(engine, metrics.scrape_format, cycles, tokens, shares))
         found[key] = halves
     return found
 

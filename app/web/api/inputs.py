@@ -27,6 +27,7 @@ def query(item: Input) -> Any:
     extra: dict[str, Any] = {}
     if item.kind is str:
         settings["max_length"] = item.max_length
+        settings["min_length"] = item.min_length
         if item.pattern and item.pattern_rule:
             extra["pattern"] = item.pattern  # the model checks it and says why
         else:

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.model import limits, rollout, rules
+from app.model import rollout
 from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
-from app.service import plan_inputs
+from app.service import plan_inputs, rollout_inputs
 from app.service import rollout_plan as rollout_report
 from app.service.clients import rollout as rollout_check
 from app.service.clients.prometheus import Prometheus, PrometheusError
 from app.service.regimes import BuiltSetup
 from app.web.api.bodies import read_capped
-from app.web.api.inputs import query
+from app.web.api.inputs import takes
 from app.web.api.setup_params import RULES, SETUP_RULES, Setup
 from app.web.core.config import Settings, get_settings
 from app.web.core.errors import parameter_error, with_rules
@@ -24,8 +24,7 @@ from app.web.core.heavy import HEAVY
 
 router = APIRouter(prefix="/api/v1", tags=["rollout"])
 
-Label = Annotated[str, query(plan_inputs.INPUTS["label"])]
-KMaxPlan = Annotated[int, query(plan_inputs.K_MAX)]
+LABEL = plan_inputs.INPUTS["label"]
 
 SCRAPE_BODY: dict[str, Any] = {
     "requestBody": {
@@ -60,12 +59,8 @@ def _unprocessable(message: str, kind: str) -> JSONResponse:
     RULES + "- `metrics`: the body holds one /metrics scrape, in Prometheus text, with the spec-decode counters of an "
     "engine that counts drafts (vLLM, TensorRT-LLM, llama.cpp), of one or more classes;\n" + SETUP_RULES
 )
-async def post_rollout_plan(
-    request: Request,
-    built: Setup,
-    label: Label = rules.DEFAULT_LABEL,
-    k_max: KMaxPlan = limits.ROOFLINE_DEFAULT_K_MAX,
-) -> Any:
+@takes(LABEL, plan_inputs.K_MAX)
+async def post_rollout_plan(request: Request, built: Setup, label: str, k_max: int) -> Any:
     """The rollout plan of a pasted scrape: per class (``label``) the measured acceptance with its interval, the
     batches it ran, the schedule and config for it on this setup, the gain weighted over those batches with the
     cost model's stated error, and a verdict (turn on, leave off, measure first); the surest gains first."""
@@ -89,9 +84,6 @@ def _planned(text: str, built: BuiltSetup, label: str, k_max: int) -> Any:
         return _unprocessable(error.message, error.kind.value)
 
 
-MAX_URL = 2048
-Matcher = Annotated[str, Query(min_length=1, max_length=rollout.MAX_MATCHER_CHARS, description="Label matchers.")]
-Duration = Annotated[str, Query(min_length=1, max_length=32, description="A duration such as 30s, 5m or 1h.")]
 CHECK_RULES = RULES + (
     "- `prometheus`: an http(s) URL, read only where the server allows it (SPECDEC_ALLOW_FETCH); a Prometheus "
     "that does not answer, or holds no decode-time series, gets a 422 naming it;\n"
@@ -114,15 +106,16 @@ def _settings(request: Request) -> Settings:
     responses={422: {"description": "Refused input, a server that does not fetch, or a Prometheus that fails."}},
 )
 @with_rules(CHECK_RULES)
+@takes(*rollout_inputs.CHECK, LABEL)
 async def post_rollout_check(
     request: Request,
-    prometheus: Annotated[str, Query(min_length=1, max_length=MAX_URL, description="The Prometheus root URL.")],
-    canary: Matcher,
-    control: Matcher,
-    label: Label = rules.DEFAULT_LABEL,
-    window: Duration = "30m",
-    interval: Duration = "1m",
-    calibrated: Annotated[str | None, Query(max_length=64, description="LOW,HIGH: the calibrated interval.")] = None,
+    prometheus: str,
+    canary: str,
+    control: str,
+    label: str,
+    window: str,
+    interval: str,
+    calibrated: str | None,
 ) -> Any:
     """Per class, the canary's speedup over control from the engine's own decode-time series (a 95% interval
     over intervals), its acceptance against its calibrated interval, and the verdict with ``exit_code`` as the

@@ -377,14 +377,8 @@ def rollout_table(reading: Reading, built: BuiltSetup) -> dict[str, Any]:
         return {"columns": [], "rows": []}
     rows = []
     for row in planned["classes"]:
-        acceptance = row["acceptance"]
-        seen = (
-            f"{fixed(acceptance['p'], 3)} [{fixed(acceptance['low'], 3)}, {fixed(acceptance['high'], 3)}]"
-            if acceptance
-            else "not measured"
-        )
-        quantiles = row["batches"]["quantiles"]
-        batches = ", ".join(f"{key} {value}" for key, value in quantiles.items()) or "none seen"
+        seen = rollout_plan.acceptance_seen(row, lambda value: fixed(value, 3))
+        batches = rollout_plan.batches_seen(row)
         gain = row["gain"]
         shown = f"{gain['point']:.2f}× [{gain['low']:.2f}, {gain['high']:.2f}]" if gain else "–"
         config = " ".join(row["config"]["flags"]) if row["config"] else "–"
