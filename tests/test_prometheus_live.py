@@ -102,6 +102,7 @@ def prometheus(
             try:
                 ready = _ready(process, url, log_path)
                 if ready:
+                    _targets_found(url, sum(len(targets) for targets in jobs.values()), log_path)
                     yield url
                     return
             finally:
@@ -123,6 +124,20 @@ def _ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> bool:
                 return True
         if time.monotonic() > deadline:
             raise RuntimeError(f"prometheus was not ready in 30 s: {log_path.read_text()[-2000:]}")
+        time.sleep(0.2)
+
+
+def _targets_found(url: str, count: int, log_path: Path) -> None:
+    """Waits until Prometheus has taken up all ``count`` targets: its discovery hands new targets to the scrapers
+    in batches a few seconds apart, so a test that scrapes right after start-up could find no series at all."""
+    deadline = time.monotonic() + 30
+    while True:
+        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
+            body = httpx.get(f"{url}/api/v1/targets", timeout=1.0).json()
+            if len(body["data"]["activeTargets"]) >= count:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"prometheus took up no targets in 30 s: {log_path.read_text()[-2000:]}")
         time.sleep(0.2)
 
 
