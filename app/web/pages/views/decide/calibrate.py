@@ -143,7 +143,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
         "k": f"{top.result.k} ({k_source})",
         "several": len(classes) > 1,
         "classes": {"columns": ["Class", "p", "Interval", "k", "Verifications"], "rows": rows},
-        "rollout": {"columns": [], "rows": []},  # filled on the user's setup (rollout_table)
+        "rollout": {"columns": ROLLOUT_COLUMNS, "rows": []},  # filled on the user's setup (rollout_table)
         "fetch": fetch_message or "",
         "served_model": top.measurement.label or "",  # the class's model_name (or the label the user split by)
         "example": "",  # said when the numbers are the example report's
@@ -161,6 +161,10 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     return top.result, info
 
 
+# the rollout plan's table, one row per class (rollout_table); its columns stand also where it has no rows
+ROLLOUT_COLUMNS = ["Class", "Acceptance", "Batches", "Verdict", "Gain", "Config"]
+
+
 NO_ENGINE: dict[str, Any] = {
     "shown": False,
     "engine": "",
@@ -173,7 +177,7 @@ NO_ENGINE: dict[str, Any] = {
     "k": "",
     "several": False,
     "classes": {"columns": [], "rows": []},
-    "rollout": {"columns": [], "rows": []},
+    "rollout": {"columns": ROLLOUT_COLUMNS, "rows": []},
     "fetch": "",
     "served_model": "",
     "example": "",
@@ -361,20 +365,17 @@ def recommendation(
     }
 
 
-ROLLOUT_COLUMNS = ["Class", "Acceptance", "Batches", "Verdict", "Gain", "Config"]
-
-
 def rollout_table(reading: Reading, built: BuiltSetup) -> dict[str, Any]:
     """Where the pasted report holds several classes: the rollout plan on the user's setup, one row per class in
     rollout order (app.service.rollout_plan); empty where the report is not one scrape that counts drafts."""
     report, _baseline, fetch_message = _report_text(reading)
     if fetch_message is not None:
-        return {"columns": [], "rows": []}
+        return {"columns": ROLLOUT_COLUMNS, "rows": []}
     try:
         engine, version, classes = rollout_plan.from_scrape(report, "model_name")
         planned = rollout_plan.plan_classes(engine, version, classes, built, "model_name", reading.integer("k_max"))
     except (CalibrationError, ValueError):
-        return {"columns": [], "rows": []}
+        return {"columns": ROLLOUT_COLUMNS, "rows": []}
     rows = []
     for row in planned["classes"]:
         seen = rollout_plan.acceptance_seen(row, lambda value: fixed(value, 3))
