@@ -1,7 +1,8 @@
 """`specdec-lab rollout`: which classes get speculation, and a canary that proves it before it spreads.
 
-``rollout check --prometheus URL --canary MATCHER --control MATCHER`` compares, per class, the replicas that run
-speculation with those that do not (app.service.clients.rollout): exit 0 promote, 1 roll back, 3 hold, 2 when
+`rollout plan` judges each class from what Prometheus (or a pasted scrape) counted: turn on, leave off or measure
+first, the surest gains first. `rollout check --prometheus URL --canary MATCHER --control MATCHER` compares, per
+class, the replicas that run speculation with those that do not: exit 0 promote, 1 roll back, 3 hold, 2 when
 Prometheus does not answer or the input is refused.
 """
 
