@@ -383,5 +383,7 @@ def rollout_table(reading: Reading, built: BuiltSetup) -> dict[str, Any]:
         gain = row["gain"]
         shown = f"{gain['point']:.2f}× [{gain['low']:.2f}, {gain['high']:.2f}]" if gain else "–"
         config = " ".join(row["config"]["flags"]) if row["config"] else "–"
-        rows.append(cells(row["class"] or "(none)", seen, batches, row["verdict"], shown, config, header=True))
+        made = cells(row["class"] or "(none)", seen, batches, row["verdict"], shown, config, header=True)
+        made["cells"][-1]["class"] = "config"  # flags read left to right, in the font they are typed in
+        rows.append(made)
     return {"columns": ROLLOUT_COLUMNS, "rows": rows}
