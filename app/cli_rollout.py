@@ -111,10 +111,10 @@ def run_check(arguments: argparse.Namespace) -> int:
         interval = rollout.duration("--interval", arguments.interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S)
         window = rollout.duration("--window", arguments.window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S)
         rollout.intervals_in(window, interval)
-        if not arguments.label or not arguments.label.replace("_", "a").isalnum():
-            raise rollout.RolloutInputError(
-                "--label", f"must be a label name such as model_name; got {arguments.label!r}"
-            )
+        try:  # the rules' own check of a Prometheus label name
+            rules.check_label(arguments.label)
+        except rules.RulesError as error:
+            raise rollout.RolloutInputError("--label", error.message) from None
         request = rollout_client.CheckRequest(
             canary=canary,
             control=control,

@@ -298,6 +298,8 @@ def test_too_little_traffic_holds(capsys: pytest.CaptureFixture[str]) -> None:
         (["--interval", "0.1s"], "--interval: must be from 1 s"),
         (["--calibrated", "0.9,0.1"], "--calibrated: must be LOW,HIGH"),
         (["--engine-version", "2026-10"], "--engine-version: needs --engine"),
+        (["--label", "1class"], "--label: must be a Prometheus label name"),  # the rules' own check
+        (["--label", "__name__"], "--label: must be a Prometheus label name"),
     ],
 )
 def test_bad_input_is_refused_before_any_query(

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.model import calibration, draft_sources, limits, trees
+from app.model import calibration, draft_sources, limits, rules, trees
 from app.service import core_inputs, plan_inputs
 from app.service.inputs import Input
 
 MAX_TEXT = 1_000  # characters of a list
 MAX_URL = 2_000
 MAX_MODEL_NAME = 200
-MAX_LABEL = 100
 MAX_CYCLES = 1e15
 
 
@@ -168,9 +167,9 @@ CLASS_LABEL = Input(
     "label",
     "Class label",
     str,
-    "model_name",
+    rules.DEFAULT_LABEL,
     "Label whose values split a Prometheus scrape into classes (model_name, engine, ...)",
-    max_length=MAX_LABEL,
+    max_length=plan_inputs.MAX_LABEL,
 )
 CYCLES = Input(
     "cycles",
@@ -189,7 +188,7 @@ DRAFT_LENGTHS = Input(
     "",
     "The draft lengths the engine ran, comma-separated (a per-batch schedule's k values, e.g. 4,2): p from drafts "
     "of several lengths without bias",
-    max_length=MAX_LABEL,
+    max_length=plan_inputs.MAX_LABEL,
     pattern=DRAFT_LENGTHS_PATTERN,
 )
 
