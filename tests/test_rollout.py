@@ -345,3 +345,84 @@ def test_a_prometheus_that_does_not_answer_is_exit_2(capsys: pytest.CaptureFixtu
     with serving(lambda path, query: _ok("vector", [])) as url:
         code, _, err = _check(url, capsys)
     assert code == 2 and re.search(r"holds none of the decode-time series \(.*llamacpp:tokens_predicted", err)
+
+
+# ---------------------------------------------------------------------------
+# SGLang: it counts verifications and generated tokens, with a gauge of the k running
+# (python/sglang/srt/observability/metrics_collector.py @ 016d8605), and times tokens in its inter-token latency
+# histogram
+
+ITL_SUM, ITL_COUNT = "sglang:inter_token_latency_seconds_sum", "sglang:inter_token_latency_seconds_count"
+VERIFY, GENERATED, STEPS = "sglang:spec_verify_calls_total", "sglang:generation_tokens_total", "sglang:spec_num_steps"
+
+
+class SGLangFleet(Fleet):
+    """A Prometheus answering for SGLang servers: the canary verifies 20 times a second at k = 4, each giving the
+    tokens an i.i.d. acceptance p at 4 gives on average (p_late from the window's second half on); ``k_late``
+    is the k its gauge shows in the second half."""
+
+    def __init__(self, *args: Any, p_late: float | None = None, k_late: int = 4, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.p_late, self.k_late = p_late if p_late is not None else self.p, k_late
+        self.middle = 0.0
+
+    def answer(self, path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        expr = query["query"][0]
+        self.asked.append(expr)
+        role = next((r for r in ("canary", "control") if f'role="{r}"' in expr), "")
+        names = sorted({name for _, name in self.per_token})
+        if expr.startswith("count by (__name__)"):
+            return _ok("vector", [{"metric": {"__name__": ITL_SUM}, "value": [0, "1"]}])
+        if expr.startswith(f"{ITL_SUM}{{"):
+            return _ok("vector", [{"metric": _series(role, n), "value": [0, "1"]} for n in names])
+        if expr.startswith("count by (model_name)"):
+            return _ok("vector", [{"metric": {"model_name": n}, "value": [0, "1"]} for n in sorted(self.speculating)])
+        start, end, step = (float(query[key][0]) for key in ("start", "end", "step"))
+        times = [start + step * i for i in range(round((end - start) / step) + 1)]
+        result = []
+        for name in names:
+            if expr.startswith("sum by (instance, model_name)"):
+                which = "seconds" if ITL_SUM in expr else "tokens"
+                values = [[at, repr(self.counter(role, name, which, at))] for at in times]
+                result.append({"metric": _series(role, name), "values": values})
+            elif name in self.speculating and (VERIFY in expr or GENERATED in expr or STEPS in expr):
+                self.middle = self.middle or start  # the first half ends where the range starts
+                values = []
+                for at in times:
+                    late = at > start
+                    p, k = (self.p_late, self.k_late) if late else (self.p, 4)
+                    per_step = sum(p**i for i in range(5))
+                    if STEPS in expr:  # a k that changed within the half: the lowest and the highest differ
+                        k = min(k, 4) if "min_over_time" in expr else max(k, 4)
+                    value = 20.0 * step * (per_step if GENERATED in expr else 1.0) if STEPS not in expr else float(k)
+                    values.append([at, repr(value)])
+                result.append({"metric": {"model_name": name}, "values": values})
+        return _ok("matrix", result)
+
+
+def test_an_sglang_canary_has_its_acceptance_judged(capsys: pytest.CaptureFixture[str]) -> None:
+    faster = {("canary", "chat"): 0.02, ("control", "chat"): 0.04}
+    fleet = SGLangFleet(faster, {"chat"}, p=0.8)
+    with serving(fleet.answer) as url:
+        code, out, err = _check(url, capsys, "--format", "json")
+    assert code == 0, out + err
+    chat = json.loads(out)["classes"][0]
+    acceptance = chat["acceptance"]
+    assert chat["verdict"] == "promote" and acceptance["status"] == "holds", chat
+    # p from tokens per verification at the gauge's k, its interval from the verifications counted
+    assert acceptance["p"] == pytest.approx(0.8, abs=0.005) and acceptance["k"] == 4
+    assert acceptance["calibrated"][0] < 0.8 < acceptance["calibrated"][1]
+    assert acceptance["counts"]["halves"][1]["drafts"] == pytest.approx(20.0 * 300)
+    assert any(VERIFY in asked for asked in fleet.asked) and len(fleet.asked) <= rollout_client.QUERIES
+
+    fallen = SGLangFleet(faster, {"chat"}, p=0.8, p_late=0.5)
+    with serving(fallen.answer) as url:
+        code, out, _ = _check(url, capsys)
+    assert code == 1 and "fell below its calibrated" in out, out
+
+    switched = SGLangFleet(faster, {"chat"}, p=0.8, k_late=2)  # the gauge shows another k: not judged
+    with serving(switched.answer) as url:
+        code, out, _ = _check(url, capsys, "--format", "json")
+    acceptance = json.loads(out)["classes"][0]["acceptance"]
+    assert acceptance["status"] == "unknown" and acceptance["p"] is None, acceptance
+    assert "the k running changed over the window (2, 4)" in acceptance["message"]

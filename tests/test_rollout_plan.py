@@ -45,6 +45,35 @@ def exposition(seconds: float, classes: dict[str, tuple[float, int]] = CLASSES) 
     return "\n".join(lines) + "\n"
 
 
+def sglang_exposition(seconds: float, classes: dict[str, tuple[float, int]] = CLASSES) -> str:
+    """SGLang 2026-05's /metrics (python/sglang/srt/observability/metrics_collector.py @ 016d8605: the counters
+    sglang:spec_verify_calls_total and sglang:generation_tokens_total, the gauges sglang:spec_num_steps,
+    sglang:spec_accept_length and sglang:num_running_reqs) after ``seconds`` of verifications at RATE per class,
+    each giving the tokens an i.i.d. acceptance p at K gives on average; the class's running batch."""
+    lines: list[str] = []
+    kinds = {
+        "sglang:num_running_reqs": "gauge",
+        "sglang:spec_num_steps": "gauge",
+        "sglang:spec_accept_length": "gauge",
+        "sglang:spec_verify_calls_total": "counter",
+        "sglang:generation_tokens_total": "counter",
+    }
+    for name, kind in kinds.items():
+        lines += [f"# HELP {name} {name}", f"# TYPE {name} {kind}"]
+        for label, (p, batch) in classes.items():
+            verifications = RATE * seconds
+            tokens = verifications * sum(p**i for i in range(K + 1))
+            value = {
+                "sglang:num_running_reqs": float(batch),
+                "sglang:spec_num_steps": float(K),
+                "sglang:spec_accept_length": tokens / verifications,
+                "sglang:spec_verify_calls_total": verifications,
+                "sglang:generation_tokens_total": tokens,
+            }[name]
+            lines.append(f'{name}{{model_name="{label}",tp_rank="0"}} {value!r}')
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------------
 # Arithmetic
 
@@ -126,4 +155,46 @@ def test_a_prometheus_with_two_classes(capsys: pytest.CaptureFixture[str]) -> No
     report = json.loads(captured.out)
     _check_two_classes(report)
     assert report["engine"] == "vllm" and len(report["queries"]) == 4
+    assert report["classes"][0]["drafts"] >= rollout_plan.MIN_DRAFTS
+
+
+def _check_two_sglang_classes(report: dict[str, object]) -> None:
+    """SGLang counts no positions: p is the i.i.d. p that gives the tokens per verification at the k its gauge
+    shows, with an interval from the verifications counted, and the same judgement as for an engine that counts
+    positions."""
+    classes = report["classes"]
+    assert isinstance(classes, list) and [row["class"] for row in classes] == ["chat", "code"], classes
+    chat, code = classes
+    assert chat["acceptance"]["p"] == pytest.approx(0.85, abs=0.005) and chat["acceptance"]["k"] == K
+    assert chat["acceptance"]["low"] < 0.85 < chat["acceptance"]["high"] and chat["acceptance"]["profile"] == []
+    assert chat["verdict"] == rollout_plan.TURN_ON and chat["gain"]["low"] > 1.0 and chat["config"]["flags"], chat
+    assert code["acceptance"]["p"] == pytest.approx(0.3, abs=0.005)
+    assert code["verdict"] == rollout_plan.LEAVE_OFF and code["config"] is None, code
+
+
+def test_a_pasted_sglang_scrape_with_two_classes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "metrics.txt"
+    path.write_text(sglang_exposition(10.0))
+    assert main(["rollout", "plan", "--from", str(path), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["engine"] == "sglang" and report["engine_version"] == "2026-05"
+    _check_two_sglang_classes(report)
+    # a gauge that shows two k in one class: its tokens per verification mixes them, so it is not read
+    mixed = sglang_exposition(10.0) + 'sglang:spec_num_steps{model_name="chat",tp_rank="1"} 2.0\n'
+    path.write_text(mixed)
+    assert main(["rollout", "plan", "--from", str(path), "--format", "json"]) == 0
+    chat = next(row for row in json.loads(capsys.readouterr().out)["classes"] if row["class"] == "chat")
+    assert chat["acceptance"] is None and chat["verdict"] == rollout_plan.MEASURE_FIRST, chat
+    assert "the k running changed over the window (2, 4)" in chat["reason"], chat
+
+
+def test_a_prometheus_with_two_sglang_classes(capsys: pytest.CaptureFixture[str]) -> None:
+    with serving(sglang_exposition) as target, prometheus({"sglang": [target]}, []) as url:
+        time.sleep(7)  # seven scrapes
+        code = main(["rollout", "plan", "--prometheus", url, "--window", "5s", "--interval", "1s", "--format", "json"])
+        captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    assert report["engine"] == "sglang" and len(report["queries"]) == 5
+    _check_two_sglang_classes(report)
     assert report["classes"][0]["drafts"] >= rollout_plan.MIN_DRAFTS

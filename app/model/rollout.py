@@ -272,15 +272,21 @@ class AcceptanceCheck:
 
 def measured_acceptance(measurement: Measurement) -> tuple[float, float, float, int] | None:
     """p with its interval and the k, from one stretch's counts; None where they do not calibrate."""
+    found = acceptance_or_why(measurement)
+    return None if isinstance(found, str) else found
+
+
+def acceptance_or_why(measurement: Measurement) -> tuple[float, float, float, int] | str:
+    """p with its interval and the k, from one stretch's counts; or why they give none."""
     if not measurement.cycles:
-        return None
+        return "no drafts counted"
     try:
         found = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
-    except CalibrationError:
-        return None
+    except CalibrationError as error:
+        return f"the counts do not calibrate: {error.message}"
     low, high = found.interval.low, found.interval.high
     if low is None or high is None:
-        return None
+        return f"the counts give p = {found.result.acceptance:.3f} with no interval ({found.interval.method})"
     return found.result.acceptance, low, high, found.result.k
 
 

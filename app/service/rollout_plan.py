@@ -10,6 +10,7 @@ schedule and config are the plan's (:func:`app.service.plan.build`), decided onc
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,13 @@ from typing import Any
 from app.model import engines, prometheus_text, published, rollout, rollout_plan, rules
 from app.model.acceptance import AcceptanceProfile
 from app.model.calibration import ErrorKind
-from app.model.engines.reports import EngineFormatError, Measurement, increase_measurement
+from app.model.engines.base import RulesMetrics
+from app.model.engines.reports import (
+    EngineFormatError,
+    Measurement,
+    increase_measurement,
+    verification_measurement,
+)
 from app.model.watch import read_scrape
 from app.service import plan
 from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number, detect
@@ -36,6 +43,7 @@ class Measured:
     name: str
     measurement: Measurement | None
     batches: rollout_plan.Batches
+    unread: str = ""  # why counts seen for the class were not read (none where there were none)
 
 
 def from_prometheus(
@@ -50,10 +58,10 @@ def from_prometheus(
     """Engine, version, the classes and the queries asked."""
     target = detect(prometheus, engine, version, label, None)
     m = target.metrics
-    if not m.counts_drafts:
+    if not (m.counts_drafts or m.counts_verifications):
         raise PrometheusError(
-            f"{engines.adapter(target.engine).TITLE} {target.version} counts no drafts per position: the rollout "
-            "plan needs them (use calibrate on a report of each class)"
+            f"{engines.adapter(target.engine).TITLE} {target.version} counts neither drafts nor verifications: the "
+            "rollout plan needs them (use calibrate on a report of each class)"
         )
     end = float(round(clock()))
     window = f"{max(1, round(window_s))}s"
@@ -63,24 +71,42 @@ def from_prometheus(
         asked.append(expr)
         return prometheus.query(expr, end)
 
-    drafts_name = m.drafts or m.drafted_per_position
-    drafts_match = "" if m.drafts else f'{{{m.position_label}="0"}}'
-    drafts = {
-        _metric(x).get(label, ""): _number(x.get("value", [0, None])[1]) or 0.0
-        for x in instant(f"sum by ({label}) (increase({drafts_name}{drafts_match}[{window}]))")
-    }
-    drafted_name = m.draft_tokens or m.drafted_per_position
-    drafted = {
-        _metric(x).get(label, ""): _number(x.get("value", [0, None])[1])
-        for x in instant(f"sum by ({label}) (increase({drafted_name}[{window}]))")
-    }
-    shares: dict[str, dict[int, float]] = {}
-    for item in instant(f"sum by ({label}, {m.position_label}) (increase({m.per_position}[{window}]))"):
-        labels = _metric(item)
-        raw = labels.get(m.position_label, "")
-        value = _number(item.get("value", [0, None])[1])
-        if raw.isdigit() and value is not None:
-            shares.setdefault(labels.get(label, ""), {})[int(raw)] = value
+    def per_class(expr: str) -> dict[str, float | None]:
+        return {_metric(x).get(label, ""): _number(x.get("value", [0, None])[1]) for x in instant(expr)}
+
+    measurements: dict[str, Measurement | None] = {}
+    unread: dict[str, str] = {}
+    if m.counts_drafts:
+        drafts_name = m.drafts or m.drafted_per_position
+        drafts_match = "" if m.drafts else f'{{{m.position_label}="0"}}'
+        drafts = per_class(f"sum by ({label}) (increase({drafts_name}{drafts_match}[{window}]))")
+        drafted = per_class(f"sum by ({label}) (increase({m.draft_tokens or m.drafted_per_position}[{window}]))")
+        shares: dict[str, dict[int, float]] = {}
+        for item in instant(f"sum by ({label}, {m.position_label}) (increase({m.per_position}[{window}]))"):
+            labels = _metric(item)
+            raw = labels.get(m.position_label, "")
+            value = _number(item.get("value", [0, None])[1])
+            if raw.isdigit() and value is not None:
+                shares.setdefault(labels.get(label, ""), {})[int(raw)] = value
+        for name, count in drafts.items():
+            measurements[name] = (
+                increase_measurement(target.engine, m.scrape_format, count, drafted.get(name), shares.get(name, {}))
+                if count
+                else None
+            )
+    else:  # only verifications and generated tokens, at the k a gauge shows
+        verifications = per_class(f"sum by ({label}) (increase({m.verify_calls}[{window}]))")
+        generated = per_class(f"sum by ({label}) (increase({m.generated}[{window}]))")
+        lowest = per_class(f"min by ({label}) (min_over_time({m.running_k}[{window}]))")
+        highest = per_class(f"max by ({label}) (max_over_time({m.running_k}[{window}]))")
+        for name, count in verifications.items():
+            ks = [k for k in (lowest.get(name), highest.get(name)) if k is not None]
+            try:
+                measurements[name] = verification_measurement(
+                    target.engine, m.scrape_format, count or 0.0, generated.get(name), ks
+                )
+            except EngineFormatError as error:
+                measurements[name], unread[name] = None, error.message
     steps = max(1, min(MAX_SAMPLES, int(window_s // step_s)))
     expr = f"sum by (instance, {label}) ({m.running})"
     asked.append(expr)
@@ -91,14 +117,9 @@ def from_prometheus(
             v for v in (_number(raw) for _, raw in item.get("values", [])) if v is not None
         )
     classes = []
-    for name in sorted(set(drafts) | set(running))[:MAX_CLASSES]:
-        count = drafts.get(name, 0.0)
-        measurement = (
-            increase_measurement(target.engine, m.scrape_format, count, drafted.get(name), shares.get(name, {}))
-            if count > 0
-            else None
-        )
-        classes.append(Measured(name, measurement, rollout_plan.Batches.of(running.get(name, []))))
+    for name in sorted(set(measurements) | set(running))[:MAX_CLASSES]:
+        batches = rollout_plan.Batches.of(running.get(name, []))
+        classes.append(Measured(name, measurements.get(name), batches, unread.get(name, "")))
     return target.engine, target.version, classes, asked
 
 
@@ -108,6 +129,9 @@ def from_scrape(text: str, label: str) -> tuple[str, str, list[Measured]]:
         every = list(prometheus_text.samples(text))
     except prometheus_text.ExpositionError as error:
         raise EngineFormatError(ErrorKind.UNPARSEABLE, f"the scrape is not Prometheus text: {error}") from None
+    counted = _verifications_engine({sample.name for sample in every})
+    if counted is not None:
+        return _verification_classes(every, label, *counted)
     whole = read_scrape(text, label)
     engine = whole.engine
     version = engines.versions(engine)[-1].name
@@ -135,6 +159,44 @@ def from_scrape(text: str, label: str) -> tuple[str, str, list[Measured]]:
                 per_position=scrape.per_position,
             )
         classes.append(Measured(name, measurement, rollout_plan.Batches.of(running)))
+    return engine, version, classes
+
+
+def _verifications_engine(names: set[str]) -> tuple[str, str, RulesMetrics] | None:
+    """The engine and version whose counter of verifications the scrape holds, where that version counts only
+    verifications (SGLang's series); None for every other scrape."""
+    for engine in engines.ENGINES:
+        for version in reversed(engines.versions(engine)):
+            m = engines.adapter(engine).RULES_METRICS.get(version.name)
+            if m is not None and m.counts_verifications and m.verify_calls in names:
+                return engine, version.name, m
+    return None
+
+
+def _verification_classes(
+    every: Sequence[prometheus_text.Sample], label: str, engine: str, version: str, m: RulesMetrics
+) -> tuple[str, str, list[Measured]]:
+    """The classes of a scrape whose engine counts only verifications: tokens per verification since each server
+    started, at the k its gauge shows now."""
+    names = {s.labels.get(label, "") for s in every if s.name in (m.verify_calls, m.running)}
+    classes = []
+    for name in sorted(names)[:MAX_CLASSES]:
+        mine = [s for s in every if s.labels.get(label, "") == name and math.isfinite(s.value)]
+        verifications = sum(s.value for s in mine if s.name == m.verify_calls)
+        generated = [s.value for s in mine if s.name == m.generated]
+        unread = ""
+        try:
+            measurement = verification_measurement(
+                engine,
+                m.scrape_format,
+                verifications,
+                sum(generated) if generated else None,
+                [s.value for s in mine if s.name == m.running_k],
+            )
+        except EngineFormatError as error:
+            measurement, unread = None, error.message
+        running = [s.value for s in mine if s.name == m.running]
+        classes.append(Measured(name, measurement, rollout_plan.Batches.of(running), unread))
     return engine, version, classes
 
 
@@ -171,11 +233,15 @@ def plan_classes(
             },
         }
         m = measured.measurement
-        found = rollout.measured_acceptance(m) if m is not None else None
+        found = rollout.acceptance_or_why(m) if m is not None else measured.unread or None
         gain = None
-        if m is None or found is None:
+        if m is None or isinstance(found, str) or found is None:
             drafts = (m.cycles or 0.0) if m is not None else 0.0
-            verdict = rollout_plan.judge(None, drafts, m is not None)
+            verdict = (  # counts seen and not read say why
+                rollout_plan.ClassVerdict(rollout_plan.MEASURE_FIRST, found)
+                if isinstance(found, str)
+                else rollout_plan.judge(None, drafts, m is not None)
+            )
             row |= {"acceptance": None, "drafts": m.cycles if m is not None else 0.0, "schedule": None, "config": None}
         else:
             p, low, high, k = found

@@ -295,6 +295,39 @@ def increase_measurement(
     )
 
 
+# Generated tokens count each request's first token, which no verification gives: tokens per verification may
+# pass k + 1 by that much (one token in fifty: requests of 50 tokens or more at k + 1 per verification).
+FIRST_TOKEN_SLACK = 0.02
+
+
+def verification_measurement(
+    engine: str, format_name: str, verifications: float, generated: float | None, running_k: Sequence[float]
+) -> Measurement | None:
+    """One class's counts where an engine counts only verifications and generated tokens, with a gauge of the k
+    running (SGLang's): tokens per verification at that k, with the verifications as the count behind it. None
+    where there is nothing to read (no verification, no generated tokens, or no k seen); an error where the k
+    seen over the window changed, since one mean cannot be split between two draft lengths."""
+    ks = sorted({round(value) for value in running_k if math.isfinite(value) and value >= 1})
+    if verifications <= 0 or generated is None or not ks:
+        return None
+    if len(ks) > 1:
+        raise fail(
+            ErrorKind.INCONSISTENT,
+            f"the k running changed over the window ({', '.join(map(str, ks))}): tokens per verification mixes "
+            "them, so p cannot be read without bias; ask over a window with one k",
+        )
+    k = ks[0]
+    length = max(generated / verifications, 1.0)
+    if length > (k + 1.0) * (1.0 + FIRST_TOKEN_SLACK):
+        raise fail(
+            ErrorKind.INCONSISTENT,
+            f"{length:.3f} tokens per verification is more than k + 1 = {k + 1} allows: the k the gauge shows did not "
+            "run all through the window",
+        )
+    length = min(length, k + 1.0)
+    return mean_only(engine, format_name, None, length, k, "the gauge of the k running", verifications, None, [])
+
+
 def counter_measurement(
     engine: str,
     format_name: str,

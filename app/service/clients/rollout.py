@@ -18,7 +18,12 @@ from typing import Any
 
 from app.model import engines, rollout
 from app.model.engines.base import DecodeTime, RulesMetrics
-from app.model.engines.reports import Measurement, increase_measurement
+from app.model.engines.reports import (
+    EngineFormatError,
+    Measurement,
+    increase_measurement,
+    verification_measurement,
+)
 from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number
 
 QUERIES = 12
@@ -186,6 +191,53 @@ def _halves(
     return found
 
 
+def _verification_halves(
+    reader: _Reader,
+    metrics: RulesMetrics,
+    engine: str,
+    label: str,
+    match: str,
+    half: float,
+    end: float,
+    unread: dict[str, str],
+) -> dict[str, list[Measurement | None]]:
+    """Class -> the canary's counts over the first and the second half of the window, where the engine counts
+    only verifications and generated tokens: tokens per verification at the k its gauge showed (the lowest and
+    the highest k over each half, so that a change of k is seen). Why a half's counts were not read goes into
+    ``unread``."""
+    window = f"{max(1, round(half))}s"
+    times = [end - half, end]
+
+    def ranged(expr: str) -> dict[str, list[float | None]]:
+        return _per_class_range(reader, expr, label, times[0], end, half, times)
+
+    verifications = ranged(f"sum by ({label}) (increase({metrics.verify_calls}{{{match}}}[{window}]))")
+    generated = ranged(f"sum by ({label}) (increase({metrics.generated}{{{match}}}[{window}]))")
+    lowest = ranged(f"min by ({label}) (min_over_time({metrics.running_k}{{{match}}}[{window}]))")
+    highest = ranged(f"max by ({label}) (max_over_time({metrics.running_k}{{{match}}}[{window}]))")
+    found: dict[str, list[Measurement | None]] = {}
+    for key in verifications:
+        halves: list[Measurement | None] = []
+        for which in (0, 1):
+            count = verifications[key][which]
+            ks = [row[which] for row in (lowest.get(key), highest.get(key)) if row is not None]
+            try:
+                halves.append(
+                    verification_measurement(
+                        engine,
+                        metrics.scrape_format,
+                        count or 0.0,
+                        (generated.get(key) or [None, None])[which],
+                        [k for k in ks if k is not None],
+                    )
+                )
+            except EngineFormatError as error:
+                halves.append(None)
+                unread[key] = f"the canary's counts are not read: {error.message}"
+        found[key] = halves
+    return found
+
+
 def _measured(halves: list[Measurement | None]) -> dict[str, Any] | None:
     return (
         None
@@ -197,7 +249,9 @@ def _measured(halves: list[Measurement | None]) -> dict[str, Any] | None:
                 else {
                     "drafts": half.cycles,
                     "draft_tokens": half.draft_tokens,
+                    "accepted": half.accepted,
                     "accepted_per_position": half.per_position,
+                    "k": half.k,
                 }
                 for half in halves
             ]
@@ -241,16 +295,19 @@ def check(
     ]
     speculating: set[str] = set()
     halves: dict[str, list[Measurement | None]] = {}
-    counts_drafts = metrics is not None and not metrics.missing and metrics.counts_drafts
-    if metrics is not None and not metrics.missing and (metrics.counts_drafts or metrics.counts_verifications):
+    unread: dict[str, str] = {}  # class -> why the canary's counts were not read
+    counted = metrics is not None and not metrics.missing and (metrics.counts_drafts or metrics.counts_verifications)
+    if metrics is not None and counted:
         counter = metrics.drafts or metrics.drafted_per_position or metrics.verify_calls
         speculating = {
             _metric(item).get(label, "")
             for item in reader.query(f"count by ({label}) ({counter}{{{request.canary}}} > 0)", end)
         }
-        if counts_drafts:
-            half = step * (count // 2)
+        half = step * (count // 2)
+        if metrics.counts_drafts:
             halves = _halves(reader, metrics, engine, label, request.canary, half, end)
+        else:
+            halves = _verification_halves(reader, metrics, engine, label, request.canary, half, end, unread)
     per_class: list[dict[str, Any]] = []
     for key in classes:
         rows = []
@@ -274,7 +331,9 @@ def check(
             found = rollout.measured_acceptance(first) if first is not None else None
             calibrated = (found[1], found[2]) if found is not None else None
             source, judged = "the first half of the window", second
-        if counts_drafts:
+        if key in unread and (judged is None or calibrated is None):
+            acceptance = rollout.AcceptanceCheck("unknown", calibrated=calibrated, message=unread[key])
+        elif counted:
             acceptance = rollout.judge_acceptance(judged, calibrated, source)
         else:
             why = (
@@ -350,6 +409,8 @@ def _sum(first: Measurement | None, second: Measurement | None) -> Measurement |
         draft_tokens=(a.draft_tokens or 0.0) + (b.draft_tokens or 0.0),
         accepted=(a.accepted or 0.0) + (b.accepted or 0.0),
         per_position=tuple(x + y for x, y in zip(*padded, strict=True)),
+        k=a.k if a.k == b.k else None,  # a k given by a gauge (no positions to count it from)
+        k_source=a.k_source,
     )
 
 

@@ -673,3 +673,19 @@ def test_a_pasted_scrape_with_several_classes_shows_the_rollout_plan() -> None:
     assert rows[1][3] == arithmetic.LEAVE_OFF and rows[1][5] == "–"
     one = client.post("/api/v1/views/decide", json={"metrics": exposition(10.0, {"chat": (0.85, 4)})}).json()
     assert one["calibration"]["engine"]["rollout"]["rows"] == []  # one class: no plan table
+
+
+def test_a_pasted_sglang_scrape_with_several_classes_shows_the_rollout_plan() -> None:
+    """SGLang counts verifications only: the same table, p from tokens per verification at the k its gauge shows."""
+    from fastapi.testclient import TestClient
+
+    from app.model import rollout_plan as arithmetic
+    from app.web.main import app
+    from tests.test_rollout_plan import sglang_exposition
+
+    view = TestClient(app).post("/api/v1/views/decide", json={"metrics": sglang_exposition(10.0)}).json()
+    rows = [[cell["text"] for cell in row["cells"]] for row in view["calibration"]["engine"]["rollout"]["rows"]]
+    assert [row[0] for row in rows] == ["chat", "code"], rows
+    assert rows[0][1].startswith("0.850 [") and rows[0][3] == arithmetic.TURN_ON
+    assert rows[0][5].startswith("--speculative-algorithm"), rows[0]
+    assert rows[1][3] == arithmetic.LEAVE_OFF
