@@ -61,6 +61,25 @@ HOLDS = rollout.AcceptanceCheck("holds", 0.8, 0.75, 0.85, 4, 100.0, (0.7, 0.9), 
 FELL = rollout.AcceptanceCheck("fell", 0.3, 0.25, 0.35, 4, 100.0, (0.7, 0.9), "given", "acceptance fell")
 
 
+def test_spec_counts_come_from_the_same_two_scrapes_of_every_counter() -> None:
+    """A counter born inside an interval (llama.cpp's per-position series appear once a drafted request has
+    finished) leaves that interval of that replica out, rather than stretching one count against another."""
+    assert rollout.counter_deltas([None, None, 5.0, 9.0, 2.0]) == [0.0, None, 4.0, None]
+    drafts = [0.0, 3.0, 10.0, 20.0]
+    accepted = [None, None, 6.0, 14.0]  # born between the second and the third reading
+    counts = rollout.replica_counts({"drafts": drafts, "at 0": accepted}, 3)
+    assert counts == [{"drafts": 3.0, "at 0": 0.0}, None, {"drafts": 10.0, "at 0": 8.0}]
+    other = rollout.replica_counts({"drafts": [0.0, 1.0, 2.0, 3.0], "at 0": [0.0, 1.0, 1.0, 2.0]}, 3)
+    per_class = rollout.class_counts([counts, other], 3)
+    assert per_class == [
+        {"drafts": 4.0, "at 0": 1.0},
+        {"drafts": 1.0, "at 0": 0.0},  # the first replica's interval is left out, not counted half
+        {"drafts": 11.0, "at 0": 9.0},
+    ]
+    assert rollout.summed(per_class[1:]) == {"drafts": 12.0, "at 0": 9.0}
+    assert rollout.summed([None, None]) is None
+
+
 def test_the_verdicts() -> None:
     faster, slower = _estimate([1.9, 2.1, 2.0, 2.05]), _estimate([0.7, 0.8, 0.75, 0.72])
     assert rollout.verdict(faster, HOLDS, 60).status == rollout.PROMOTE
@@ -195,17 +214,19 @@ class Fleet:
         times = [start + step * i for i in range(round((end - start) / step) + 1)]
         result = []
         for name in names:
-            if expr.startswith("sum by (instance, model_name)"):
+            if expr.startswith("sum by (instance, model_name)") and (SECONDS in expr or TOKENS in expr):
                 which = "seconds" if SECONDS in expr else "tokens"
                 values = [[at, repr(self.counter(role, name, which, at))] for at in times]
                 result.append({"metric": _series(role, name), "values": values})
-            elif name in self.speculating and PER_POSITION in expr:
+            elif name in self.speculating and PER_POSITION in expr:  # the counters' raw values: a draft a second
                 for i in range(4):
-                    values = [[at, repr(step * self.p ** (i + 1))] for at in times]
-                    result.append({"metric": {"model_name": name, "position": str(i)}, "values": values})
+                    values = [[at, repr(at * self.p ** (i + 1))] for at in times]
+                    metric = {**_series("canary", name), "position": str(i)}
+                    result.append({"metric": metric, "values": values})
             elif name in self.speculating and (DRAFTS in expr or DRAFTED in expr):
                 per = 1.0 if DRAFTS in expr else 4.0
-                result.append({"metric": {"model_name": name}, "values": [[at, repr(step * per)] for at in times]})
+                values = [[at, repr(at * per)] for at in times]
+                result.append({"metric": _series("canary", name), "values": values})
         return _ok("matrix", result)
 
 
@@ -381,21 +402,23 @@ class SGLangFleet(Fleet):
         times = [start + step * i for i in range(round((end - start) / step) + 1)]
         result = []
         for name in names:
-            if expr.startswith("sum by (instance, model_name)"):
+            if expr.startswith("sum by (instance, model_name)") and "inter_token_latency" in expr:
                 which = "seconds" if ITL_SUM in expr else "tokens"
                 values = [[at, repr(self.counter(role, name, which, at))] for at in times]
                 result.append({"metric": _series(role, name), "values": values})
-            elif name in self.speculating and (VERIFY in expr or GENERATED in expr or STEPS in expr):
-                self.middle = self.middle or start  # the first half ends where the range starts
+            elif name in self.speculating and (VERIFY in expr or GENERATED in expr):  # raw counters
+                self.middle = (start + end) / 2  # where the window's halves meet
+                early, late = (sum(p**i for i in range(5)) if GENERATED in expr else 1.0 for p in (self.p, self.p_late))
+                values = [
+                    [at, repr(20.0 * (early * min(at, self.middle) + late * max(0.0, at - self.middle)))]
+                    for at in times
+                ]
+                result.append({"metric": _series("canary", name), "values": values})
+            elif name in self.speculating and STEPS in expr:  # the gauge over the interval ending at each time
                 values = []
                 for at in times:
-                    late = at > start
-                    p, k = (self.p_late, self.k_late) if late else (self.p, 4)
-                    per_step = sum(p**i for i in range(5))
-                    if STEPS in expr:  # a k that changed within the half: the lowest and the highest differ
-                        k = min(k, 4) if "min_over_time" in expr else max(k, 4)
-                    value = 20.0 * step * (per_step if GENERATED in expr else 1.0) if STEPS not in expr else float(k)
-                    values.append([at, repr(value)])
+                    k = self.k_late if at > self.middle else 4  # a k that changed within the half: low and high differ
+                    values.append([at, repr(float(min(k, 4) if "min_over_time" in expr else max(k, 4)))])
                 result.append({"metric": {"model_name": name}, "values": values})
         return _ok("matrix", result)
 

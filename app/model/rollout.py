@@ -16,9 +16,10 @@ would decide.  A class whose canary counts no drafts is *not speculating*: no ve
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scipy import stats
@@ -185,6 +186,62 @@ def class_deltas(replicas: Sequence[Sequence[tuple[float, float] | None]]) -> li
             (sum(pair[0] for pair in known if pair), sum(pair[1] for pair in known if pair)) if known else None
         )
     return found
+
+
+# ---------------------------------------------------------------------------
+# Spec-decode counts per interval, from raw counter readings
+#
+# Counts that are divided by one another (accepted at a position over drafts) are taken as differences of the
+# counters' readings at the intervals' ends, not from PromQL's increase(): increase() extrapolates each series
+# to the window's edges by its own first value, so that a series born inside the window (llama.cpp's
+# per-position counters appear once a drafted request has finished) is stretched differently from the drafts
+# counter beside it, and the ratio can pass 1.
+
+
+def counter_deltas(readings: Sequence[float | None]) -> list[float | None]:
+    """A counter's increase over each interval between its readings: 0 where the series is read at neither end
+    (it did not exist yet), None where it is read at one end only (born or gone inside the interval) or went
+    down (a restart)."""
+    found: list[float | None] = []
+    for a, b in itertools.pairwise(readings):
+        if a is None and b is None:
+            found.append(0.0)
+        elif a is None or b is None or b < a:
+            found.append(None)
+        else:
+            found.append(b - a)
+    return found
+
+
+def replica_counts(series: Mapping[str, Sequence[float | None]], intervals: int) -> list[dict[str, float] | None]:
+    """One replica's counts per interval (counter name -> increase), from each of its counters' readings; None for
+    an interval where any of them does not read cleanly, so that every count of an interval comes from the same
+    two scrapes."""
+    deltas = {name: counter_deltas(readings) for name, readings in series.items()}
+    found: list[dict[str, float] | None] = []
+    for index in range(intervals):
+        row = {name: value for name, values in deltas.items() if (value := values[index]) is not None}
+        found.append(row if len(row) == len(deltas) else None)
+    return found
+
+
+def summed(rows: Iterable[dict[str, float] | None]) -> dict[str, float] | None:
+    """Counts added up, name by name, over the rows that read cleanly; None where none did."""
+    known = [row for row in rows if row is not None]
+    if not known:
+        return None
+    total: dict[str, float] = {}
+    for row in known:
+        for name, value in row.items():
+            total[name] = total.get(name, 0.0) + value
+    return total
+
+
+def class_counts(
+    replicas: Sequence[Sequence[dict[str, float] | None]], intervals: int
+) -> list[dict[str, float] | None]:
+    """A class's counts per interval: the sum over its replicas that read cleanly in that interval."""
+    return [summed(replica[index] for replica in replicas) for index in range(intervals)]
 
 
 # ---------------------------------------------------------------------------

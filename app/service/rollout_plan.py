@@ -20,14 +20,10 @@ from app.model import engines, prometheus_text, published, rollout, rollout_plan
 from app.model.acceptance import AcceptanceProfile
 from app.model.calibration import ErrorKind
 from app.model.engines.base import RulesMetrics
-from app.model.engines.reports import (
-    EngineFormatError,
-    Measurement,
-    increase_measurement,
-    verification_measurement,
-)
+from app.model.engines.reports import EngineFormatError, Measurement, verification_measurement
 from app.model.watch import read_scrape
 from app.service import plan
+from app.service.clients import spec_counts
 from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number, detect
 from app.service.regimes import BuiltSetup
 
@@ -64,54 +60,26 @@ def from_prometheus(
             "rollout plan needs them (use calibrate on a report of each class)"
         )
     end = float(round(clock()))
-    window = f"{max(1, round(window_s))}s"
     asked: list[str] = []
 
-    def instant(expr: str) -> list[dict[str, Any]]:
+    def query_range(expr: str, start: float, stop: float, step: float) -> list[dict[str, Any]]:
         asked.append(expr)
-        return prometheus.query(expr, end)
+        return prometheus.query_range(expr, start, stop, step)
 
-    def per_class(expr: str) -> dict[str, float | None]:
-        return {_metric(x).get(label, ""): _number(x.get("value", [0, None])[1]) for x in instant(expr)}
-
+    # the counts over the window, from the counters' readings at every interval's end (one scrape's readings
+    # for every count of an interval: their ratios hold)
+    intervals = max(1, min(MAX_SAMPLES, int(window_s // step_s)))
+    reading_step = window_s / intervals
+    times = [end - reading_step * (intervals - index) for index in range(intervals + 1)]
     measurements: dict[str, Measurement | None] = {}
     unread: dict[str, str] = {}
-    if m.counts_drafts:
-        drafts_name = m.drafts or m.drafted_per_position
-        drafts_match = "" if m.drafts else f'{{{m.position_label}="0"}}'
-        drafts = per_class(f"sum by ({label}) (increase({drafts_name}{drafts_match}[{window}]))")
-        drafted = per_class(f"sum by ({label}) (increase({m.draft_tokens or m.drafted_per_position}[{window}]))")
-        shares: dict[str, dict[int, float]] = {}
-        for item in instant(f"sum by ({label}, {m.position_label}) (increase({m.per_position}[{window}]))"):
-            labels = _metric(item)
-            raw = labels.get(m.position_label, "")
-            value = _number(item.get("value", [0, None])[1])
-            if raw.isdigit() and value is not None:
-                shares.setdefault(labels.get(label, ""), {})[int(raw)] = value
-        for name, count in drafts.items():
-            measurements[name] = (
-                increase_measurement(target.engine, m.scrape_format, count, drafted.get(name), shares.get(name, {}))
-                if count
-                else None
-            )
-    else:  # only verifications and generated tokens, at the k a gauge shows
-        verifications = per_class(f"sum by ({label}) (increase({m.verify_calls}[{window}]))")
-        generated = per_class(f"sum by ({label}) (increase({m.generated}[{window}]))")
-        lowest = per_class(f"min by ({label}) (min_over_time({m.running_k}[{window}]))")
-        highest = per_class(f"max by ({label}) (max_over_time({m.running_k}[{window}]))")
-        for name, count in verifications.items():
-            ks = [k for k in (lowest.get(name), highest.get(name)) if k is not None]
-            try:
-                measurements[name] = verification_measurement(
-                    target.engine, m.scrape_format, count or 0.0, generated.get(name), ks
-                )
-            except EngineFormatError as error:
-                measurements[name], unread[name] = None, error.message
-    steps = max(1, min(MAX_SAMPLES, int(window_s // step_s)))
-    expr = f"sum by (instance, {label}) ({m.running})"
-    asked.append(expr)
+    for name, counts in spec_counts.read(query_range, m, label, "", times).items():
+        try:
+            measurements[name] = spec_counts.measurement(target.engine, m, counts, 0, intervals)
+        except EngineFormatError as error:
+            measurements[name], unread[name] = None, error.message
     running: dict[str, list[float]] = {}
-    for item in prometheus.query_range(expr, end - step_s * (steps - 1), end, step_s):
+    for item in query_range(f"sum by (instance, {label}) ({m.running})", end - step_s * (intervals - 1), end, step_s):
         key = _metric(item).get(label, "")
         running.setdefault(key, []).extend(
             v for v in (_number(raw) for _, raw in item.get("values", [])) if v is not None

@@ -5,7 +5,8 @@ At most ``QUERIES`` queries, each with the Prometheus client's timeout and size 
 which engine's decode-time series Prometheus holds; the series each matcher selects (a matcher selecting none is
 named, canary and control selecting a common series are refused); the seconds and tokens decoded per class in
 every interval of the window, for each side (range queries, one step per interval); which classes the canary
-counts drafts for; and the canary's spec-decode counts over the two halves of the window.  The arithmetic is
+counts drafts for; and the canary's spec-decode counters read at every interval's end
+(:mod:`app.service.clients.spec_counts`), the window's first half calibrating and its second judged.  The arithmetic is
 :mod:`app.model.rollout`'s.  Everything read goes into the report, so that ``--format json`` loses nothing.
 """
 
@@ -18,12 +19,8 @@ from typing import Any
 
 from app.model import engines, rollout
 from app.model.engines.base import DecodeTime, RulesMetrics
-from app.model.engines.reports import (
-    EngineFormatError,
-    Measurement,
-    increase_measurement,
-    verification_measurement,
-)
+from app.model.engines.reports import EngineFormatError, Measurement
+from app.service.clients import spec_counts
 from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number
 
 QUERIES = 12
@@ -145,99 +142,6 @@ def _decoded(
     return {key: rollout.class_deltas(rows) for key, rows in replicas.items()}, readings
 
 
-def _halves(
-    reader: _Reader, metrics: RulesMetrics, engine: str, label: str, match: str, half: float, end: float
-) -> dict[str, list[Measurement | None]]:
-    """Class -> the canary's counts over the first and the second half of the window."""
-    window = f"{max(1, round(half))}s"
-    times = [end - half, end]
-    drafts_name = metrics.drafts or metrics.drafted_per_position
-    drafts_match = "" if metrics.drafts else f'{metrics.position_label}="0"'
-    both = ",".join(part for part in (drafts_match, match) if part)
-    drafts = _per_class_range(
-        reader, f"sum by ({label}) (increase({drafts_name}{{{both}}}[{window}]))", label, times[0], end, half, times
-    )
-    drafted_name = metrics.draft_tokens or metrics.drafted_per_position
-    drafted = _per_class_range(
-        reader, f"sum by ({label}) (increase({drafted_name}{{{match}}}[{window}]))", label, times[0], end, half, times
-    )
-    positions: dict[str, list[dict[int, float]]] = {}
-    by = f"{label}, {metrics.position_label}"
-    for item in reader.query_range(
-        f"sum by ({by}) (increase({metrics.per_position}{{{match}}}[{window}]))", times[0], end, half
-    ):
-        labels = _metric(item)
-        raw = labels.get(metrics.position_label, "")
-        if not raw.isdigit():
-            continue
-        rows = positions.setdefault(labels.get(label, ""), [{}, {}])
-        for at, value in item.get("values", []):
-            number = _number(value)
-            which = 0 if abs(float(at) - times[0]) < 1e-3 else 1 if abs(float(at) - end) < 1e-3 else -1
-            if which >= 0 and number is not None:
-                rows[which][int(raw)] = number
-    found: dict[str, list[Measurement | None]] = {}
-    for key in set(drafts) | set(positions):
-        halves: list[Measurement | None] = []
-        for which in (0, 1):
-            cycles = (drafts.get(key) or [None, None])[which]
-            shares = (positions.get(key) or [{}, {}])[which]
-            if not cycles or not shares:
-                halves.append(None)
-                continue
-            tokens = (drafted.get(key) or [None, None])[which]
-            halves.append(increase_measurement(engine, metrics.scrape_format, cycles, tokens, shares))
-        found[key] = halves
-    return found
-
-
-def _verification_halves(
-    reader: _Reader,
-    metrics: RulesMetrics,
-    engine: str,
-    label: str,
-    match: str,
-    half: float,
-    end: float,
-    unread: dict[str, str],
-) -> dict[str, list[Measurement | None]]:
-    """Class -> the canary's counts over the first and the second half of the window, where the engine counts
-    only verifications and generated tokens: tokens per verification at the k its gauge showed (the lowest and
-    the highest k over each half, so that a change of k is seen). Why a half's counts were not read goes into
-    ``unread``."""
-    window = f"{max(1, round(half))}s"
-    times = [end - half, end]
-
-    def ranged(expr: str) -> dict[str, list[float | None]]:
-        return _per_class_range(reader, expr, label, times[0], end, half, times)
-
-    verifications = ranged(f"sum by ({label}) (increase({metrics.verify_calls}{{{match}}}[{window}]))")
-    generated = ranged(f"sum by ({label}) (increase({metrics.generated}{{{match}}}[{window}]))")
-    lowest = ranged(f"min by ({label}) (min_over_time({metrics.running_k}{{{match}}}[{window}]))")
-    highest = ranged(f"max by ({label}) (max_over_time({metrics.running_k}{{{match}}}[{window}]))")
-    found: dict[str, list[Measurement | None]] = {}
-    for key in verifications:
-        halves: list[Measurement | None] = []
-        for which in (0, 1):
-            count = verifications[key][which]
-            ks = [row[which] for row in (lowest.get(key), highest.get(key)) if row is not None]
-            try:
-                halves.append(
-                    verification_measurement(
-                        engine,
-                        metrics.scrape_format,
-                        count or 0.0,
-                        (generated.get(key) or [None, None])[which],
-                        [k for k in ks if k is not None],
-                    )
-                )
-            except EngineFormatError as error:
-                halves.append(None)
-                unread[key] = f"the canary's counts are not read: {error.message}"
-        found[key] = halves
-    return found
-
-
 def _measured(halves: list[Measurement | None]) -> dict[str, Any] | None:
     return (
         None
@@ -303,11 +207,15 @@ def check(
             _metric(item).get(label, "")
             for item in reader.query(f"count by ({label}) ({counter}{{{request.canary}}} > 0)", end)
         }
-        half = step * (count // 2)
-        if metrics.counts_drafts:
-            halves = _halves(reader, metrics, engine, label, request.canary, half, end)
-        else:
-            halves = _verification_halves(reader, metrics, engine, label, request.canary, half, end, unread)
+        half = count // 2  # intervals: the first half calibrates, the second is judged
+        for key, counts in spec_counts.read(reader.query_range, metrics, label, request.canary, times).items():
+            halves[key] = []
+            for start, stop in ((count - 2 * half, count - half), (count - half, count)):
+                try:
+                    halves[key].append(spec_counts.measurement(engine, metrics, counts, start, stop))
+                except EngineFormatError as error:
+                    halves[key].append(None)
+                    unread[key] = f"the canary's counts are not read: {error.message}"
     per_class: list[dict[str, Any]] = []
     for key in classes:
         rows = []
