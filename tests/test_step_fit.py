@@ -16,7 +16,13 @@ from app.service.regimes import SetupRequest, build_setup
 from app.testing.step_times import example_step_times
 
 FIT = "/api/v1/step-fit"
-TRUE = {"bandwidth_efficiency": 0.55, "compute_efficiency": 0.4, "step_overhead_us": 120.0}
+# the terms a step fit recovers (the others 0: the fit's own family)
+TRUE = {
+    "bandwidth_efficiency": 0.55,
+    "compute_efficiency": 0.4,
+    "step_overhead_us": 120.0,
+    "overhead_per_sequence_us": 0.0,
+}
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 
 
@@ -46,8 +52,8 @@ def test_the_endpoint_reports_the_fit_error_and_the_fitted_schedule(client: Test
     assert body["bandwidth_efficiency"] == pytest.approx(0.55, rel=0.1)
     assert body["schedule"]["setup"]["bandwidth_efficiency"] == body["bandwidth_efficiency"]
     # the measured steps carry every fixed time: none of the defaults' other terms is added on top
-    terms = ("cycle_overhead_us", "cycle_overhead_per_sequence_us", "allreduce_us")
-    assert [body["schedule"]["setup"][name] for name in terms] == [0.0, 0.0, 0.0]
+    terms = ("overhead_per_sequence_us", "cycle_overhead_us", "cycle_overhead_per_sequence_us", "allreduce_us")
+    assert [body["schedule"]["setup"][name] for name in terms] == [0.0, 0.0, 0.0, 0.0]
     assert body["schedule"]["setup"]["draft_step_overhead_us"] == body["overhead_us"]
     assert body["schedule"]["steps"] and len(body["points"]) == 30
 

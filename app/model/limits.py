@@ -101,6 +101,7 @@ PLAIN_ROOFLINE_TERMS: dict[str, float] = {
     "bandwidth_efficiency": 0.8,
     "compute_efficiency": 0.6,
     "overhead_us": 50.0,
+    "overhead_per_sequence_us": 0.0,
     "cycle_overhead_us": 0.0,
     "cycle_overhead_per_sequence_us": 0.0,
     "allreduce_us": 0.0,
@@ -125,6 +126,14 @@ class CostTerm:
 
 # Each defaults to its value fitted to published measurements (FITTED_TERMS).
 COST_TERMS: tuple[CostTerm, ...] = (
+    CostTerm(
+        "overhead_per_sequence_us",
+        "Pass overhead per sequence (µs)",
+        FITTED_TERMS["overhead_per_sequence_us"],
+        10_000.0,
+        "Time every target pass spends per sequence of the batch beyond its reads and arithmetic (the engine's "
+        "scheduling, sampling and output handling of each sequence), microseconds",
+    ),
     CostTerm(
         "overhead_per_draft_step_us",
         "Overhead per draft step (µs)",

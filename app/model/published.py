@@ -123,6 +123,8 @@ class SpecCosts:
     bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     overhead_us: float = limits.DEFAULT_OVERHEAD_US  # per target pass
+    # per sequence of every target pass: the engine's scheduling, sampling and output handling of each sequence
+    overhead_per_sequence_us: float = limits.FITTED_TERMS["overhead_per_sequence_us"]
     # per draft step: launches and sampling
     overhead_per_draft_step_us: float = limits.FITTED_TERMS["overhead_per_draft_step_us"]
     # per speculative cycle: the draft's pass over accepted tokens, bookkeeping; then the same per sequence
@@ -161,6 +163,7 @@ def _setup(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
         bandwidth_efficiency=min(max(costs.bandwidth_efficiency, 1e-3), 1.0),
         compute_efficiency=min(max(costs.compute_efficiency, 1e-3), 1.0),
         step_overhead_us=costs.overhead_us,
+        overhead_per_sequence_us=costs.overhead_per_sequence_us,
         overhead_per_draft_step_us=costs.overhead_per_draft_step_us,
         cycle_overhead_us=costs.cycle_overhead_us,
         cycle_overhead_per_sequence_us=costs.cycle_overhead_per_sequence_us,
@@ -291,6 +294,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "bandwidth_efficiency": (0.2, 0.9),
     "compute_efficiency": (0.05, 1.0),
     "overhead_us": (0.0, 500.0),
+    "overhead_per_sequence_us": (0.0, 500.0),
     "overhead_per_draft_step_us": (0.0, 500.0),
     "cycle_overhead_us": (0.0, 10_000.0),
     "cycle_overhead_per_sequence_us": (0.0, 500.0),
@@ -385,6 +389,7 @@ FREE_TERMS: tuple[str, ...] = (
     "bandwidth_efficiency",
     "compute_efficiency",
     "overhead_us",
+    "overhead_per_sequence_us",
     "overhead_per_draft_step_us",
     "cycle_overhead_us",
     "cycle_overhead_per_sequence_us",

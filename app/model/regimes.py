@@ -114,8 +114,9 @@ class RooflineSetup:
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     # Launch, synchronisation and sampling per forward pass, fitted to published measurements (limits.FITTED_TERMS).
     step_overhead_us: float = limits.DEFAULT_OVERHEAD_US
-    # What the passes leave out (limits.COST_TERMS): per draft step, per speculative cycle (fixed and per
-    # sequence), and per all-reduce across the devices; fitted like the rest.
+    # What the passes leave out (limits.COST_TERMS): per sequence of every target pass, per draft step, per
+    # speculative cycle (fixed and per sequence), and per all-reduce across the devices; fitted like the rest.
+    overhead_per_sequence_us: float = limits.FITTED_TERMS["overhead_per_sequence_us"]
     overhead_per_draft_step_us: float | None = limits.FITTED_TERMS["overhead_per_draft_step_us"]  # None: as a pass
     cycle_overhead_us: float = limits.FITTED_TERMS["cycle_overhead_us"]
     cycle_overhead_per_sequence_us: float = limits.FITTED_TERMS["cycle_overhead_per_sequence_us"]
@@ -166,6 +167,7 @@ def plain_roofline(setup: RooflineSetup) -> RooflineSetup:
         bandwidth_efficiency=terms["bandwidth_efficiency"],
         compute_efficiency=terms["compute_efficiency"],
         step_overhead_us=terms["overhead_us"],
+        overhead_per_sequence_us=terms["overhead_per_sequence_us"],
         overhead_per_draft_step_us=None,
         cycle_overhead_us=terms["cycle_overhead_us"],
         cycle_overhead_per_sequence_us=terms["cycle_overhead_per_sequence_us"],
@@ -181,7 +183,7 @@ class StepTime:
     flops: FloatArray
     memory_s: FloatArray
     compute_s: FloatArray
-    overhead_s: float
+    overhead_s: FloatArray | float
 
     @property
     def total_s(self) -> FloatArray:
@@ -217,11 +219,13 @@ def model_step(
     batch: ArrayLike,
     tokens: ArrayLike,
     overhead_us: float | None = None,
+    per_sequence_us: float = 0.0,
 ) -> StepTime:
     """Roofline time of one step of ``model`` over ``tokens`` tokens for each of ``batch`` sequences.
 
-    ``overhead_us`` is the pass's fixed time (default: the setup's per-pass overhead); with more than one
-    device each layer adds two all-reduces of ``setup.allreduce_us``."""
+    ``overhead_us`` is the pass's fixed time (default: the setup's per-pass overhead), ``per_sequence_us`` its
+    time per sequence of the batch; with more than one device each layer adds two all-reduces of
+    ``setup.allreduce_us``."""
     batch_array = np.asarray(batch, dtype=np.float64)
     tokens_array = np.asarray(tokens, dtype=np.float64)
     token_count = batch_array * tokens_array
@@ -232,7 +236,11 @@ def model_step(
         flops=flops,
         memory_s=bytes_read / setup.bandwidth_bytes_s,
         compute_s=flops / setup.compute_flops_s,
-        overhead_s=((setup.step_overhead_us if overhead_us is None else overhead_us) + communication_us(setup, model))
+        overhead_s=(
+            (setup.step_overhead_us if overhead_us is None else overhead_us)
+            + communication_us(setup, model)
+            + per_sequence_us * batch_array
+        )
         * 1e-6,
     )
 
@@ -249,7 +257,10 @@ def cycle_overhead_s(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
 
 
 def target_step(setup: RooflineSetup, batch: ArrayLike, tokens: ArrayLike) -> StepTime:
-    return model_step(setup, setup.target, setup.target_bytes_per_param, batch, tokens)
+    """One pass of the target, plain or verifying: its fixed time and its time per sequence beside the roofline."""
+    return model_step(
+        setup, setup.target, setup.target_bytes_per_param, batch, tokens, per_sequence_us=setup.overhead_per_sequence_us
+    )
 
 
 def draft_step(setup: RooflineSetup, batch: ArrayLike) -> StepTime:

@@ -234,6 +234,7 @@ def _fitted(
         overhead_per_draft_step_us=None,  # the fit gives draft and target passes one overhead
         # measured steps hold the cycle's own time and the all-reduces: the fitted overhead carries them, so the
         # defaults' terms for them (fitted to published measurements) would count them twice
+        overhead_per_sequence_us=0.0,
         cycle_overhead_us=0.0,
         cycle_overhead_per_sequence_us=0.0,
         allreduce_us=0.0,

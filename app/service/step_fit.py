@@ -62,7 +62,8 @@ def step_fit_out(text: str, built: BuiltSetup, p: float | None, k_max: int, batc
     notes = [
         "add query to the same setup's query on any endpoint that prices a step (or to /batch's address) to use the "
         "fitted model: bandwidth_efficiency, compute_efficiency and overhead_us (overhead_per_draft_step_us the "
-        "same, cycle_overhead_us, cycle_overhead_per_sequence_us and allreduce_us 0: the measured steps hold them)"
+        "same, overhead_per_sequence_us, cycle_overhead_us, cycle_overhead_per_sequence_us and allreduce_us 0: the "
+        "measured steps hold them)"
         + (", and fit_steps and fit_error, so that the answers say 'measured'" if measured else ""),
     ]
     if measured is None:

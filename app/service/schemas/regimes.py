@@ -48,6 +48,10 @@ class SetupOut(BaseModel):
     bandwidth_efficiency: float
     compute_efficiency: float
     step_overhead_us: float
+    overhead_per_sequence_us: float = Field(
+        description="Time every target pass spends per sequence of the batch beyond its reads and arithmetic, "
+        "microseconds."
+    )
     overhead_per_draft_step_us: float | None = Field(
         description="Fixed time per draft step, microseconds; null: as a pass."
     )
