@@ -178,7 +178,10 @@ def test_the_canary_check_holds_promotes_and_rolls_back_on_real_servers(capsys: 
         )
     chat_plan = plan["classes"][0]
     with capsys.disabled():
-        print(f"plan: {chat_plan['class']}: {chat_plan['verdict']}: {chat_plan['reason']}; {chat_plan['acceptance']}")
+        print(
+            f"plan: {chat_plan['class']}: {chat_plan['verdict']}: {chat_plan['reason']}; {chat_plan['acceptance']}; "
+            f"intervals left out as contradicting: {chat_plan['contradicting_intervals']}"
+        )
     # the plan reads the same class: its acceptance, and (a CPU server drafts slowly) too few drafts to judge
     assert planned == 0 and chat_plan["class"] == "chat" and chat_plan["acceptance"]["p"] > 0.5, chat_plan
     assert chat_plan["verdict"] == "measure first" and chat_plan["drafts"] < 200, chat_plan

@@ -225,6 +225,31 @@ def replica_counts(series: Mapping[str, Sequence[float | None]], intervals: int)
     return found
 
 
+def contradicts(row: Mapping[str, float], chain: Sequence[str]) -> bool:
+    """Whether counts that cannot grow along ``chain`` (drafts, then the tokens accepted at position 0, 1, ...:
+    a token is accepted only after every token before it) do, beyond rounding."""
+    values = [row.get(name, 0.0) for name in chain]
+    return any(later > earlier + 1e-9 * max(1.0, earlier) for earlier, later in itertools.pairwise(values))
+
+
+def without_contradictions(
+    counts: Sequence[dict[str, float] | None], chain: Sequence[str]
+) -> tuple[list[dict[str, float] | None], int]:
+    """One replica's counts per interval with every interval whose counts contradict ``chain`` left out, and the
+    interval before it: the two share the reading that a scrape made while the counters disagreed (seen once, on
+    a loaded machine, as more tokens accepted at position 0 than drafts over a window). Returns the counts and
+    how many intervals were left out."""
+    kept = list(counts)
+    left_out = 0
+    for index, row in enumerate(counts):
+        if row is not None and contradicts(row, chain):
+            for which in (index - 1, index):
+                if which >= 0 and kept[which] is not None:
+                    kept[which] = None
+                    left_out += 1
+    return kept, left_out
+
+
 def summed(rows: Iterable[dict[str, float] | None]) -> dict[str, float] | None:
     """Counts added up, name by name, over the rows that read cleanly; None where none did."""
     known = [row for row in rows if row is not None]

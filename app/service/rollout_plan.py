@@ -40,6 +40,8 @@ class Measured:
     measurement: Measurement | None
     batches: rollout_plan.Batches
     unread: str = ""  # why counts seen for the class were not read (none where there were none)
+    intervals: tuple[dict[str, float] | None, ...] = ()  # the counts of each interval read (from Prometheus)
+    contradicting: int = 0  # replica intervals left out where the counts contradicted one another
 
 
 def from_prometheus(
@@ -73,7 +75,8 @@ def from_prometheus(
     times = [end - reading_step * (intervals - index) for index in range(intervals + 1)]
     measurements: dict[str, Measurement | None] = {}
     unread: dict[str, str] = {}
-    for name, counts in spec_counts.read(query_range, m, label, "", times).items():
+    read = spec_counts.read(query_range, m, label, "", times)
+    for name, counts in read.items():
         try:
             measurements[name] = spec_counts.measurement(target.engine, m, counts, 0, intervals)
         except EngineFormatError as error:
@@ -87,7 +90,10 @@ def from_prometheus(
     classes = []
     for name in sorted(set(measurements) | set(running))[:MAX_CLASSES]:
         batches = rollout_plan.Batches.of(running.get(name, []))
-        classes.append(Measured(name, measurements.get(name), batches, unread.get(name, "")))
+        seen = read.get(name)
+        counted = tuple(seen.intervals) if seen is not None else ()
+        left_out = seen.contradicting if seen is not None else 0
+        classes.append(Measured(name, measurements.get(name), batches, unread.get(name, ""), counted, left_out))
     return target.engine, target.version, classes, asked
 
 
@@ -194,6 +200,8 @@ def plan_classes(
     for measured in classes:
         row: dict[str, Any] = {
             "class": measured.name,
+            "intervals": list(measured.intervals),  # every interval's counts as read, None where none read cleanly
+            "contradicting_intervals": measured.contradicting,
             "batches": {
                 "samples": measured.batches.samples,
                 "histogram": {str(b): n for b, n in measured.batches.counts.items()},

@@ -33,6 +33,7 @@ class ClassCounts:
     intervals: list[dict[str, float] | None]
     k_lowest: list[float | None]
     k_highest: list[float | None]
+    contradicting: int = 0  # replica intervals left out where the counts contradicted one another
 
 
 def counters(metrics: RulesMetrics, label: str, match: str) -> dict[str, tuple[str, bool]]:
@@ -86,8 +87,15 @@ def read(
                     row[index] = _number(value)
     intervals = len(times) - 1
     per_class: dict[str, list[list[dict[str, float] | None]]] = {}
+    contradicting: dict[str, int] = {}
     for (_, name), series in replicas.items():
-        per_class.setdefault(name, []).append(rollout.replica_counts(series, intervals))
+        counts = rollout.replica_counts(series, intervals)
+        positions = sorted(int(key.removeprefix(AT_POSITION)) for key in series if key.startswith(AT_POSITION))
+        if metrics.counts_drafts and positions:
+            chain = [DRAFTS, *(f"{AT_POSITION}{position}" for position in range(positions[-1] + 1))]
+            counts, left_out = rollout.without_contradictions(counts, chain)
+            contradicting[name] = contradicting.get(name, 0) + left_out
+        per_class.setdefault(name, []).append(counts)
     k_lowest: dict[str, list[float | None]] = {}
     k_highest: dict[str, list[float | None]] = {}
     if not metrics.counts_drafts and metrics.running_k:
@@ -105,6 +113,7 @@ def read(
             rollout.class_counts(rows, intervals),
             k_lowest.get(name, [None] * intervals),
             k_highest.get(name, [None] * intervals),
+            contradicting.get(name, 0),
         )
         for name, rows in per_class.items()
     }

@@ -57,7 +57,8 @@ def _unprocessable(message: str, kind: str) -> JSONResponse:
 )
 @with_rules(
     RULES + "- `metrics`: the body holds one /metrics scrape, in Prometheus text, with the spec-decode counters of an "
-    "engine that counts drafts (vLLM, TensorRT-LLM, llama.cpp), of one or more classes;\n" + SETUP_RULES
+    "engine that counts drafts (vLLM, TensorRT-LLM, llama.cpp) or verifications (SGLang, with the gauge of the k "
+    "running), of one or more classes;\n" + SETUP_RULES
 )
 @takes(LABEL, plan_inputs.K_MAX)
 async def post_rollout_plan(request: Request, built: Setup, label: str, k_max: int) -> Any:
