@@ -204,7 +204,11 @@ def _series(role: str, name: str) -> dict[str, str]:
 
 class Fleet:
     """A Prometheus answering for llama-servers: per role and class, seconds per token (with a spread that
-    alternates by interval) and whether the canary speculates, at acceptance p with k = 4."""
+    alternates by interval) and whether the canary speculates, at acceptance p with k = 4.  A fleet of another
+    engine names its decode-time series (``seconds``, ``tokens``) and answers for its spec-decode series
+    (``spec_series``)."""
+
+    seconds, tokens = SECONDS, TOKENS
 
     def __init__(self, per_token: dict[tuple[str, str], float], speculating: set[str], p: float = 0.8) -> None:
         self.per_token, self.speculating, self.p = per_token, speculating, p
@@ -221,8 +225,8 @@ class Fleet:
         role = next((r for r in ("canary", "control") if f'role="{r}"' in expr), "")
         names = sorted({name for _, name in self.per_token})
         if expr.startswith("count by (__name__)"):
-            return _ok("vector", [{"metric": {"__name__": SECONDS}, "value": [0, "1"]}])
-        if expr.startswith(f"{SECONDS}{{"):
+            return _ok("vector", [{"metric": {"__name__": self.seconds}, "value": [0, "1"]}])
+        if expr.startswith(f"{self.seconds}{{"):
             return _ok("vector", [{"metric": _series(role, n), "value": [0, "1"]} for n in names])
         if expr.startswith("count by (model_name)"):
             return _ok("vector", [{"metric": {"model_name": n}, "value": [0, "1"]} for n in sorted(self.speculating)])
@@ -230,20 +234,28 @@ class Fleet:
         times = [start + step * i for i in range(round((end - start) / step) + 1)]
         result = []
         for name in names:
-            if expr.startswith("sum by (instance, model_name)") and (SECONDS in expr or TOKENS in expr):
-                which = "seconds" if SECONDS in expr else "tokens"
+            if expr.startswith("sum by (instance, model_name)") and (self.seconds in expr or self.tokens in expr):
+                which = "seconds" if self.seconds in expr else "tokens"
                 values = [[at, repr(self.counter(role, name, which, at))] for at in times]
                 result.append({"metric": _series(role, name), "values": values})
-            elif name in self.speculating and PER_POSITION in expr:  # the counters' raw values: a draft a second
-                for i in range(4):
-                    values = [[at, repr(at * self.p ** (i + 1))] for at in times]
-                    metric = {**_series("canary", name), "position": str(i)}
-                    result.append({"metric": metric, "values": values})
-            elif name in self.speculating and (DRAFTS in expr or DRAFTED in expr):
-                per = 1.0 if DRAFTS in expr else 4.0
-                values = [[at, repr(at * per)] for at in times]
-                result.append({"metric": _series("canary", name), "values": values})
+            elif name in self.speculating:
+                result += self.spec_series(expr, name, start, end, times)
         return _ok("matrix", result)
+
+    def spec_series(self, expr: str, name: str, start: float, end: float, times: list[float]) -> list[dict[str, Any]]:
+        """The canary's spec-decode counters' raw values: a draft a second, each of 4 tokens."""
+        if PER_POSITION in expr:
+            return [
+                {
+                    "metric": {**_series("canary", name), "position": str(i)},
+                    "values": [[at, repr(at * self.p ** (i + 1))] for at in times],
+                }
+                for i in range(4)
+            ]
+        if DRAFTS in expr or DRAFTED in expr:
+            per = 1.0 if DRAFTS in expr else 4.0
+            return [{"metric": _series("canary", name), "values": [[at, repr(at * per)] for at in times]}]
+        return []
 
 
 def _ok(kind: str, result: list[dict[str, Any]]) -> tuple[int, bytes]:
@@ -398,45 +410,28 @@ class SGLangFleet(Fleet):
     tokens an i.i.d. acceptance p at 4 gives on average (p_late from the window's second half on); ``k_late``
     is the k its gauge shows in the second half."""
 
+    seconds, tokens = ITL_SUM, ITL_COUNT
+
     def __init__(self, *args: Any, p_late: float | None = None, k_late: int = 4, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.p_late, self.k_late = p_late if p_late is not None else self.p, k_late
         self.middle = 0.0
 
-    def answer(self, path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
-        expr = query["query"][0]
-        self.asked.append(expr)
-        role = next((r for r in ("canary", "control") if f'role="{r}"' in expr), "")
-        names = sorted({name for _, name in self.per_token})
-        if expr.startswith("count by (__name__)"):
-            return _ok("vector", [{"metric": {"__name__": ITL_SUM}, "value": [0, "1"]}])
-        if expr.startswith(f"{ITL_SUM}{{"):
-            return _ok("vector", [{"metric": _series(role, n), "value": [0, "1"]} for n in names])
-        if expr.startswith("count by (model_name)"):
-            return _ok("vector", [{"metric": {"model_name": n}, "value": [0, "1"]} for n in sorted(self.speculating)])
-        start, end, step = (float(query[key][0]) for key in ("start", "end", "step"))
-        times = [start + step * i for i in range(round((end - start) / step) + 1)]
-        result = []
-        for name in names:
-            if expr.startswith("sum by (instance, model_name)") and "inter_token_latency" in expr:
-                which = "seconds" if ITL_SUM in expr else "tokens"
-                values = [[at, repr(self.counter(role, name, which, at))] for at in times]
-                result.append({"metric": _series(role, name), "values": values})
-            elif name in self.speculating and (VERIFY in expr or GENERATED in expr):  # raw counters
-                self.middle = (start + end) / 2  # where the window's halves meet
-                early, late = (sum(p**i for i in range(5)) if GENERATED in expr else 1.0 for p in (self.p, self.p_late))
-                values = [
-                    [at, repr(20.0 * (early * min(at, self.middle) + late * max(0.0, at - self.middle)))]
-                    for at in times
-                ]
-                result.append({"metric": _series("canary", name), "values": values})
-            elif name in self.speculating and STEPS in expr:  # the gauge over the interval ending at each time
-                values = []
-                for at in times:
-                    k = self.k_late if at > self.middle else 4  # a k that changed within the half: low and high differ
-                    values.append([at, repr(float(min(k, 4) if "min_over_time" in expr else max(k, 4)))])
-                result.append({"metric": {"model_name": name}, "values": values})
-        return _ok("matrix", result)
+    def spec_series(self, expr: str, name: str, start: float, end: float, times: list[float]) -> list[dict[str, Any]]:
+        if VERIFY in expr or GENERATED in expr:  # raw counters
+            self.middle = (start + end) / 2  # where the window's halves meet
+            early, late = (sum(p**i for i in range(5)) if GENERATED in expr else 1.0 for p in (self.p, self.p_late))
+            values = [
+                [at, repr(20.0 * (early * min(at, self.middle) + late * max(0.0, at - self.middle)))] for at in times
+            ]
+            return [{"metric": _series("canary", name), "values": values}]
+        if STEPS in expr:  # the gauge over the interval ending at each time
+            gauge = []
+            for at in times:
+                k = self.k_late if at > self.middle else 4  # a k that changed within the half: low and high differ
+                gauge.append([at, repr(float(min(k, 4) if "min_over_time" in expr else max(k, 4)))])
+            return [{"metric": {"model_name": name}, "values": gauge}]
+        return []
 
 
 def test_an_sglang_canary_has_its_acceptance_judged(capsys: pytest.CaptureFixture[str]) -> None:

@@ -97,13 +97,6 @@ def _selected(reader: _Reader, series: DecodeTime, option: str, match: str, at: 
     return found
 
 
-def _per_class_range(
-    reader: _Reader, expr: str, label: str, start: float, end: float, step: float, times: list[float]
-) -> dict[str, list[float | None]]:
-    """Class -> one value per time (None where Prometheus has none)."""
-    return {key[1]: row for key, row in _per_replica_range(reader, expr, label, start, end, step, times).items()}
-
-
 def _per_replica_range(
     reader: _Reader, expr: str, label: str, start: float, end: float, step: float, times: list[float]
 ) -> dict[tuple[str, str], list[float | None]]:
@@ -198,8 +191,8 @@ def check(
         :MAX_CLASSES
     ]
     speculating: set[str] = set()
-    halves: dict[str, list[Measurement | None]] = {}
-    unread: dict[str, str] = {}  # class -> why the canary's counts were not read
+    # class -> stretch -> the canary's counts over it, or why they were not read
+    stretches: dict[str, dict[str, Measurement | str | None]] = {}
     counted = metrics is not None and not metrics.missing and (metrics.counts_drafts or metrics.counts_verifications)
     if metrics is not None and counted:
         counter = metrics.drafts or metrics.drafted_per_position or metrics.verify_calls
@@ -207,15 +200,19 @@ def check(
             _metric(item).get(label, "")
             for item in reader.query(f"count by ({label}) ({counter}{{{request.canary}}} > 0)", end)
         }
-        half = count // 2  # intervals: the first half calibrates, the second is judged
+        half = count // 2  # intervals: the first half calibrates, the second is judged; both, against a given one
+        spans = {
+            "first": (count - 2 * half, count - half),
+            "second": (count - half, count),
+            "both": (count - 2 * half, count),
+        }
         for key, counts in spec_counts.read(reader.query_range, metrics, label, request.canary, times).items():
-            halves[key] = []
-            for start, stop in ((count - 2 * half, count - half), (count - half, count)):
+            stretches[key] = {}
+            for name, (start, stop) in spans.items():
                 try:
-                    halves[key].append(spec_counts.measurement(engine, metrics, counts, start, stop))
+                    stretches[key][name] = spec_counts.measurement(engine, metrics, counts, start, stop)
                 except EngineFormatError as error:
-                    halves[key].append(None)
-                    unread[key] = f"the canary's counts are not read: {error.message}"
+                    stretches[key][name] = f"the canary's counts are not read: {error.message}"
     per_class: list[dict[str, Any]] = []
     for key in classes:
         rows = []
@@ -230,17 +227,19 @@ def check(
             control_times.append(row["control_per_token_s"])
             rows.append(row)
         estimate = rollout.speedup_estimate(control_times, canary_times)
-        first, second = halves.get(key) or [None, None]
+        read = stretches.get(key, {})
+        first, second, both = (_counts(read.get(name)) for name in ("first", "second", "both"))
         calibrated: tuple[float, float] | None
+        used: tuple[str, ...]  # the stretches the acceptance is judged on
         if request.calibrated is not None:
-            calibrated, source = request.calibrated, "given"
-            judged = _sum(first, second)
+            calibrated, source, judged, used = request.calibrated, "given", both, ("both",)
         else:
             found = rollout.measured_acceptance(first) if first is not None else None
             calibrated = (found[1], found[2]) if found is not None else None
-            source, judged = "the first half of the window", second
-        if key in unread and (judged is None or calibrated is None):
-            acceptance = rollout.AcceptanceCheck("unknown", calibrated=calibrated, message=unread[key])
+            source, judged, used = "the first half of the window", second, ("first", "second")
+        unread = next((why for name in used if isinstance(why := read.get(name), str)), None)
+        if unread is not None and (judged is None or calibrated is None):
+            acceptance = rollout.AcceptanceCheck("unknown", calibrated=calibrated, message=unread)
         elif counted:
             acceptance = rollout.judge_acceptance(judged, calibrated, source)
         else:
@@ -267,7 +266,7 @@ def check(
                     "intervals": estimate.intervals,
                     "ratios": list(estimate.ratios),
                 },
-                "acceptance": {**asdict(acceptance), "counts": _measured(halves.get(key) or [None, None])},
+                "acceptance": {**asdict(acceptance), "counts": _measured([first, second])},
                 "intervals": rows,
             }
         )
@@ -299,27 +298,9 @@ def check(
     }
 
 
-def _sum(first: Measurement | None, second: Measurement | None) -> Measurement | None:
-    """Both halves' counts together (the whole window, judged against a calibrated interval given)."""
-    present = [half for half in (first, second) if half is not None]
-    if not present:
-        return None
-    if len(present) == 1:
-        return present[0]
-    a, b = present
-    length = max(len(a.per_position), len(b.per_position))
-    padded = [tuple(m.per_position) + (0.0,) * (length - len(m.per_position)) for m in (a, b)]
-    return Measurement(
-        engine=a.engine,
-        format=a.format,
-        label=None,
-        cycles=(a.cycles or 0.0) + (b.cycles or 0.0),
-        draft_tokens=(a.draft_tokens or 0.0) + (b.draft_tokens or 0.0),
-        accepted=(a.accepted or 0.0) + (b.accepted or 0.0),
-        per_position=tuple(x + y for x, y in zip(*padded, strict=True)),
-        k=a.k if a.k == b.k else None,  # a k given by a gauge (no positions to count it from)
-        k_source=a.k_source,
-    )
+def _counts(found: Measurement | str | None) -> Measurement | None:
+    """A stretch's counts, or None where there were none or they were not read."""
+    return found if isinstance(found, Measurement) else None
 
 
 def described(report: Mapping[str, Any]) -> str:
