@@ -1,10 +1,10 @@
 # specdec-lab: the same install path as `make run` (a venv, dependencies from constraints.txt, and Plotly.js's
-# partial bundle from package-lock.json).
+# partial bundle built from package-lock.json's plotly.js).
 FROM node:22-slim AS plotly
 WORKDIR /build
 COPY package.json package-lock.json .npmrc ./
-# npm's postinstall writes the bundle's brotli beside it (scripts/precompress.mjs).
-COPY scripts/precompress.mjs ./scripts/
+# npm's postinstall builds the bundle and its brotli (scripts/plotly_bundle.mjs).
+COPY scripts/plotly_bundle.mjs scripts/precompress.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error
 
 FROM python:3.11-slim
@@ -20,7 +20,7 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY app ./app
 COPY templates ./templates
 COPY static ./static
-COPY --from=plotly /build/node_modules/plotly.js-basic-dist-min ./node_modules/plotly.js-basic-dist-min
+COPY --from=plotly /build/node_modules/.plotly-partial ./node_modules/.plotly-partial
 RUN python -m venv /app/.venv \
     && /app/.venv/bin/python -m pip install --no-cache-dir -c constraints.txt -e . \
     && chown -R 10001:10001 /app

@@ -52,8 +52,9 @@ node:
 	  echo "installing Debian's nodejs and npm for ESLint"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm >/dev/null; }
 
-# npm's postinstall runs scripts/precompress.mjs: the bundle's brotli, made once here, never while serving.
-node_modules/.installed: package.json package-lock.json scripts/precompress.mjs | node
+# npm's postinstall runs scripts/plotly_bundle.mjs: Plotly.js for the pages and its brotli, made once here, never
+# while serving.
+node_modules/.installed: package.json package-lock.json scripts/plotly_bundle.mjs scripts/precompress.mjs | node
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 

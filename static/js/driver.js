@@ -95,14 +95,16 @@ function renderTable(table, spec) {
   if (spec.caption !== undefined && table.caption) table.caption.textContent = spec.caption;
 }
 
-// Plotly arrives when it arrives (an async script in the page's head); null if it could not be loaded.
+// Plotly arrives when it arrives (an async script in the page's head), and starts over several tasks before it
+// resolves window.PlotlyReady (scripts/plotly_bundle.mjs); null if it could not be loaded or started.
+const started = () => (window.PlotlyReady ? window.PlotlyReady.catch(() => null) : window.Plotly || null);
 const plotly = new Promise((resolve) => {
   const script = document.getElementById("plotly-script");
-  if (window.Plotly || !script) {
-    resolve(window.Plotly || null);
+  if (window.PlotlyReady || window.Plotly || !script) {
+    resolve(started());
     return;
   }
-  script.addEventListener("load", () => resolve(window.Plotly || null));
+  script.addEventListener("load", () => resolve(started()));
   script.addEventListener("error", () => resolve(null));
 }).then((library) => {
   if (!library) {

@@ -341,6 +341,44 @@ def test_charts_that_waited_for_plotly_are_drawn_one_per_task(browser: Browser, 
     assert [draw for draw in draws if draw["inPlotlysTask"] or draw["afterOther"]] == []
 
 
+STARTS = """
+window.__plotlyStart = null;
+document.addEventListener("load", (event) => {
+  if (event.target.id !== "plotly-script") return;
+  const ticks = { count: 0 };
+  const pending = window.PlotlyReady;
+  window.__plotlyStart = { libraryAtLoad: typeof window.Plotly, promise: pending instanceof Promise, ticks: 0 };
+  const count = () => { ticks.count += 1; if (!window.Plotly) setTimeout(count, 0); };
+  setTimeout(count, 0);
+  if (pending) pending.then((library) => {
+    window.__plotlyStart.ticks = ticks.count;
+    window.__plotlyStart.same = library === window.Plotly;
+  });
+}, true);
+"""
+
+
+def test_plotly_starts_over_several_tasks_before_it_draws(browser: Browser, live_server: str) -> None:
+    """The bundle's modules run in stages, a task each (scripts/plotly_bundle.mjs): when its script has run, Plotly
+    is not there yet and PlotlyReady is pending; tasks later it resolves to window.Plotly, and the charts are drawn
+    with it, scatter and bar alike."""
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    page.add_init_script(STARTS)
+    page.goto(live_server + "/", wait_until="commit")
+    wait_until(page, CURVE_READY)
+    wait_until(page, "document.getElementById('run')?.dataset.ready === '1'")
+    start: dict[str, Any] = page.evaluate("window.__plotlyStart")
+    traces = page.evaluate(
+        "Array.from(document.querySelectorAll('.js-plotly-plot'), (plot) => plot._fullData.map((t) => t.type)).flat()"
+    )
+    context.close()
+    assert start["libraryAtLoad"] == "undefined" and start["promise"], start
+    assert start["same"] is True, start
+    assert start["ticks"] >= 5, f"started in one task or few: {start}"
+    assert {"scatter", "bar"} <= set(traces), traces
+
+
 COUNT_REDRAWS = """async ([frames, perFrame]) => {
   const slider = document.getElementById('k');
   const react = window.Plotly.react;
