@@ -9,11 +9,15 @@ an engine registered later is offered everywhere.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlencode
 
 Scalar = float | int | str
+# kept as written in an address, so that lists (0.9,0.5), decimals, paths and URLs stay readable; every other
+# character (& = + # ? % and spaces among them) is percent-encoded
+ADDRESS_SAFE = ",.-_~/:"
 
 
 class InputError(ValueError):
@@ -125,3 +129,25 @@ def by_name(inputs: Sequence[Input]) -> dict[str, Input]:
 def checked(inputs: Sequence[Input], values: Mapping[str, Any]) -> dict[str, Any]:
     """Each input's value (its default where none is given), checked against its own bounds."""
     return {item.name: item.check(values.get(item.name, item.default)) for item in inputs}
+
+
+def address_value(value: Scalar | None) -> str:
+    """A value as a link writes it: text as it is (encoded by query_text), an integer in digits, a float in the
+    shortest form that reads back as the same float (repr); None as empty."""
+    if value is None:
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def query_text(params: Mapping[str, Scalar | None] | Iterable[tuple[str, Scalar | None]]) -> str:
+    """The query of a link, name=value pairs in order, each value written by address_value and percent-encoded:
+    the one way every link of the product writes its parameters, so that a value with & = + # or spaces reads
+    back as it was given."""
+    items = params.items() if isinstance(params, Mapping) else params
+    return urlencode([(name, address_value(value)) for name, value in items], safe=ADDRESS_SAFE, quote_via=quote)
+
+
+def link(path: str, params: Mapping[str, Scalar | None] | Iterable[tuple[str, Scalar | None]] = ()) -> str:
+    """An address: the path, and its query (query_text) where it has one."""
+    query = query_text(params)
+    return f"{path}?{query}" if query else path

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import math
 from typing import Any
-from urllib.parse import urlencode
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from app.model.limits import (
 )
 from app.service import core_inputs
 from app.service import sampling_inputs as inputs
-from app.service.inputs import Input
+from app.service.inputs import Input, link
 from app.web.pages.controls import Control, Reading, url_text
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.inputs import control
@@ -163,7 +162,7 @@ def _cell(text: str, css: str = "", header: bool = False) -> dict[str, Any]:
 
 
 def _link(endpoint: str, **params: Any) -> str:
-    return f"/api/v1/{endpoint}?{urlencode({name: url_text(value) for name, value in params.items()})}"
+    return link(f"/api/v1/{endpoint}", {name: url_text(value) for name, value in params.items()})
 
 
 def rule_panel(pair: sampling.DistributionPair, results: dict[sampling.RuleName, sampling.RuleResult]) -> View:

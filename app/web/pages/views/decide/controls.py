@@ -119,12 +119,6 @@ CONTROLS: tuple[Control, ...] = (
 )
 
 
-def query_text(**params: Any) -> str:
-    return "&".join(
-        f"{name}={value!r}" if isinstance(value, float) else f"{name}={value}" for name, value in params.items()
-    )
-
-
 def chosen_cost(reading: Reading, c: float) -> CostRegime:
     return cost_regime(reading.text("regime"), c, beta=reading.number("beta"), batch=reading.integer("batch"))
 
