@@ -51,6 +51,10 @@ class Input:
     above: bool = False  # low itself is refused
     # the least value that makes sense, stated as the bound; the endpoint checks it and says why (low is the type's)
     rule_low: float | None = None
+    # a page slider's span (low, high) where it is narrower than the bounds: a slider shows and reads this span
+    # (an address outside it is brought within, with a note), while the API, the command line and a page's number
+    # box take low to high
+    slider: tuple[float, float] | None = None
     choices: Callable[[], Sequence[str]] | None = None  # read when asked: a registry may grow
     titles: Callable[[str], str] | None = None  # a choice's on-screen title (the choice itself by default)
     # values announced as the input's enum (the API's schema), read when asked; a text box on the page, and a rule
@@ -62,6 +66,12 @@ class Input:
     pattern_rule: bool = False  # the pattern is documented; a rule of the model checks it and says why
     required: bool = False
     legacy: tuple[str, ...] = ()  # keys older page addresses used for the same value
+
+    def __post_init__(self) -> None:
+        if self.slider is not None:
+            low, high = self.slider
+            if self.low is None or self.high is None or not self.low <= low < high <= self.high:
+                raise ValueError(f"{self.name}: the slider's span {low:g} to {high:g} is not within {self.span}")
 
     @property
     def option(self) -> str:

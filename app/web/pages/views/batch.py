@@ -76,13 +76,7 @@ MEASURED = tuple(inputs.control(item) for item in setup_inputs.MEASURED)
 FIELDS = tuple(_control(item) for item in setup_inputs.OVERRIDES)
 SLIDERS = (
     _control(regime_inputs.P, kind="range", step=0.01, help="chance the target accepts each drafted token"),
-    _control(
-        regime_inputs.K,
-        kind="range",
-        low=1,
-        high=limits.BATCH_K_SLIDER_MAX,
-        help="tokens the draft model guesses per cycle",
-    ),
+    _control(regime_inputs.K, kind="range", help="tokens the draft model guesses per cycle"),
     _control(regime_inputs.BATCH),
 )
 

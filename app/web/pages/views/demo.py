@@ -13,7 +13,6 @@ from app.model import closed_form, monte_carlo
 from app.model.limits import (
     DEMO_BAND,
     DEMO_CHART_K_MIN,
-    DEMO_K_SLIDER_MAX,
     DEMO_RUN_TOKENS,
     DEMO_SIMULATED_CYCLES,
     K_MAX_LIMIT,
@@ -26,16 +25,11 @@ from app.web.pages.inputs import control
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
 
-# The sliders span what the demo explores; the API and the command line take up to the declared bounds.
+# The sliders span what the demo explores (the inputs' slider span); the API and the command line take the bounds.
 CONTROLS = (
-    control(
-        core_inputs.K,
-        kind="range",
-        high=DEMO_K_SLIDER_MAX,
-        help="tokens the draft model guesses before the target checks them",
-    ),
+    control(core_inputs.K, kind="range", help="tokens the draft model guesses before the target checks them"),
     control(core_inputs.P, kind="range", step=0.01, help="chance the target accepts each drafted token"),
-    control(core_inputs.C, kind="range", high=1.0, step=0.01, help="one draft step, in target forward passes"),
+    control(core_inputs.C, kind="range", step=0.01, help="one draft step, in target forward passes"),
     control(core_inputs.SEED),
 )
 

@@ -14,7 +14,6 @@ from app.model.limits import (
     BURSTY_CURVE_POINTS,
     DEFAULT_BURSTY_CYCLES,
     DEFAULT_CHAIN_TOKENS,
-    DEMO_K_SLIDER_MAX,
     GOODNESS_OF_FIT_ALPHA,
     HISTOGRAM_TOKENS,
     MAX_CHAIN_VOCAB,
@@ -59,7 +58,7 @@ TARGET_ORDER = _slider(inputs.TARGET_ORDER)
 NGRAM_SEED = control(core_inputs.SEED, name="ngram_seed", label="N-gram seed", legacy=("ngseed",))
 RHO = _slider(core_inputs.RHO, RHO_STEP, help="lag-1 correlation of acceptances; 0 is the closed form's coin flips")
 P = _slider(core_inputs.P, 0.01, legacy=("rhop",))
-K = _slider(core_inputs.K, label="Bursty draft length k", low=1, high=DEMO_K_SLIDER_MAX, legacy=("rhok",))
+K = _slider(inputs.BURSTY_K, label="Bursty draft length k", legacy=("rhok",))
 
 CONTROLS = (
     VOCAB,
