@@ -236,8 +236,11 @@ def add_calibrate_command(subparsers: argparse._SubParsersAction[argparse.Argume
         help="any engine's report (vLLM, SGLang, TensorRT-LLM, llama.cpp), detected by format; a URL is fetched",
     )
     add_inputs(parser, (decision_inputs.CLASS_LABEL, decision_inputs.CYCLES))
-    parser.add_argument(
-        "--baseline", metavar="FILE", help="an earlier /metrics scrape to subtract (with --metrics or --from)"
+    add_input(
+        parser,
+        decision_inputs.BASELINE,
+        metavar="FILE",
+        help=f"{decision_inputs.BASELINE.help}: a file holding it (with --metrics or --from)",
     )
     add_input(parser, plan_inputs.K)
     add_inputs(

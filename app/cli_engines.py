@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.cli_arguments import add_input, add_inputs, input_values
-from app.service import decision_inputs, live_inputs, plan_inputs
+from app.service import decision_inputs, live_inputs, plan_inputs, rollout_inputs
 
 if TYPE_CHECKING:
     from app.service.plan import PlanRequest
@@ -140,8 +140,10 @@ def add_commands(
 
     watch = subparsers.add_parser("watch", help="poll a live vLLM /metrics and say when speculation stops paying")
     watch.add_argument("url", nargs="?", help="http(s) URL of the server's /metrics (or give --prometheus)")
-    watch.add_argument(
-        "--prometheus",
+    add_input(
+        watch,
+        rollout_inputs.PROMETHEUS,
+        required=False,
         metavar="URL",
         help="ask this Prometheus (http://host:9090) for every instance and class instead of polling one /metrics",
     )
@@ -151,7 +153,9 @@ def add_commands(
     add_input(watch, plan_inputs.ENGINE_VERSION, help="with --prometheus and --engine: the engine version")
     add_inputs(watch, live_inputs.WATCH)
     watch.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a regression was seen")
-    watch.add_argument("--calibrated", help="LOW,HIGH: acceptance interval to hold (default: the first interval's)")
+    add_input(
+        watch, rollout_inputs.CALIBRATED, help="LOW,HIGH: acceptance interval to hold (default: the first interval's)"
+    )
     add_input(watch, decision_inputs.CLASS_LABEL)
     watch.add_argument("--label-value", help="watch only this value of --label")
     add_input(watch, live_inputs.SERVE_PORT)

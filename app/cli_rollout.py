@@ -14,7 +14,6 @@ import sys
 from collections.abc import Callable
 
 from app.cli_arguments import add_input
-from app.model import engines as engine_registry
 from app.model import rollout, rules
 from app.service import plan_inputs, rollout_inputs
 
@@ -39,7 +38,7 @@ def add_command(
     add_input(check, rollout_inputs.PROMETHEUS, help="the Prometheus server's root URL, as http://host:9090")
     add_input(check, rollout_inputs.CANARY, help='label matchers of the canary replicas, as role="canary"')
     add_input(check, rollout_inputs.CONTROL, help='label matchers of the control replicas, as role="control"')
-    check.add_argument("--label", default=rules.DEFAULT_LABEL, help="the label that names a class")
+    add_input(check, plan_inputs.LABEL)
     add_input(
         check,
         rollout_inputs.WINDOW,
@@ -58,8 +57,7 @@ def add_command(
         help="LOW,HIGH: the canary's calibrated acceptance interval (default: the "
         "first half of the window's, the second half judged against it)",
     )
-    check.add_argument("--engine", choices=engine_registry.ENGINES, help="the engine (default: the one scraped)")
-    check.add_argument("--engine-version", help="with --engine: the engine version (default: the newest)")
+    _add_engine(check, "the engine (default: the one scraped)")
     check.add_argument("--timeout", type=float, default=10.0, help="seconds each query may take")
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.set_defaults(handler=run_check)
@@ -72,19 +70,26 @@ def add_command(
         "off, measure first); the surest gains first.",
     )
     source = planned.add_mutually_exclusive_group(required=True)
-    source.add_argument("--prometheus", help="the Prometheus server's root URL, as http://host:9090")
+    add_input(
+        source, rollout_inputs.PROMETHEUS, required=False, help="the Prometheus server's root URL, as http://host:9090"
+    )
     source.add_argument("--from", dest="source", help="a pasted scrape holding several classes: a file, or - for stdin")
-    planned.add_argument("--label", default=rules.DEFAULT_LABEL, help="the label that names a class")
-    planned.add_argument("--window", default="1h", help="with --prometheus: how far back, as 1h or 3600")
+    add_input(planned, plan_inputs.LABEL)
+    add_input(planned, rollout_inputs.PLAN_WINDOW, help="with --prometheus: how far back, as 1h or 3600")
     add_input(
         planned, rollout_inputs.INTERVAL, help="with --prometheus: how often the running-requests gauge is sampled"
     )
     add_input(planned, plan_inputs.K_MAX)
-    planned.add_argument("--engine", choices=engine_registry.ENGINES, help="with --prometheus: the engine")
-    planned.add_argument("--engine-version", help="with --engine: the engine version (default: the newest)")
+    _add_engine(planned, "with --prometheus: the engine")
     planned.add_argument("--timeout", type=float, default=10.0, help="seconds each query may take")
     add_roofline_arguments(planned)
     planned.set_defaults(handler=lambda arguments: run_plan(arguments, setup_request))
+
+
+def _add_engine(parser: argparse.ArgumentParser, help: str) -> None:
+    """--engine (optional here: the scrape names it) and --engine-version, as the plan declares them."""
+    add_input(parser, plan_inputs.ENGINE, required=False, help=help)
+    add_input(parser, plan_inputs.ENGINE_VERSION, help="with --engine: the engine version (default: the newest)")
 
 
 def _refuse(message: str, as_json: bool) -> int:

@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient
 from app.cli import build_parser, main
 from app.model import limits
 from app.model.regimes import REGIME_NAMES
+from app.service import decision_inputs, plan_inputs, rollout_inputs
+from app.service.inputs import Input
 
 
 def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
@@ -163,3 +165,73 @@ def test_calibrate_and_sources_say_when_k_max_binds(capsys: pytest.CaptureFixtur
     assert "limit reached for" in capsys.readouterr().out
     assert main(["sources"]) == 0
     assert "limit reached" not in capsys.readouterr().out
+
+
+def _command(*names: str) -> argparse.ArgumentParser:
+    """A command's parser, a subcommand's (rollout plan) through its parent."""
+    parser = build_parser()
+    for name in names:
+        action = next(item for item in parser._actions if isinstance(item, argparse._SubParsersAction))
+        parser = action.choices[name]
+    return parser
+
+
+OPTIONS_FROM_DECLARATIONS = [
+    (("rollout", "check"), plan_inputs.LABEL),
+    (("rollout", "plan"), plan_inputs.LABEL),
+    (("rollout", "check"), rollout_inputs.WINDOW),
+    (("rollout", "plan"), rollout_inputs.PLAN_WINDOW),
+    (("rollout", "plan"), rollout_inputs.PROMETHEUS),
+    (("rollout", "check"), plan_inputs.ENGINE),
+    (("rollout", "plan"), plan_inputs.ENGINE),
+    (("rollout", "check"), plan_inputs.ENGINE_VERSION),
+    (("rollout", "plan"), plan_inputs.ENGINE_VERSION),
+    (("watch",), rollout_inputs.PROMETHEUS),
+    (("watch",), rollout_inputs.CALIBRATED),
+    (("calibrate",), decision_inputs.BASELINE),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "item"),
+    OPTIONS_FROM_DECLARATIONS,
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else value.name,
+)
+def test_an_option_is_generated_from_its_declaration(command: tuple[str, ...], item: Input) -> None:
+    parser = _command(*command)
+    action = next(action for action in parser._actions if action.dest == item.name)
+    assert action.option_strings == [item.option] and action.default == item.default
+    if item.choices is not None:
+        assert list(action.choices or ()) == list(item.choices())
+    if item.default is not None:  # --help shows the declaration's default
+        assert f"(default: {item.default})" in " ".join(parser.format_help().split())
+    if item.max_length is not None:  # one character too many is refused, as the API refuses it
+        with pytest.raises(argparse.ArgumentTypeError, match=f"{item.max_length:,} characters"):
+            action.type("x" * (item.max_length + 1))  # type: ignore[misc]
+
+
+def test_the_rollout_window_of_a_plan_is_declared_apart_from_the_checks() -> None:
+    planned = _command("rollout").parse_args(["plan", "--from", "-"])
+    checked = _command("rollout").parse_args(["check", "--prometheus", "u", "--canary", "a", "--control", "b"])
+    assert (planned.window, checked.window) == (rollout_inputs.PLAN_WINDOW.default, rollout_inputs.WINDOW.default)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rollout", "plan", "--from", "-"],
+        ["rollout", "check", "--prometheus", "http://127.0.0.1:1", "--canary", 'role="a"', "--control", 'role="b"'],
+    ],
+)
+def test_the_rollout_label_refuses_what_the_api_refuses(
+    capsys: pytest.CaptureFixture[str], client: TestClient, argv: list[str]
+) -> None:
+    from app.service.plan_inputs import MAX_LABEL
+    from tests.test_rollout_plan import exposition
+
+    long = "a" * (MAX_LABEL + 1)
+    refused = client.post("/api/v1/rollout/plan", params={"label": long}, content=exposition(10.0))
+    assert refused.status_code == 422 and refused.json()["detail"][0]["loc"] == ["query", "label"]
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--label", long])
+    assert stopped.value.code == 2 and f"at most {MAX_LABEL} characters" in capsys.readouterr().err

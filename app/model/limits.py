@@ -13,8 +13,10 @@ DEFAULT_C = 0.15
 
 # Draft lengths: best k is searched over 1..K_MAX_LIMIT wherever it is answered.
 K_MAX_LIMIT = 64
-# The demo's k slider and the least extent of its chart's x axis.
+# The demo's k and c sliders (the API and the command line take up to K_MAX_LIMIT and MAX_DRAFT_COST), and the
+# least extent of its chart's x axis.
 DEMO_K_SLIDER_MAX = 16
+DEMO_C_SLIDER_MAX = 1.0
 DEMO_CHART_K_MIN = 12
 DEMO_BAND = 0.10
 DEMO_RUN_TOKENS = 60

@@ -15,7 +15,17 @@ from app.service.inputs import Input, checked
 P = Input(
     "p", "Acceptance p", float, limits.DEFAULT_P, "Per-token acceptance probability p (Leviathan's alpha)", 0.0, 1.0
 )
-K = Input("k", "Draft length k", int, limits.DEFAULT_K, "Draft length k, 0 for plain decoding", 0, limits.K_MAX_LIMIT)
+# The demo's sliders span what it explores; the API and the command line take the whole bounds.
+K = Input(
+    "k",
+    "Draft length k",
+    int,
+    limits.DEFAULT_K,
+    "Draft length k, 0 for plain decoding",
+    0,
+    limits.K_MAX_LIMIT,
+    slider=(0, limits.DEMO_K_SLIDER_MAX),
+)
 C = Input(
     "c",
     "Draft cost c",
@@ -24,6 +34,7 @@ C = Input(
     "Cost of one draft step relative to one target pass",
     0.0,
     limits.MAX_DRAFT_COST,
+    slider=(0.0, limits.DEMO_C_SLIDER_MAX),
 )
 K_MAX = Input(
     "k_max", "Largest k searched", int, limits.K_SEARCH_MAX, "Largest draft length searched", 1, limits.K_MAX_LIMIT
@@ -45,7 +56,7 @@ IID_RHO = replace(RHO, default=0.0)
 # The curve's x axis (best k is searched over 1..k_search_max whatever it shows).
 CHART_K_MAX = replace(K_MAX, default=limits.DEMO_CHART_K_MIN, help="Last k of the curve")
 # What an engine reports is measured at a draft length of at least 1.
-MEASURED_K = replace(K, help="Draft length k", low=1)
+MEASURED_K = replace(K, help="Draft length k", low=1, slider=None)
 BAND = Input("band", "Band", float, limits.DEMO_BAND, "Half-width of the acceptance band", 0.0, 0.5)
 C_OPS = Input(
     "c_ops",

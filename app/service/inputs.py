@@ -9,11 +9,15 @@ an engine registered later is offered everywhere.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlencode
 
 Scalar = float | int | str
+# kept as written in an address, so that lists (0.9,0.5), decimals, paths and URLs stay readable; every other
+# character (& = + # ? % and spaces among them) is percent-encoded
+ADDRESS_SAFE = ",.-_~/:"
 
 
 class InputError(ValueError):
@@ -47,6 +51,10 @@ class Input:
     above: bool = False  # low itself is refused
     # the least value that makes sense, stated as the bound; the endpoint checks it and says why (low is the type's)
     rule_low: float | None = None
+    # a page slider's span (low, high) where it is narrower than the bounds: a slider shows and reads this span
+    # (an address outside it is brought within, with a note), while the API, the command line and a page's number
+    # box take low to high
+    slider: tuple[float, float] | None = None
     choices: Callable[[], Sequence[str]] | None = None  # read when asked: a registry may grow
     titles: Callable[[str], str] | None = None  # a choice's on-screen title (the choice itself by default)
     # values announced as the input's enum (the API's schema), read when asked; a text box on the page, and a rule
@@ -58,6 +66,12 @@ class Input:
     pattern_rule: bool = False  # the pattern is documented; a rule of the model checks it and says why
     required: bool = False
     legacy: tuple[str, ...] = ()  # keys older page addresses used for the same value
+
+    def __post_init__(self) -> None:
+        if self.slider is not None:
+            low, high = self.slider
+            if self.low is None or self.high is None or not self.low <= low < high <= self.high:
+                raise ValueError(f"{self.name}: the slider's span {low:g} to {high:g} is not within {self.span}")
 
     @property
     def option(self) -> str:
@@ -125,3 +139,25 @@ def by_name(inputs: Sequence[Input]) -> dict[str, Input]:
 def checked(inputs: Sequence[Input], values: Mapping[str, Any]) -> dict[str, Any]:
     """Each input's value (its default where none is given), checked against its own bounds."""
     return {item.name: item.check(values.get(item.name, item.default)) for item in inputs}
+
+
+def address_value(value: Scalar | None) -> str:
+    """A value as a link writes it: text as it is (encoded by query_text), an integer in digits, a float in the
+    shortest form that reads back as the same float (repr); None as empty."""
+    if value is None:
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def query_text(params: Mapping[str, Scalar | None] | Iterable[tuple[str, Scalar | None]]) -> str:
+    """The query of a link, name=value pairs in order, each value written by address_value and percent-encoded:
+    the one way every link of the product writes its parameters, so that a value with & = + # or spaces reads
+    back as it was given."""
+    items = params.items() if isinstance(params, Mapping) else params
+    return urlencode([(name, address_value(value)) for name, value in items], safe=ADDRESS_SAFE, quote_via=quote)
+
+
+def link(path: str, params: Mapping[str, Scalar | None] | Iterable[tuple[str, Scalar | None]] = ()) -> str:
+    """An address: the path, and its query (query_text) where it has one."""
+    query = query_text(params)
+    return f"{path}?{query}" if query else path

@@ -14,10 +14,10 @@ config, the alerts and every readout agree at every batch.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from app.model import capacity, dashboard, engine_config, engines, limits, rules
 from app.model.acceptance import AcceptanceProfile
 from app.model.engines.base import describe_batches
 from app.model.regimes import best_k_by_batch
+from app.service.inputs import link, query_text
 from app.service.regimes import BuiltSetup, accuracy_out, decision_schedule, devices_for_batch, devices_note
 from app.service.schemas.engines import EngineConfigOut
 from app.service.schemas.regimes import AccuracyOut, ScheduleOut
@@ -88,10 +89,9 @@ class PlanRequest:
     def schedule_query(self) -> str:
         """The schedule's own parameters (acceptance, k searched, batches decided), as /regimes/schedule takes
         them; the config's and the rules' queries start with these."""
-        pairs = self._schedule_pairs()
-        return "&".join(f"{name}={quote(value, safe=',.-_~/:')}" for name, value in pairs)
+        return query_text(self.schedule_pairs())
 
-    def _schedule_pairs(self) -> list[tuple[str, str]]:
+    def schedule_pairs(self) -> list[tuple[str, str]]:
         pairs: list[tuple[str, str]] = [("p", repr(self.p)), ("k_max", str(self.k_max))]
         if self.profile:
             pairs.append(("profile", ",".join(f"{share:.6g}" for share in self.profile)))
@@ -102,7 +102,11 @@ class PlanRequest:
     def query(self, watch: bool = False) -> str:
         """This request as the API's query parameters: engine-config's, with ``watch`` also the rules' window
         (defaults left out; the setup's are added by the caller)."""
-        pairs: list[tuple[str, str]] = [("engine", self.engine), *self._schedule_pairs()]
+        return query_text(self.query_pairs(watch))
+
+    def query_pairs(self, watch: bool = False) -> list[tuple[str, str]]:
+        """The parameters of query, in order, as names and values (not yet encoded)."""
+        pairs: list[tuple[str, str]] = [("engine", self.engine), *self.schedule_pairs()]
         defaults = PlanRequest(engine=self.engine, p=self.p)
         names = ("batch", "fit_batch", "data_parallel", "tree_budget") + (WATCH_FIELDS if watch else ())
         for name in names:
@@ -119,7 +123,7 @@ class PlanRequest:
         ):
             if value:
                 pairs.append((name, value))
-        return "&".join(f"{name}={quote(value, safe=',.-_~/:')}" for name, value in pairs)
+        return pairs
 
 
 @dataclass(frozen=True)
@@ -238,17 +242,18 @@ class Plan:
             notes=self.model_notes() + notes + exported.notes,
         )
 
-    def links(self, setup_query: str = "") -> dict[str, str]:
-        """The API twins of this plan: its schedule, and its config, rules and dashboard, which take one query."""
-        query = self.request.query() + setup_query
-        watched = self.request.query(watch=True) + setup_query
-        schedule = self.request.schedule_query() + setup_query
+    def links(self, setup: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+        """The API twins of this plan: its schedule, and its config, rules and dashboard, which take one query;
+        ``setup`` the setup's parameters that differ from their defaults (names and values), added to each."""
+        config = [*self.request.query_pairs(), *setup]
+        watched = [*self.request.query_pairs(watch=True), *setup]
+        schedule = [*self.request.schedule_pairs(), *setup]
         return {
-            "schedule": f"/api/v1/regimes/schedule?{schedule}",
-            "schedule_csv": f"/api/v1/regimes/schedule?{schedule}&format=csv",
-            "config": f"/api/v1/engine-config?{query}",
-            "rules": f"/api/v1/rules?{watched}&format=yaml",
-            "dashboard": f"/api/v1/dashboard?{watched}",
+            "schedule": link("/api/v1/regimes/schedule", schedule),
+            "schedule_csv": link("/api/v1/regimes/schedule", [*schedule, ("format", "csv")]),
+            "config": link("/api/v1/engine-config", config),
+            "rules": link("/api/v1/rules", [*watched, ("format", "yaml")]),
+            "dashboard": link("/api/v1/dashboard", watched),
         }
 
 

@@ -231,18 +231,20 @@ P_LOW = Input(
     0.0,
     1.0,
 )
+# the label that names a class: the rules', the dashboard's and the rollout's (API and command line)
+LABEL = Input(
+    "label",
+    "Class label",
+    str,
+    rules.DEFAULT_LABEL,
+    "The label whose values are the classes (with instance)",
+    max_length=MAX_LABEL,
+    pattern=LABEL_PATTERN,
+    pattern_rule=True,
+)
 WATCH: tuple[Input, ...] = (
     P_LOW,
-    Input(
-        "label",
-        "Class label",
-        str,
-        rules.DEFAULT_LABEL,
-        "The label whose values are the classes (with instance)",
-        max_length=MAX_LABEL,
-        pattern=LABEL_PATTERN,
-        pattern_rule=True,
-    ),
+    LABEL,
     Input(
         "window",
         "Rate window",

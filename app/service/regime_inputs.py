@@ -15,7 +15,8 @@ MAX_POINTS = 1024
 
 # The roofline's question opens on its own p and k (a batch of sequences at 70B scale).
 P = replace(core_inputs.P, default=limits.ROOFLINE_DEFAULT_P)
-K = replace(core_inputs.K, default=limits.ROOFLINE_DEFAULT_K)
+# the /batch page's k slider drafts at least one token, up to its own span
+K = replace(core_inputs.K, default=limits.ROOFLINE_DEFAULT_K, slider=(1, limits.BATCH_K_SLIDER_MAX))
 K_MAX = replace(core_inputs.K_MAX, default=limits.ROOFLINE_DEFAULT_K_MAX)
 C = replace(core_inputs.C, default=limits.ROOFLINE_TABLE_C)
 REGIME = replace(core_inputs.REGIME, default=RegimeName.ROOFLINE.value, help="Cost regime")

@@ -42,6 +42,10 @@ def _duration(name: str, label: str, default: str) -> Input:
 
 
 WINDOW = _duration("window", "Window", "30m")
+# The rollout plan (command line, over Prometheus) reads a longer stretch: it measures each class's acceptance and
+# the batches it ran over its traffic, a class that is quiet for a while included, where the check compares two
+# live groups side by side over recent intervals.
+PLAN_WINDOW = _duration("window", "Window", "1h")
 INTERVAL = _duration("interval", "Interval", "1m")
 CALIBRATED = Input(
     "calibrated", "Calibrated interval", str, None, "LOW,HIGH: the calibrated interval", max_length=MAX_INTERVAL_TEXT

@@ -4,7 +4,10 @@ own (``chain_k`` for the chain's k), the page names that key; label, bounds and 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from app.model import limits, ngram
+from app.service import core_inputs
 from app.service.inputs import Input
 
 PROMPT_PATTERN = "^[ -~]*$"
@@ -115,6 +118,8 @@ PROMPT = Input(
     pattern=PROMPT_PATTERN,
     pattern_rule=True,
 )
+# Bursty acceptance's k: the closed form's, its slider drafting at least one token.
+BURSTY_K = replace(core_inputs.K, slider=(1, limits.DEMO_K_SLIDER_MAX))
 BURSTY_CYCLES = Input(
     "cycles",
     "Cycles",

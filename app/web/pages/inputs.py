@@ -21,7 +21,9 @@ def control(
     a number box within the bounds otherwise.  ``default`` is the page's own where it differs from the input's
     (the page opens on another question); ``name`` the page's key where one page shows two inputs of one name;
     ``make`` a kind of control that reads its value its own way; ``page`` sets what only the page has (its help,
-    step, older keys, the values a select offers)."""
+    step, older keys, the values a select offers); its bounds are the input's, a slider's its ``slider`` span."""
+    if {"low", "high"} & page.keys():
+        raise ValueError(f"{item.name}: a page's bounds are the input's, a slider's its declared slider span")
     value = _plain(item.default if default is None else default)
     fields: dict[str, Any] = {"label": item.label, "legacy": item.legacy}
     if item.choices is not None:
@@ -33,6 +35,8 @@ def control(
         integer = item.kind is int
         fields.update(kind="number", low=item.low, high=item.high, step=1 if integer else None, integer=integer)
     fields.update(page)
+    if fields["kind"] == "range" and item.slider is not None:
+        fields.update(low=item.slider[0], high=item.slider[1])
     if fields["kind"] == "range" and item.kind is float and value is not None:
         value = float(value)  # a slider's value keeps its point (its readout shows the decimals)
     if fields["kind"] == "select" and item.choices is None:  # the page offers some values of a number

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlencode
 
+from app.service.inputs import link
 from app.web.pages.controls import Control, Reading, changed_from_defaults, read_controls
 
 View = dict[str, Any]
@@ -61,7 +61,7 @@ class Page:
 
     def address(self, state: Mapping[str, str], json: bool = False) -> str:
         path = f"/api/v1/views/{self.name}" if json else self.path
-        return f"{path}?{urlencode(state)}" if state else path
+        return link(path, state)
 
     def renamed(self, items: Iterable[tuple[str, str]]) -> list[tuple[str, str]] | None:
         """The query with older URL keys of this page's controls under their names, or None if it has none."""

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
@@ -15,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from app import __version__
+from app.service.inputs import link
 from app.service.schemas.core import Health
 from app.web.core.assets import asset_table, asset_url, asset_version
 from app.web.core.compression import accepts
@@ -67,8 +67,7 @@ def _page_handler(page: Page) -> Any:
                 items = [(key, value) for key, value in items if target.owns(key)]
         renamed = target.renamed(items)  # older keys of the page's controls, under today's names
         if target is not page or renamed is not None:
-            query = urlencode(items if renamed is None else renamed)
-            return RedirectResponse(f"{target.path}?{query}" if query else target.path, status_code=302)
+            return RedirectResponse(link(target.path, items if renamed is None else renamed), status_code=302)
         return render_page(request, page)
 
     get_page.__name__ = f"get_{page.name}_page"

@@ -6,7 +6,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
@@ -500,6 +500,24 @@ def test_data_parallel_ranks_are_a_control_and_drop_vllms_schedule_as_the_api_do
     assert api.status_code == 200 and "--data-parallel-size" in api.json()["flags"]
     page = client.get(f"/decide?{query}&data_parallel=2").text
     assert 'id="data_parallel"' in page and "Data-parallel ranks" in page and 'max="64"' in page
+
+
+def test_every_link_of_the_view_is_encoded_and_reads_back(client: TestClient) -> None:
+    # one helper writes them (app.service.inputs.link): a draft path with + (a space once decoded, if written raw)
+    query = "engine=llamacpp&model=dense-70b&draft_path=~/models/a%2Bb.gguf&ngram_p=0.9&eagle_c=0.25"
+    result = view(query)
+    links = result["links"]
+    for name in ("config", "rules", "dashboard"):
+        assert dict(parse_qsl(urlsplit(links[name]).query))["draft_path"] == "~/models/a+b.gguf", name
+    assert "~/models/a+b.gguf" in json.dumps(api(client, links["config"]))
+    edits = dict(parse_qsl(urlsplit(links["sources"]).query))["overrides"]
+    assert {item.split(":")[0] for item in edits.split(",")} == {"ngram", "eagle"}
+    sources = api(client, links["sources"])
+    assert {source["id"] for source in sources["sources"] if source["edited"]} == {"ngram", "eagle"}
+    addresses = {name: address for name, address in links.items() if address.startswith("/")}  # not the words
+    assert len(addresses) > 10
+    for name, address in addresses.items():
+        assert " " not in address and "+" not in address, (name, address)  # a raw + would read back as a space
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from app.web.core.heavy import HEAVY
 
 router = APIRouter(prefix="/api/v1", tags=["rollout"])
 
-LABEL = plan_inputs.INPUTS["label"]
+LABEL = plan_inputs.LABEL
 
 SCRAPE_BODY: dict[str, Any] = {
     "requestBody": {

@@ -194,7 +194,7 @@ async def get_ngram(
 )
 @in_worker_process
 @with_rules(RHO_RULES)
-@takes(core_inputs.P, core_inputs.K, core_inputs.RHO, inputs.BURSTY_CYCLES, core_inputs.SEED)
+@takes(core_inputs.P, inputs.BURSTY_K, core_inputs.RHO, inputs.BURSTY_CYCLES, core_inputs.SEED)
 def get_bursty(p: float, k: int, rho: float, cycles: int, seed: int) -> Bursty:
     """Markov (bursty) acceptance: simulated tokens per cycle against the exact value and the i.i.d. closed form."""
     check_rho(p, rho)

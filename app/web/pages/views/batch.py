@@ -11,7 +11,6 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
 from app.model import closed_form, limits, published
 from app.model.capacity import fewest_devices
@@ -22,7 +21,7 @@ from app.model.presets import (
 )
 from app.model.regimes import RegimeName
 from app.service import regime_inputs, setup_inputs
-from app.service.inputs import Input, InputError
+from app.service.inputs import Input, InputError, link
 from app.service.regimes import (
     BuiltSetup,
     Measured,
@@ -77,13 +76,7 @@ MEASURED = tuple(inputs.control(item) for item in setup_inputs.MEASURED)
 FIELDS = tuple(_control(item) for item in setup_inputs.OVERRIDES)
 SLIDERS = (
     _control(regime_inputs.P, kind="range", step=0.01, help="chance the target accepts each drafted token"),
-    _control(
-        regime_inputs.K,
-        kind="range",
-        low=1,
-        high=limits.BATCH_K_SLIDER_MAX,
-        help="tokens the draft model guesses per cycle",
-    ),
+    _control(regime_inputs.K, kind="range", help="tokens the draft model guesses per cycle"),
     _control(regime_inputs.BATCH),
 )
 
@@ -532,7 +525,7 @@ def table_summary(table: TableOut) -> str:
 
 
 def _link(path: str, params: list[tuple[str, str]]) -> str:
-    return f"{path}?{urlencode(params)}" if params else path
+    return link(path, params)
 
 
 def _changed(reading: Reading, controls: tuple[Control, ...]) -> list[tuple[str, Any]]:

@@ -13,28 +13,23 @@ from app.model import closed_form, monte_carlo
 from app.model.limits import (
     DEMO_BAND,
     DEMO_CHART_K_MIN,
-    DEMO_K_SLIDER_MAX,
     DEMO_RUN_TOKENS,
     DEMO_SIMULATED_CYCLES,
     K_MAX_LIMIT,
 )
 from app.service import core_inputs
+from app.service.inputs import link
 from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.inputs import control
 from app.web.pages.page import Page, View
 from app.web.pages.text import fixed, times
 
-# The sliders span what the demo explores; the API and the command line take up to the declared bounds.
+# The sliders span what the demo explores (the inputs' slider span); the API and the command line take the bounds.
 CONTROLS = (
-    control(
-        core_inputs.K,
-        kind="range",
-        high=DEMO_K_SLIDER_MAX,
-        help="tokens the draft model guesses before the target checks them",
-    ),
+    control(core_inputs.K, kind="range", help="tokens the draft model guesses before the target checks them"),
     control(core_inputs.P, kind="range", step=0.01, help="chance the target accepts each drafted token"),
-    control(core_inputs.C, kind="range", high=1.0, step=0.01, help="one draft step, in target forward passes"),
+    control(core_inputs.C, kind="range", step=0.01, help="one draft step, in target forward passes"),
     control(core_inputs.SEED),
 )
 
@@ -242,15 +237,15 @@ def build_parts(reading: Reading, parts: Sequence[str]) -> View:
     """The view of the parts shown: the closed form's readouts always (they are cheap, and the page's text uses
     them), the curve, the run and the many-cycle simulation only where shown."""
     p, k, c, seed = reading.number("p"), reading.integer("k"), reading.number("c"), reading.integer("seed")
-    query = f"k={k}&p={p!r}&c={c!r}"
+    point = {"k": k, "p": p, "c": c}
     view: View = {
         "readouts": readouts(p, k, c),
         "figures": {},
         "chart": {"k_min": DEMO_CHART_K_MIN, "band": DEMO_BAND, "k_search_max": K_MAX_LIMIT},
         "links": {
-            "curve": f"/api/v1/curve?{query}",
-            "simulate": f"/api/v1/simulate?{query}&cycles={DEMO_SIMULATED_CYCLES}&seed={seed}",
-            "run": f"/api/v1/run?{query}&tokens={DEMO_RUN_TOKENS}&seed={seed}",
+            "curve": link("/api/v1/curve", point),
+            "simulate": link("/api/v1/simulate", {**point, "cycles": DEMO_SIMULATED_CYCLES, "seed": seed}),
+            "run": link("/api/v1/run", {**point, "tokens": DEMO_RUN_TOKENS, "seed": seed}),
         },
         "parts": [part for part in PARTS if part in parts],
     }

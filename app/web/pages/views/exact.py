@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import math
 from typing import Any
-from urllib.parse import urlencode
 
 import numpy as np
 
@@ -15,7 +14,6 @@ from app.model.limits import (
     BURSTY_CURVE_POINTS,
     DEFAULT_BURSTY_CYCLES,
     DEFAULT_CHAIN_TOKENS,
-    DEMO_K_SLIDER_MAX,
     GOODNESS_OF_FIT_ALPHA,
     HISTOGRAM_TOKENS,
     MAX_CHAIN_VOCAB,
@@ -25,7 +23,7 @@ from app.model.limits import (
 )
 from app.service import core_inputs
 from app.service import sampling_inputs as inputs
-from app.service.inputs import Input
+from app.service.inputs import Input, link
 from app.web.pages.controls import Control, Reading, url_text
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.inputs import control
@@ -60,7 +58,7 @@ TARGET_ORDER = _slider(inputs.TARGET_ORDER)
 NGRAM_SEED = control(core_inputs.SEED, name="ngram_seed", label="N-gram seed", legacy=("ngseed",))
 RHO = _slider(core_inputs.RHO, RHO_STEP, help="lag-1 correlation of acceptances; 0 is the closed form's coin flips")
 P = _slider(core_inputs.P, 0.01, legacy=("rhop",))
-K = _slider(core_inputs.K, label="Bursty draft length k", low=1, high=DEMO_K_SLIDER_MAX, legacy=("rhok",))
+K = _slider(inputs.BURSTY_K, label="Bursty draft length k", legacy=("rhok",))
 
 CONTROLS = (
     VOCAB,
@@ -163,7 +161,7 @@ def _cell(text: str, css: str = "", header: bool = False) -> dict[str, Any]:
 
 
 def _link(endpoint: str, **params: Any) -> str:
-    return f"/api/v1/{endpoint}?{urlencode({name: url_text(value) for name, value in params.items()})}"
+    return link(f"/api/v1/{endpoint}", {name: url_text(value) for name, value in params.items()})
 
 
 def rule_panel(pair: sampling.DistributionPair, results: dict[sampling.RuleName, sampling.RuleResult]) -> View:

@@ -39,7 +39,7 @@ from app.web.pages.views.decide.controls import (
     chosen_cost,
     tree_cost,
 )
-from app.web.pages.views.decide.schedule import config_part, plan_request, schedule_part, setup_query, user_setup
+from app.web.pages.views.decide.schedule import config_part, plan_request, schedule_part, setup_params, user_setup
 from app.web.pages.views.decide.sources import sources_part
 from app.web.pages.views.decide.trees import trees_part
 from app.web.pages.views.decide.verdict import acceptance_source, target_from_report, verdict_part
@@ -62,7 +62,7 @@ def build(reading: Reading) -> View:
     sources, sources_chart, sources_link = sources_part(reading, chosen.verify)
     target_note = target_from_report(reading, engine)  # before the setup: a report's model_name may choose it
     built = user_setup(reading)
-    query = setup_query(reading)
+    setup = setup_params(reading)
     if engine["several"]:  # the classes in rollout order, on this setup
         engine["rollout"] = rollout_table(reading, built)
     profile = tuple(position.rate for position in result.positions)
@@ -113,7 +113,7 @@ def build(reading: Reading) -> View:
             "calibration_text": calibration_link["text"],
             "example": example_link(reading.number("example_p")),
             "sources": sources_link,
-            **made.links(query),
+            **made.links(setup),
             "trees": trees_link,
         },
     }

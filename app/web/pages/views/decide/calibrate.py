@@ -14,6 +14,7 @@ from app.service.decision import (
     CostRegime,
 )
 from app.service.fetch import FetchError, check_url, fetch_text
+from app.service.inputs import link
 from app.service.plan_inputs import engine_title
 from app.service.regimes import BuiltSetup
 from app.web.core.config import get_settings
@@ -30,7 +31,6 @@ from app.web.pages.views.decide.controls import (
     REPORT_K,
     URL,
     cost_query,
-    query_text,
 )
 
 # ---------------------------------------------------------------------------
@@ -43,8 +43,8 @@ def example_scrape(p: float) -> str:
 
 
 def example_link(p: float) -> str:
-    query = query_text(p=p, k=EXAMPLE_K, drafts=EXAMPLE_DRAFTS, seed=EXAMPLE_SEED)
-    return f"/api/v1/calibrate/example-metrics?{query}"
+    params = {"p": p, "k": EXAMPLE_K, "drafts": EXAMPLE_DRAFTS, "seed": EXAMPLE_SEED}
+    return link("/api/v1/calibrate/example-metrics", params)
 
 
 FETCH_OFF = (
@@ -192,8 +192,8 @@ def calibrate(reading: Reading, chosen: CostRegime) -> tuple[calibration.Calibra
     if mode == "rate":
         rate = reading.number("rate")
         result = calibration.calibrate_from_rate(rate, k, chosen.c, k_max, chosen.verify)
-        link = {"href": f"/api/v1/calibrate/rate?{query_text(rate=rate, k=k, **cost)}", "text": "/calibrate/rate"}
-        return result, link, NO_ENGINE
+        href = link("/api/v1/calibrate/rate", {"rate": rate, "k": k, **cost})
+        return result, {"href": href, "text": "/calibrate/rate"}, NO_ENGINE
     if mode == "length":
         length = reading.number("length")
         if length > k + 1:
@@ -201,10 +201,10 @@ def calibrate(reading: Reading, chosen: CostRegime) -> tuple[calibration.Calibra
             reading.correct(LENGTH, float(k + 1), message)
             length = float(k + 1)
         result = calibration.calibrate_from_length(length, k, chosen.c, k_max, chosen.verify)
-        href = f"/api/v1/calibrate/length?{query_text(length=length, k=k, **cost)}"
+        href = link("/api/v1/calibrate/length", {"length": length, "k": k, **cost})
         return result, {"href": href, "text": "/calibrate/length"}, NO_ENGINE
     result, info = _engine_report(reading, chosen)
-    return result, {"href": f"/api/v1/calibrate?{query_text(**cost)}", "text": "POST /calibrate"}, info
+    return result, {"href": link("/api/v1/calibrate", cost), "text": "POST /calibrate"}, info
 
 
 def _verdict(result: calibration.Calibration) -> tuple[str, str]:

@@ -73,7 +73,7 @@ REPORT_K = control(inputs.REPORT_K, help="0: the report's own (--spec-draft-n-ma
 K = control(inputs.MEASURED_K, default=DEFAULT_MEASURED_K)
 EXAMPLE = control(inputs.EXAMPLE_P, name="example_p", default=EXAMPLE_P)
 ACCEPTANCE = control(inputs.TREE_ACCEPTANCE, help="comma-separated, sum at most 1")
-BUDGET = control(inputs.TREE_BUDGET, kind="range", low=1)
+BUDGET = control(inputs.TREE_BUDGET, kind="range")
 METRICS = control(inputs.REPORT, help="pasted text")
 BASELINE = control(inputs.BASELINE)
 URL = control(inputs.URL, help="the engine's /metrics or /server_info")
@@ -117,12 +117,6 @@ CONTROLS: tuple[Control, ...] = (
     ACCEPTANCE,
     BUDGET,
 )
-
-
-def query_text(**params: Any) -> str:
-    return "&".join(
-        f"{name}={value!r}" if isinstance(value, float) else f"{name}={value}" for name, value in params.items()
-    )
 
 
 def chosen_cost(reading: Reading, c: float) -> CostRegime:

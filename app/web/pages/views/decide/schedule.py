@@ -131,13 +131,14 @@ def _accuracy_line(built: BuiltSetup) -> str:
     return f"How good: {given}{published.shipped_accuracy().sentence} (see /batch)."
 
 
-def setup_query(reading: Reading) -> str:
-    """The setup's controls that differ from their defaults, as API parameters (after others: starts with &)."""
-    return "".join(
-        f"&{control.name}={url_text(reading[control.name])}"
+def setup_params(reading: Reading) -> list[tuple[str, str]]:
+    """The setup's controls that differ from their defaults, as API parameters (names and values as the page's
+    address writes them; the link encodes them)."""
+    return [
+        (control.name, url_text(reading[control.name]))
         for control in SETUP_CONTROLS
         if reading[control.name] != control.default
-    )
+    ]
 
 
 def _config_choice(reading: Reading, control: Control, check: Any) -> str | None:

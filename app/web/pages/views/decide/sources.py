@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from app.model import closed_form, draft_sources
+from app.service.inputs import link
 from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, figure, marked
 from app.web.pages.text import fixed, times
-from app.web.pages.views.decide.controls import SOURCE_CONTROLS, cost_query, query_text
+from app.web.pages.views.decide.controls import SOURCE_CONTROLS, cost_query
 
 # ---------------------------------------------------------------------------
 # 2. Draft sources
@@ -98,7 +99,7 @@ def sources_part(reading: Reading, verify: closed_form.VerifyCost) -> tuple[dict
         "citations": citations,
         "derivation": " ".join(draft_sources.DERIVATION.split()),
     }
-    overrides = ",".join(f"{source_id}:{p!r}:{c!r}" for source_id, (p, c) in edits.items())
-    query = query_text(k_max=reading.integer("k_max"), **cost_query(reading))
-    link = f"/api/v1/draft-sources?{query}" + (f"&overrides={overrides}" if overrides else "")
-    return part, chart, link
+    params: dict[str, Any] = {"k_max": reading.integer("k_max"), **cost_query(reading)}
+    if edits:
+        params["overrides"] = ",".join(f"{source_id}:{p!r}:{c!r}" for source_id, (p, c) in edits.items())
+    return part, chart, link("/api/v1/draft-sources", params)

@@ -10,10 +10,11 @@ from app.service.decision import (
     CostRegime,
     tree_verification_assumption,
 )
+from app.service.inputs import link
 from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.text import fixed, times
-from app.web.pages.views.decide.controls import ACCEPTANCE, query_text, tree_cost_query
+from app.web.pages.views.decide.controls import ACCEPTANCE, tree_cost_query
 
 # ---------------------------------------------------------------------------
 # 4. Chains and trees
@@ -145,12 +146,15 @@ def trees_part(
     x_title = "tokens verified per step (budget n)"
     tokens_figure = figure(tokens, x_title, "tokens per step", y={"rangemode": "tozero"})
     speedup_figure = figure(speedups, x_title, "speedup ×", y={"rangemode": "tozero"})
-    query = query_text(
-        acceptance=",".join(f"{value:g}" for value in acceptance),
-        budget=budget,
-        c=reading.number("c"),
-        **tree_cost_query(reading),
-        widths=",".join(str(width) for width in limits.DEFAULT_TREE_WIDTHS),
+    address = link(
+        "/api/v1/trees",
+        {
+            "acceptance": ",".join(f"{value:g}" for value in acceptance),
+            "budget": budget,
+            "c": reading.number("c"),
+            **tree_cost_query(reading),
+            "widths": ",".join(str(width) for width in limits.DEFAULT_TREE_WIDTHS),
+        },
     )
     part = {
         "summary": summary,
@@ -159,7 +163,7 @@ def trees_part(
         "most_tokens": trees.MOST_TOKENS_TREE,
         "best_speedup": trees.BEST_SPEEDUP_TREE,
     }
-    return part, tokens_figure, speedup_figure, f"/api/v1/trees?{query}"
+    return part, tokens_figure, speedup_figure, address
 
 
 # ---------------------------------------------------------------------------
