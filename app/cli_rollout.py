@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 
 from app.cli_arguments import add_input
-from app.model import rollout, rules
+from app.model import rollout
 from app.service import plan_inputs, rollout_inputs
 
 
@@ -116,14 +116,10 @@ def run_check(arguments: argparse.Namespace) -> int:
         interval = rollout.duration("--interval", arguments.interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S)
         window = rollout.duration("--window", arguments.window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S)
         rollout.intervals_in(window, interval)
-        try:  # the rules' own check of a Prometheus label name
-            rules.check_label(arguments.label)
-        except rules.RulesError as error:
-            raise rollout.RolloutInputError("--label", error.message) from None
         request = rollout_client.CheckRequest(
             canary=canary,
             control=control,
-            label=arguments.label,
+            label=rollout.class_label("--label", arguments.label),
             window_s=window,
             interval_s=interval,
             engine=arguments.engine,
@@ -155,6 +151,7 @@ def run_plan(arguments: argparse.Namespace, setup_request: Callable[[argparse.Na
     try:
         if arguments.engine_version and not arguments.engine:
             raise rollout.RolloutInputError("--engine-version", "needs --engine")
+        rollout.class_label("--label", arguments.label)
         request = setup_request(arguments)
         assert isinstance(request, SetupRequest)
         built = build_setup(request)

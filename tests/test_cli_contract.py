@@ -235,3 +235,23 @@ def test_the_rollout_label_refuses_what_the_api_refuses(
     with pytest.raises(SystemExit) as stopped:
         main([*argv, "--label", long])
     assert stopped.value.code == 2 and f"at most {MAX_LABEL} characters" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rollout", "plan", "--from", "-"],
+        ["rollout", "check", "--prometheus", "http://127.0.0.1:1", "--canary", 'role="a"', "--control", 'role="b"'],
+    ],
+)
+def test_the_rollout_label_must_be_a_prometheus_label_name_on_the_cli_as_on_the_api(
+    capsys: pytest.CaptureFixture[str], client: TestClient, argv: list[str]
+) -> None:
+    from tests.test_rollout_plan import exposition
+
+    refused = client.post("/api/v1/rollout/plan", params={"label": "1bad"}, content=exposition(10.0))
+    assert refused.status_code == 422 and "Prometheus label name" in refused.json()["detail"][0]["msg"]
+    code = main([*argv, "--label", "1bad"])
+    assert code == 2, code
+    said = capsys.readouterr()
+    assert "--label" in said.err + said.out and "Prometheus label name" in said.err + said.out

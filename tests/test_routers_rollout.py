@@ -83,3 +83,20 @@ def test_the_check_takes_its_inputs_as_declared_once() -> None:
     assert f"1 to {rollout_inputs.CANARY.max_length} characters" in refused.json()["detail"][0]["msg"]
     parsed = build_parser().parse_args(["rollout", "check", *("--prometheus", "u", "--canary", "a", "--control", "b")])
     assert (parsed.window, parsed.interval) == (rollout_inputs.WINDOW.default, rollout_inputs.INTERVAL.default)
+
+
+def test_a_class_label_that_is_not_a_prometheus_label_name_gets_a_422_naming_it() -> None:
+    """The check writes the label into PromQL and the plan reads classes by it: both refuse what the rules refuse
+    (not a label name, or one starting with __), before anything is read or fetched."""
+    from app.web.core.config import Settings
+    from app.web.main import create_app
+
+    allowed = TestClient(create_app(Settings(allow_fetch=True)))
+    check = {"prometheus": "http://127.0.0.1:1", "canary": 'role="canary"', "control": 'role="control"'}
+    for bad in ("1bad", 'model_name"} or vector(1)', "__name__", "a-b"):
+        planned = client.post("/api/v1/rollout/plan", params={"label": bad}, content=exposition(10.0))
+        checked = allowed.post("/api/v1/rollout/check", params={**check, "label": bad})
+        for answered in (planned, checked):
+            assert answered.status_code == 422, answered.text
+            detail = answered.json()["detail"][0]
+            assert detail["loc"] == ["query", "label"] and "Prometheus label name" in detail["msg"], detail

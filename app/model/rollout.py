@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from scipy import stats
 
-from app.model import engine_metrics
+from app.model import engine_metrics, rules
 from app.model.calibration import CalibrationError
 from app.model.engines.base import DecodeTime
 from app.model.engines.reports import Measurement
@@ -60,6 +60,15 @@ class RolloutInputError(ValueError):
 
 # ---------------------------------------------------------------------------
 # Input
+
+
+def class_label(option: str, label: str) -> str:
+    """The label whose values are the classes, checked as the rules check it (a Prometheus label name): the check
+    and the plan write it into PromQL."""
+    try:
+        return rules.check_label(label)
+    except rules.RulesError as error:
+        raise RolloutInputError(option, error.message) from None
 
 
 def matcher(option: str, text: str) -> str:

@@ -26,6 +26,14 @@ router = APIRouter(prefix="/api/v1", tags=["rollout"])
 
 LABEL = plan_inputs.LABEL
 
+
+def _label(label: str) -> str:
+    try:
+        return rollout.class_label("label", label)
+    except rollout.RolloutInputError as error:
+        raise parameter_error("label", error.message) from None
+
+
 SCRAPE_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
@@ -74,7 +82,7 @@ async def post_rollout_plan(request: Request, built: Setup, label: str, k_max: i
         return _unprocessable("must be UTF-8 text", "encoding")
     if not text.strip():
         return _unprocessable("is required: the /metrics text", "missing")
-    return await run_in_threadpool(_planned, text, built, label, k_max)
+    return await run_in_threadpool(_planned, text, built, _label(label), k_max)
 
 
 def _planned(text: str, built: BuiltSetup, label: str, k_max: int) -> Any:
@@ -129,7 +137,7 @@ async def post_rollout_check(
         checked = rollout_check.CheckRequest(
             canary=rollout.matcher("canary", canary),
             control=rollout.matcher("control", control),
-            label=label,
+            label=rollout.class_label("label", label),
             window_s=rollout.duration("window", window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S),
             interval_s=rollout.duration("interval", interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S),
             calibrated=rollout.calibrated_interval(calibrated),
