@@ -172,7 +172,7 @@ def _calibrate(
             cycles=cycles,
             draft_lengths=draft_lengths,
             engine_version=engine_version,
-        )
+        ).out
     except CalibrationError as error:
         return _unprocessable("body", error.message, error.kind.value)
     except UnknownVersionError as error:
