@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from app.model import calibration, engine_metrics, engines
+from app.model import calibration, closed_form, engine_metrics, engines
 from app.model.calibration import CalibrationError
+from app.model.engines import vllm
 from app.service.decision import CostRegime, calibration_out
 from app.service.schemas.engines import ClassCalibrationOut, EngineCalibrationOut
 from app.service.schemas.fill import filled
@@ -144,3 +145,24 @@ def _report_out(
         classes=outs,
         notes=version_notes + notes + top.notes,
     )
+
+
+def calibrate_scrape(
+    text: str,
+    c: float,
+    k_max: int,
+    verify: closed_form.VerifyCost = closed_form.free_verification,
+    k: int | None = None,
+    baseline: str | None = None,
+    model_name: str | None = None,
+) -> calibration.Calibration:
+    """p from one model of a vLLM /metrics scrape (minus an optional earlier scrape), read by vLLM's adapter:
+    POST /api/v1/calibrate/metrics and specdec-lab calibrate --metrics.  Raises CalibrationError; a
+    BaselineError where the baseline is at fault."""
+    measurement = vllm.read_scrape(text, model_name, k)
+    if baseline is not None and baseline.strip():
+        try:
+            measurement = vllm.scrape_since(measurement, baseline, model_name, k)
+        except CalibrationError as error:
+            raise BaselineError(error.kind, error.message) from None
+    return calibration.calibrate_from_counters(engine_metrics.to_counters(measurement), c, k_max, verify, k)

@@ -29,6 +29,7 @@ from app.service.decision_inputs import (
     OVERRIDES_PATTERN,
     WIDTHS_PATTERN,
 )
+from app.service.engines import BaselineError, calibrate_scrape
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 from app.web.api.bodies import read_capped
 from app.web.api.inputs import takes
@@ -290,26 +291,11 @@ def _calibrate_texts(
     metrics: str, baseline: str | None, model_name: str | None, chosen: CostRegime, k_max: int, k: int | None
 ) -> CalibrationOut | JSONResponse:
     try:
-        counters = calibration.parse_exposition(metrics, model_name)
+        result = calibrate_scrape(metrics, chosen.c, k_max, chosen.verify, k, baseline, model_name)
+    except BaselineError as error:
+        return _unprocessable("baseline", error.message, error.kind.value)
     except CalibrationError as error:
         return _unprocessable("metrics", error.message, error.kind.value)
-    if baseline is not None and baseline.strip():
-        try:
-            before = calibration.parse_exposition(baseline, model_name)
-            counters = calibration.counters_difference(counters, before)
-        except CalibrationError as error:
-            return _unprocessable("baseline", error.message, error.kind.value)
-    try:
-        return counters_calibration(counters, chosen, k_max, k)
-    except CalibrationError as error:
-        return _unprocessable("metrics", error.message, error.kind.value)
-
-
-def counters_calibration(
-    counters: calibration.SpecDecodeCounters, chosen: CostRegime, k_max: int, k: int | None
-) -> CalibrationOut:
-    """Counters parsed from a scrape to p and predictions; raises CalibrationError."""
-    result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, k)
     return calibration_out(result, chosen)
 
 
