@@ -261,6 +261,7 @@ def _read_text(path: str) -> str:
 def run_calibrate(arguments: argparse.Namespace) -> int:
     from app.model import calibration
     from app.service.decision import calibration_out, cost_regime, render_calibration_text
+    from app.service.engines import calibrate_scrape
 
     if arguments.source is not None:
         from app.cli_engines import run_calibrate_from
@@ -271,7 +272,7 @@ def run_calibrate(arguments: argparse.Namespace) -> int:
         if arguments.metrics is not None:
             text = _read_text(arguments.metrics)
             baseline = _read_text(arguments.baseline) if arguments.baseline else None
-            result = calibration.calibrate_from_exposition(
+            result = calibrate_scrape(
                 text, regime.c, arguments.k_max, regime.verify, arguments.k, baseline, arguments.model_name
             )
         elif arguments.k is None:

@@ -60,7 +60,7 @@ def run_calibrate_from(arguments: argparse.Namespace) -> int:
             cycles=arguments.cycles,
             draft_lengths=_draft_lengths(getattr(arguments, "draft_lengths", None)),
             engine_version=getattr(arguments, "engine_version", None),
-        )
+        ).out
     except (OSError, ValueError) as error:  # FetchError and CalibrationError are ValueErrors
         message = error.message if isinstance(error, CalibrationError) else str(error)
         print(f"specdec-lab calibrate: error: {message}", file=sys.stderr)
@@ -279,7 +279,7 @@ def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ..
     from app.service.decision import cost_regime
     from app.service.engines import calibrate_report
 
-    report = calibrate_report(read_source(source), cost_regime("memory-bound", 0.0), k_max)
+    report = calibrate_report(read_source(source), cost_regime("memory-bound", 0.0), k_max).out
     profile = tuple(position.rate for position in report.calibration.positions)
     where = f"p = {report.p:.4f} from {report.format_description} ({report.engine})"
     return report.p, profile, where + (f", profile measured up to k = {len(profile)}" if profile else "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.model import calibration, trees
+from app.service.engines import calibrate_scrape
 from benchmarks.timing import best_time
 
 REPEATS = 5
@@ -48,7 +49,7 @@ def main() -> None:
                 pass
 
     parse_seconds = best_time(bare_parse, REPEATS)
-    calibrate_seconds = best_time(lambda: calibration.calibrate_from_exposition(text, c=0.1, k_max=64), REPEATS)
+    calibrate_seconds = best_time(lambda: calibrate_scrape(text, c=0.1, k_max=64), REPEATS)
     ratio = calibrate_seconds / parse_seconds
     print(
         f"calibrate a {len(text.encode()):,}-byte exposition: {calibrate_seconds * 1e3:.1f} ms; "

@@ -153,9 +153,9 @@ def test_defaults_are_read_from_one_place() -> None:
 
     assert default_setup().compute_efficiency == limits.DEFAULT_COMPUTE_EFFICIENCY
     from app.service import regimes as regimes_service
-    from app.web.api.routes import decision, regimes
+    from app.web.api.routes import calibrate, regimes
 
-    assert decision.MAX_BATCH == regimes.MAX_BATCH == regimes_service.MAX_BATCH == limits.MAX_BATCH
+    assert calibrate.MAX_BATCH == regimes.MAX_BATCH == regimes_service.MAX_BATCH == limits.MAX_BATCH
 
 
 def test_calibrate_and_sources_say_when_k_max_binds(capsys: pytest.CaptureFixture[str]) -> None:

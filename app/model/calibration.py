@@ -7,9 +7,11 @@ read off them are neither p nor each other:
 - mean acceptance length = 1 + accepted / drafts = E[T] (tokens per verification).
 
 Both are inverted here with the closed form.  A Prometheus text exposition
-scraped from a vLLM server is parsed with ``prometheus_client``'s parser (never
-by hand) and its spec-decode counters are turned into p, the per-position
-acceptance and a measure of how far acceptance departs from i.i.d.
+scraped from a vLLM server is read by vLLM's adapter
+(:mod:`app.model.engines.vllm.reports`, on the one Prometheus text parser,
+:mod:`app.model.prometheus_text`); its spec-decode counters are turned here
+into p, the per-position acceptance and a measure of how far acceptance departs
+from i.i.d.
 
 vLLM counter names (vLLM's V1 engine, ``vllm/v1/spec_decode/metrics.py``):
 ``vllm:spec_decode_num_drafts``, ``vllm:spec_decode_num_draft_tokens``,
@@ -31,14 +33,13 @@ accepted / drafted estimates p directly, and emitted tokens per cycle
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
 from scipy import stats
 
-from app.model import closed_form, mixed_lengths, prometheus_text
+from app.model import closed_form, mixed_lengths
 from app.model.closed_form import VerifyCost, free_verification
 
 MAX_EXPOSITION_BYTES = 1_000_000
@@ -48,14 +49,12 @@ IID_TEST_LEVEL = 0.01
 # Scrapes are not atomic across counters: allow this much slack when checking sums.
 RELATIVE_SLACK = 1e-3
 
-PREFIXES = ("vllm:", "vllm_")
 DRAFTS = "spec_decode_num_drafts"
 DRAFT_TOKENS = "spec_decode_num_draft_tokens"
 ACCEPTED = "spec_decode_num_accepted_tokens"
 PER_POSITION = "spec_decode_num_accepted_tokens_per_pos"
 EMITTED = "spec_decode_num_emitted_tokens"
 EFFICIENCY = "spec_decode_efficiency"
-SPEC_DECODE_STEM = "spec_decode_"
 CREATED_AT = 1.7e9  # fixed creation timestamp in synthetic expositions
 
 
@@ -281,207 +280,6 @@ def _rate_is_not_p(rate: float, p: float) -> str:
     return (
         f"draft acceptance rate {rate:.4f} is not p: under i.i.d. acceptance p = {p:.4f} "
         "(the rate counts drafts after the first rejection as failures)"
-    )
-
-
-# ---------------------------------------------------------------------------
-# Parsing (c)
-
-
-def _base_name(sample_name: str) -> str | None:
-    """'vllm:spec_decode_num_drafts_total' -> 'spec_decode_num_drafts'; None for other metrics."""
-    for prefix in PREFIXES:
-        if sample_name.startswith(prefix):
-            name = sample_name[len(prefix) :]
-            break
-    else:
-        return None
-    if not name.startswith(SPEC_DECODE_STEM):
-        return None
-    if name.endswith("_created"):
-        return None  # creation timestamps prometheus_client adds next to counters
-    if name.endswith("_total"):
-        name = name[: -len("_total")]
-    return name
-
-
-@dataclass
-class _Series:
-    values: dict[str, float] = field(default_factory=dict)
-    per_position: dict[int, float] = field(default_factory=dict)
-    gauges: dict[str, list[float]] = field(default_factory=dict)
-    series: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
-
-
-def _parse_samples(text: str) -> Iterable[tuple[str, dict[str, str], float]]:
-    try:
-        for sample in prometheus_text.samples(text):
-            yield sample.name, sample.labels, sample.value
-    except prometheus_text.ExpositionError as error:
-        raise CalibrationError(
-            ErrorKind.UNPARSEABLE,
-            f"not a Prometheus text exposition: {error}. Paste the plain text a server returns at /metrics.",
-        ) from error
-
-
-def parse_exposition(text: str, model_name: str | None = None) -> SpecDecodeCounters:
-    """Sum the spec-decode counters of one model over all its series (engines)."""
-    if len(text.encode("utf-8", errors="replace")) > MAX_EXPOSITION_BYTES:
-        raise CalibrationError(
-            ErrorKind.TOO_LARGE, f"the exposition is larger than {MAX_EXPOSITION_BYTES:,} bytes; paste only /metrics"
-        )
-    if not text.strip():
-        raise CalibrationError(
-            ErrorKind.EMPTY, "the exposition is empty: paste the text a vLLM server returns at /metrics"
-        )
-
-    by_model: dict[str, _Series] = {}
-    sample_count = 0
-    other_names: set[str] = set()
-    for name, labels, value in _parse_samples(text):
-        sample_count += 1
-        base = _base_name(name)
-        if base is None:
-            other_names.add(name)
-            continue
-        if not math.isfinite(value):
-            raise CalibrationError(ErrorKind.NON_FINITE, f"{name} has the value {value}; counters must be finite")
-        if value < 0:
-            raise CalibrationError(ErrorKind.NEGATIVE, f"{name} is negative ({value:g}); counters never go below 0")
-        if value > MAX_COUNTER:
-            raise CalibrationError(
-                ErrorKind.IMPLAUSIBLE, f"{name} is {value:g}, beyond {MAX_COUNTER:g}; no real counter gets that large"
-            )
-        model = labels.get("model_name", "")
-        series = by_model.setdefault(model, _Series())
-        series.series.add(tuple(sorted((key, val) for key, val in labels.items() if key != "position")))
-        if base == PER_POSITION:
-            position_label = labels.get("position")
-            try:
-                position = int(position_label) if position_label is not None else -1
-            except ValueError:
-                position = -1
-            if not 0 <= position < MAX_POSITIONS:
-                raise CalibrationError(
-                    ErrorKind.BAD_LABEL,
-                    f"{name} needs a position label that is an integer from 0 to {MAX_POSITIONS - 1}; "
-                    f"got {position_label!r}",
-                )
-            series.per_position[position] = series.per_position.get(position, 0.0) + value
-        elif base in (DRAFTS, DRAFT_TOKENS, ACCEPTED, EMITTED):
-            series.values[base] = series.values.get(base, 0.0) + value
-        else:
-            series.gauges.setdefault(base, []).append(value)
-
-    if sample_count == 0:
-        raise CalibrationError(ErrorKind.NO_SAMPLES, "the exposition holds no samples (only comments or blank lines)")
-    if not by_model:
-        shown = ", ".join(sorted(other_names)[:5])
-        raise CalibrationError(
-            ErrorKind.UNRELATED,
-            f"no vLLM spec-decode counters (vllm:spec_decode_*) among {len(other_names)} metric names "
-            f"(e.g. {shown}); is speculative decoding enabled on this server?",
-        )
-    if model_name is not None:
-        if model_name not in by_model:
-            known = ", ".join(sorted(repr(name) for name in by_model))
-            raise CalibrationError(
-                ErrorKind.AMBIGUOUS_MODEL, f"no spec-decode counters for model_name {model_name!r}; found {known}"
-            )
-        chosen_model = model_name
-    elif len(by_model) > 1:
-        known = ", ".join(sorted(repr(name) for name in by_model))
-        raise CalibrationError(
-            ErrorKind.AMBIGUOUS_MODEL,
-            f"the exposition holds spec-decode counters for several models ({known}); choose one with model_name",
-        )
-    else:
-        chosen_model = next(iter(by_model))
-    return _counters_of(by_model[chosen_model], chosen_model or None)
-
-
-def _counters_of(series: _Series, model_name: str | None) -> SpecDecodeCounters:
-    values = series.values
-    positions = series.per_position
-    if positions and sorted(positions) != list(range(len(positions))):
-        raise CalibrationError(
-            ErrorKind.BAD_LABEL,
-            f"per-position counters must cover positions 0..k-1 without gaps; got positions {sorted(positions)}",
-        )
-    per_position = tuple(positions[i] for i in range(len(positions)))
-    efficiency_values = series.gauges.get(EFFICIENCY)
-    efficiency = efficiency_values[0] if efficiency_values and len(efficiency_values) == 1 else None
-    present_names = {f"vllm:{name}" for name in values} | ({f"vllm:{PER_POSITION}"} if positions else set())
-    present = ", ".join(sorted(present_names))
-    if DRAFTS in values:
-        schema = "v1"
-        required = (DRAFT_TOKENS, ACCEPTED)
-    elif EMITTED in values:
-        schema = "v0"
-        required = (DRAFT_TOKENS, ACCEPTED)
-    else:
-        raise CalibrationError(
-            ErrorKind.MISSING_COUNTER,
-            f"missing counter vllm:{DRAFTS}_total (or the older vllm:{EMITTED}_total); "
-            f"found only: {present or 'spec-decode gauges'}",
-        )
-    for name in required:
-        if name not in values:
-            raise CalibrationError(ErrorKind.MISSING_COUNTER, f"missing counter vllm:{name}_total; found: {present}")
-    return SpecDecodeCounters(
-        schema=schema,
-        drafts=values.get(DRAFTS),
-        draft_tokens=values[DRAFT_TOKENS],
-        accepted_tokens=values[ACCEPTED],
-        accepted_per_position=per_position,
-        emitted_tokens=values.get(EMITTED),
-        efficiency=efficiency,
-        model_name=model_name,
-        series=len(series.series),
-    )
-
-
-def counter_growth(name: str, now: float, then: float) -> float:
-    """How much a counter grew since a baseline scrape; a COUNTER_RESET error where it went down."""
-    if now < then:
-        raise CalibrationError(
-            ErrorKind.COUNTER_RESET,
-            f"{name} went down from {then:g} in the baseline to {now:g}: counters only grow, so the server was "
-            "restarted in between (scrape a new baseline)",
-        )
-    return now - then
-
-
-def counters_difference(after: SpecDecodeCounters, before: SpecDecodeCounters) -> SpecDecodeCounters:
-    """Counters accumulated between two scrapes (after - before), e.g. to drop warm-up traffic."""
-    if after.schema != before.schema:
-        raise CalibrationError(
-            ErrorKind.INCONSISTENT, "the baseline and the current exposition come from different vLLM metric schemas"
-        )
-
-    def minus(name: str, now: float | None, then: float | None) -> float | None:
-        return None if now is None or then is None else counter_growth(name, now, then)
-
-    if len(before.accepted_per_position) not in (0, len(after.accepted_per_position)):
-        raise CalibrationError(
-            ErrorKind.INCONSISTENT, "the baseline and the current exposition have different numbers of positions"
-        )
-    before_positions = before.accepted_per_position or (0.0,) * len(after.accepted_per_position)
-    per_position = tuple(
-        minus(f"vllm:{PER_POSITION}{{position={i}}}", now, then) or 0.0
-        for i, (now, then) in enumerate(zip(after.accepted_per_position, before_positions, strict=True))
-    )
-    draft_tokens = minus(f"vllm:{DRAFT_TOKENS}", after.draft_tokens, before.draft_tokens)
-    accepted = minus(f"vllm:{ACCEPTED}", after.accepted_tokens, before.accepted_tokens)
-    assert draft_tokens is not None and accepted is not None
-    return replace(
-        after,
-        drafts=minus(f"vllm:{DRAFTS}", after.drafts, before.drafts),
-        draft_tokens=draft_tokens,
-        accepted_tokens=accepted,
-        accepted_per_position=per_position,
-        emitted_tokens=minus(f"vllm:{EMITTED}", after.emitted_tokens, before.emitted_tokens),
-        efficiency=None,  # a ratio gauge does not subtract
     )
 
 
@@ -798,22 +596,6 @@ def _calibrate_v0(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
         notes=notes,
         counters=counters,
     )
-
-
-def calibrate_from_exposition(
-    text: str,
-    c: float,
-    k_max: int,
-    verify: VerifyCost = free_verification,
-    k: int | None = None,
-    baseline: str | None = None,
-    model_name: str | None = None,
-) -> Calibration:
-    """Parse a vLLM /metrics text (minus an optional earlier scrape) and calibrate p from it."""
-    counters = parse_exposition(text, model_name)
-    if baseline is not None and baseline.strip():
-        counters = counters_difference(counters, parse_exposition(baseline, model_name))
-    return calibrate_from_counters(counters, c, k_max, verify, k)
 
 
 # ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from app.model.engines.reports import (
     Measurement,
     ReadOptions,
     ReportFormat,
+    check_text,
     clip,
     fail,
     json_payload,
@@ -41,6 +42,7 @@ FORMAT_ENGINE = {name: report.engine for name, report in REPORT_FORMATS.items()}
 
 __all__ = [
     "MAX_CLASSES",
+    "MAX_EXPOSITION_BYTES",
     "MAX_JSON_ITEMS",
     "EngineFormatError",
     "Measurement",
@@ -71,10 +73,7 @@ class EngineCalibration:
 
 def detect_format(text: str) -> str:
     """The name of the format the text is in (a key of FORMATS), or an EngineFormatError saying why none fits."""
-    if len(text.encode("utf-8", errors="replace")) > MAX_EXPOSITION_BYTES:
-        raise fail(ErrorKind.TOO_LARGE, f"the body is larger than {MAX_EXPOSITION_BYTES:,} bytes")
-    if not text.strip():
-        raise fail(ErrorKind.EMPTY, "the body is empty: paste a /metrics scrape, a stats JSON or a llama.cpp log")
+    check_text(text, "the body", "paste a /metrics scrape, a stats JSON or a llama.cpp log")
     payload = json_payload(text)
     for report in REPORT_FORMATS.values():
         if report.detect(text, payload):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
-from app.model import engine_metrics, engines
+from app.model import calibration, closed_form, engine_metrics, engines
+from app.model.calibration import CalibrationError
+from app.model.engines import vllm
 from app.service.decision import CostRegime, calibration_out
 from app.service.schemas.engines import ClassCalibrationOut, EngineCalibrationOut
 from app.service.schemas.fill import filled
@@ -43,6 +46,24 @@ def unwrap(text: str) -> tuple[str, str | None]:
     return text, None
 
 
+class BaselineError(CalibrationError):
+    """The report reads on its own but not with its baseline: the baseline is at fault (or what is left of the
+    report once the baseline is subtracted)."""
+
+
+@dataclass(frozen=True)
+class CalibratedReport:
+    """One report calibrated on one cost: the response, and the reading behind it."""
+
+    out: EngineCalibrationOut  # what POST /api/v1/calibrate and specdec-lab calibrate --from answer
+    read: engine_metrics.ReportCalibration  # each class's counts and calibration, and the one led with
+
+    @property
+    def top(self) -> calibration.Calibration:
+        """The calibration of the class led with (all classes summed where they share k)."""
+        return self.read.top.result
+
+
 def calibrate_report(
     text: str,
     regime: CostRegime,
@@ -52,24 +73,44 @@ def calibrate_report(
     cycles: float | None = None,
     draft_lengths: tuple[int, ...] = (),
     engine_version: str | None = None,
-) -> EngineCalibrationOut:
-    """Detect the format, calibrate each class; raises EngineFormatError / CalibrationError with the reason.
+    baseline: str | None = None,
+) -> CalibratedReport:
+    """Detect the format, calibrate each class; raises EngineFormatError / CalibrationError with the reason
+    (a BaselineError where the report reads on its own and the fault is the baseline's).
 
-    ``engine_version`` (with the engine the format belongs to) says which version wrote the report; a
-    report whose format that version does not write is read all the same, with a note.
+    The one calibration of a report: POST /api/v1/calibrate, the /decide page and specdec-lab calibrate --from.
+    ``text`` is the report, or a JSON body {"report": "...", "baseline": "..."}; ``baseline`` (an earlier scrape
+    to subtract) is taken from that body unless given here.  ``engine_version`` (with the engine the format
+    belongs to) says which version wrote the report; a report whose format that version does not write is read
+    all the same, with a note.
     """
-    report, baseline = unwrap(text)
-    read = engine_metrics.calibrate_report(
-        report,
-        regime.c,
-        k_max,
-        regime.verify,
-        baseline=baseline,
-        k=k,
-        label=label,
-        cycles=cycles,
-        draft_lengths=draft_lengths,
-    )
+    report, wrapped = unwrap(text)
+    if baseline is None or not baseline.strip():
+        baseline = wrapped
+    try:
+        read = engine_metrics.calibrate_report(
+            report,
+            regime.c,
+            k_max,
+            regime.verify,
+            baseline=baseline,
+            k=k,
+            label=label,
+            cycles=cycles,
+            draft_lengths=draft_lengths,
+        )
+    except CalibrationError as error:
+        if baseline is None or not baseline.strip():
+            raise
+        # a fault in the report names the report (it is raised again here); else the baseline is at fault
+        engine_metrics.read_measurements(report, k=k, label=label, draft_lengths=draft_lengths)  # as with a baseline
+        raise BaselineError(error.kind, error.message) from None
+    return CalibratedReport(_report_out(read, regime, label, engine_version), read)
+
+
+def _report_out(
+    read: engine_metrics.ReportCalibration, regime: CostRegime, label: str, engine_version: str | None
+) -> EngineCalibrationOut:
     format_name = read.format
     engine = engine_metrics.FORMAT_ENGINE[format_name]
     known = engine_metrics.REPORT_FORMATS[format_name].versions
@@ -104,3 +145,24 @@ def calibrate_report(
         classes=outs,
         notes=version_notes + notes + top.notes,
     )
+
+
+def calibrate_scrape(
+    text: str,
+    c: float,
+    k_max: int,
+    verify: closed_form.VerifyCost = closed_form.free_verification,
+    k: int | None = None,
+    baseline: str | None = None,
+    model_name: str | None = None,
+) -> calibration.Calibration:
+    """p from one model of a vLLM /metrics scrape (minus an optional earlier scrape), read by vLLM's adapter:
+    POST /api/v1/calibrate/metrics and specdec-lab calibrate --metrics.  Raises CalibrationError; a
+    BaselineError where the baseline is at fault."""
+    measurement = vllm.read_scrape(text, model_name, k)
+    if baseline is not None and baseline.strip():
+        try:
+            measurement = vllm.scrape_since(measurement, baseline, model_name, k)
+        except CalibrationError as error:
+            raise BaselineError(error.kind, error.message) from None
+    return calibration.calibrate_from_counters(engine_metrics.to_counters(measurement), c, k_max, verify, k)

@@ -117,6 +117,15 @@ def has_key(value: Any, keys: tuple[str, ...], depth: int = 0) -> bool:
     return False
 
 
+def check_text(text: str, what: str, empty_hint: str) -> None:
+    """A TOO_LARGE or EMPTY error for a text no reader should parse (``what`` names it, the hint says what to
+    paste)."""
+    if len(text.encode("utf-8", errors="replace")) > MAX_EXPOSITION_BYTES:
+        raise fail(ErrorKind.TOO_LARGE, f"{what} is larger than {MAX_EXPOSITION_BYTES:,} bytes")
+    if not text.strip():
+        raise fail(ErrorKind.EMPTY, f"{what} is empty: {empty_hint}")
+
+
 def samples(text: str) -> Iterable[tuple[str, dict[str, str], float]]:
     try:
         for sample in prometheus_text.samples(text):
@@ -142,7 +151,9 @@ def check_value(name: str, value: float) -> None:
     if value < 0:
         raise fail(ErrorKind.NEGATIVE, f"{name} is negative ({value:g}); counters never go below 0")
     if value > MAX_COUNTER:
-        raise fail(ErrorKind.IMPLAUSIBLE, f"{name} is {value:g}, beyond {MAX_COUNTER:g}")
+        raise fail(
+            ErrorKind.IMPLAUSIBLE, f"{name} is {value:g}, beyond {MAX_COUNTER:g}; no real counter gets that large"
+        )
 
 
 @dataclass
@@ -170,7 +181,9 @@ def groups(text: str, names: PrometheusNames, label: str) -> tuple[dict[str, Gro
     """Spec-decode series split by the value of ``label``, and the running requests summed."""
     found: dict[str, Group] = {}
     running: dict[str, float] = {}
+    count = 0
     for name, labels, value in samples(text):
+        count += 1
         stem = stem_of(name, names.prefix)
         if stem is None:
             continue
@@ -199,6 +212,8 @@ def groups(text: str, names: PrometheusNames, label: str) -> tuple[dict[str, Gro
             group.sums[stem] = group.sums.get(stem, 0.0) + value
         else:
             group.gauges.setdefault(stem, []).append(value)
+    if count == 0:
+        raise fail(ErrorKind.NO_SAMPLES, "the exposition holds no samples (only comments or blank lines)")
     total_running = sum(running.values()) if running else None
     return found, total_running
 
@@ -216,7 +231,7 @@ def found_groups(
 def positions_in_order(counts: dict[int, float], what: str) -> tuple[float, ...]:
     """Per-position counts as a tuple 0..k-1; a 422 when positions are missing in between."""
     if counts and sorted(counts) != list(range(len(counts))):
-        raise fail(ErrorKind.BAD_LABEL, f"{what} must cover positions 0..k-1; got {sorted(counts)}")
+        raise fail(ErrorKind.BAD_LABEL, f"{what} must cover positions 0..k-1 without gaps; got {sorted(counts)}")
     return tuple(counts[i] for i in range(len(counts)))
 
 

@@ -405,6 +405,22 @@ def test_counters_that_go_down_are_refused_naming_the_earlier_report(client: Tes
     assert detail["label"] in ("Earlier report", "Engine report") and detail["msg"].startswith(detail["label"])
 
 
+def test_the_page_takes_what_post_calibrate_takes_and_gives_its_numbers(client: TestClient) -> None:
+    """One calibration of a report: the page calibrates through POST /calibrate's service function, so a body
+    {"report": ..., "baseline": ...} pasted as the report reads as the API reads it, to the same numbers."""
+    before = calibration.example_exposition(0.8, 4, drafts=10_000)
+    after = engine_reports.example_report("vllm-metrics", 0.8, 4, cycles=40_000, seed=2)
+    wrapped = json.dumps({"report": calibration.example_exposition(0.8, 4, drafts=60_000), "baseline": before})
+    for report in (after, wrapped):
+        read = client.post(VIEW, json={"metrics": report}).json()["calibration"]
+        answer = client.post("/api/v1/calibrate", content=report).json()
+        assert read["p"] == f"{answer['p']:.3f}"
+        assert (read["engine"]["p_low"], read["engine"]["p_high"]) == (answer["p_low"], answer["p_high"])
+        assert read["engine"]["k"].startswith(f"{answer['k']} ")
+    counted = client.post("/api/v1/calibrate", content=wrapped).json()
+    assert counted["p"] == pytest.approx(0.8, abs=1e-3) and counted["cycles"] == 50_000  # since the baseline
+
+
 def test_a_url_is_not_fetched_unless_the_setting_allows_it(client: TestClient) -> None:
     response = client.post(VIEW + "?url=http%3A%2F%2F10.0.0.1%3A8000%2Fmetrics", json={"metrics": ""})
     assert response.status_code == 200

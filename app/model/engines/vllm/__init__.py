@@ -28,6 +28,8 @@ from app.model.engines.vllm.methods import choose_method as choose_method
 from app.model.engines.vllm.methods import method_name as method_name
 from app.model.engines.vllm.reports import PROMETHEUS as PROMETHEUS
 from app.model.engines.vllm.reports import REPORTS as REPORTS
+from app.model.engines.vllm.reports import read_scrape as read_scrape
+from app.model.engines.vllm.reports import scrape_since as scrape_since
 from app.model.engines.vllm.step_times import STEP_TIMES as STEP_TIMES
 from app.model.engines.vllm.versions import ALIASES as ALIASES
 from app.model.engines.vllm.versions import NAME as NAME

@@ -5,8 +5,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.model.calibration import counter_growth
 from app.model.engines.reports import ErrorKind, Measurement, fail
+
+
+def counter_growth(name: str, now: float, then: float) -> float:
+    """How much a counter grew since a baseline scrape; a COUNTER_RESET error where it went down."""
+    if now < then:
+        raise fail(
+            ErrorKind.COUNTER_RESET,
+            f"{name} went down from {then:g} in the baseline to {now:g}: counters only grow, so the server was "
+            "restarted in between (scrape a new baseline)",
+        )
+    return now - then
 
 
 def _minus(name: str, now: float | None, then: float | None) -> float | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from app.model.engines import reports
@@ -31,9 +32,12 @@ def _detect_metrics_v0(text: str, payload: Any) -> bool:
     return payload is None and re.search(r"(?m)^vllm[:_]spec_decode_", text) is not None
 
 
-def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
+def read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     found, running = reports.found_groups(
-        text, PROMETHEUS, options.label, "vLLM: no vllm:spec_decode_* series: is speculative decoding enabled?"
+        text,
+        PROMETHEUS,
+        options.label,
+        "vLLM: no vLLM spec-decode counters (vllm:spec_decode_*): is speculative decoding enabled on this server?",
     )
     measurements = []
     for key, group in sorted(found.items()):
@@ -47,8 +51,8 @@ def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list
         if drafts is None and emitted is None:
             raise fail(
                 ErrorKind.MISSING_COUNTER,
-                "vLLM: missing vllm:spec_decode_num_drafts_total (V1) and vllm:spec_decode_num_emitted_tokens_total "
-                "(V0)",
+                "vLLM: missing counter vllm:spec_decode_num_drafts_total (V1) and the older "
+                "vllm:spec_decode_num_emitted_tokens_total (V0)",
             )
         per_position = reports.positions_in_order(
             group.positions.get("spec_decode_num_accepted_tokens_per_pos", {}), "vLLM per-position counters"
@@ -94,6 +98,46 @@ def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list
             )
         )
     return measurements
+
+
+# ---------------------------------------------------------------------------
+# One model of a scrape: what POST /api/v1/calibrate/metrics and specdec-lab calibrate --metrics read
+
+SCRAPE_LABEL = "model_name"  # vLLM labels its series with the model it serves
+
+
+def read_scrape(text: str, model_name: str | None = None, k: int | None = None) -> reports.Measurement:
+    """The spec-decode counts of one model in a /metrics scrape, summed over its series (engines): the model
+    named, or the only one; an error naming the models where the scrape holds several and none is named."""
+    reports.check_text(text, "the exposition", "paste the text a vLLM server returns at /metrics")
+    by_model = {m.label or "": m for m in read_metrics(text, None, reports.ReadOptions(k=k, label=SCRAPE_LABEL))}
+    known = ", ".join(sorted(repr(name) for name in by_model))
+    if model_name is not None:
+        if model_name not in by_model:
+            raise fail(
+                ErrorKind.AMBIGUOUS_MODEL, f"no spec-decode counters for model_name {model_name!r}; found {known}"
+            )
+        return by_model[model_name]
+    if len(by_model) > 1:
+        raise fail(
+            ErrorKind.AMBIGUOUS_MODEL,
+            f"the exposition holds spec-decode counters for several models ({known}); choose one with model_name",
+        )
+    return next(iter(by_model.values()))
+
+
+def scrape_since(
+    now: reports.Measurement, baseline: str, model_name: str | None = None, k: int | None = None
+) -> reports.Measurement:
+    """One model's counts since an earlier scrape of the same server (``baseline``, its model chosen as in
+    :func:`read_scrape`), e.g. to drop warm-up traffic."""
+    then = read_scrape(baseline, model_name, k)
+    if then.schema != now.schema:
+        raise fail(
+            ErrorKind.INCONSISTENT, "the baseline and the current exposition come from different vLLM metric schemas"
+        )
+    [since] = subtract_baseline([now], [replace(then, label=now.label)])
+    return since
 
 
 REQUEST_KEYS = ("acceptance_histogram", "num_spec_steps", "num_accepted_draft_tokens", "num_draft_tokens")
@@ -188,7 +232,7 @@ REPORTS = (
         "vLLM /metrics (Prometheus text): spec-decode counters of the V1 engine",
         ("2025-10", "2026-06", "2026-08"),
         _detect_metrics,
-        _read_metrics,
+        read_metrics,
         subtract_baseline,
     ),
     reports.ReportFormat(
@@ -197,7 +241,7 @@ REPORTS = (
         "vLLM /metrics (Prometheus text): spec-decode counters of the older V0 engine",
         (),
         _detect_metrics_v0,
-        _read_metrics,
+        read_metrics,
         subtract_baseline,
     ),
 )

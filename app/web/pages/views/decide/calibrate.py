@@ -13,6 +13,7 @@ from app.service import rollout_plan
 from app.service.decision import (
     CostRegime,
 )
+from app.service.engines import BaselineError, calibrate_report
 from app.service.fetch import FetchError, check_url, fetch_text
 from app.service.inputs import link
 from app.service.plan_inputs import engine_title
@@ -100,24 +101,22 @@ def _interval(item: engine_metrics.EngineCalibration) -> str:
 
 
 def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Calibration, dict[str, Any]]:
-    """p from any engine's report, its format detected; per class where the report has several."""
+    """p from any engine's report, its format detected; per class where the report has several. The report is
+    calibrated as POST /api/v1/calibrate calibrates it (app.service.engines.calibrate_report)."""
     report, baseline, fetch_message = _report_text(reading)
     k_max = reading.integer("k_max")
     given_k = reading.integer("report_k") or None
     if fetch_message is not None:
         report = example_scrape(reading.number("example_p"))
     try:
-        try:
-            read = engine_metrics.calibrate_report(report, chosen.c, k_max, chosen.verify, baseline=baseline, k=given_k)
-        except CalibrationError as error:
-            if not baseline.strip():
-                raise
-            engine_metrics.read_measurements(report, k=given_k)  # a fault in the report names the report
-            raise _engine_error(BASELINE, error) from None
+        calibrated = calibrate_report(report, chosen, k_max, k=given_k, baseline=baseline)
+    except BaselineError as error:
+        raise _engine_error(BASELINE, error) from None
     except CalibrationError as error:
         raise _engine_error(METRICS, error) from None
-    format_name, classes, top = read.format, read.classes, read.top
-    engine = engine_metrics.FORMAT_ENGINE[format_name]
+    out, read = calibrated.out, calibrated.read
+    classes, top = read.classes, read.top
+    engine = out.engine
     measurement = top.measurement
     k_source = "given" if measurement.k_source == "given" and measurement.k is not None else "read from the report"
     rows = [
@@ -135,7 +134,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
         "shown": True,
         "engine": engine_title(engine),
         "engine_key": engine,
-        "format": engine_metrics.FORMATS[format_name],
+        "format": out.format_description,
         "interval": _interval(top),
         "p_low": top.interval.low,
         "p_high": top.interval.high,
@@ -158,7 +157,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     elif report.strip() == example_scrape(reading.number("example_p")).strip():
         p = fixed(reading.number("example_p"), 2)
         info["example"] = f"Example: the numbers below are a synthetic report's at p = {p}; paste your server's above."
-    return top.result, info
+    return calibrated.top, info
 
 
 # the rollout plan's table, one row per class (rollout_table); its columns stand also where it has no rows

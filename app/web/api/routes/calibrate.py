@@ -1,10 +1,8 @@
-"""From serving metrics to a decision: calibration, draft sources and token trees."""
+"""Every /calibrate route: p from a rate, a length, counters, a pasted vLLM scrape or any engine's report."""
 
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -12,31 +10,30 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.model import calibration, draft_sources, limits, trees
+from app.model import calibration, limits
 from app.model.calibration import CalibrationError, ErrorKind
-from app.model.regimes import REGIME_NAMES as regime_names
-from app.service import core_inputs
+from app.model.engines.base import UnknownVersionError
 from app.service import decision_inputs as inputs
-from app.service.decision import (
-    CostRegime,
-    calibration_out,
-    cost_regime,
-    sources_out,
-    trees_out,
-)
-from app.service.decision_inputs import (
-    ACCEPTANCE_PATTERN,
-    OVERRIDES_PATTERN,
-    WIDTHS_PATTERN,
-)
-from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
-from app.web.api.bodies import read_capped
+from app.service import plan_inputs
+from app.service.decision import CostRegime, calibration_out
+from app.service.engines import BaselineError, calibrate_report, calibrate_scrape
+from app.service.fetch import FetchError, fetch_text
+from app.service.schemas.decision import CalibrationOut
+from app.service.schemas.engines import EngineCalibrationOut
+from app.web.api.bodies import body_error, body_text, read_capped
 from app.web.api.inputs import takes
-from app.web.api.params import Cost
+from app.web.api.params import K_MAX_LIMIT, Cost
+from app.web.api.plan_params import checked_engine_version
+from app.web.api.setup_params import RULES
+from app.web.api.text_params import check_format, numbers, text_parameter
+from app.web.core.config import Settings, get_settings
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
 
-router = APIRouter(prefix="/api/v1", tags=["decision"])
+router = APIRouter(prefix="/api/v1")
+# each route keeps the tag it had before the routes were split by concept
+DECISION = "decision"
+ENGINES = "engines"
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 # Caps on the work and size of one request.
@@ -45,23 +42,10 @@ MAX_EXPOSITION_BYTES = calibration.MAX_EXPOSITION_BYTES  # per pasted exposition
 MAX_BODY_BYTES = 4 * MAX_EXPOSITION_BYTES + 65_536
 MAX_COUNT = inputs.MAX_COUNT
 MAX_POSITIONS = calibration.MAX_POSITIONS
-MAX_TREE_WIDTH = trees.MAX_WIDTH
-MAX_TREE_WIDTHS = limits.MAX_TREE_WIDTHS
 MAX_BATCH = limits.MAX_BATCH
-MAX_TEXT_PARAMETER = inputs.MAX_TEXT
-
-REGIME_NAMES = list(regime_names)
-
-
-def _check_format(name: str, text: str, pattern: str, example: str) -> None:
-    """The catch-all behind the detailed checks: the value matches the pattern its schema declares."""
-    if not re.fullmatch(pattern, text):
-        raise parameter_error(name, f"must match the pattern {pattern} (for example {example!r}); got {text!r}", text)
-
 
 # Rules that tie parameters (or the values of one list) together: enforced by the handlers, listed in each
 # operation's description because a schema cannot say them.
-RULES = "\n\nRules between parameters (a 422 names the parameter):\n\n"
 LENGTH_RULES = RULES + "- `length` is at most k + 1 (k drafts plus the bonus token)."
 COUNTER_RULES = RULES + (
     "- `draft_tokens` is at most k x drafts and, when k is not given, a whole multiple of `drafts`;\n"
@@ -74,49 +58,41 @@ METRICS_RULES = RULES + (
     "- `baseline`: an earlier scrape of the same counters, none above the later one."
 )
 EXAMPLE_RULES = RULES + "- `drafts` is at most 1,000,000 when a `seed` asks for sampled counts."
-SOURCES_RULES = RULES + "- `overrides` names each source at most once."
-TREES_RULES = RULES + (
-    "- `acceptance`: the values do not increase (P_1 >= P_2 >= ...) and sum to at most 1 (rules between the "
-    "values of the list)."
+
+CALIBRATE_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": False,
+        "description": (
+            "The report as the engine wrote it, at most 1,000,000 bytes: vLLM or SGLang /metrics text, SGLang "
+            "/server_info JSON, TensorRT-LLM iteration stats JSON (a list, or JSON Lines), or llama.cpp's printed "
+            "summary. The format is detected. Empty when url= is given. To subtract an earlier vLLM scrape "
+            '(warm-up), send JSON {"report": "...", "baseline": "..."}.'
+        ),
+        "content": {
+            "text/plain": {"schema": {"type": "string", "maxLength": MAX_EXPOSITION_BYTES}},
+            "application/json": {"schema": {}},
+        },
+    }
+}
+
+
+CALIBRATE_RULES = RULES + (
+    "- `body`: a report of one of the engines' formats (at most the size stated), with spec-decode series that "
+    "agree with each other (and with k when it is given);\n"
+    "- `url`: instead of a body, never both, and only when the server allows fetching;\n"
+    "- `engine_version` is one that the engine whose format the body is in knows;\n"
+    "- `draft_lengths`: each from 1 to the largest k."
 )
 
-
-def _regime(regime: str, c: float, beta: float, batch: int) -> CostRegime:
-    if regime not in REGIME_NAMES:
-        raise parameter_error("regime", f"must be one of {', '.join(REGIME_NAMES)}; got {regime!r}", regime)
-    return cost_regime(regime, c, beta=beta, batch=batch)
-
-
-def _text_parameter(name: str, text: str, limit: int = MAX_TEXT_PARAMETER) -> str:
-    if len(text) > limit:
-        raise parameter_error(name, f"must be at most {limit:,} characters; got {len(text):,}", text)
-    return text
-
-
-def _numbers(name: str, text: str, limit: int) -> list[float]:
-    values = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        try:
-            value = float(item)
-        except ValueError:
-            raise parameter_error(name, f"must be comma-separated numbers; got {item!r}", text) from None
-        if not math.isfinite(value):
-            raise parameter_error(name, f"must hold finite numbers; got {item!r}", text)
-        values.append(value)
-    if len(values) > limit:
-        raise parameter_error(name, f"takes at most {limit} numbers; got {len(values)}", text)
-    return values
-
-
 # ---------------------------------------------------------------------------
-# Calibration
+# From a rate, a length, counters or a pasted vLLM scrape
 
 
 def calibration_route(path: str, summary: str) -> Callable[[Handler], Handler]:
     """A GET that answers a calibration (heavy: in the worker processes)."""
 
     def register(handler: Handler) -> Handler:
-        route = router.get(path, summary=summary, response_model=CalibrationOut, dependencies=HEAVY)
+        route = router.get(path, summary=summary, response_model=CalibrationOut, dependencies=HEAVY, tags=[DECISION])
         return route(in_worker_process(handler))
 
     return register
@@ -172,10 +148,10 @@ def get_calibration_from_counters(
         raise parameter_error(
             "drafts", f"must be at least 1: a server that has not speculated yet has nothing to measure; got {drafts:g}"
         )
-    positions = _numbers("per_position", _text_parameter("per_position", per_position), MAX_POSITIONS)
+    positions = numbers("per_position", text_parameter("per_position", per_position), MAX_POSITIONS)
     if any(value < 0 or value > MAX_COUNT for value in positions):
         raise parameter_error("per_position", f"values must be from 0 to {MAX_COUNT:.0e}", per_position)
-    _check_format("per_position", per_position, inputs.PER_POSITION_PATTERN, "900,700,400")
+    check_format("per_position", per_position, inputs.PER_POSITION_PATTERN, "900,700,400")
     counters = calibration.SpecDecodeCounters(
         schema="v1",
         drafts=drafts,
@@ -191,15 +167,6 @@ def get_calibration_from_counters(
     return calibration_out(result, chosen, source="counters")
 
 
-def _unprocessable(field: str, message: str, kind: str) -> JSONResponse:
-    return JSONResponse(
-        status_code=422,
-        content={
-            "detail": [{"loc": ["body", field], "msg": f"{field}: {message}", "type": "value_error", "kind": kind}]
-        },
-    )
-
-
 async def _read_capped(request: Request) -> bytes | None:
     """The request body, or None as soon as it exceeds MAX_BODY_BYTES (never read in full)."""
     return await read_capped(request, MAX_BODY_BYTES)
@@ -209,25 +176,23 @@ def _texts_from_body(body: bytes, content_type: str) -> tuple[str, str | None] |
     try:
         decoded = body.decode("utf-8")
     except UnicodeDecodeError:
-        return _unprocessable("metrics", "must be UTF-8 text", "encoding")
+        return body_error("metrics", "must be UTF-8 text", "encoding")
     if "json" not in content_type:
         return decoded, None
     try:
         payload: Any = json.loads(decoded)
     except json.JSONDecodeError as error:
-        return _unprocessable("metrics", f"the JSON body does not parse ({error.msg}, line {error.lineno})", "json")
+        return body_error("metrics", f"the JSON body does not parse ({error.msg}, line {error.lineno})", "json")
     if not isinstance(payload, dict):
-        return _unprocessable(
-            "metrics", 'the JSON body must be an object {"metrics": "...", "baseline": "..."}', "json"
-        )
+        return body_error("metrics", 'the JSON body must be an object {"metrics": "...", "baseline": "..."}', "json")
     extra = sorted(set(payload) - {"metrics", "baseline"})
     if extra:
-        return _unprocessable("metrics", f"unknown JSON fields {', '.join(extra)}; use metrics and baseline", "json")
+        return body_error("metrics", f"unknown JSON fields {', '.join(extra)}; use metrics and baseline", "json")
     metrics, baseline = payload.get("metrics"), payload.get("baseline")
     if not isinstance(metrics, str):
-        return _unprocessable("metrics", "is required: the /metrics text as a JSON string", "missing")
+        return body_error("metrics", "is required: the /metrics text as a JSON string", "missing")
     if baseline is not None and not isinstance(baseline, str):
-        return _unprocessable("baseline", "must be the earlier /metrics text as a JSON string, or null", "type")
+        return body_error("baseline", "must be the earlier /metrics text as a JSON string, or null", "type")
     return metrics, baseline
 
 
@@ -258,6 +223,7 @@ METRICS_BODY = {
 
 @router.post(
     "/calibrate/metrics",
+    tags=[DECISION],
     summary="Acceptance p from a pasted vLLM /metrics scrape",
     response_model=CalibrationOut,
     dependencies=HEAVY,
@@ -273,7 +239,7 @@ async def calibrate_metrics(
     chosen = cost.priced()
     body = await _read_capped(request)
     if body is None:
-        return _unprocessable(
+        return body_error(
             "metrics",
             f"the body must be at most {MAX_BODY_BYTES:,} bytes (each exposition at most {MAX_EXPOSITION_BYTES:,})",
             ErrorKind.TOO_LARGE.value,
@@ -290,31 +256,17 @@ def _calibrate_texts(
     metrics: str, baseline: str | None, model_name: str | None, chosen: CostRegime, k_max: int, k: int | None
 ) -> CalibrationOut | JSONResponse:
     try:
-        counters = calibration.parse_exposition(metrics, model_name)
+        result = calibrate_scrape(metrics, chosen.c, k_max, chosen.verify, k, baseline, model_name)
+    except BaselineError as error:
+        return body_error("baseline", error.message, error.kind.value)
     except CalibrationError as error:
-        return _unprocessable("metrics", error.message, error.kind.value)
-    if baseline is not None and baseline.strip():
-        try:
-            before = calibration.parse_exposition(baseline, model_name)
-            counters = calibration.counters_difference(counters, before)
-        except CalibrationError as error:
-            return _unprocessable("baseline", error.message, error.kind.value)
-    try:
-        return counters_calibration(counters, chosen, k_max, k)
-    except CalibrationError as error:
-        return _unprocessable("metrics", error.message, error.kind.value)
-
-
-def counters_calibration(
-    counters: calibration.SpecDecodeCounters, chosen: CostRegime, k_max: int, k: int | None
-) -> CalibrationOut:
-    """Counters parsed from a scrape to p and predictions; raises CalibrationError."""
-    result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, k)
+        return body_error("metrics", error.message, error.kind.value)
     return calibration_out(result, chosen)
 
 
 @router.get(
     "/calibrate/example-metrics",
+    tags=[DECISION],
     summary="An example vLLM /metrics scrape",
     response_class=PlainTextResponse,
     dependencies=HEAVY,
@@ -335,74 +287,97 @@ def get_example_metrics(
 
 
 # ---------------------------------------------------------------------------
-# Draft sources
+# From any engine's report, its format detected
 
 
-@router.get("/draft-sources", summary="Draft sources side by side", response_model=DraftSourcesOut)
-@with_rules(SOURCES_RULES)
-@takes(inputs.K_MAX, core_inputs.REGIME, core_inputs.BETA, core_inputs.COST_BATCH, inputs.SOURCE_OVERRIDES)
-def get_draft_sources(k_max: int, regime: str, beta: float, batch: int, overrides: str) -> DraftSourcesOut:
-    """Draft model, n-gram lookup, Medusa and EAGLE side by side: accepted length per unit of draft cost, best k."""
-    return draft_sources_report(k_max, regime, beta, batch, overrides)
+def _draft_lengths(text: str) -> tuple[int, ...]:
+    lengths = tuple(int(item) for item in text.split(",") if item.strip())
+    if any(not 1 <= length <= K_MAX_LIMIT for length in lengths):
+        raise parameter_error("draft_lengths", f"each must be 1 to {K_MAX_LIMIT}; got {text!r}", text)
+    return lengths
 
 
-def draft_sources_report(k_max: int, regime: str, beta: float, batch: int, overrides: str) -> DraftSourcesOut:
-    """GET /draft-sources once its parameters are in range; also the page's first paint."""
-    try:
-        edits = draft_sources.parse_overrides(_text_parameter("overrides", overrides))
-        draft_sources.with_overrides(edits)
-    except ValueError as error:
-        raise parameter_error("overrides", str(error), overrides) from None
-    _check_format("overrides", overrides, OVERRIDES_PATTERN, "eagle:0.8:0.1")
-    # Each source brings its own c; the regime only prices verification (the roofline's c is not used here).
-    chosen = _regime(regime, limits.DEFAULT_C, beta, batch)
-    return sources_out(k_max, chosen, edits)
+def _settings(request: Request) -> Settings:
+    settings = getattr(request.app.state, "settings", None)
+    return settings if isinstance(settings, Settings) else get_settings()
 
 
-# ---------------------------------------------------------------------------
-# Trees
-
-
-@router.get(
-    "/trees", summary="Chains against trees for a budget of drafted tokens", response_model=TreesOut, dependencies=HEAVY
+@router.post(
+    "/calibrate",
+    tags=[ENGINES],
+    response_model=EngineCalibrationOut,
+    dependencies=HEAVY,
+    openapi_extra=CALIBRATE_BODY,
+    responses={422: {"description": "Unknown format, no spec-decode series, counters that go down or disagree."}},
 )
-@in_worker_process
-@with_rules(TREES_RULES)
+@with_rules(CALIBRATE_RULES)
 @takes(
-    inputs.TREE_ACCEPTANCE,
-    inputs.TREE_BUDGET,
-    core_inputs.C,
-    inputs.TREE_REGIME,
-    core_inputs.BETA,
-    core_inputs.COST_BATCH,
-    inputs.TREE_WIDTHS,
+    plan_inputs.K,
+    inputs.CLASS_LABEL,
+    inputs.CYCLES,
+    inputs.URL,
+    inputs.K_MAX,
+    inputs.DRAFT_LENGTHS,
+    plan_inputs.ENGINE_VERSION,
 )
-def get_trees(acceptance: str, budget: int, c: float, regime: str, beta: float, batch: int, widths: str) -> TreesOut:
-    """Chain, fixed-width, most-tokens and best-speedup trees for a budget; bounds; speedup with the tree in the cost.
+async def calibrate_any(
+    request: Request,
+    cost: Cost,
+    k: int | None,
+    label: str,
+    cycles: float | None,
+    url: str | None,
+    k_max: int,
+    draft_lengths: str,
+    engine_version: str | None,
+) -> EngineCalibrationOut | JSONResponse:
+    """Detect the engine's format; infer p with its interval, k, the per-position fit and the i.i.d. test per class."""
+    chosen = cost.priced()
+    checked_engine_version(engine_version)  # its declared bounds; the report's engine checks the rest
+    body = await body_text(request, MAX_EXPOSITION_BYTES)
+    if isinstance(body, JSONResponse):
+        return body
+    if url is not None:
+        if not _settings(request).allow_fetch:
+            raise parameter_error(
+                "url", "this server does not fetch URLs (SPECDEC_ALLOW_FETCH is off): paste the report as the body"
+            )
+        if body.strip():
+            raise parameter_error("url", "give either a body or url=, not both")
+        try:
+            body = await run_in_threadpool(fetch_text, url)
+        except FetchError as error:
+            raise parameter_error("url", str(error)) from None
+    lengths = _draft_lengths(draft_lengths)
+    return await run_in_threadpool(_calibrate, body, chosen, k_max, k, label, cycles, lengths, engine_version)
 
-    By default verification is priced by the roofline of the default setup at batch 1 (verification_assumption
-    says what is assumed), so verifying a tree grows with its nodes; c is used by the other regimes.
-    """
-    return trees_report(acceptance, budget, c, regime, beta, batch, widths)
 
-
-def trees_report(acceptance: str, budget: int, c: float, regime: str, beta: float, batch: int, widths: str) -> TreesOut:
-    """GET /trees once its parameters are in range; also the page's first paint."""
-    values = _numbers("acceptance", _text_parameter("acceptance", acceptance), MAX_TREE_WIDTH)
-    if not values:
-        raise parameter_error("acceptance", "needs at least one probability, e.g. 0.6,0.2,0.1", acceptance)
+def _calibrate(
+    text: str,
+    chosen: CostRegime,
+    k_max: int,
+    k: int | None,
+    label: str,
+    cycles: float | None,
+    draft_lengths: tuple[int, ...],
+    engine_version: str | None,
+) -> EngineCalibrationOut | JSONResponse:
     try:
-        probabilities = trees.positional_acceptance(values)
-    except ValueError as error:
-        raise parameter_error("acceptance", str(error), acceptance) from None
-    _check_format("acceptance", acceptance, ACCEPTANCE_PATTERN, "0.6,0.2,0.1")
-    width_values = _numbers("widths", _text_parameter("widths", widths, limits.MAX_WIDTHS_TEXT), MAX_TREE_WIDTHS)
-    chosen_widths: list[int] = []
-    for value in width_values:
-        if not value.is_integer() or not 2 <= value <= MAX_TREE_WIDTH:
-            raise parameter_error("widths", f"each width must be an integer from 2 to {MAX_TREE_WIDTH}; got {value:g}")
-        if int(value) not in chosen_widths:
-            chosen_widths.append(int(value))
-    _check_format("widths", widths, WIDTHS_PATTERN, "2,4")
-    chosen = _regime(regime, c, beta, batch)
-    return trees_out(probabilities, budget, chosen, chosen_widths)
+        return calibrate_report(
+            text,
+            chosen,
+            k_max,
+            k=k,
+            label=label,
+            cycles=cycles,
+            draft_lengths=draft_lengths,
+            engine_version=engine_version,
+        ).out
+    except CalibrationError as error:
+        return body_error("body", error.message, error.kind.value)
+    except UnknownVersionError as error:
+        return body_error(
+            "engine_version",
+            f"{error.engine} has no version {error.version!r}; known: {', '.join(error.known)}",
+            "unknown_version",
+        )

@@ -1,20 +1,20 @@
-"""The decision API: calibration, draft sources and trees over HTTP, with the 422 discipline."""
+"""Every /calibrate route but POST /calibrate (app/web/api/routes/calibrate.py) over HTTP, with the 422
+discipline; draft sources and trees are in test_routers_sources.py and test_routers_trees.py."""
 
 from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import calibration, closed_form, draft_sources, trees
+from app.model import calibration, closed_form
 from app.model.regimes import default_setup, linear_verification, roofline_draft_cost, roofline_verification
-from app.web.api.routes.decision import MAX_BODY_BYTES
+from app.web.api.routes.calibrate import MAX_BODY_BYTES
 
 RATE = "/api/v1/calibrate/rate"
 LENGTH = "/api/v1/calibrate/length"
 COUNTERS = "/api/v1/calibrate/counters"
 METRICS = "/api/v1/calibrate/metrics"
 EXAMPLE = "/api/v1/calibrate/example-metrics"
-SOURCES = "/api/v1/draft-sources"
 TREES = "/api/v1/trees"
 
 
@@ -276,98 +276,6 @@ def test_openapi_documents_the_body(client: TestClient) -> None:
     operation = client.get("/openapi.json").json()["paths"][METRICS]["post"]
     assert set(operation["requestBody"]["content"]) == {"text/plain", "application/json"}
     assert operation["requestBody"]["content"]["text/plain"]["schema"]["maxLength"] == calibration.MAX_EXPOSITION_BYTES
-
-
-# ---------------------------------------------------------------------------
-# Draft sources
-
-
-def test_draft_sources(client: TestClient) -> None:
-    body = client.get(SOURCES, params={"k_max": 12}).json()
-    assert {row["id"] for row in body["sources"]} == set(draft_sources.SOURCE_IDS)
-    speedups = [row["best_speedup"] for row in body["sources"]]
-    assert speedups == sorted(speedups, reverse=True)
-    assert body["best_source"] == body["sources"][0]["id"]
-    for row in body["sources"]:
-        assert "arXiv:2401.07851" in row["measurement"]
-        assert len(row["speedups"]) == 13
-        assert row["speedup_at_reference"] == pytest.approx(row["measured_speedup"], rel=1e-9)
-    assert "tokens per unit of the whole cycle's cost" in body["derivation"]
-
-
-def test_draft_source_overrides(client: TestClient) -> None:
-    body = client.get(SOURCES, params={"overrides": "ngram:0.9:0.01"}).json()
-    ngram = next(row for row in body["sources"] if row["id"] == "ngram")
-    assert ngram["edited"] is True and ngram["acceptance"] == 0.9 and ngram["draft_cost"] == 0.01
-    assert body["best_source"] == "ngram"
-
-
-@pytest.mark.parametrize(
-    ("overrides", "fragment"),
-    [("gpt:0.5:0.1", "unknown draft source gpt"), ("eagle:2:0.1", "acceptance of eagle"), ("eagle", "id:acceptance")],
-)
-def test_draft_source_override_errors(client: TestClient, overrides: str, fragment: str) -> None:
-    response = client.get(SOURCES, params={"overrides": overrides})
-    assert response.status_code == 422
-    [item] = response.json()["detail"]
-    assert item["loc"] == ["query", "overrides"] and fragment in item["msg"]
-
-
-# ---------------------------------------------------------------------------
-# Trees
-
-
-def test_trees(client: TestClient) -> None:
-    params = {"acceptance": "0.6,0.2,0.1", "budget": 32, "c": 0.05, "widths": "2,3", "regime": "memory-bound"}
-    body = client.get(TREES, params=params).json()
-    names = [family["name"] for family in body["families"]]
-    assert names == [
-        "chain",
-        "2-ary tree",
-        "2 independent sequences",
-        "3-ary tree",
-        "3 independent sequences",
-        "best-speedup tree",
-    ]
-    assert body["chain_bound"] == pytest.approx(2.5)
-    assert body["binary_tree_bound"] == pytest.approx(5.0)
-    optimal = trees.optimal_tree_values((0.6, 0.2, 0.1), 32)
-    assert body["optimal_values"] == pytest.approx(list(optimal))
-    chain = body["families"][0]
-    assert chain["values"][10] == pytest.approx(closed_form.expected_tokens(0.6, 10))
-    assert chain["speedups"][10] == pytest.approx(closed_form.speedup(0.6, 10, 0.05))
-    for family in body["families"]:
-        assert all(o >= v - 1e-12 for o, v in zip(body["optimal_values"], family["values"], strict=True))
-    shape = body["optimal_shape"]
-    assert len(shape["parents"]) == body["best_budget"]
-
-
-def test_largest_tree_request_is_served(client: TestClient) -> None:
-    params = {"acceptance": ",".join(["0.06"] * 16), "budget": trees.MAX_TREE_BUDGET, "widths": "2,4,8,16"}
-    response = client.get(TREES, params=params)
-    assert response.status_code == 200
-    assert len(response.json()["optimal_values"]) == trees.MAX_TREE_BUDGET + 1
-
-
-@pytest.mark.parametrize(
-    ("params", "name", "fragment"),
-    [
-        ({"acceptance": "0.2,0.5"}, "acceptance", "must not increase"),
-        ({"acceptance": "0.7,0.6"}, "acceptance", "sum to at most 1"),
-        ({"acceptance": ""}, "acceptance", "at least one"),
-        ({"acceptance": "a,b"}, "acceptance", "comma-separated numbers"),
-        ({"acceptance": "inf"}, "acceptance", "finite"),
-        ({"acceptance": ",".join(["0.01"] * 17)}, "acceptance", "at most 16"),
-        ({"budget": 257}, "budget", "from 0 to 256"),
-        ({"widths": "1"}, "widths", "from 2 to 16"),
-        ({"widths": "2.5"}, "widths", "integer"),
-        ({"widths": "2,3,4,5,6"}, "widths", "at most 4"),
-    ],
-)
-def test_trees_422(client: TestClient, params: dict[str, object], name: str, fragment: str) -> None:
-    response = client.get(TREES, params=params)
-    assert response.status_code == 422
-    assert any(message.startswith(name) and fragment in message for message in messages(response)), messages(response)
 
 
 def test_responses_are_json_serialisable_without_nan(client: TestClient) -> None:

@@ -1,0 +1,48 @@
+"""Parameters written as text (lists of numbers, edits) and the regime named in a query: their length cap, their
+numbers, the pattern their schema declares; shared by the calibrate, sources and trees routers."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from app.model.regimes import REGIME_NAMES as regime_names
+from app.service import decision_inputs as inputs
+from app.service.decision import CostRegime, cost_regime
+from app.web.core.errors import parameter_error
+
+MAX_TEXT_PARAMETER = inputs.MAX_TEXT
+REGIME_NAMES = list(regime_names)
+
+
+def check_format(name: str, text: str, pattern: str, example: str) -> None:
+    """The catch-all behind the detailed checks: the value matches the pattern its schema declares."""
+    if not re.fullmatch(pattern, text):
+        raise parameter_error(name, f"must match the pattern {pattern} (for example {example!r}); got {text!r}", text)
+
+
+def chosen_regime(regime: str, c: float, beta: float, batch: int) -> CostRegime:
+    if regime not in REGIME_NAMES:
+        raise parameter_error("regime", f"must be one of {', '.join(REGIME_NAMES)}; got {regime!r}", regime)
+    return cost_regime(regime, c, beta=beta, batch=batch)
+
+
+def text_parameter(name: str, text: str, limit: int = MAX_TEXT_PARAMETER) -> str:
+    if len(text) > limit:
+        raise parameter_error(name, f"must be at most {limit:,} characters; got {len(text):,}", text)
+    return text
+
+
+def numbers(name: str, text: str, limit: int) -> list[float]:
+    values = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            value = float(item)
+        except ValueError:
+            raise parameter_error(name, f"must be comma-separated numbers; got {item!r}", text) from None
+        if not math.isfinite(value):
+            raise parameter_error(name, f"must hold finite numbers; got {item!r}", text)
+        values.append(value)
+    if len(values) > limit:
+        raise parameter_error(name, f"takes at most {limit} numbers; got {len(values)}", text)
+    return values
