@@ -26,7 +26,7 @@ VLLM_SPECULATIVE_2025 = "vllm/config/speculative.py @ f19b16d95e43"
 VLLM_DP = "vllm/config/vllm.py @ 000fc94b754f"
 TRTLLM_UTILS = "tensorrt_llm/_torch/speculative/utils.py (PR #10860; the stored version with its docstring example)"
 TRTLLM_ARGS = "tensorrt_llm/llmapi/llm_args.py @ 0004396720054f"
-TRTLLM_DRAFTER = "tensorrt_llm/_torch/speculative/drafter.py @ 1ff19bbc84ad"
+TRTLLM_DRAFTER = "tensorrt_llm/_torch/speculative/drafter.py @ 83ab45a50d16"
 TRTLLM_INTERFACE = "tensorrt_llm/_torch/speculative/interface.py @ 00b6d5a25c30"
 TRTLLM_AUTO = "tensorrt_llm/_torch/speculative/auto_heuristic.py @ f00d21a3c099"
 SGLANG_FIELDS = "python/sglang/srt/arg_groups/fields/spec.py @ 015c872628e3"
@@ -181,10 +181,13 @@ def trtllm(exported: Exported, batches: int) -> tuple[int, ...]:
     runs = []
     for batch in range(1, batches + 1):
         if kind == "NGram":
-            # the Drafter: should_use_spec_decode (TRTLLM_DRAFTER) drafts while the requests are at most
-            # max_concurrency; the schedule, where given, by the Drafter's own lookup
+            # the Drafter: should_use_spec_decode (TRTLLM_DRAFTER) drafts while num_effective_requests =
+            # min(len(requests), max_batch_size, token_cap) is at most max_concurrency; token_cap =
+            # max_num_tokens // (1 + max_total_draft_tokens) is not modelled (these configs name no max_num_tokens;
+            # the reading holds while batch * (1 + k) fits in it); the schedule, where given, by the Drafter's lookup
             concurrency = spec.get("max_concurrency")
-            if concurrency is not None and batch > int(concurrency):
+            effective = min(batch, int(document.get("max_batch_size", batch)))
+            if concurrency is not None and effective > int(concurrency):
                 runs.append(0)
             elif schedule:
                 runs.append(_drafter_length(schedule, batch))

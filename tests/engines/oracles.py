@@ -347,13 +347,17 @@ ORACLES: tuple[Oracle, ...] = (
         7,
         runs=(5, 5, 5, 4, 3, 2, 1),
     ),
-    # drafter.py should_use_spec_decode @ 1ff19bbc84ad (the stored commit read; 83ab45a50d16, cited before, is not
-    # in the store): speculation while the requests are at most max_concurrency, none above
+    # drafter.py should_use_spec_decode, two stored versions read: @ 83ab45a50d16 (the one the store lists)
+    # `num_effective_requests = min(len(requests), max_batch_size, token_cap)` then
+    # `return num_effective_requests <= self.max_concurrency`, token_cap = max_num_tokens // (1 +
+    # max_total_draft_tokens); the older @ 1ff19bbc84ad `return len(requests) <= self.max_concurrency`.  Both give
+    # speculation while the requests are at most max_concurrency, none above, at batches within max_batch_size
+    # (64 here) and the token cap
     Oracle(
         "trtllm",
         ("2025-10", "2026-03", "2026-09"),
         "engine's source",
-        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/drafter.py @ 1ff19bbc84ad (should_use_spec_decode)",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/drafter.py @ 83ab45a50d16 (should_use_spec_decode)",
         _trtllm({"decoding_type": "NGram", "max_draft_len": 4, "max_concurrency": 2}),
         4,
         runs=(4, 4, 0, 0),

@@ -296,7 +296,8 @@ def test_iteration_stats_whose_requests_drafted_different_lengths_ask_for_k() ->
 
 
 def test_ngram_max_concurrency_drafts_up_to_it_and_not_above() -> None:
-    # drafter.py @ 83ab45a50d16 should_use_spec_decode: num_effective_requests <= self.max_concurrency
+    # drafter.py @ 83ab45a50d16 should_use_spec_decode: num_effective_requests (the requests, capped by
+    # max_batch_size and the token cap) <= self.max_concurrency; @ 1ff19bbc84ad, older: len(requests) <= it
     config = {"decoding_type": "NGram", "max_draft_len": 5, "max_concurrency": 3}
     assert trtllm.read_config(_yaml(config), NEWEST, 5) == [5, 5, 5, 0, 0]
     assert trtllm.read_config(_yaml(config), OLDEST, 5) == [5, 5, 5, 0, 0]

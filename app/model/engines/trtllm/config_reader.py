@@ -136,8 +136,9 @@ def read_config(exported: base.Exported, version: base.EngineVersion, batch_limi
     _check_tree(config, version, where)
     assert isinstance(max_draft, int)
     if concurrency is not None:
-        # drafter.py should_use_spec_decode (@ 1ff19bbc per issue 23; the stored versions read say the same):
-        # `return len(requests) <= self.max_concurrency`: k up to max_concurrency, none above
+        # drafter.py @ 83ab45a50d16 should_use_spec_decode: `num_effective_requests <= self.max_concurrency`, the
+        # requests capped by max_batch_size (>= batch_limit, checked above) and max_num_tokens // (1 + k); the older
+        # @ 1ff19bbc84ad `len(requests) <= self.max_concurrency`: k up to max_concurrency, none above
         return [max_draft if batch <= concurrency else 0 for batch in range(1, batch_limit + 1)]
     if schedule is None:
         return [max_draft] * batch_limit
