@@ -440,7 +440,7 @@ ORACLES: tuple[Oracle, ...] = (
     # speculative_hook.py: with topk 1, num_draft_tokens is forced to steps + 1, so the k run is the steps
     Oracle(
         "sglang",
-        ("2026-03", "2026-05"),
+        ("2026-03", "2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87",
         _flags(
@@ -462,7 +462,7 @@ ORACLES: tuple[Oracle, ...] = (
     # its tier is chosen, so batch 5 runs the tier of batch 8
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "published example",
         "sgl-project/sglang python/sglang/srt/speculative/adaptive_step_router.py @ a12239f6ac74 (PR #24055)",
         Exported(
@@ -491,7 +491,7 @@ ORACLES: tuple[Oracle, ...] = (
     # tokens), steps and topk forced to 1, so a block of 8 drafts 7 tokens at every batch
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
         _flags(
@@ -507,7 +507,7 @@ ORACLES: tuple[Oracle, ...] = (
     ),
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
         _flags(
@@ -526,7 +526,7 @@ ORACLES: tuple[Oracle, ...] = (
     # _handle_dspark: "Draft block size gamma (number of proposed draft tokens). The verify window is gamma + 1"
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dspark)",
         _flags(
@@ -544,7 +544,7 @@ ORACLES: tuple[Oracle, ...] = (
     # --speculative-num-draft-tokens the linear verify width (the verified token and Q - 1 drafts)
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
         "commit not named by the store; fields/spec.py @ 015c872628e3 lists UNO)",
@@ -563,7 +563,7 @@ ORACLES: tuple[Oracle, ...] = (
     ),
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
         "commit not named by the store; fields/spec.py @ 015c872628e3 lists UNO)",
@@ -574,7 +574,7 @@ ORACLES: tuple[Oracle, ...] = (
     # _handle_dflash: "DFLASH speculative decoding requires setting --speculative-draft-model-path."
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
         _flags("--speculative-algorithm", "DFLASH", "--speculative-dflash-block-size", "8"),
@@ -584,7 +584,7 @@ ORACLES: tuple[Oracle, ...] = (
     # _handle_dspark: "DSpark speculative_num_draft_tokens must equal gamma + 1"
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dspark)",
         _flags(
@@ -603,7 +603,7 @@ ORACLES: tuple[Oracle, ...] = (
     # _handle_uno: "UNO requires --uno-lora-path."
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
         "commit not named by the store)",
@@ -614,7 +614,7 @@ ORACLES: tuple[Oracle, ...] = (
     # ServerArgs' argument parser, built from the Spec namespace's fields, refuses a flag it does not declare
     Oracle(
         "sglang",
-        ("2026-03", "2026-05"),
+        ("2026-03", "2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/fields/spec.py @ 015c872628e3 (argparse)",
         _flags("--speculative-algorithm", "EAGLE", "--speculative-num-stepz", "3"),

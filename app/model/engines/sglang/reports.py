@@ -143,21 +143,31 @@ def _read_server_info(text: str, payload: Any, options: reports.ReadOptions) -> 
     return [_versioned(measurement, "2026-05", options)]
 
 
-# The per-request counts SGLang returns: /generate's meta_info and, with return_spec_tokens_details (PR #33518), the
-# OpenAI endpoints' sglext.spec_tokens_details.  tokenizer_manager_components/spec_decoding_meta.py
-# (fill_spec_decoding_meta, sgl-project/sglang, stored version listed at 9155cf0e6eff): spec_verify_ct verifications,
+# The per-request counts SGLang returns (versions.REQUEST_META, versions.SPEC_TOKENS_DETAILS): /generate's meta_info
+# (TokenizerManager._calculate_spec_decoding_metrics under PR #24081's names: spec_verify_ct verifications,
 # spec_num_correct_drafts accepted draft tokens, spec_num_proposed_drafts = spec_verify_ct *
-# (speculative_num_draft_tokens - 1), and spec_correct_drafts_histogram[j] = verifications that accepted exactly j.
+# (speculative_num_draft_tokens - 1), spec_correct_drafts_histogram[j] = verifications that accepted exactly j) and,
+# since PR #33518, the OpenAI endpoints' response-level sglext.spec_tokens_details for a request that sent
+# return_spec_tokens_details: the same counts (spec_tokens_details_from_meta_info), one object for n = 1 and a list
+# in choice order for n > 1 (serving_chat.py, serving_completions.py; read in the sglang 0.5.23 package).
 REQUEST_KEYS = ("spec_verify_ct", "spec_num_correct_drafts", "spec_num_proposed_drafts")
 
 
-def _request_counts(item: Any) -> Mapping[str, Any] | None:
+def _request_counts(item: Any) -> list[tuple[Mapping[str, Any], bool]]:
+    """The count mappings of one response (meta_info, or each entry of sglext.spec_tokens_details), and whether each
+    came from sglext."""
     if not isinstance(item, Mapping):
-        return None
-    for candidate in (item.get("meta_info"), (item.get("sglext") or {}).get("spec_tokens_details"), item):
-        if isinstance(candidate, Mapping) and "spec_verify_ct" in candidate:
-            return candidate
-    return None
+        return []
+    meta = item.get("meta_info")
+    if isinstance(meta, Mapping) and "spec_verify_ct" in meta:
+        return [(meta, False)]
+    sglext = item.get("sglext")
+    details = sglext.get("spec_tokens_details") if isinstance(sglext, Mapping) else None
+    if isinstance(details, Mapping):
+        details = [details]
+    if isinstance(details, list):
+        return [(entry, True) for entry in details if isinstance(entry, Mapping) and "spec_verify_ct" in entry]
+    return [(item, False)] if "spec_verify_ct" in item else []
 
 
 def _detect_requests(text: str, payload: Any) -> bool:
@@ -175,10 +185,12 @@ def _read_requests(text: str, payload: Any, options: reports.ReadOptions) -> lis
     cycles = accepted = proposed = 0.0
     histograms: list[list[float]] = []
     used = without_histogram = 0
-    for index, item in enumerate(items):
-        counts = _request_counts(item)
-        if counts is None or not counts.get("spec_verify_ct"):
+    from_sglext = False
+    entries = [(counts, sglext) for item in items for counts, sglext in _request_counts(item)]
+    for index, (counts, sglext) in enumerate(entries):
+        if not counts.get("spec_verify_ct"):
             continue
+        from_sglext = from_sglext or sglext
         missing = [key for key in REQUEST_KEYS if key not in counts]
         if missing:
             raise fail(ErrorKind.MISSING_COUNTER, f"SGLang: response {index} has spec_verify_ct but no {missing[0]}")
@@ -230,16 +242,21 @@ def _read_requests(text: str, payload: Any, options: reports.ReadOptions) -> lis
     elif histograms:
         notes.append(f"{without_histogram} responses carry no spec_correct_drafts_histogram: no per-position counts")
     totals = (cycles, proposed, accepted)
-    return reports.single_class(NAME, "sglang-request", options, totals, k, source, notes, per_position, "2026-05")
+    # meta_info's names are 2026-05's (PR #24081); sglext.spec_tokens_details came with PR #33518 (2026-08)
+    version = "2026-08" if from_sglext else "2026-05"
+    if from_sglext:
+        notes.append("read from sglext.spec_tokens_details (the request sent return_spec_tokens_details)")
+    return reports.single_class(NAME, "sglang-request", options, totals, k, source, notes, per_position, version)
 
 
 REPORTS = (
     reports.ReportFormat(
         "sglang-request",
         NAME,
-        "SGLang responses: /generate meta_info or sglext.spec_tokens_details (spec_verify_ct, "
+        "SGLang responses: /generate meta_info, or the OpenAI endpoints' sglext.spec_tokens_details, which SGLang "
+        'returns only to a request that sends "return_spec_tokens_details": true (PR #33518) (spec_verify_ct, '
         "spec_num_correct_drafts, spec_num_proposed_drafts, spec_correct_drafts_histogram)",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         _detect_requests,
         _read_requests,
     ),
@@ -247,7 +264,7 @@ REPORTS = (
         "sglang-server-info",
         NAME,
         "SGLang /server_info JSON: avg_spec_accept_length in internal_states",
-        ("2026-03", "2026-05"),
+        ("2026-03", "2026-05", "2026-08"),
         _detect_server_info,
         _read_server_info,
     ),
@@ -255,7 +272,7 @@ REPORTS = (
         "sglang-metrics",
         NAME,
         "SGLang /metrics (Prometheus text): spec_accept_length, spec_num_steps gauges, spec_verify_calls_total",
-        ("2026-03", "2026-05"),
+        ("2026-03", "2026-05", "2026-08"),
         _detect_metrics,
         _read_metrics,
     ),
