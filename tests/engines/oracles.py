@@ -410,6 +410,50 @@ ORACLES: tuple[Oracle, ...] = (
         2,
         runs=(3, 3),
     ),
+    # eagle3_one_model: false where the two-model path exists: utils.py @ 011d0933dcb5 get_spec_drafter gives EAGLE3 a
+    # ModelDrafter, built with the config's draft_len_schedule (model_drafter.py @ 029c15cbff10); the executor sets
+    # each step's draft length by the Drafter's get_draft_len_for_batch_size, "the largest threshold <= batch_size"
+    # (drafter.py, every stored version with a schedule).  interface.py @ 00b6d5a25c30 support_dynamic_draft_len
+    # leaves EAGLE3 out, which keeps it off the one-model lookup, not off the schedule
+    Oracle(
+        "trtllm",
+        ("2025-10", "2026-03"),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/utils.py @ 011d0933dcb5 (get_spec_drafter: ModelDrafter "
+        "for is_eagle3) and drafter.py's lookup",
+        _trtllm(
+            {
+                "decoding_type": "Eagle3",
+                "speculative_model": "d",
+                "max_draft_len": 3,
+                "eagle3_one_model": False,
+                "draft_len_schedule": {1: 3, 3: 2, 5: 0},
+            }
+        ),
+        6,
+        runs=(3, 3, 2, 2, 0, 0),
+    ),
+    # llm_args.py @ 0004396720054f validate_eagle_config: eagle3_one_model false "is deprecated and ignored; falling
+    # back to eagle3_one_model=True" (PR #18721): EAGLE3_ONE_MODEL, in support_dynamic_draft_len, so the one-model
+    # lookup (the first key >= batch, 0 above the last)
+    Oracle(
+        "trtllm",
+        ("2026-09",),
+        "validator",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (EagleDecodingConfig."
+        "validate_eagle_config: eagle3_one_model false ignored)",
+        _trtllm(
+            {
+                "decoding_type": "Eagle3",
+                "speculative_model": "d",
+                "max_draft_len": 3,
+                "eagle3_one_model": False,
+                "draft_len_schedule": {1: 3, 3: 2, 5: 0},
+            }
+        ),
+        6,
+        runs=(3, 2, 2, 0, 0, 0),
+    ),
     # AutoDecodingConfig (llm_args.py @ 0004396720054f) becomes suggest_spec_config(max_batch_size)
     # (_torch/speculative/auto_heuristic.py @ f00d21a3c099): NGram, max_draft_len 3 above max_batch_size 4,
     # max_concurrency 32

@@ -329,6 +329,54 @@ def test_valid_keys_of_llm_args_are_taken(extra: dict[str, Any]) -> None:
     assert trtllm.read_config(_yaml({"max_draft_len": 3, **extra}), NEWEST, 2) == [3, 3]
 
 
+# The two-model path: utils.py @ 011d0933dcb5 get_spec_drafter gives EAGLE3 and MTP_EAGLE a ModelDrafter, built with the
+# config's draft_len_schedule (model_drafter.py @ 029c15cbff10), whose lookup (drafter.py: the largest key <= batch)
+# the executor applies; interface.py @ 00b6d5a25c30 support_dynamic_draft_len leaving them out keeps them off the
+# one-model lookup only.  llm_args.py @ 0004396720054f (2026-09) ignores the switches and sets them back to true.
+TWO_MODEL_SCHEDULE = {1: 3, 3: 2, 5: 0}
+MIDDLE = engines.version("trtllm", "2026-03")
+
+
+def test_two_model_eagle3_runs_the_drafters_lookup_where_the_path_exists() -> None:
+    config = {"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 3}
+    scheduled = {**config, "draft_len_schedule": TWO_MODEL_SCHEDULE}
+    two_model = _yaml({**scheduled, "eagle3_one_model": False})
+    assert trtllm.read_config(two_model, MIDDLE, 6) == [3, 3, 2, 2, 0, 0]
+    assert trtllm.read_config(_yaml(scheduled), MIDDLE, 6) == [3, 2, 2, 0, 0, 0]  # the one-model path
+    assert trtllm.read_config(two_model, NEWEST, 6) == [3, 2, 2, 0, 0, 0]  # false ignored: one-model
+    assert trtllm.read_config(two_model, OLDEST, 6) == [3, 3, 2, 2, 0, 0]  # 2025-10: the Drafter's lookup throughout
+    # max_concurrency alone: both paths draft up to it and not above
+    capped = _yaml({**config, "eagle3_one_model": False, "max_concurrency": 2})
+    assert trtllm.read_config(capped, MIDDLE, 4) == [3, 3, 0, 0]
+
+
+def test_two_model_mtp_depends_on_the_checkpoint_and_says_so() -> None:
+    # MTPDecodingConfig.spec_dec_mode: MTP_EAGLE (two-model) only for a one-layer checkpoint without use_mtp_vanilla
+    config = {"decoding_type": "MTP", "max_draft_len": 3, "draft_len_schedule": TWO_MODEL_SCHEDULE}
+    with pytest.raises(ConfigRuleError, match=r"checkpoint's MTP layer count.*differ at batches 2, 4"):
+        trtllm.read_config(_yaml({**config, "mtp_eagle_one_model": False}), MIDDLE, 6)
+    vanilla = _yaml({**config, "mtp_eagle_one_model": False, "use_mtp_vanilla": True})
+    assert trtllm.read_config(vanilla, MIDDLE, 6) == [3, 2, 2, 0, 0, 0]
+    assert trtllm.read_config(_yaml({**config, "mtp_eagle_one_model": False}), NEWEST, 6) == [3, 2, 2, 0, 0, 0]
+    # without a schedule both paths run max_draft_len: nothing depends on the checkpoint
+    plain = {"decoding_type": "MTP", "max_draft_len": 3, "mtp_eagle_one_model": False}
+    assert trtllm.read_config(_yaml(plain), MIDDLE, 3) == [3, 3, 3]
+
+
+@pytest.mark.parametrize("method", ["Eagle3", "MTP"])
+def test_the_writer_writes_the_one_model_path_and_says_what_the_two_model_switch_would_do(method: str) -> None:
+    for version, warned in (("2025-10", False), ("2026-03", True), ("2026-09", False)):
+        result = engine_config.export(
+            "trtllm", [3, 3, 2, 2, 0, 0], [], 6, method=method, draft_path="d", version=version
+        ).exported
+        assert result.config is not None
+        spec = result.config["speculative_config"]
+        assert "eagle3_one_model" not in spec and "mtp_eagle_one_model" not in spec
+        assert any("two-model Drafter" in note for note in result.notes) == warned, version
+        # read back as TensorRT-LLM reads it (the one-model path, the switch at its default)
+        assert trtllm.read_config(result, engines.version("trtllm", version), 6) == [3, 3, 2, 2, 0, 0]
+
+
 def test_auto_runs_the_engines_own_ngram_choice() -> None:
     # AutoDecodingConfig -> auto_heuristic.py @ f00d21a3c099 suggest_spec_config(max_batch_size)
     assert trtllm.read_config(_yaml({"decoding_type": "AUTO"}, max_batch_size=4), NEWEST, 4) == [5, 5, 5, 5]

@@ -14,7 +14,7 @@ from app.model.engines.trtllm.methods import (
     STATIC_TYPES,
     decoding_type,
 )
-from app.model.engines.trtllm.versions import LATE_FIRST_KEY, STATIC_TREES, UPPER_BOUND_KEYS
+from app.model.engines.trtllm.versions import LATE_FIRST_KEY, STATIC_TREES, TWO_MODEL, UPPER_BOUND_KEYS
 
 TREE = base.TreeFormat(STATIC_TREES, lambda paths: paths)  # eagle_choices: the paths as they are (a list of lists)
 
@@ -58,6 +58,15 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         else "a key is the last batch of its range; batches above the last key run without speculation"
     )
     notes.append(f"draft_len_schedule for {version.name}: {meaning}")
+    if not old_lookup and version.can(TWO_MODEL) and kind in ("Eagle", "Eagle3", "MTP"):
+        # written for the one-model path (eagle3_one_model / mtp_eagle_one_model left at their default, true);
+        # the two-model path runs the Drafter's lookup (versions.TWO_MODEL_DRAFTER), which reads these keys otherwise
+        switch = "mtp_eagle_one_model" if kind == "MTP" else "eagle3_one_model"
+        notes.append(
+            f"written for the one-model path: keep {switch} true (its default); with {switch}: false "
+            f"TensorRT-LLM {version.name} runs the two-model Drafter, which reads each key as the first batch of its "
+            "range, so this schedule would not run"
+        )
     return _document(request, config, notes, runs, placeholders)
 
 

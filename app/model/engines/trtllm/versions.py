@@ -42,7 +42,7 @@ DRAFTER = base.Source(
     REPOSITORY,
     "tensorrt_llm/_torch/speculative/drafter.py",
     "PR #8194",
-    "Drafter.get_draft_len_for_batch_size: last key <= batch (bisect_right), NGram",
+    "Drafter.get_draft_len_for_batch_size: last key <= batch (bisect_right), NGram and the two-model path",
 )
 
 
@@ -51,6 +51,34 @@ COLLECTOR = base.Source(
     "tensorrt_llm/metrics/collector.py",
     "050f80de",
     "trtllm_spec_decode_* counters (PR #12545), per token_position (PR #12636)",
+)
+
+
+# The two-model path (eagle3_one_model: false, or mtp_eagle_one_model: false on a one-layer MTP checkpoint):
+# interface.py @ 00b6d5a25c30 support_dynamic_draft_len leaves EAGLE3 and MTP_EAGLE out, but that gates only the
+# one-model path's runtime draft length and CUDA graphs.  The two-model modes get a ModelDrafter (utils.py
+# get_spec_drafter: is_draft_target, is_eagle3, is_mtp_eagle), a Drafter built with the config's draft_len_schedule
+# (model_drafter.py), and the executor applies every Drafter's schedule through Drafter.get_draft_len_for_batch_size
+# (py_executor.py, the stored version with that branch; PR #8194 "stage 1" brought it for this path): the last key
+# <= batch, as for NGram.
+TWO_MODEL_DRAFTER = base.Source(
+    REPOSITORY,
+    "tensorrt_llm/_torch/speculative/utils.py",
+    "011d0933dcb5e592f5fa2626beaf42a96324c578",
+    "get_spec_drafter: a ModelDrafter for Draft_Target, Eagle3 and MTP-Eagle on the two-model path; with "
+    "model_drafter.py @ 029c15cbff10 (ModelDrafter passes draft_len_schedule to its Drafter), the schedule runs by the "
+    "Drafter's lookup, not support_dynamic_draft_len's",
+)
+
+
+# llm_args.py @ 0004396720054f EagleDecodingConfig.validate_eagle_config and MTPDecodingConfig
+# log_two_model_deprecation_warning: eagle3_one_model / mtp_eagle_one_model false "is deprecated and ignored;
+# falling back to" true (PR #18721): the one-model path and its lookup
+TWO_MODEL_IGNORED = base.Source(
+    REPOSITORY,
+    "tensorrt_llm/llmapi/llm_args.py",
+    "0004396720054fd8e205cbf616f21f0b57c6b412",
+    "eagle3_one_model and mtp_eagle_one_model false are ignored, set back to true: the one-model path",
 )
 
 
@@ -69,29 +97,32 @@ LATE_FIRST_KEY = "schedule may start above batch 1"  # PR #10860: key 1 no longe
 STATIC_TREES = "eagle_choices"  # static trees; removed by PR #18210 (dynamic trees only)
 
 
+TWO_MODEL = "two-model path"  # eagle3_one_model / mtp_eagle_one_model false run it; PR #18721 made them ignored
+
+
 VERSIONS = (
     base.EngineVersion(
         "2025-10",
         "2025-10",
         "PR #8194 draft_len_schedule (a key holds from that batch on; key 1 required); eagle_choices",
-        (LLM_ARGS_2025, DRAFTER),
+        (LLM_ARGS_2025, DRAFTER, TWO_MODEL_DRAFTER),
         "schedule keys are the first batch of each range",
-        capabilities=frozenset({SCHEDULE_PER_BATCH, STATIC_TREES}),
+        capabilities=frozenset({SCHEDULE_PER_BATCH, STATIC_TREES, TWO_MODEL}),
     ),
     base.EngineVersion(
         "2026-03",
         "2026-03",
         "PR #10860 keys are inclusive upper bounds on the one-model path, 0 above the last; max_concurrency "
         "exclusive; PR #12545 / #12636 Prometheus counters",
-        (LLM_ARGS, SPEC_UTILS, DRAFTER, COLLECTOR),
-        "schedule keys are the last batch of each range",
-        capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY, SCHEDULE_PER_BATCH, STATIC_TREES}),
+        (LLM_ARGS, SPEC_UTILS, DRAFTER, TWO_MODEL_DRAFTER, COLLECTOR),
+        "schedule keys are the last batch of each range (the first, on the two-model path)",
+        capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY, SCHEDULE_PER_BATCH, STATIC_TREES, TWO_MODEL}),
     ),
     base.EngineVersion(
         "2026-09",
         "2026-09",
         "PR #18210 eagle_choices removed (dynamic trees only); PR #18721 two-model path removed",
-        (LLM_ARGS, SPEC_UTILS, DRAFTER, COLLECTOR, EAGLE_CHOICES_REMOVED),
+        (LLM_ARGS, SPEC_UTILS, DRAFTER, COLLECTOR, EAGLE_CHOICES_REMOVED, TWO_MODEL_IGNORED),
         "as 2026-03, without static trees",
         capabilities=frozenset({UPPER_BOUND_KEYS, LATE_FIRST_KEY, SCHEDULE_PER_BATCH}),
     ),
