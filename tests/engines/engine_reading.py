@@ -39,6 +39,13 @@ TRTLLM_DRAFTER_SCHEDULE = "tensorrt_llm/_torch/speculative/drafter.py (PR #8194;
 # (draft as submodule) or the two-model implementation" (stored versions up to PR #18721; commit not named by the
 # store); TRTLLM_ARGS (@ 0004396720054f) has validate_eagle_config set it back to true, "deprecated and ignored"
 TRTLLM_TWO_MODEL_VERSIONS = ("2025-10", "2026-03")
+# before PR #10860 the schedule runs only through a Drafter: py_executor.py _prepare_and_schedule_batch sets the draft
+# length from draft_len_schedule only `if self.drafter is not None` (the stored version with PR #8194's branch; commit
+# not named by the store), and utils.py get_spec_drafter of that era gives a Drafter to NGram, Draft_Target and the
+# two-model Eagle3 / MTP-Eagle only (commit not named by the store); PR #8194's test_draft_len_schedule.py: "Not
+# covered in Stage 1: ChainDrafter/Eagle3 static loops"
+TRTLLM_STAGE_ONE = "tensorrt_llm/_torch/pyexecutor/py_executor.py (PR #8194's _prepare_and_schedule_batch)"
+TRTLLM_STAGE_ONE_VERSIONS = ("2025-10",)
 SGLANG_FIELDS = "python/sglang/srt/arg_groups/fields/spec.py @ 015c872628e3"
 SGLANG_HOOK = "python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87"
 SGLANG_ROUTER = "python/sglang/srt/speculative/adaptive_step_router.py @ a12239f6ac74"
@@ -206,9 +213,13 @@ def trtllm(exported: Exported, batches: int, versions: Sequence[str] = ()) -> tu
             raise Refused(f"draft_len_schedule[{smallest}] must equal max_draft_len", TRTLLM_ARGS)
         if max(schedule.values()) > k:
             raise Refused("draft_len_schedule: all draft lengths must be <= max_draft_len", TRTLLM_ARGS)
+    stage_one = {version in TRTLLM_STAGE_ONE_VERSIONS for version in versions} or {False}  # none named: the newest
+    if schedule and kind not in ("NGram", "DSpark") and not two_model and len(stage_one) != 1:
+        raise NotModelled("a one-model or Draft_Target schedule read at versions before and after PR #10860 together")
+    drafter_only = stage_one == {True}  # TRTLLM_STAGE_ONE: the one-model path runs no schedule
     runs = []
     for batch in range(1, batches + 1):
-        if kind == "NGram" or two_model:
+        if kind == "NGram" or two_model or (drafter_only and kind == "Draft_Target"):
             # the Drafter (NGram's, or the two-model ModelDrafter: TRTLLM_TWO_MODEL): should_use_spec_decode
             # (TRTLLM_DRAFTER) drafts while num_effective_requests = min(len(requests), max_batch_size, token_cap)
             # is at most max_concurrency; token_cap =
@@ -222,8 +233,9 @@ def trtllm(exported: Exported, batches: int, versions: Sequence[str] = ()) -> tu
                 runs.append(_drafter_length(schedule, batch))  # TRTLLM_DRAFTER_SCHEDULE
             else:
                 runs.append(k)
-        elif kind == "DSpark" or not schedule:
-            # support_dynamic_draft_len (TRTLLM_INTERFACE) leaves DSpark out: its static max_draft_len runs
+        elif kind == "DSpark" or not schedule or drafter_only:
+            # support_dynamic_draft_len (TRTLLM_INTERFACE) leaves DSpark out: its static max_draft_len runs; before
+            # PR #10860 (TRTLLM_STAGE_ONE) so does every one-model type
             runs.append(k)
         else:
             runs.append(_one_model_length(schedule, batch))

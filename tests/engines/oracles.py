@@ -433,6 +433,54 @@ ORACLES: tuple[Oracle, ...] = (
         6,
         runs=(3, 3, 2, 2, 0, 0),
     ),
+    # the one-model path before PR #10860: PR #8194's tests/unittest/_torch/speculative/test_draft_len_schedule.py
+    # (the stored version with its Stage 1 docstring; commit not named by the store): "Stage 1 covers: NGramDrafter
+    # with dynamic draft_len, ModelDrafter (2-model) with dynamic draft_len ... Not covered in Stage 1:
+    # ChainDrafter/Eagle3 static loops"; py_executor.py of that era (commit not named by the store) sets the draft
+    # length from draft_len_schedule only `if self.drafter is not None`, and get_spec_drafter gives no Drafter to
+    # EAGLE3_ONE_MODEL (eagle3_one_model defaults to true): the schedule is validated, then max_draft_len runs at every
+    # batch.  PR #10860's description: it "adds support for dynamic draft length ... in the one-model speculative
+    # decoding path"
+    Oracle(
+        "trtllm",
+        ("2025-10",),
+        "engine's test",
+        "NVIDIA/TensorRT-LLM tests/unittest/_torch/speculative/test_draft_len_schedule.py (PR #8194's Stage 1 "
+        "docstring; commit not named by the store) and pyexecutor/py_executor.py _prepare_and_schedule_batch (the "
+        "schedule only through self.drafter)",
+        _trtllm(
+            {
+                "decoding_type": "Eagle3",
+                "speculative_model": "d",
+                "max_draft_len": 3,
+                "draft_len_schedule": {1: 3, 3: 2, 5: 0},
+            }
+        ),
+        6,
+        runs=(3,) * 6,
+    ),
+    # vanilla MTP on the merged source: interface.py @ 00b6d5a25c30 support_dynamic_draft_len returns
+    # is_mtp_one_model() or ..., and is_mtp_one_model() covers SpeculativeDecodingMode.MTP ("Union: covers vanilla MTP
+    # and MTP_EAGLE_ONE_MODEL"), so use_mtp_vanilla runs the one-model lookup.  The opt-out
+    # (test_min_runtime_draft_len.py @ 011d0933dcb5 test_vanilla_mtp_opts_out_of_dynamic_draft_len) is PR #16888's
+    # branch, open: versions.WATCHED
+    Oracle(
+        "trtllm",
+        ("2026-09",),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/interface.py @ 00b6d5a25c30 (support_dynamic_draft_len, "
+        "is_mtp_one_model)",
+        _trtllm(
+            {
+                "decoding_type": "MTP",
+                "max_draft_len": 3,
+                "use_mtp_vanilla": True,
+                "draft_len_schedule": {2: 3, 4: 1},
+            }
+        ),
+        6,
+        runs=(3, 3, 1, 1, 0, 0),
+    ),
     # llm_args.py @ 0004396720054f validate_eagle_config: eagle3_one_model false "is deprecated and ignored; falling
     # back to eagle3_one_model=True" (PR #18721): EAGLE3_ONE_MODEL, in support_dynamic_draft_len, so the one-model
     # lookup (the first key >= batch, 0 above the last)

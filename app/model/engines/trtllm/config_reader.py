@@ -12,11 +12,12 @@ import yaml
 
 from app.model.engines import base
 from app.model.engines.base import ConfigRuleError
-from app.model.engines.trtllm.methods import DECODING_TYPES, DRAFTER_TYPES, NEEDS_MODEL
+from app.model.engines.trtllm.methods import DECODING_TYPES, DRAFTER_TYPES, NEEDS_MODEL, STAGE_ONE_DRAFTER_TYPES
 from app.model.engines.trtllm.versions import (
     LATE_FIRST_KEY,
     LLM_ARGS,
     LLM_ARGS_2025,
+    ONE_MODEL_SCHEDULE,
     STATIC_TREES,
     TWO_MODEL,
     TWO_MODEL_DRAFTER,
@@ -155,10 +156,19 @@ def read_config(exported: base.Exported, version: base.EngineVersion, batch_limi
     checked = _check_schedule(schedule, max_draft, version)
     if kind in STATIC_ONLY:
         return [max_draft] * batch_limit
-    one_model = [_upper_key_lookup(checked, batch) for batch in range(1, batch_limit + 1)]
     drafter = [_from_key_lookup(checked, batch) for batch in range(1, batch_limit + 1)]
-    if not version.can(UPPER_BOUND_KEYS) or kind in DRAFTER_TYPES:
+    if kind in DRAFTER_TYPES or (not version.can(ONE_MODEL_SCHEDULE) and kind in STAGE_ONE_DRAFTER_TYPES):
         return drafter
+    if not version.can(ONE_MODEL_SCHEDULE):
+        # versions.STAGE_ONE_EXECUTOR: the schedule is validated (above) and applied only through a Drafter, which
+        # the one-model path has none of: it runs max_draft_len at every batch
+        one_model = [max_draft] * batch_limit
+        one_model_reads = "max_draft_len at every batch, the schedule unapplied"
+    elif version.can(UPPER_BOUND_KEYS):
+        one_model = [_upper_key_lookup(checked, batch) for batch in range(1, batch_limit + 1)]
+        one_model_reads = "the one-model lookup"
+    else:
+        one_model, one_model_reads = drafter, "the Drafter's lookup"
     path = two_model_path(kind, config, version)
     if path == "two-model":
         return drafter
@@ -166,8 +176,9 @@ def read_config(exported: base.Exported, version: base.EngineVersion, batch_limi
         differ = base.describe_batches(base.differences(drafter, one_model))
         raise ConfigRuleError(
             "mtp_eagle_one_model false: the k depends on the checkpoint's MTP layer count, which the config does not "
-            "hold (one layer: two-model MTP-Eagle, the Drafter's lookup; more: vanilla MTP, the one-model lookup), "
-            f"and the two differ at batches {differ}; set use_mtp_vanilla, or leave mtp_eagle_one_model true",
+            "hold (one layer: two-model MTP-Eagle, the Drafter's lookup; more: vanilla MTP on the one-model path, "
+            f"{one_model_reads}), and the two differ at batches {differ}; set use_mtp_vanilla, or leave "
+            "mtp_eagle_one_model true",
             TWO_MODEL_DRAFTER.cite(),
         )
     return one_model

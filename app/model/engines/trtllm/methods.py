@@ -24,6 +24,14 @@ NEEDS_MODEL = ("Draft_Target", "Eagle", "Eagle3")
 DRAFTER_TYPES = ("NGram",)
 
 
+# Where the one-model path runs no schedule (before PR #10860: versions without ONE_MODEL_SCHEDULE), a
+# draft_len_schedule runs only through a Drafter: utils.py get_spec_drafter of that era gives NGram an NGramDrafter
+# and Draft_Target a ModelDrafter (test_draft_len_schedule.py's Stage 1 drafts with both), and the two-model switches
+# give Eagle3 / MTP-Eagle one (config_reader.two_model_path); every other type is one-model there and runs its
+# max_draft_len at every batch (versions.STAGE_ONE_EXECUTOR).
+STAGE_ONE_DRAFTER_TYPES = ("NGram", "Draft_Target")
+
+
 PLACEHOLDER_MODEL = "<draft model: a path or hub name>"
 
 
