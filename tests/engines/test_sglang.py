@@ -314,6 +314,61 @@ def test_openai_responses_built_by_sglangs_own_code_are_read_as_it_counted() -> 
     assert '"return_spec_tokens_details": true' in described.description and "2026-08" in described.versions
 
 
+CAPTURED_META = Path(__file__).parent / "captured" / "sglang-0.5.10-0.5.12-meta-info.json"
+
+
+@pytest.mark.parametrize(
+    ("release", "names", "version"),
+    [
+        ("0.5.10", ("spec_accept_token_num", "spec_draft_token_num", "spec_accept_histogram"), "2026-03"),
+        ("0.5.11", ("spec_accepted_drafts", "spec_proposed_drafts", "spec_accept_histogram"), "2026-03"),
+        # 0.5.12's flags are still 2026-03's, but its meta_info is 2026-05's: the names cannot tell it from 0.5.13
+        ("0.5.12", ("spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_correct_drafts_histogram"), "2026-05"),
+    ],
+)
+def test_meta_info_of_each_release_is_read_under_its_own_names(
+    release: str, names: tuple[str, str, str], version: str
+) -> None:
+    # tests/engines/capture_sglang_meta.py filled these by TokenizerManager._calculate_spec_decoding_metrics as each
+    # release's package has it (tokenizer_manager.py of sglang 0.5.10, 0.5.11, 0.5.12; 0.5.11's names are those of the
+    # stored tokenizer_manager_components/spec_decoding_meta.py @ 9155cf0e6eff), on the same counts: k = 3, 10 and 25
+    # verifications, 18 and 40 accepted draft tokens, histograms [2, 1, 4, 3] and [5, 6, 8, 6]
+    responses = json.loads(CAPTURED_META.read_text())[release]
+    assert all(name in response["meta_info"] for response in responses for name in names)
+    name, (measurement,) = engine_metrics.read_measurements(json.dumps(responses))
+    assert name == "sglang-request" and measurement.version == version and measurement.k == 3
+    assert (measurement.cycles, measurement.draft_tokens, measurement.accepted) == (35, 105, 58)
+    assert measurement.per_position == (28, 21, 9)  # verifications accepting more than 0, 1, 2 draft tokens
+    assert any(names[0] in note for note in measurement.notes)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
+    # each release's own consistency: its histogram sums to its verifications and its first moment to its accepted
+    broken = [dict(responses[0], meta_info=dict(responses[0]["meta_info"], **{names[2]: [2, 1, 4, 2]}))]
+    with pytest.raises(engine_metrics.EngineFormatError, match=names[2]):
+        engine_metrics.read_measurements(json.dumps(broken))
+    (described,) = [fmt for fmt in sglang.REPORTS if fmt.name == "sglang-request"]
+    assert all(key in described.description for key in names) and version in described.versions
+
+
+def test_meta_info_without_any_releases_counts_names_them_all() -> None:
+    meta = {"spec_verify_ct": 10, "spec_accept_length": 2.8}
+    with pytest.raises(engine_metrics.EngineFormatError) as error:
+        engine_metrics.read_measurements(json.dumps([{"meta_info": meta}]))
+    for name in ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num", "0.5.10", "0.5.11"):
+        assert name in str(error.value)
+    half = {"spec_verify_ct": 10, "spec_accept_token_num": 18}
+    with pytest.raises(engine_metrics.EngineFormatError, match="spec_draft_token_num"):
+        engine_metrics.read_measurements(json.dumps([{"meta_info": half}]))
+
+
+def test_the_older_names_are_a_cited_source_of_the_older_version() -> None:
+    older = engines.version("sglang", "2026-03")
+    (cited,) = [source for source in older.sources if source is sglang_versions.REQUEST_META_OLDER]
+    assert cited.commit.startswith("9155cf0e6eff") and "spec_accept_token_num" in cited.defines
+    assert all(source is not sglang_versions.REQUEST_META_OLDER for source in NEWEST.sources)
+
+
 def test_the_openai_counts_are_a_cited_source_of_their_own_version() -> None:
     newest = engines.version("sglang")
     cited = [source for source in newest.sources if source.commit == "PR #33518"]

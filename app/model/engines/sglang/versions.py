@@ -80,6 +80,25 @@ REQUEST_META = base.Source(
 )
 
 
+# meta_info under its older names, as the releases before PR #24081 wrote it: TokenizerManager.
+# _calculate_spec_decoding_metrics of the sglang 0.5.10 package (PyPI; tokenizer_manager.py built 2026-04-05)
+# writes spec_accept_token_num, spec_draft_token_num, spec_verify_ct and spec_accept_histogram (as does a stored
+# tokenizer_manager.py whose commit the store does not name); that of 0.5.11 (built 2026-05-07) spec_accepted_drafts,
+# spec_proposed_drafts, spec_verify_ct and spec_accept_histogram, the names the stored
+# tokenizer_manager_components/spec_decoding_meta.py @ 9155cf0e6eff fill_spec_decoding_meta writes; 0.5.12 (built
+# 2026-05-16) writes PR #24081's names and keeps 0.5.11's beside them.  The counts are the same in all three: the
+# scheduler adds accept_lens - 1 accepted draft tokens a verification (scheduler_output_processor_mixin.py), the
+# proposed are spec_verify_ct * (speculative_num_draft_tokens - 1).  Those releases have no per-tier adaptive config
+# (PR #24055 is in 0.5.13): SGLang 2026-03.
+REQUEST_META_OLDER = base.Source(
+    REPOSITORY,
+    "python/sglang/srt/managers/tokenizer_manager_components/spec_decoding_meta.py",
+    "9155cf0e6effbca15e163d04907ff1933b684b3a",
+    "meta_info before PR #24081: spec_accepted_drafts, spec_proposed_drafts, spec_accept_histogram (sglang 0.5.11); "
+    "tokenizer_manager.py of sglang 0.5.10: spec_accept_token_num, spec_draft_token_num, spec_accept_histogram",
+)
+
+
 # PR #33518 (opened 2026-08-04, merged): a request that sends return_spec_tokens_details gets the same counts on the
 # OpenAI endpoints; read in the sglang 0.5.23 package (PyPI, 2026-10) and in stored versions of these files whose
 # commit the store does not name
@@ -109,8 +128,8 @@ VERSIONS = (
     base.EngineVersion(
         "2026-03",
         "2026-03",
-        "static --speculative-* flags; accept rate = length / draft tokens",
-        (SERVER_ARGS_2026_03, SPEC_HOOK),
+        "static --speculative-* flags; accept rate = length / draft tokens; meta_info's counts under their older names",
+        (SERVER_ARGS_2026_03, SPEC_HOOK, REQUEST_META_OLDER),
         "one draft length for every batch",
     ),
     base.EngineVersion(
