@@ -105,7 +105,7 @@ def test_devices_can_be_chosen_to_hold_the_batch_asked_for(client: TestClient) -
 
 
 def test_the_contract_fields_stay_and_the_version_and_its_sources_are_said(client: TestClient) -> None:
-    for engine, newest in (("vllm", "2026-08"), ("sglang", "2026-05"), ("trtllm", "2026-09"), ("llamacpp", "b11434")):
+    for engine, newest in (("vllm", "2026-08"), ("sglang", "2026-08"), ("trtllm", "2026-09"), ("llamacpp", "b11434")):
         body = _get(client, engine=engine, p=0.8, draft_path="models/draft")
         assert set(body) >= CONTRACT_FIELDS
         assert body["engine_version"] == newest == body["engine_versions"][-1]

@@ -26,9 +26,26 @@ VLLM_SPECULATIVE_2025 = "vllm/config/speculative.py @ f19b16d95e43"
 VLLM_DP = "vllm/config/vllm.py @ 000fc94b754f"
 TRTLLM_UTILS = "tensorrt_llm/_torch/speculative/utils.py (PR #10860; the stored version with its docstring example)"
 TRTLLM_ARGS = "tensorrt_llm/llmapi/llm_args.py @ 0004396720054f"
-TRTLLM_DRAFTER = "tensorrt_llm/_torch/speculative/drafter.py @ 1ff19bbc84ad"
+TRTLLM_DRAFTER = "tensorrt_llm/_torch/speculative/drafter.py @ 83ab45a50d16"
 TRTLLM_INTERFACE = "tensorrt_llm/_torch/speculative/interface.py @ 00b6d5a25c30"
 TRTLLM_AUTO = "tensorrt_llm/_torch/speculative/auto_heuristic.py @ f00d21a3c099"
+# the two-model path: utils.py @ 011d0933dcb5 get_spec_drafter gives EAGLE3 and MTP_EAGLE a ModelDrafter, which
+# model_drafter.py @ 029c15cbff10 builds with the config's draft_len_schedule; the executor (py_executor.py, the stored
+# version with the branch; commit not named by the store) sets each step's draft length from
+# drafter.get_draft_len_for_batch_size, the Drafter's lookup (TRTLLM_DRAFTER_SCHEDULE)
+TRTLLM_TWO_MODEL = "tensorrt_llm/_torch/speculative/utils.py @ 011d0933dcb5 (get_spec_drafter)"
+TRTLLM_DRAFTER_SCHEDULE = "tensorrt_llm/_torch/speculative/drafter.py (PR #8194; every stored version with a schedule)"
+# where eagle3_one_model false is honoured: llm_args.py's Field "Whether to use the faster one-model implementation
+# (draft as submodule) or the two-model implementation" (stored versions up to PR #18721; commit not named by the
+# store); TRTLLM_ARGS (@ 0004396720054f) has validate_eagle_config set it back to true, "deprecated and ignored"
+TRTLLM_TWO_MODEL_VERSIONS = ("2025-10", "2026-03")
+# before PR #10860 the schedule runs only through a Drafter: py_executor.py _prepare_and_schedule_batch sets the draft
+# length from draft_len_schedule only `if self.drafter is not None` (the stored version with PR #8194's branch; commit
+# not named by the store), and utils.py get_spec_drafter of that era gives a Drafter to NGram, Draft_Target and the
+# two-model Eagle3 / MTP-Eagle only (commit not named by the store); PR #8194's test_draft_len_schedule.py: "Not
+# covered in Stage 1: ChainDrafter/Eagle3 static loops"
+TRTLLM_STAGE_ONE = "tensorrt_llm/_torch/pyexecutor/py_executor.py (PR #8194's _prepare_and_schedule_batch)"
+TRTLLM_STAGE_ONE_VERSIONS = ("2025-10",)
 SGLANG_FIELDS = "python/sglang/srt/arg_groups/fields/spec.py @ 015c872628e3"
 SGLANG_HOOK = "python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87"
 SGLANG_ROUTER = "python/sglang/srt/speculative/adaptive_step_router.py @ a12239f6ac74"
@@ -99,7 +116,7 @@ def _vllm_dense(schedule: Any, max_batch: int, runtime_k: int) -> list[int]:
 _VLLM_MODEL_FREE = ("mtp", "dspark", "ngram", "ngram_gpu", "suffix", "extract_hidden_states")
 
 
-def vllm(exported: Exported, batches: int) -> tuple[int, ...]:
+def vllm(exported: Exported, batches: int, versions: Sequence[str] = ()) -> tuple[int, ...]:
     raw = _flag(exported.flags, "--speculative-config")
     if raw is None:
         raise NotModelled("no --speculative-config")
@@ -156,10 +173,28 @@ def _drafter_length(schedule: Mapping[int, int], batch: int) -> int:
     return schedule[keys[index - 1]] if index else 0
 
 
-def trtllm(exported: Exported, batches: int) -> tuple[int, ...]:
+def _trtllm_two_model(spec: Mapping[str, Any], versions: Sequence[str]) -> bool:
+    """Whether the config runs the two-model path (a ModelDrafter) at every one of these versions."""
+    kind = spec["decoding_type"]
+    if not spec.get("draft_len_schedule"):
+        return False  # without a schedule both paths run max_draft_len (up to max_concurrency)
+    asked = kind in ("Eagle", "Eagle3") and spec.get("eagle3_one_model") is False
+    if kind == "MTP" and spec.get("mtp_eagle_one_model") is False and not spec.get("use_mtp_vanilla"):
+        # MTPDecodingConfig.spec_dec_mode: MTP_EAGLE only where the checkpoint has one MTP layer
+        raise NotModelled("mtp_eagle_one_model false: the path depends on the checkpoint's MTP layer count")
+    if not asked:
+        return False
+    honoured = {version in TRTLLM_TWO_MODEL_VERSIONS for version in versions}
+    if len(honoured) != 1:
+        raise NotModelled("eagle3_one_model false read at versions that do and do not honour it, or at none")
+    return honoured == {True}
+
+
+def trtllm(exported: Exported, batches: int, versions: Sequence[str] = ()) -> tuple[int, ...]:
     document = yaml.safe_load(exported.text)
     spec = dict(document["speculative_config"])
     kind = spec["decoding_type"]
+    two_model = kind != "AUTO" and _trtllm_two_model(spec, versions)
     if kind == "AUTO":
         # AutoDecodingConfig becomes suggest_spec_config(max_batch_size) (TRTLLM_AUTO): NGram with max_concurrency
         # 32, max_draft_len 5 where max_batch_size is at most 4, else 3
@@ -178,20 +213,29 @@ def trtllm(exported: Exported, batches: int) -> tuple[int, ...]:
             raise Refused(f"draft_len_schedule[{smallest}] must equal max_draft_len", TRTLLM_ARGS)
         if max(schedule.values()) > k:
             raise Refused("draft_len_schedule: all draft lengths must be <= max_draft_len", TRTLLM_ARGS)
+    stage_one = {version in TRTLLM_STAGE_ONE_VERSIONS for version in versions} or {False}  # none named: the newest
+    if schedule and kind not in ("NGram", "DSpark") and not two_model and len(stage_one) != 1:
+        raise NotModelled("a one-model or Draft_Target schedule read at versions before and after PR #10860 together")
+    drafter_only = stage_one == {True}  # TRTLLM_STAGE_ONE: the one-model path runs no schedule
     runs = []
     for batch in range(1, batches + 1):
-        if kind == "NGram":
-            # the Drafter: should_use_spec_decode (TRTLLM_DRAFTER) drafts while the requests are at most
-            # max_concurrency; the schedule, where given, by the Drafter's own lookup
+        if kind == "NGram" or two_model or (drafter_only and kind == "Draft_Target"):
+            # the Drafter (NGram's, or the two-model ModelDrafter: TRTLLM_TWO_MODEL): should_use_spec_decode
+            # (TRTLLM_DRAFTER) drafts while num_effective_requests = min(len(requests), max_batch_size, token_cap)
+            # is at most max_concurrency; token_cap =
+            # max_num_tokens // (1 + max_total_draft_tokens) is not modelled (these configs name no max_num_tokens;
+            # the reading holds while batch * (1 + k) fits in it); the schedule, where given, by the Drafter's lookup
             concurrency = spec.get("max_concurrency")
-            if concurrency is not None and batch > int(concurrency):
+            effective = min(batch, int(document.get("max_batch_size", batch)))
+            if concurrency is not None and effective > int(concurrency):
                 runs.append(0)
             elif schedule:
-                runs.append(_drafter_length(schedule, batch))
+                runs.append(_drafter_length(schedule, batch))  # TRTLLM_DRAFTER_SCHEDULE
             else:
                 runs.append(k)
-        elif kind == "DSpark" or not schedule:
-            # support_dynamic_draft_len (TRTLLM_INTERFACE) leaves DSpark out: its static max_draft_len runs
+        elif kind == "DSpark" or not schedule or drafter_only:
+            # support_dynamic_draft_len (TRTLLM_INTERFACE) leaves DSpark out: its static max_draft_len runs; before
+            # PR #10860 (TRTLLM_STAGE_ONE) so does every one-model type
             runs.append(k)
         else:
             runs.append(_one_model_length(schedule, batch))
@@ -282,7 +326,7 @@ def _sglang_block(algorithm: str, args: Mapping[str, Any]) -> int:
     return int(window) - 1
 
 
-def sglang(exported: Exported, batches: int) -> tuple[int, ...]:
+def sglang(exported: Exported, batches: int, versions: Sequence[str] = ()) -> tuple[int, ...]:
     args = _sglang_args(exported.flags)
     algorithm = str(args["--speculative-algorithm"]).upper()
     if algorithm in ("DFLASH", "DSPARK", "UNO"):

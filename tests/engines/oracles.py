@@ -347,13 +347,17 @@ ORACLES: tuple[Oracle, ...] = (
         7,
         runs=(5, 5, 5, 4, 3, 2, 1),
     ),
-    # drafter.py should_use_spec_decode @ 1ff19bbc84ad (the stored commit read; 83ab45a50d16, cited before, is not
-    # in the store): speculation while the requests are at most max_concurrency, none above
+    # drafter.py should_use_spec_decode, two stored versions read: @ 83ab45a50d16 (the one the store lists)
+    # `num_effective_requests = min(len(requests), max_batch_size, token_cap)` then
+    # `return num_effective_requests <= self.max_concurrency`, token_cap = max_num_tokens // (1 +
+    # max_total_draft_tokens); the older @ 1ff19bbc84ad `return len(requests) <= self.max_concurrency`.  Both give
+    # speculation while the requests are at most max_concurrency, none above, at batches within max_batch_size
+    # (64 here) and the token cap
     Oracle(
         "trtllm",
         ("2025-10", "2026-03", "2026-09"),
         "engine's source",
-        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/drafter.py @ 1ff19bbc84ad (should_use_spec_decode)",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/drafter.py @ 83ab45a50d16 (should_use_spec_decode)",
         _trtllm({"decoding_type": "NGram", "max_draft_len": 4, "max_concurrency": 2}),
         4,
         runs=(4, 4, 0, 0),
@@ -406,6 +410,98 @@ ORACLES: tuple[Oracle, ...] = (
         2,
         runs=(3, 3),
     ),
+    # eagle3_one_model: false where the two-model path exists: utils.py @ 011d0933dcb5 get_spec_drafter gives EAGLE3 a
+    # ModelDrafter, built with the config's draft_len_schedule (model_drafter.py @ 029c15cbff10); the executor sets
+    # each step's draft length by the Drafter's get_draft_len_for_batch_size, "the largest threshold <= batch_size"
+    # (drafter.py, every stored version with a schedule).  interface.py @ 00b6d5a25c30 support_dynamic_draft_len
+    # leaves EAGLE3 out, which keeps it off the one-model lookup, not off the schedule
+    Oracle(
+        "trtllm",
+        ("2025-10", "2026-03"),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/utils.py @ 011d0933dcb5 (get_spec_drafter: ModelDrafter "
+        "for is_eagle3) and drafter.py's lookup",
+        _trtllm(
+            {
+                "decoding_type": "Eagle3",
+                "speculative_model": "d",
+                "max_draft_len": 3,
+                "eagle3_one_model": False,
+                "draft_len_schedule": {1: 3, 3: 2, 5: 0},
+            }
+        ),
+        6,
+        runs=(3, 3, 2, 2, 0, 0),
+    ),
+    # the one-model path before PR #10860: PR #8194's tests/unittest/_torch/speculative/test_draft_len_schedule.py
+    # (the stored version with its Stage 1 docstring; commit not named by the store): "Stage 1 covers: NGramDrafter
+    # with dynamic draft_len, ModelDrafter (2-model) with dynamic draft_len ... Not covered in Stage 1:
+    # ChainDrafter/Eagle3 static loops"; py_executor.py of that era (commit not named by the store) sets the draft
+    # length from draft_len_schedule only `if self.drafter is not None`, and get_spec_drafter gives no Drafter to
+    # EAGLE3_ONE_MODEL (eagle3_one_model defaults to true): the schedule is validated, then max_draft_len runs at every
+    # batch.  PR #10860's description: it "adds support for dynamic draft length ... in the one-model speculative
+    # decoding path"
+    Oracle(
+        "trtllm",
+        ("2025-10",),
+        "engine's test",
+        "NVIDIA/TensorRT-LLM tests/unittest/_torch/speculative/test_draft_len_schedule.py (PR #8194's Stage 1 "
+        "docstring; commit not named by the store) and pyexecutor/py_executor.py _prepare_and_schedule_batch (the "
+        "schedule only through self.drafter)",
+        _trtllm(
+            {
+                "decoding_type": "Eagle3",
+                "speculative_model": "d",
+                "max_draft_len": 3,
+                "draft_len_schedule": {1: 3, 3: 2, 5: 0},
+            }
+        ),
+        6,
+        runs=(3,) * 6,
+    ),
+    # vanilla MTP on the merged source: interface.py @ 00b6d5a25c30 support_dynamic_draft_len returns
+    # is_mtp_one_model() or ..., and is_mtp_one_model() covers SpeculativeDecodingMode.MTP ("Union: covers vanilla MTP
+    # and MTP_EAGLE_ONE_MODEL"), so use_mtp_vanilla runs the one-model lookup.  The opt-out
+    # (test_min_runtime_draft_len.py @ 011d0933dcb5 test_vanilla_mtp_opts_out_of_dynamic_draft_len) is PR #16888's
+    # branch, open: versions.WATCHED
+    Oracle(
+        "trtllm",
+        ("2026-09",),
+        "engine's source",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/interface.py @ 00b6d5a25c30 (support_dynamic_draft_len, "
+        "is_mtp_one_model)",
+        _trtllm(
+            {
+                "decoding_type": "MTP",
+                "max_draft_len": 3,
+                "use_mtp_vanilla": True,
+                "draft_len_schedule": {2: 3, 4: 1},
+            }
+        ),
+        6,
+        runs=(3, 3, 1, 1, 0, 0),
+    ),
+    # llm_args.py @ 0004396720054f validate_eagle_config: eagle3_one_model false "is deprecated and ignored; falling
+    # back to eagle3_one_model=True" (PR #18721): EAGLE3_ONE_MODEL, in support_dynamic_draft_len, so the one-model
+    # lookup (the first key >= batch, 0 above the last)
+    Oracle(
+        "trtllm",
+        ("2026-09",),
+        "validator",
+        "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (EagleDecodingConfig."
+        "validate_eagle_config: eagle3_one_model false ignored)",
+        _trtllm(
+            {
+                "decoding_type": "Eagle3",
+                "speculative_model": "d",
+                "max_draft_len": 3,
+                "eagle3_one_model": False,
+                "draft_len_schedule": {1: 3, 3: 2, 5: 0},
+            }
+        ),
+        6,
+        runs=(3, 2, 2, 0, 0, 0),
+    ),
     # AutoDecodingConfig (llm_args.py @ 0004396720054f) becomes suggest_spec_config(max_batch_size)
     # (_torch/speculative/auto_heuristic.py @ f00d21a3c099): NGram, max_draft_len 3 above max_batch_size 4,
     # max_concurrency 32
@@ -436,7 +532,7 @@ ORACLES: tuple[Oracle, ...] = (
     # speculative_hook.py: with topk 1, num_draft_tokens is forced to steps + 1, so the k run is the steps
     Oracle(
         "sglang",
-        ("2026-03", "2026-05"),
+        ("2026-03", "2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87",
         _flags(
@@ -458,7 +554,7 @@ ORACLES: tuple[Oracle, ...] = (
     # its tier is chosen, so batch 5 runs the tier of batch 8
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "published example",
         "sgl-project/sglang python/sglang/srt/speculative/adaptive_step_router.py @ a12239f6ac74 (PR #24055)",
         Exported(
@@ -487,7 +583,7 @@ ORACLES: tuple[Oracle, ...] = (
     # tokens), steps and topk forced to 1, so a block of 8 drafts 7 tokens at every batch
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
         _flags(
@@ -503,7 +599,7 @@ ORACLES: tuple[Oracle, ...] = (
     ),
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
         _flags(
@@ -522,7 +618,7 @@ ORACLES: tuple[Oracle, ...] = (
     # _handle_dspark: "Draft block size gamma (number of proposed draft tokens). The verify window is gamma + 1"
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dspark)",
         _flags(
@@ -540,7 +636,7 @@ ORACLES: tuple[Oracle, ...] = (
     # --speculative-num-draft-tokens the linear verify width (the verified token and Q - 1 drafts)
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
         "commit not named by the store; fields/spec.py @ 015c872628e3 lists UNO)",
@@ -559,7 +655,7 @@ ORACLES: tuple[Oracle, ...] = (
     ),
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
         "commit not named by the store; fields/spec.py @ 015c872628e3 lists UNO)",
@@ -570,7 +666,7 @@ ORACLES: tuple[Oracle, ...] = (
     # _handle_dflash: "DFLASH speculative decoding requires setting --speculative-draft-model-path."
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dflash)",
         _flags("--speculative-algorithm", "DFLASH", "--speculative-dflash-block-size", "8"),
@@ -580,7 +676,7 @@ ORACLES: tuple[Oracle, ...] = (
     # _handle_dspark: "DSpark speculative_num_draft_tokens must equal gamma + 1"
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py @ 004c82e07d87 (_handle_dspark)",
         _flags(
@@ -599,7 +695,7 @@ ORACLES: tuple[Oracle, ...] = (
     # _handle_uno: "UNO requires --uno-lora-path."
     Oracle(
         "sglang",
-        ("2026-05",),
+        ("2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/speculative_hook.py (_handle_uno, the stored version; "
         "commit not named by the store)",
@@ -610,7 +706,7 @@ ORACLES: tuple[Oracle, ...] = (
     # ServerArgs' argument parser, built from the Spec namespace's fields, refuses a flag it does not declare
     Oracle(
         "sglang",
-        ("2026-03", "2026-05"),
+        ("2026-03", "2026-05", "2026-08"),
         "validator",
         "sgl-project/sglang python/sglang/srt/arg_groups/fields/spec.py @ 015c872628e3 (argparse)",
         _flags("--speculative-algorithm", "EAGLE", "--speculative-num-stepz", "3"),

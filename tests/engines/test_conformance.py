@@ -59,9 +59,9 @@ def test_each_oracle_is_what_the_engines_own_code_gives(oracle: Oracle) -> None:
     read = engine_reading.READERS[oracle.engine]
     if oracle.refuses is not None:
         with pytest.raises(engine_reading.Refused, match=oracle.refuses):
-            read(oracle.exported, oracle.batches)
+            read(oracle.exported, oracle.batches, oracle.versions)
     else:
-        assert read(oracle.exported, oracle.batches) == oracle.runs
+        assert read(oracle.exported, oracle.batches, oracle.versions) == oracle.runs
 
 
 def test_every_engine_that_cannot_run_here_has_its_own_reading() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import struct
@@ -18,6 +19,7 @@ from app.model.engines.llamacpp.reports import unread_lines, unread_series, unre
 from app.model.engines.llamacpp.statistics import last_statistics, unread_statistics
 from app.service.clients.measure import draft_time
 from tests import live_engine
+from tests.engines import capture
 
 # as build b11312 prints them (the second line with the fields that came later, between the counts and dur)
 LOG = "\n".join(
@@ -190,11 +192,12 @@ def test_a_draft_gguf_names_its_own_type_when_no_spec_type_is_given(tmp_path: Pa
 CAPTURED = Path(__file__).parent / "captured"
 
 
-def _captured(build: str) -> tuple[str, str, list[dict[str, object]]]:
-    """The log, the /metrics scrape and the responses of one build (tests/engines/capture.py wrote them)."""
-    log = (CAPTURED / f"llamacpp-{build}-lv4.log").read_text()
-    scrape = (CAPTURED / f"llamacpp-{build}-metrics.prom").read_text()
-    responses = json.loads((CAPTURED / f"llamacpp-{build}-responses.json").read_text())
+def _captured(build: str, run: str = "") -> tuple[str, str, list[dict[str, object]]]:
+    """The log, the /metrics scrape and the responses of one build's run (tests/engines/capture.py wrote them)."""
+    name = capture.stem(build, run)
+    log = (CAPTURED / f"{name}-lv4.log").read_text()
+    scrape = (CAPTURED / f"{name}-metrics.prom").read_text()
+    responses = json.loads((CAPTURED / f"{name}-responses.json").read_text())
     return log, scrape, responses
 
 
@@ -211,14 +214,21 @@ def _engine_counts(scrape: str) -> tuple[float, float, float, tuple[float, ...]]
     return drafts, drafted, accepted, per_position
 
 
+@pytest.mark.parametrize("run", list(capture.RUNS))
 @pytest.mark.parametrize("build", live_engine.BUILDS)
-def test_a_real_log_scrape_and_responses_are_read_as_the_engine_counted_them(build: str) -> None:
+def test_a_real_log_scrape_and_responses_are_read_as_the_engine_counted_them(build: str, run: str) -> None:
     # captured from the real llama-server of each build (tests/engines/captured/README.md has the command): every
     # report reads back to the server's own counters: drafts (verifications), drafted and accepted tokens, the
     # count per position, and a p inside its own interval
-    log, scrape, responses = _captured(build)
+    log, scrape, responses = _captured(build, run)
     drafts, drafted, accepted, per_position = _engine_counts(scrape)
     assert drafts > 0 and drafted > 0 and len(per_position) == 4 and sum(per_position) == accepted
+    if run == "rejected":
+        # drafts partly rejected: fewer accepted than drafted, fewer at each later position, and both requests draft
+        assert 0 < accepted < drafted and per_position[0] < drafts
+        assert all(a >= b for a, b in itertools.pairwise(per_position))
+        assert per_position[-1] < per_position[0]
+        assert all(response["timings"]["draft_n"] > 0 for response in responses)  # type: ignore[index]
     # nothing the build printed about its drafts goes unread
     assert unread_lines(log) == [] and unread_series(scrape) == []
     assert all(unread_timings(response["timings"]) == [] for response in responses)  # type: ignore[arg-type]
@@ -246,14 +256,19 @@ def test_a_real_log_scrape_and_responses_are_read_as_the_engine_counted_them(bui
         calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
         assert calibrated.interval.low is not None and calibrated.interval.high is not None
         assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
+        if run == "rejected":
+            assert 0 < calibrated.result.acceptance < 1 and calibrated.interval.high < 1
 
 
 def test_each_build_has_its_real_outputs_captured() -> None:
     for build in live_engine.BUILDS:
-        for suffix in ("lv4.log", "metrics.prom", "responses.json"):
-            assert (CAPTURED / f"llamacpp-{build}-{suffix}").is_file(), f"python -m tests.engines.capture {build}"
+        for run in capture.RUNS:
+            for suffix in ("lv4.log", "metrics.prom", "responses.json"):
+                path = CAPTURED / f"{capture.stem(build, run)}-{suffix}"
+                assert path.is_file(), f"python -m tests.engines.capture {build} {run}".strip()
     readme = (CAPTURED / "README.md").read_text()
     assert "python -m tests.engines.capture BUILD" in readme and all(build in readme for build in live_engine.BUILDS)
+    assert "python -m tests.engines.capture BUILD rejected" in readme
 
 
 # A statistics line as b11312 and b11434 print it, then the same line as a later build might print it

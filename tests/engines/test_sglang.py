@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -245,9 +246,11 @@ def test_dflash_dspark_and_uno_are_sglang_builtins_but_not_in_the_older_version(
 
 
 def test_per_request_counts_are_read_exactly_with_their_histogram() -> None:
-    # tokenizer_manager_components/spec_decoding_meta.py (fill_spec_decoding_meta, stored version listed at
-    # 9155cf0e6eff): spec_num_proposed_drafts = spec_verify_ct * (speculative_num_draft_tokens - 1) and
-    # spec_correct_drafts_histogram[j] counts the verifications that accepted exactly j draft tokens
+    # TokenizerManager._calculate_spec_decoding_metrics under PR #24081's names (sglang 0.5.23; the stored
+    # tokenizer_manager_components/spec_decoding_meta.py @ 9155cf0e6eff is older: spec_accepted_drafts,
+    # spec_proposed_drafts, spec_accept_histogram): spec_num_proposed_drafts = spec_verify_ct *
+    # (speculative_num_draft_tokens - 1) and spec_correct_drafts_histogram[j] counts the verifications that
+    # accepted exactly j draft tokens
     meta = {
         "spec_verify_ct": 10,
         "spec_num_correct_drafts": 18,
@@ -270,6 +273,108 @@ def test_per_request_counts_are_read_exactly_with_their_histogram() -> None:
     broken = dict(meta, spec_correct_drafts_histogram=[2, 1, 4, 2])
     with pytest.raises(engine_metrics.EngineFormatError, match="histogram"):
         engine_metrics.read_measurements(json.dumps([{"meta_info": broken}]))
+
+
+CAPTURED_OPENAI = Path(__file__).parent / "captured" / "sglang-0.5.23-openai.json"
+
+
+def test_openai_responses_built_by_sglangs_own_code_are_read_as_it_counted() -> None:
+    # tests/engines/capture_sglang.py builds them with the sglang 0.5.23 package's own protocol models and
+    # utils.process_spec_tokens_details_from_ret (PR #33518), at the response level as serving_completions.py and
+    # serving_chat.py put it: one object for n = 1, a list in choice order for n > 1; the first request's counts are
+    # the real DSpark response of PR #33518's thread (block size 5)
+    chat, completions, chunk, plain = json.loads(CAPTURED_OPENAI.read_text())
+    real = chat["sglext"]["spec_tokens_details"]
+    assert (real["spec_verify_ct"], real["spec_num_correct_drafts"], real["spec_num_proposed_drafts"]) == (43, 63, 215)
+    assert isinstance(completions["sglext"]["spec_tokens_details"], list) and chunk["choices"] == []
+    expected = [
+        # (verifications, drafted, accepted, per position: verifications accepting more than 0..4 drafts)
+        (43, 215, 63, (32, 18, 7, 3, 3)),
+        (63, 315, 94, (46, 27, 12, 5, 4)),
+        (20, 100, 31, (14, 9, 5, 2, 1)),
+    ]
+    for response, (cycles, drafted, accepted, per_position) in zip((chat, completions, chunk), expected, strict=True):
+        name, (measurement,) = engine_metrics.read_measurements(json.dumps(response))
+        assert name == "sglang-request" and measurement.version == "2026-08"
+        assert (measurement.cycles, measurement.draft_tokens, measurement.accepted) == (cycles, drafted, accepted)
+        assert measurement.k == 5 and measurement.per_position == per_position
+        calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+        assert calibrated.interval.low is not None and calibrated.interval.high is not None
+        assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
+    # a streamed response: the sglext chunk among the others, as JSON lines
+    lines = "\n".join(json.dumps(item) for item in (plain, chunk))
+    _, (streamed,) = engine_metrics.read_measurements(lines)
+    assert streamed.cycles == 20
+    # without return_spec_tokens_details SGLang sends no sglext: there is nothing to read, and the format's own
+    # description says what to send
+    assert "sglext" not in plain
+    with pytest.raises(engine_metrics.EngineFormatError):
+        engine_metrics.read_measurements(json.dumps(plain))
+    (described,) = [fmt for fmt in sglang.REPORTS if fmt.name == "sglang-request"]
+    assert '"return_spec_tokens_details": true' in described.description and "2026-08" in described.versions
+
+
+CAPTURED_META = Path(__file__).parent / "captured" / "sglang-0.5.10-0.5.12-meta-info.json"
+
+
+@pytest.mark.parametrize(
+    ("release", "names", "version"),
+    [
+        ("0.5.10", ("spec_accept_token_num", "spec_draft_token_num", "spec_accept_histogram"), "2026-03"),
+        ("0.5.11", ("spec_accepted_drafts", "spec_proposed_drafts", "spec_accept_histogram"), "2026-03"),
+        # 0.5.12's flags are still 2026-03's, but its meta_info is 2026-05's: the names cannot tell it from 0.5.13
+        ("0.5.12", ("spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_correct_drafts_histogram"), "2026-05"),
+    ],
+)
+def test_meta_info_of_each_release_is_read_under_its_own_names(
+    release: str, names: tuple[str, str, str], version: str
+) -> None:
+    # tests/engines/capture_sglang_meta.py filled these by TokenizerManager._calculate_spec_decoding_metrics as each
+    # release's package has it (tokenizer_manager.py of sglang 0.5.10, 0.5.11, 0.5.12; 0.5.11's names are those of the
+    # stored tokenizer_manager_components/spec_decoding_meta.py @ 9155cf0e6eff), on the same counts: k = 3, 10 and 25
+    # verifications, 18 and 40 accepted draft tokens, histograms [2, 1, 4, 3] and [5, 6, 8, 6]
+    responses = json.loads(CAPTURED_META.read_text())[release]
+    assert all(name in response["meta_info"] for response in responses for name in names)
+    name, (measurement,) = engine_metrics.read_measurements(json.dumps(responses))
+    assert name == "sglang-request" and measurement.version == version and measurement.k == 3
+    assert (measurement.cycles, measurement.draft_tokens, measurement.accepted) == (35, 105, 58)
+    assert measurement.per_position == (28, 21, 9)  # verifications accepting more than 0, 1, 2 draft tokens
+    assert any(names[0] in note for note in measurement.notes)
+    calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
+    assert calibrated.interval.low is not None and calibrated.interval.high is not None
+    assert calibrated.interval.low <= calibrated.result.acceptance <= calibrated.interval.high
+    # each release's own consistency: its histogram sums to its verifications and its first moment to its accepted
+    broken = [dict(responses[0], meta_info=dict(responses[0]["meta_info"], **{names[2]: [2, 1, 4, 2]}))]
+    with pytest.raises(engine_metrics.EngineFormatError, match=names[2]):
+        engine_metrics.read_measurements(json.dumps(broken))
+    (described,) = [fmt for fmt in sglang.REPORTS if fmt.name == "sglang-request"]
+    assert all(key in described.description for key in names) and version in described.versions
+
+
+def test_meta_info_without_any_releases_counts_names_them_all() -> None:
+    meta = {"spec_verify_ct": 10, "spec_accept_length": 2.8}
+    with pytest.raises(engine_metrics.EngineFormatError) as error:
+        engine_metrics.read_measurements(json.dumps([{"meta_info": meta}]))
+    for name in ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num", "0.5.10", "0.5.11"):
+        assert name in str(error.value)
+    half = {"spec_verify_ct": 10, "spec_accept_token_num": 18}
+    with pytest.raises(engine_metrics.EngineFormatError, match="spec_draft_token_num"):
+        engine_metrics.read_measurements(json.dumps([{"meta_info": half}]))
+
+
+def test_the_older_names_are_a_cited_source_of_the_older_version() -> None:
+    older = engines.version("sglang", "2026-03")
+    (cited,) = [source for source in older.sources if source is sglang_versions.REQUEST_META_OLDER]
+    assert cited.commit.startswith("9155cf0e6eff") and "spec_accept_token_num" in cited.defines
+    assert all(source is not sglang_versions.REQUEST_META_OLDER for source in NEWEST.sources)
+
+
+def test_the_openai_counts_are_a_cited_source_of_their_own_version() -> None:
+    newest = engines.version("sglang")
+    cited = [source for source in newest.sources if source.commit == "PR #33518"]
+    assert newest.name == "2026-08" and len(cited) == 1
+    assert "return_spec_tokens_details" in cited[0].defines and "sglext.spec_tokens_details" in cited[0].defines
+    assert all(source.commit != "PR #33518" for source in engines.version("sglang", "2026-05").sources)
 
 
 def test_per_request_samples_recover_p() -> None:

@@ -296,7 +296,8 @@ def test_iteration_stats_whose_requests_drafted_different_lengths_ask_for_k() ->
 
 
 def test_ngram_max_concurrency_drafts_up_to_it_and_not_above() -> None:
-    # drafter.py @ 83ab45a50d16 should_use_spec_decode: num_effective_requests <= self.max_concurrency
+    # drafter.py @ 83ab45a50d16 should_use_spec_decode: num_effective_requests (the requests, capped by
+    # max_batch_size and the token cap) <= self.max_concurrency; @ 1ff19bbc84ad, older: len(requests) <= it
     config = {"decoding_type": "NGram", "max_draft_len": 5, "max_concurrency": 3}
     assert trtllm.read_config(_yaml(config), NEWEST, 5) == [5, 5, 5, 0, 0]
     assert trtllm.read_config(_yaml(config), OLDEST, 5) == [5, 5, 5, 0, 0]
@@ -326,6 +327,127 @@ def test_valid_keys_of_llm_args_are_taken(extra: dict[str, Any]) -> None:
     # llm_args.py @ 0004396720054f: EagleDecodingConfig.eagle3_one_model, MTPDecodingConfig.mtp_eagle_one_model,
     # begin/end_thinking_phase_token, DSparkDecodingConfig.attention_backend
     assert trtllm.read_config(_yaml({"max_draft_len": 3, **extra}), NEWEST, 2) == [3, 3]
+
+
+# The two-model path: utils.py @ 011d0933dcb5 get_spec_drafter gives EAGLE3 and MTP_EAGLE a ModelDrafter, built with the
+# config's draft_len_schedule (model_drafter.py @ 029c15cbff10), whose lookup (drafter.py: the largest key <= batch)
+# the executor applies; interface.py @ 00b6d5a25c30 support_dynamic_draft_len leaving them out keeps them off the
+# one-model lookup only.  llm_args.py @ 0004396720054f (2026-09) ignores the switches and sets them back to true.
+TWO_MODEL_SCHEDULE = {1: 3, 3: 2, 5: 0}
+MIDDLE = engines.version("trtllm", "2026-03")
+
+
+def test_two_model_eagle3_runs_the_drafters_lookup_where_the_path_exists() -> None:
+    config = {"decoding_type": "Eagle3", "speculative_model": "d", "max_draft_len": 3}
+    scheduled = {**config, "draft_len_schedule": TWO_MODEL_SCHEDULE}
+    two_model = _yaml({**scheduled, "eagle3_one_model": False})
+    assert trtllm.read_config(two_model, MIDDLE, 6) == [3, 3, 2, 2, 0, 0]
+    assert trtllm.read_config(_yaml(scheduled), MIDDLE, 6) == [3, 2, 2, 0, 0, 0]  # the one-model path
+    assert trtllm.read_config(two_model, NEWEST, 6) == [3, 2, 2, 0, 0, 0]  # false ignored: one-model
+    assert trtllm.read_config(two_model, OLDEST, 6) == [3, 3, 2, 2, 0, 0]  # 2025-10: the Drafter's lookup throughout
+    # max_concurrency alone: both paths draft up to it and not above
+    capped = _yaml({**config, "eagle3_one_model": False, "max_concurrency": 2})
+    assert trtllm.read_config(capped, MIDDLE, 4) == [3, 3, 0, 0]
+
+
+def test_two_model_mtp_depends_on_the_checkpoint_and_says_so() -> None:
+    # MTPDecodingConfig.spec_dec_mode: MTP_EAGLE (two-model) only for a one-layer checkpoint without use_mtp_vanilla
+    config = {"decoding_type": "MTP", "max_draft_len": 3, "draft_len_schedule": TWO_MODEL_SCHEDULE}
+    with pytest.raises(ConfigRuleError, match=r"checkpoint's MTP layer count.*differ at batches 2, 4"):
+        trtllm.read_config(_yaml({**config, "mtp_eagle_one_model": False}), MIDDLE, 6)
+    vanilla = _yaml({**config, "mtp_eagle_one_model": False, "use_mtp_vanilla": True})
+    assert trtllm.read_config(vanilla, MIDDLE, 6) == [3, 2, 2, 0, 0, 0]
+    assert trtllm.read_config(_yaml({**config, "mtp_eagle_one_model": False}), NEWEST, 6) == [3, 2, 2, 0, 0, 0]
+    # without a schedule both paths run max_draft_len: nothing depends on the checkpoint
+    plain = {"decoding_type": "MTP", "max_draft_len": 3, "mtp_eagle_one_model": False}
+    assert trtllm.read_config(_yaml(plain), MIDDLE, 3) == [3, 3, 3]
+
+
+@pytest.mark.parametrize("method", ["Eagle3", "MTP"])
+def test_the_writer_writes_the_one_model_path_and_says_what_the_two_model_switch_would_do(method: str) -> None:
+    # 2025-10's one-model path runs no schedule at all: test_the_one_model_path_before_pr_10860_runs_max_draft_len
+    for version, warned in (("2026-03", True), ("2026-09", False)):
+        result = engine_config.export(
+            "trtllm", [3, 3, 2, 2, 0, 0], [], 6, method=method, draft_path="d", version=version
+        ).exported
+        assert result.config is not None
+        spec = result.config["speculative_config"]
+        assert "eagle3_one_model" not in spec and "mtp_eagle_one_model" not in spec
+        assert any("two-model Drafter" in note for note in result.notes) == warned, version
+        # read back as TensorRT-LLM reads it (the one-model path, the switch at its default)
+        assert trtllm.read_config(result, engines.version("trtllm", version), 6) == [3, 3, 2, 2, 0, 0]
+
+
+# Before PR #10860 only a Drafter runs draft_len_schedule: py_executor.py _prepare_and_schedule_batch (PR #8194's
+# branch; the stored version's commit is not named by the store) sets the draft length from it only `if self.drafter
+# is not None`, and get_spec_drafter gives a Drafter to NGram, Draft_Target and the two-model path only.  PR #8194's
+# test_draft_len_schedule.py: "Stage 1 covers: NGramDrafter ..., ModelDrafter (2-model) ...; Not covered in Stage 1:
+# ChainDrafter/Eagle3 static loops".
+ONE_MODEL_SCHEDULE = {1: 3, 3: 2, 5: 0}
+
+
+@pytest.mark.parametrize("method", ["Eagle3", "MTP", "PARD"])
+def test_the_one_model_path_before_pr_10860_runs_max_draft_len(method: str) -> None:
+    config = {"decoding_type": method, "max_draft_len": 3, "draft_len_schedule": ONE_MODEL_SCHEDULE}
+    if method != "MTP":
+        config["speculative_model"] = "d"
+    assert trtllm.read_config(_yaml(config), OLDEST, 6) == [3] * 6  # the schedule validated, then unapplied
+    assert trtllm.read_config(_yaml(config), MIDDLE, 6) == [3, 2, 2, 0, 0, 0]  # PR #10860: the one-model lookup
+    with pytest.raises(ConfigRuleError, match="include batch_size=1"):  # still validated as PR #8194 validates it
+        trtllm.read_config(_yaml({**config, "draft_len_schedule": {3: 3}}), OLDEST, 6)
+    # the writer promises no schedule there: one max_draft_len, the schedule's k at the user's batch, and says why
+    for batch, k in ((1, 3), (4, 2)):
+        result = engine_config.export(
+            "trtllm", [3, 3, 2, 2, 0, 0], [], 6, batch=batch, method=method, draft_path="d", version="2025-10"
+        ).exported
+        assert result.config is not None
+        spec = result.config["speculative_config"]
+        assert "draft_len_schedule" not in spec and spec["max_draft_len"] == k
+        assert list(result.runs) == [k] * 6 and trtllm.read_config(result, OLDEST, 6) == [k] * 6
+        assert result.differs_at == tuple(b for b, best in enumerate([3, 3, 2, 2, 0, 0], start=1) if best != k)
+        assert any("one-model path, which applies no draft_len_schedule" in note for note in result.notes)
+        assert any("two-model Drafter" in note for note in result.notes) == (method != "PARD")
+    off = engine_config.export(
+        "trtllm", [3, 3, 2, 2, 0, 0], [], 6, batch=6, method=method, draft_path="d", version="2025-10"
+    )
+    assert off.exported.config is None and any("does not pay at your batch 6" in n for n in off.exported.notes)
+
+
+def test_the_drafter_path_before_pr_10860_runs_the_schedule() -> None:
+    # NGram's NGramDrafter and Draft_Target's ModelDrafter: the Stage 1 test's expected_mapping {1: 5, 2: 5, 3: 5,
+    # 4: 4, 5: 3, 6: 2, 7: 1} for both drafter types (a key holds from its batch on)
+    schedule = {1: 5, 4: 4, 5: 3, 6: 2, 7: 1}
+    for config in (
+        {"decoding_type": "NGram", "max_draft_len": 5, "draft_len_schedule": schedule},
+        {"decoding_type": "Draft_Target", "speculative_model": "d", "max_draft_len": 5, "draft_len_schedule": schedule},
+    ):
+        assert trtllm.read_config(_yaml(config), OLDEST, 7) == [5, 5, 5, 4, 3, 2, 1]
+    written = engine_config.export("trtllm", [3, 3, 2, 2, 0, 0], [], 6, draft_path="d", version="2025-10").exported
+    assert written.config["speculative_config"]["draft_len_schedule"] == {1: 3, 3: 2, 5: 0}  # type: ignore[index]
+    assert list(written.runs) == [3, 3, 2, 2, 0, 0] and written.differs_at == ()
+
+
+def test_a_two_model_mtp_switch_before_pr_10860_depends_on_the_checkpoint_and_says_so() -> None:
+    # one MTP layer: MTP_EAGLE, a ModelDrafter running the schedule; more: vanilla MTP, one-model, no schedule
+    config = {"decoding_type": "MTP", "max_draft_len": 3, "draft_len_schedule": ONE_MODEL_SCHEDULE}
+    with pytest.raises(ConfigRuleError, match=r"max_draft_len at every batch.*differ at batches 3-6"):
+        trtllm.read_config(_yaml({**config, "mtp_eagle_one_model": False}), OLDEST, 6)
+    vanilla = _yaml({**config, "mtp_eagle_one_model": False, "use_mtp_vanilla": True})
+    assert trtllm.read_config(vanilla, OLDEST, 6) == [3] * 6
+
+
+def test_vanilla_mtp_runs_the_schedule_until_the_watched_opt_out_merges() -> None:
+    # interface.py @ 00b6d5a25c30 support_dynamic_draft_len: is_mtp_one_model() covers vanilla MTP, so it runs the
+    # one-model lookup; PR #16888's branch (interface.py and test_min_runtime_draft_len.py @ 011d0933dcb5,
+    # test_vanilla_mtp_opts_out_of_dynamic_draft_len) takes it out, and is open: recorded, not followed
+    config = {"decoding_type": "MTP", "max_draft_len": 3, "use_mtp_vanilla": True, "draft_len_schedule": {2: 3, 4: 1}}
+    assert trtllm.read_config(_yaml(config), NEWEST, 6) == [3, 3, 1, 1, 0, 0]
+    (watched,) = trtllm_versions.WATCHED
+    assert not watched.merged and "vanilla MTP" in watched.change
+    assert "test_vanilla_mtp_opts_out_of_dynamic_draft_len" in watched.checked and "00b6d5a25c30" in watched.checked
+    written = engine_config.export("trtllm", [3, 3, 1, 1, 0, 0], [], 6, method="MTP").exported
+    assert written.config["speculative_config"]["draft_len_schedule"] == {2: 3, 4: 1, 6: 0}  # type: ignore[index]
+    assert trtllm.read_config(written, NEWEST, 6) == [3, 3, 1, 1, 0, 0]
 
 
 def test_auto_runs_the_engines_own_ngram_choice() -> None:

@@ -486,7 +486,7 @@ def test_the_two_trees_are_named_apart_and_the_assumption_is_said() -> None:
 def test_the_config_takes_the_draft_model_the_drafter_and_the_engine_version(client: TestClient) -> None:
     query = "engine=sglang&method=EAGLE3&draft_path=org/eagle3&model=dense-70b"
     config = view(query)["config"]
-    assert config["engine_version"] == "SGLang 2026-05"
+    assert config["engine_version"] == "SGLang 2026-08"  # the newest: PR #33518 (2ed6dba)
     assert "--speculative-algorithm EAGLE3" in config["text"] and "org/eagle3" in config["text"]
     assert config["files"][0]["name"] == "adaptive.json"
     api = client.get(

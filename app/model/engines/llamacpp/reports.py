@@ -142,7 +142,9 @@ def _sum_positions(vectors: list[tuple[float, ...]]) -> tuple[float, ...]:
 
 
 def _line_positions(line: re.Match[str], cycles: float) -> tuple[float, ...] | None:
-    """Per-position counts of one per-request line: rate * verifications, scaled to the line's accepted tokens."""
+    """Per-position counts of one per-request line: rate * verifications, the whole numbers the engine counted where
+    rounding each gives them (the rates carry three decimals, so each count is known to 0.0005 * verifications) and
+    they sum to the line's accepted tokens, else scaled to those."""
     rates = parse_rates(line["rates"] if line["rates"] is not None else line["trace_rates"])
     accepted = int(line["accepted"])
     if accepted == 0:
@@ -153,6 +155,11 @@ def _line_positions(line: re.Match[str], cycles: float) -> tuple[float, ...] | N
     total = sum(raw)
     if total <= 0 or abs(total - accepted) > 0.0005 * cycles * len(raw) + 1.0:
         return None
+    whole = [float(round(value)) for value in raw]
+    if sum(whole) == accepted and all(
+        abs(value - count) <= 0.0005 * cycles + 1e-9 for value, count in zip(raw, whole, strict=True)
+    ):
+        return tuple(whole)
     return tuple(min(value * accepted / total, cycles) for value in raw)
 
 
@@ -209,8 +216,9 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
         if all(vector is not None for vector in per_line):
             positions = _sum_positions([vector for vector in per_line if vector is not None])
             notes.append(
-                "per-position counts = the line's acceptance rate per position x its verifications, scaled to its "
-                "accepted tokens (tools/server/server-context.cpp prints n_accepted_per_pos / verification steps)"
+                "per-position counts = the line's acceptance rate per position x its verifications, the whole numbers "
+                "where they sum to its accepted tokens, else scaled to them (tools/server/server-context.cpp prints "
+                "n_accepted_per_pos / verification steps to three decimals)"
             )
         if cycles == 0:
             cycles = None

@@ -49,4 +49,21 @@ RULES_METRICS = {
             "seen, and a window whose batch crossed a tier mixes two k",
         ),
     ),
+    "2026-08": base.RulesMetrics(
+        running="sglang:num_running_reqs",
+        scrape_format="sglang-metrics",
+        verify_calls="sglang:spec_verify_calls_total",
+        generated="sglang:generation_tokens_total",
+        accept_length="sglang:spec_accept_length",
+        running_k="sglang:spec_num_steps",
+        k_from="gauge",
+        loses=(
+            *_GAUGES_LOSE,
+            "no counter of drafted or accepted tokens: tokens per verification is sglang:generation_tokens_total / "
+            "sglang:spec_verify_calls_total (each request's first token, from prefill, counts too), and p has no "
+            "sampling interval",
+            "sglang:spec_num_steps is a gauge of the tier running at the scrape: tiers run between scrapes are not "
+            "seen, and a window whose batch crossed a tier mixes two k",
+        ),
+    ),
 }

@@ -143,21 +143,56 @@ def _read_server_info(text: str, payload: Any, options: reports.ReadOptions) -> 
     return [_versioned(measurement, "2026-05", options)]
 
 
-# The per-request counts SGLang returns: /generate's meta_info and, with return_spec_tokens_details (PR #33518), the
-# OpenAI endpoints' sglext.spec_tokens_details.  tokenizer_manager_components/spec_decoding_meta.py
-# (fill_spec_decoding_meta, sgl-project/sglang, stored version listed at 9155cf0e6eff): spec_verify_ct verifications,
-# spec_num_correct_drafts accepted draft tokens, spec_num_proposed_drafts = spec_verify_ct *
-# (speculative_num_draft_tokens - 1), and spec_correct_drafts_histogram[j] = verifications that accepted exactly j.
-REQUEST_KEYS = ("spec_verify_ct", "spec_num_correct_drafts", "spec_num_proposed_drafts")
+# The per-request counts SGLang returns (versions.REQUEST_META, versions.REQUEST_META_OLDER,
+# versions.SPEC_TOKENS_DETAILS): /generate's meta_info, filled by TokenizerManager._calculate_spec_decoding_metrics:
+# spec_verify_ct verifications, the accepted draft tokens, the proposed ones = spec_verify_ct *
+# (speculative_num_draft_tokens - 1), and a histogram whose entry j counts the verifications that accepted exactly j.
+# The keys' names changed twice (read in each release's package): sglang 0.5.10 spec_accept_token_num,
+# spec_draft_token_num, spec_accept_histogram; 0.5.11 spec_accepted_drafts, spec_proposed_drafts,
+# spec_accept_histogram; 0.5.12 on, PR #24081's spec_num_correct_drafts, spec_num_proposed_drafts,
+# spec_correct_drafts_histogram, with 0.5.11's kept beside them as aliases.  Since PR #33518 the OpenAI endpoints
+# return the same counts as the response-level sglext.spec_tokens_details of a request that sent
+# return_spec_tokens_details (spec_tokens_details_from_meta_info), one object for n = 1 and a list in choice order for
+# n > 1 (serving_chat.py, serving_completions.py; read in the sglang 0.5.23 package).
+# (accepted, proposed, histogram) key names, newest first: a response is read by the first set it carries
+REQUEST_NAMES = (
+    ("spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_correct_drafts_histogram"),  # 0.5.12 on
+    ("spec_accepted_drafts", "spec_proposed_drafts", "spec_accept_histogram"),  # 0.5.11
+    ("spec_accept_token_num", "spec_draft_token_num", "spec_accept_histogram"),  # 0.5.10 and before
+)
 
 
-def _request_counts(item: Any) -> Mapping[str, Any] | None:
+def _request_counts(item: Any) -> list[tuple[Mapping[str, Any], bool]]:
+    """The count mappings of one response (meta_info, or each entry of sglext.spec_tokens_details), and whether each
+    came from sglext."""
     if not isinstance(item, Mapping):
-        return None
-    for candidate in (item.get("meta_info"), (item.get("sglext") or {}).get("spec_tokens_details"), item):
-        if isinstance(candidate, Mapping) and "spec_verify_ct" in candidate:
-            return candidate
-    return None
+        return []
+    meta = item.get("meta_info")
+    if isinstance(meta, Mapping) and "spec_verify_ct" in meta:
+        return [(meta, False)]
+    sglext = item.get("sglext")
+    details = sglext.get("spec_tokens_details") if isinstance(sglext, Mapping) else None
+    if isinstance(details, Mapping):
+        details = [details]
+    if isinstance(details, list):
+        return [(entry, True) for entry in details if isinstance(entry, Mapping) and "spec_verify_ct" in entry]
+    return [(item, False)] if "spec_verify_ct" in item else []
+
+
+def _names_of(counts: Mapping[str, Any], index: int) -> tuple[int, tuple[str, str, str]]:
+    """Which release's key names a response carries: (index into REQUEST_NAMES, the names)."""
+    for generation, names in enumerate(REQUEST_NAMES):
+        if names[0] in counts or names[1] in counts:
+            missing = [name for name in names[:2] if name not in counts]
+            if missing:
+                raise fail(ErrorKind.MISSING_COUNTER, f"SGLang: response {index} has {names[0]!r} but no {missing[0]}")
+            return generation, names
+    raise fail(
+        ErrorKind.MISSING_COUNTER,
+        f"SGLang: response {index} has spec_verify_ct but none of the accepted/proposed draft counts SGLang writes: "
+        "spec_num_correct_drafts and spec_num_proposed_drafts (0.5.12 on, PR #24081), spec_accepted_drafts and "
+        "spec_proposed_drafts (0.5.11), spec_accept_token_num and spec_draft_token_num (0.5.10 and before)",
+    )
 
 
 def _detect_requests(text: str, payload: Any) -> bool:
@@ -175,26 +210,28 @@ def _read_requests(text: str, payload: Any, options: reports.ReadOptions) -> lis
     cycles = accepted = proposed = 0.0
     histograms: list[list[float]] = []
     used = without_histogram = 0
-    for index, item in enumerate(items):
-        counts = _request_counts(item)
-        if counts is None or not counts.get("spec_verify_ct"):
+    from_sglext = False
+    generations: set[int] = set()
+    entries = [(counts, sglext) for item in items for counts, sglext in _request_counts(item)]
+    for index, (counts, sglext) in enumerate(entries):
+        if not counts.get("spec_verify_ct"):
             continue
-        missing = [key for key in REQUEST_KEYS if key not in counts]
-        if missing:
-            raise fail(ErrorKind.MISSING_COUNTER, f"SGLang: response {index} has spec_verify_ct but no {missing[0]}")
+        from_sglext = from_sglext or sglext
+        generation, (correct_key, proposed_key, histogram_key) = _names_of(counts, index)
+        generations.add(generation)
         verify = reports.number(counts["spec_verify_ct"], f"response {index} spec_verify_ct")
-        correct = reports.number(counts["spec_num_correct_drafts"], f"response {index} spec_num_correct_drafts")
-        drafted = reports.number(counts["spec_num_proposed_drafts"], f"response {index} spec_num_proposed_drafts")
+        correct = reports.number(counts[correct_key], f"response {index} {correct_key}")
+        drafted = reports.number(counts[proposed_key], f"response {index} {proposed_key}")
         if correct > drafted:
-            raise fail(ErrorKind.INCONSISTENT, f"response {index}: spec_num_correct_drafts exceeds the proposed")
-        histogram = counts.get("spec_correct_drafts_histogram")
+            raise fail(ErrorKind.INCONSISTENT, f"response {index}: {correct_key} exceeds {proposed_key}")
+        histogram = counts.get(histogram_key)
         if isinstance(histogram, list) and histogram:
             values = [reports.number(value, f"response {index} histogram") for value in histogram]
             if sum(values) != verify or sum(j * value for j, value in enumerate(values)) != correct:
                 raise fail(
                     ErrorKind.INCONSISTENT,
-                    f"response {index}: spec_correct_drafts_histogram does not sum to spec_verify_ct verifications "
-                    "and spec_num_correct_drafts accepted tokens",
+                    f"response {index}: {histogram_key} does not sum to spec_verify_ct verifications and "
+                    f"{correct_key} accepted tokens",
                 )
             histograms.append(values)
         else:
@@ -205,15 +242,18 @@ def _read_requests(text: str, payload: Any, options: reports.ReadOptions) -> lis
         used += 1
     if used == 0:
         raise fail(ErrorKind.ZERO_DRAFTS, "SGLang: no response with spec_verify_ct > 0")
-    notes = [f"{used} responses' spec_verify_ct, spec_num_correct_drafts and spec_num_proposed_drafts summed"]
+    named = ", ".join(f"{REQUEST_NAMES[g][0]} and {REQUEST_NAMES[g][1]}" for g in sorted(generations))
+    notes = [f"{used} responses' spec_verify_ct, {named} summed"]
+    if len(generations) > 1:
+        notes.append("the responses carry the key names of different SGLang releases")
     k, source = options.k, "given"
     if k is None:
         k = reports.integral(proposed / cycles, 1e-9)
-        source = "spec_num_proposed_drafts / spec_verify_ct = speculative_num_draft_tokens - 1 (spec_decoding_meta.py)"
+        source = "proposed draft tokens / spec_verify_ct = speculative_num_draft_tokens - 1 (tokenizer_manager.py)"
         if k is None:
             raise fail(
                 ErrorKind.UNKNOWN_K,
-                "SGLang: spec_num_proposed_drafts is not a whole multiple of spec_verify_ct: give k",
+                "SGLang: the proposed draft tokens are not a whole multiple of spec_verify_ct: give k",
             )
         notes.append(
             "k = speculative_num_draft_tokens - 1 at start-up; under --speculative-adaptive the steps run vary by "
@@ -226,20 +266,33 @@ def _read_requests(text: str, payload: Any, options: reports.ReadOptions) -> lis
         if any(exactly[j] for j in range(k + 1, width)):
             raise fail(ErrorKind.INCONSISTENT, f"SGLang: a verification accepted more than k = {k} draft tokens")
         per_position = tuple(float(sum(exactly[j] for j in range(i + 1, width))) for i in range(k))
-        notes.append("per-position counts from spec_correct_drafts_histogram: position i = verifications accepting > i")
+        notes.append("per-position counts from the histogram: position i = verifications accepting > i")
     elif histograms:
-        notes.append(f"{without_histogram} responses carry no spec_correct_drafts_histogram: no per-position counts")
+        notes.append(f"{without_histogram} responses carry no acceptance histogram: no per-position counts")
     totals = (cycles, proposed, accepted)
-    return reports.single_class(NAME, "sglang-request", options, totals, k, source, notes, per_position, "2026-05")
+    # sglext.spec_tokens_details came with PR #33518 (2026-08); PR #24081's names in meta_info are 2026-05's (sglang
+    # 0.5.12, whose flags are still 2026-03's, wrote them first); the older names only 2026-03's releases wrote
+    if from_sglext:
+        version = "2026-08"
+        notes.append("read from sglext.spec_tokens_details (the request sent return_spec_tokens_details)")
+    elif 0 in generations:
+        version = "2026-05"
+    else:
+        version = "2026-03"
+        notes.append(f"meta_info under the key names of sglang 0.5.11 and before ({named}): SGLang 2026-03")
+    return reports.single_class(NAME, "sglang-request", options, totals, k, source, notes, per_position, version)
 
 
 REPORTS = (
     reports.ReportFormat(
         "sglang-request",
         NAME,
-        "SGLang responses: /generate meta_info or sglext.spec_tokens_details (spec_verify_ct, "
-        "spec_num_correct_drafts, spec_num_proposed_drafts, spec_correct_drafts_histogram)",
-        ("2026-05",),
+        "SGLang responses: /generate meta_info, or the OpenAI endpoints' sglext.spec_tokens_details, which SGLang "
+        'returns only to a request that sends "return_spec_tokens_details": true (PR #33518) (spec_verify_ct, '
+        "spec_num_correct_drafts, spec_num_proposed_drafts, spec_correct_drafts_histogram; in meta_info of sglang "
+        "0.5.11 spec_accepted_drafts, spec_proposed_drafts, spec_accept_histogram, and of 0.5.10 and before "
+        "spec_accept_token_num, spec_draft_token_num, spec_accept_histogram)",
+        ("2026-03", "2026-05", "2026-08"),
         _detect_requests,
         _read_requests,
     ),
@@ -247,7 +300,7 @@ REPORTS = (
         "sglang-server-info",
         NAME,
         "SGLang /server_info JSON: avg_spec_accept_length in internal_states",
-        ("2026-03", "2026-05"),
+        ("2026-03", "2026-05", "2026-08"),
         _detect_server_info,
         _read_server_info,
     ),
@@ -255,7 +308,7 @@ REPORTS = (
         "sglang-metrics",
         NAME,
         "SGLang /metrics (Prometheus text): spec_accept_length, spec_num_steps gauges, spec_verify_calls_total",
-        ("2026-03", "2026-05"),
+        ("2026-03", "2026-05", "2026-08"),
         _detect_metrics,
         _read_metrics,
     ),

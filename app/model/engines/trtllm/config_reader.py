@@ -12,8 +12,17 @@ import yaml
 
 from app.model.engines import base
 from app.model.engines.base import ConfigRuleError
-from app.model.engines.trtllm.methods import DECODING_TYPES, DRAFTER_TYPES, NEEDS_MODEL
-from app.model.engines.trtllm.versions import LATE_FIRST_KEY, LLM_ARGS, LLM_ARGS_2025, STATIC_TREES, UPPER_BOUND_KEYS
+from app.model.engines.trtllm.methods import DECODING_TYPES, DRAFTER_TYPES, NEEDS_MODEL, STAGE_ONE_DRAFTER_TYPES
+from app.model.engines.trtllm.versions import (
+    LATE_FIRST_KEY,
+    LLM_ARGS,
+    LLM_ARGS_2025,
+    ONE_MODEL_SCHEDULE,
+    STATIC_TREES,
+    TWO_MODEL,
+    TWO_MODEL_DRAFTER,
+    UPPER_BOUND_KEYS,
+)
 
 BASE_FIELDS = frozenset(
     {
@@ -47,7 +56,9 @@ EAGLE_FIELDS = frozenset(
         "eagle3_layers_to_capture",
         "eagle3_model_arch",
         "sa_config",
-        "eagle3_one_model",  # llm_args.py @ 0004396720054f: one-model (draft as submodule) or two-model
+        # llm_args.py: one-model (draft as submodule) or two-model where the version has it (two_model_path);
+        # @ 0004396720054f false is ignored and set back to true
+        "eagle3_one_model",
     }
 )
 
@@ -136,17 +147,57 @@ def read_config(exported: base.Exported, version: base.EngineVersion, batch_limi
     _check_tree(config, version, where)
     assert isinstance(max_draft, int)
     if concurrency is not None:
-        # drafter.py should_use_spec_decode (@ 1ff19bbc per issue 23; the stored versions read say the same):
-        # `return len(requests) <= self.max_concurrency`: k up to max_concurrency, none above
+        # drafter.py @ 83ab45a50d16 should_use_spec_decode: `num_effective_requests <= self.max_concurrency`, the
+        # requests capped by max_batch_size (>= batch_limit, checked above) and max_num_tokens // (1 + k); the older
+        # @ 1ff19bbc84ad `len(requests) <= self.max_concurrency`: k up to max_concurrency, none above
         return [max_draft if batch <= concurrency else 0 for batch in range(1, batch_limit + 1)]
     if schedule is None:
         return [max_draft] * batch_limit
     checked = _check_schedule(schedule, max_draft, version)
     if kind in STATIC_ONLY:
         return [max_draft] * batch_limit
-    old_lookup = not version.can(UPPER_BOUND_KEYS) or kind in DRAFTER_TYPES
-    lookup = _from_key_lookup if old_lookup else _upper_key_lookup
-    return [lookup(checked, batch) for batch in range(1, batch_limit + 1)]
+    drafter = [_from_key_lookup(checked, batch) for batch in range(1, batch_limit + 1)]
+    if kind in DRAFTER_TYPES or (not version.can(ONE_MODEL_SCHEDULE) and kind in STAGE_ONE_DRAFTER_TYPES):
+        return drafter
+    if not version.can(ONE_MODEL_SCHEDULE):
+        # versions.STAGE_ONE_EXECUTOR: the schedule is validated (above) and applied only through a Drafter, which
+        # the one-model path has none of: it runs max_draft_len at every batch
+        one_model = [max_draft] * batch_limit
+        one_model_reads = "max_draft_len at every batch, the schedule unapplied"
+    elif version.can(UPPER_BOUND_KEYS):
+        one_model = [_upper_key_lookup(checked, batch) for batch in range(1, batch_limit + 1)]
+        one_model_reads = "the one-model lookup"
+    else:
+        one_model, one_model_reads = drafter, "the Drafter's lookup"
+    path = two_model_path(kind, config, version)
+    if path == "two-model":
+        return drafter
+    if path == "checkpoint" and drafter != one_model:
+        differ = base.describe_batches(base.differences(drafter, one_model))
+        raise ConfigRuleError(
+            "mtp_eagle_one_model false: the k depends on the checkpoint's MTP layer count, which the config does not "
+            "hold (one layer: two-model MTP-Eagle, the Drafter's lookup; more: vanilla MTP on the one-model path, "
+            f"{one_model_reads}), and the two differ at batches {differ}; set use_mtp_vanilla, or leave "
+            "mtp_eagle_one_model true",
+            TWO_MODEL_DRAFTER.cite(),
+        )
+    return one_model
+
+
+def two_model_path(kind: str, config: Mapping[str, Any], version: base.EngineVersion) -> str:
+    """Which path the config runs: "one-model", "two-model", or "checkpoint" (MTP: it depends on the layers).
+
+    eagle3_one_model / mtp_eagle_one_model false select the two-model path (EAGLE3, MTP_EAGLE) where the version has
+    it; llm_args.py @ 0004396720054f (PR #18721) ignores them and sets them back to true.  MTPDecodingConfig
+    .spec_dec_mode: MTP_EAGLE only where the checkpoint has one MTP layer and use_mtp_vanilla is off, else vanilla
+    MTP (one-model)."""
+    if not version.can(TWO_MODEL):
+        return "one-model"
+    if kind in ("Eagle", "Eagle3") and config.get("eagle3_one_model") is False:
+        return "two-model"
+    if kind == "MTP" and config.get("mtp_eagle_one_model") is False and not config.get("use_mtp_vanilla"):
+        return "checkpoint"
+    return "one-model"
 
 
 def _check_schedule(schedule: Any, max_draft: int, version: base.EngineVersion) -> dict[int, int]:

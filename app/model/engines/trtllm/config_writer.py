@@ -11,10 +11,17 @@ from app.model.engines.trtllm.methods import (
     DRAFTER_TYPES,
     NEEDS_MODEL,
     PLACEHOLDER_MODEL,
+    STAGE_ONE_DRAFTER_TYPES,
     STATIC_TYPES,
     decoding_type,
 )
-from app.model.engines.trtllm.versions import LATE_FIRST_KEY, STATIC_TREES, UPPER_BOUND_KEYS
+from app.model.engines.trtllm.versions import (
+    LATE_FIRST_KEY,
+    ONE_MODEL_SCHEDULE,
+    STATIC_TREES,
+    TWO_MODEL,
+    UPPER_BOUND_KEYS,
+)
 
 TREE = base.TreeFormat(STATIC_TREES, lambda paths: paths)  # eagle_choices: the paths as they are (a list of lists)
 
@@ -38,7 +45,24 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     if request.tree is not None:
         return _tree_config(request, version, config, notes, placeholders)
     if kind in STATIC_TYPES:
-        return _static_config(request, config, notes, placeholders)
+        why = f"{kind} ignores draft_len_schedule"
+        return _static_config(request, config, notes, placeholders, why)
+    if not version.can(ONE_MODEL_SCHEDULE) and kind not in STAGE_ONE_DRAFTER_TYPES:
+        # versions.STAGE_ONE_EXECUTOR: before PR #10860 only a Drafter applies draft_len_schedule; the one-model path
+        # (this type's default) has none, so a schedule written here would not run
+        why = (
+            f"TensorRT-LLM {version.name} runs {kind} on the one-model path, which applies no draft_len_schedule "
+            "(only the Drafter of NGram, Draft_Target and the two-model path does; PR #10860 brought it to the "
+            "one-model path)"
+        )
+        after: tuple[str, ...] = ()
+        if version.can(TWO_MODEL) and kind in ("Eagle", "Eagle3", "MTP"):
+            switch = "mtp_eagle_one_model" if kind == "MTP" else "eagle3_one_model"
+            after = (
+                f"{switch}: false would run the two-model Drafter, which applies a draft_len_schedule (each key the "
+                "first batch of its range); it is not written here",
+            )
+        return _static_config(request, config, notes, placeholders, why, after)
     old_lookup = not version.can(UPPER_BOUND_KEYS) or kind in DRAFTER_TYPES
     if old_lookup and not version.can(LATE_FIRST_KEY) and best[0] == 0:
         schedule, runs, why = _upper_keys(best)  # key 1 is required before PR #10860: no later start either
@@ -58,23 +82,37 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         else "a key is the last batch of its range; batches above the last key run without speculation"
     )
     notes.append(f"draft_len_schedule for {version.name}: {meaning}")
+    if not old_lookup and version.can(TWO_MODEL) and kind in ("Eagle", "Eagle3", "MTP"):
+        # written for the one-model path (eagle3_one_model / mtp_eagle_one_model left at their default, true);
+        # the two-model path runs the Drafter's lookup (versions.TWO_MODEL_DRAFTER), which reads these keys otherwise
+        switch = "mtp_eagle_one_model" if kind == "MTP" else "eagle3_one_model"
+        notes.append(
+            f"written for the one-model path: keep {switch} true (its default); with {switch}: false "
+            f"TensorRT-LLM {version.name} runs the two-model Drafter, which reads each key as the first batch of its "
+            "range, so this schedule would not run"
+        )
     return _document(request, config, notes, runs, placeholders)
 
 
 def _static_config(
-    request: base.ConfigRequest, config: dict[str, Any], notes: list[str], placeholders: tuple[str, ...]
+    request: base.ConfigRequest,
+    config: dict[str, Any],
+    notes: list[str],
+    placeholders: tuple[str, ...],
+    why: str,
+    after: tuple[str, ...] = (),
 ) -> base.Exported:
-    """One max_draft_len at every batch (interface.py @ 00b6d5a25c30: DSpark is not in support_dynamic_draft_len,
-    so a draft_len_schedule would be ignored): the schedule's k at the user's batch, or no speculation there."""
+    """One max_draft_len at every batch, where a draft_len_schedule would be ignored (interface.py @ 00b6d5a25c30:
+    DSpark is not in support_dynamic_draft_len; before PR #10860, versions.STAGE_ONE_EXECUTOR: the one-model path):
+    the schedule's k at the user's batch, or no speculation there."""
     batch, k = base.user_batch_k(request)
     kind = config["decoding_type"]
     if k == 0:
-        advice = f"leave speculative_config out ({kind} runs one max_draft_len at every batch)"
+        advice = f"leave speculative_config out ({why}: {kind} runs one max_draft_len at every batch)"
         return base.off_at_user_batch(request, batch, advice)
     config["max_draft_len"] = k
-    notes.append(
-        f"{kind} ignores draft_len_schedule: one max_draft_len, k = {k}, the schedule's k at your batch {batch}"
-    )
+    notes.append(f"{why}: one max_draft_len, k = {k}, the schedule's k at your batch {batch}")
+    notes.extend(after)
     return _document(request, config, notes, [k] * request.batch_limit, placeholders)
 
 
@@ -118,7 +156,8 @@ def _upper_keys(best: list[int]) -> tuple[dict[int, int], list[int], str]:
 
 
 def _from_keys(best: list[int]) -> tuple[dict[int, int], list[int], str]:
-    """The Drafter lookup (and all of 2025-10): {first batch of a range: k}; below the first key, 0."""
+    """The Drafter lookup (NGram, and every Drafter before PR #10860): {first batch of a range: k}; below the first
+    key, 0."""
     on = [batch for batch, k in enumerate(best, start=1) if k > 0]
     start = on[0]
     first = best[start - 1]

@@ -19,8 +19,17 @@ WRITTEN_TYPES = tuple(name for name in DECODING_TYPES if name not in CHOSEN_BY_E
 NEEDS_MODEL = ("Draft_Target", "Eagle", "Eagle3")
 
 
-# The Drafter path keeps the old lookup (last key <= batch) after PR #10860.
+# The Drafter path keeps the old lookup (last key <= batch) after PR #10860: NGram, and the two-model path of Eagle3
+# and MTP where the version has it (config_reader.two_model_path; the writer never writes that path).
 DRAFTER_TYPES = ("NGram",)
+
+
+# Where the one-model path runs no schedule (before PR #10860: versions without ONE_MODEL_SCHEDULE), a
+# draft_len_schedule runs only through a Drafter: utils.py get_spec_drafter of that era gives NGram an NGramDrafter
+# and Draft_Target a ModelDrafter (test_draft_len_schedule.py's Stage 1 drafts with both), and the two-model switches
+# give Eagle3 / MTP-Eagle one (config_reader.two_model_path); every other type is one-model there and runs its
+# max_draft_len at every batch (versions.STAGE_ONE_EXECUTOR).
+STAGE_ONE_DRAFTER_TYPES = ("NGram", "Draft_Target")
 
 
 PLACEHOLDER_MODEL = "<draft model: a path or hub name>"
