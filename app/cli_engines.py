@@ -341,7 +341,8 @@ def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argpars
             f"named terms: {terms.fixed_ms:.3f} ms per step + {terms.multi_token_ms:.3f} ms per pass over more "
             f"than one token + {terms.per_sequence_ms:.3f} ms per sequence + "
             f"{terms.per_extra_token_ms:.3f} ms per further verified token + {terms.per_draft_step_ms:.3f} ms per "
-            f"draft step (rms {100 * (terms.rms_relative_error or 0.0):.2f}%)"
+            f"draft step + {terms.draft_multi_sequence_ms:.3f} ms per draft step over more than one sequence "
+            f"(rms {100 * (terms.rms_relative_error or 0.0):.2f}%)"
         )
     if out.schedule is not None:
         lines.append(out.schedule.headline)

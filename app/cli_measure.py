@@ -364,6 +364,7 @@ def _batch_report(analysis: Any) -> dict[str, Any]:
             "per_sequence_ms": cost.per_sequence_ms,
             "per_extra_token_ms": cost.per_extra_token_ms,
             "per_draft_step_ms": cost.per_draft_step_ms,
+            "draft_multi_sequence_ms": cost.draft_multi_sequence_ms,
             "fitted": list(cost.fitted),
             "kept": cost.kept,
             "rms_relative_error": cost.rms_relative_error,
@@ -379,7 +380,12 @@ def render_batches(report: dict[str, Any]) -> str:
         f"{cost['fixed_ms']:.2f} ms + {cost['multi_token_ms']:.2f} ms for a pass over more than one token + "
         f"{cost['per_sequence_ms']:.2f} ms per sequence + "
         f"{cost['per_extra_token_ms']:.2f} ms per further verified token"
-        + (f" + {cost['per_draft_step_ms']:.2f} ms per draft step" if "per_draft_step_ms" in cost["fitted"] else ""),
+        + (f" + {cost['per_draft_step_ms']:.2f} ms per draft step" if "per_draft_step_ms" in cost["fitted"] else "")
+        + (
+            f" + {cost['draft_multi_sequence_ms']:.2f} ms per draft step over more than one sequence"
+            if "draft_multi_sequence_ms" in cost["fitted"]
+            else ""
+        ),
         "",
         f"{'k':>3} {'batch':>5} {'tok/s':>8} {'step ms':>8} {'tok/step':>8} {'measured':>8} {'spread':>11} "
         f"{'holdout':>7} {'batch-out':>9}  profile",

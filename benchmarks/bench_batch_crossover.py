@@ -7,6 +7,7 @@ drafts), and the requantized draft model (draft-simple, --spec-draft-p-min 0) on
 Each runs a server without speculation (k = 0) and one per k,
 all with --parallel 16, and `specdec-lab measure --batch`'s sweep over them: B requests at once, for
 B = 1, 2, 4, 8, 16; ROUNDS rounds, interleaved (every batch on every server in each round, the order rotated).
+SPECDEC_BENCH_SETUPS=draft_novel (names comma-separated) runs only those setups.
 
 RATIO batch_<setup>_k<k>_b<B>_<holdout> predicted measured ratio: the speedup predicted for that cell from a
 step cost fitted without it (``loo``) or without any cell at that batch (``lobo``), over the measured speedup
@@ -17,6 +18,7 @@ measured and predicted from the batches below it.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Sequence
 
@@ -56,7 +58,8 @@ def _report(name: str, run: BatchRun, analysis: BatchAnalysis) -> None:
         f"\n{name}: {run.requests} requests in {run.seconds:.0f} s; step cost on every cell: {cost.fixed_ms:.2f} ms "
         f"+ {cost.multi_token_ms:.2f} ms/multi-token pass "
         f"+ {cost.per_sequence_ms:.2f} ms/sequence + {cost.per_extra_token_ms:.2f} ms/further token + "
-        f"{cost.per_draft_step_ms:.2f} ms/draft step (rms {cost.rms_relative_error or 0:.1%})"
+        f"{cost.per_draft_step_ms:.2f} ms/draft step + {cost.draft_multi_sequence_ms:.2f} ms/draft step over "
+        f"several sequences (rms {cost.rms_relative_error or 0:.1%})"
     )
     print(f"{'k':>3} {'batch':>5} {'step ms':>8} {'tok/step':>8} {'measured':>8} {'rounds':>11} {'loo':>6} {'lobo':>6}")
     for cell in analysis.cells:
@@ -104,6 +107,9 @@ def main() -> None:
             True,
         ),
     ]
+    chosen = os.environ.get("SPECDEC_BENCH_SETUPS")  # a comma-separated subset of the setups' names, to rerun one
+    if chosen:
+        setups = [setup for setup in setups if setup[0] in chosen.split(",")]
     started = time.perf_counter()
     for name, per_k, prompts, draft_model in setups:
         run = _sweep(per_k, prompts)

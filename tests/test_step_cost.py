@@ -78,3 +78,23 @@ def test_a_one_token_pass_cheaper_than_the_line_is_the_multi_token_term() -> Non
     assert without_batch_one_plain.multi_token_ms == 0.0
     assert "no one-token pass" in without_batch_one_plain.kept["multi_token_ms"]
     assert without_batch_one_plain.fixed_ms == pytest.approx(FIXED + jump)  # carried by the fixed time
+
+
+def test_a_draft_step_over_several_sequences_costing_more_is_its_own_term() -> None:
+    """llama.cpp drafts every slot's next token in one draft pass: over one sequence it is a one-token pass of the
+    draft (vector kernels), over several a matrix pass that costs more per draft step."""
+    jump = 0.6
+    points = [
+        StepPoint(batch, n, _ms(batch, n, True) + (jump * (n - 1) if batch > 1 else 0.0))
+        for batch in (1, 2, 4, 8)
+        for n in (1.0, 3.0, 5.0)
+    ]
+    cost = fit(points, draft_model=True)
+    assert cost.draft_multi_sequence_ms == pytest.approx(jump) and "draft_multi_sequence_ms" in cost.fitted
+    assert cost.per_draft_step_ms == pytest.approx(PER_DRAFT_STEP) and cost.kept == {}
+    assert float(cost.step_ms(1, 5.0)) == pytest.approx(_ms(1, 5.0, True))
+    assert float(cost.step_ms(16, 5.0)) == pytest.approx(_ms(16, 5.0, True) + 4 * jump)
+    without_drafts_at_one = fit([point for point in points if point.batch > 1 or point.tokens == 1], True)
+    assert without_drafts_at_one.draft_multi_sequence_ms == 0.0
+    assert "no drafted step at batch 1" in without_drafts_at_one.kept["draft_multi_sequence_ms"]
+    assert "draft_multi_sequence_ms" in fit(points, draft_model=False).kept  # a lookup drafts without passes

@@ -4,6 +4,7 @@ A step decodes B sequences together; each sends n tokens through the target (n =
 tokens when it verifies a draft; a mean over steps may be fractional).  Its time is modelled as
 
     t(B, n) = fixed + multi_token [B n > 1] + per_sequence B + per_extra_token B (n - 1) + per_draft_step (n - 1)
+              + draft_multi_sequence [B > 1] (n - 1)
 
 - ``fixed``: what a step costs whatever the batch: reading the weights, launching the passes.
 - ``multi_token``: what a pass over more than one token adds once: the engines switch from vector kernels
@@ -16,6 +17,11 @@ tokens when it verifies a draft; a mean over steps may be fractional).  Its time
   (for a draft model) the drafting of it when the draft runs sequence by sequence.
 - ``per_draft_step``: a draft model's own fixed time per draft step (its launch), which grows with the
   drafted tokens of a step but not with the batch.  Zero for drafting without a model (n-gram lookup).
+- ``draft_multi_sequence``: what a draft step over more than one sequence adds, per draft step.  llama.cpp's
+  server drafts every slot's next token in one draft pass (``common_speculative_impl_draft_simple::draft`` in
+  common/speculative.cpp, b11312 and b11434: one token per sequence per step), so at batch 1 each draft step is a
+  one-token pass of the draft (vector kernels), and above it a pass over several tokens (matrix kernels), as for
+  the target.  Identified only where drafted steps at batch 1 and above it were both measured.
 
 Each term is a least-squares coefficient on the relative error, held at zero or above (non-negative least
 squares).  A term the measurements cannot identify (one batch size, no drafted tokens) is kept at zero and
@@ -32,14 +38,25 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import nnls
 
-MODEL = "t(B, n) = fixed + multi_token [B n > 1] + per_sequence B + per_extra_token B (n - 1) + per_draft_step (n - 1)"
-TERMS: tuple[str, ...] = ("fixed_ms", "multi_token_ms", "per_sequence_ms", "per_extra_token_ms", "per_draft_step_ms")
+MODEL = (
+    "t(B, n) = fixed + multi_token [B n > 1] + per_sequence B + per_extra_token B (n - 1) + per_draft_step (n - 1) "
+    "+ draft_multi_sequence [B > 1] (n - 1)"
+)
+TERMS: tuple[str, ...] = (
+    "fixed_ms",
+    "multi_token_ms",
+    "per_sequence_ms",
+    "per_extra_token_ms",
+    "per_draft_step_ms",
+    "draft_multi_sequence_ms",
+)
 TERM_LABELS: dict[str, str] = {
     "fixed_ms": "fixed time per step",
     "multi_token_ms": "the extra fixed time of a pass over more than one token",
     "per_sequence_ms": "time per sequence per step",
     "per_extra_token_ms": "time per further verified token of a sequence",
     "per_draft_step_ms": "a draft model's fixed time per draft step",
+    "draft_multi_sequence_ms": "what a draft step over more than one sequence adds, per draft step",
 }
 
 
@@ -63,6 +80,7 @@ class StepCost:
     per_extra_token_ms: float
     per_draft_step_ms: float = 0.0
     multi_token_ms: float = 0.0
+    draft_multi_sequence_ms: float = 0.0
     fitted: tuple[str, ...] = ()
     kept: dict[str, str] = field(default_factory=dict)  # term -> why it was kept at 0
     points: int = 0
@@ -88,7 +106,8 @@ def _columns(batch: NDArray[np.float64], tokens: NDArray[np.float64]) -> NDArray
     batch, tokens = np.broadcast_arrays(batch, tokens)
     extra = tokens - 1.0
     several = (batch * tokens > 1.0 + 1e-9).astype(np.float64)
-    return np.stack([np.ones_like(batch), several, batch, batch * extra, extra])
+    several_sequences = (batch > 1.0 + 1e-9).astype(np.float64)
+    return np.stack([np.ones_like(batch), several, batch, batch * extra, extra, several_sequences * extra])
 
 
 def fit(points: Sequence[StepPoint], draft_model: bool) -> StepCost:
@@ -101,8 +120,16 @@ def fit(points: Sequence[StepPoint], draft_model: bool) -> StepCost:
     if not (np.all(np.isfinite(ms)) and np.all(ms > 0) and np.all(batch >= 1) and np.all(tokens >= 1)):
         raise StepCostError("each step needs a batch of at least 1, at least 1 token and a positive time")
     kept: dict[str, str] = {}
+    drafted = tokens - 1.0 > 1e-9
     if not draft_model:
         kept["per_draft_step_ms"] = "no draft model: drafting is a lookup, counted per sequence"
+        kept["draft_multi_sequence_ms"] = "no draft model: drafting is a lookup, counted per sequence"
+    elif not np.any(drafted & (batch <= 1.0 + 1e-9)):
+        kept["draft_multi_sequence_ms"] = (
+            "no drafted step at batch 1 measured: a draft step over one sequence is priced as one over several"
+        )
+    elif not np.any(drafted & (batch > 1.0 + 1e-9)):
+        kept["draft_multi_sequence_ms"] = "every drafted step was at batch 1"
     if np.ptp(batch) < 1e-9:
         kept["per_sequence_ms"] = f"one batch size ({batch[0]:g}): carried by the fixed time"
         if draft_model:
@@ -115,6 +142,7 @@ def fit(points: Sequence[StepPoint], draft_model: bool) -> StepCost:
     if np.all(tokens - 1.0 < 1e-9):
         kept["per_extra_token_ms"] = "no step verified a draft"
         kept["per_draft_step_ms"] = "no step verified a draft"
+        kept["draft_multi_sequence_ms"] = "no step verified a draft"
     chosen = [index for index, name in enumerate(TERMS) if name not in kept]
     wanted = len(chosen)
     while len(points) < len(chosen):

@@ -120,6 +120,9 @@ class StepCostOut(BaseModel):
     per_sequence_ms: float = Field(description="What each sequence adds to a step.")
     per_extra_token_ms: float = Field(description="Each further token a sequence verifies.")
     per_draft_step_ms: float = Field(description="A draft model's own fixed time per draft step.")
+    draft_multi_sequence_ms: float = Field(
+        description="What a draft step over more than one sequence adds, per draft step (the draft's matrix kernels)."
+    )
     fitted: list[str] = Field(description="The terms the rows identify.")
     kept: dict[str, str] = Field(description="Terms kept at 0, each with the reason the rows cannot identify it.")
     rms_relative_error: float | None
