@@ -17,6 +17,26 @@ _GAUGES_LOSE = (
 )
 
 
+# the spec counters and the k gauge of 2026-05 (sglang:spec_verify_calls_total, sglang:spec_num_steps)
+_SINCE_2026_05 = base.RulesMetrics(
+    running="sglang:num_running_reqs",
+    scrape_format="sglang-metrics",
+    verify_calls="sglang:spec_verify_calls_total",
+    generated="sglang:generation_tokens_total",
+    accept_length="sglang:spec_accept_length",
+    running_k="sglang:spec_num_steps",
+    k_from="gauge",
+    loses=(
+        *_GAUGES_LOSE,
+        "no counter of drafted or accepted tokens: tokens per verification is sglang:generation_tokens_total / "
+        "sglang:spec_verify_calls_total (each request's first token, from prefill, counts too), and p has no "
+        "sampling interval",
+        "sglang:spec_num_steps is a gauge of the tier running at the scrape: tiers run between scrapes are not "
+        "seen, and a window whose batch crossed a tier mixes two k",
+    ),
+)
+
+
 RULES_METRICS = {
     "2026-03": base.RulesMetrics(
         running="sglang:num_running_reqs",
@@ -32,38 +52,6 @@ RULES_METRICS = {
             "no gauge of the k running: the schedule check cannot be made (SGLang 2026-05 has sglang:spec_num_steps)",
         ),
     ),
-    "2026-05": base.RulesMetrics(
-        running="sglang:num_running_reqs",
-        scrape_format="sglang-metrics",
-        verify_calls="sglang:spec_verify_calls_total",
-        generated="sglang:generation_tokens_total",
-        accept_length="sglang:spec_accept_length",
-        running_k="sglang:spec_num_steps",
-        k_from="gauge",
-        loses=(
-            *_GAUGES_LOSE,
-            "no counter of drafted or accepted tokens: tokens per verification is sglang:generation_tokens_total / "
-            "sglang:spec_verify_calls_total (each request's first token, from prefill, counts too), and p has no "
-            "sampling interval",
-            "sglang:spec_num_steps is a gauge of the tier running at the scrape: tiers run between scrapes are not "
-            "seen, and a window whose batch crossed a tier mixes two k",
-        ),
-    ),
-    "2026-08": base.RulesMetrics(
-        running="sglang:num_running_reqs",
-        scrape_format="sglang-metrics",
-        verify_calls="sglang:spec_verify_calls_total",
-        generated="sglang:generation_tokens_total",
-        accept_length="sglang:spec_accept_length",
-        running_k="sglang:spec_num_steps",
-        k_from="gauge",
-        loses=(
-            *_GAUGES_LOSE,
-            "no counter of drafted or accepted tokens: tokens per verification is sglang:generation_tokens_total / "
-            "sglang:spec_verify_calls_total (each request's first token, from prefill, counts too), and p has no "
-            "sampling interval",
-            "sglang:spec_num_steps is a gauge of the tier running at the scrape: tiers run between scrapes are not "
-            "seen, and a window whose batch crossed a tier mixes two k",
-        ),
-    ),
+    "2026-05": _SINCE_2026_05,
+    "2026-08": _SINCE_2026_05,  # PR #33518 added per-request counts; the series are 2026-05's
 }
