@@ -397,9 +397,13 @@ def render_batches(report: dict[str, Any]) -> str:
             f"{cell['k']:>3} {cell['batch']:>5} {cell['throughput_tokens_s']:>8.1f} {cell['step_ms']:>8.2f} "
             f"{cell['tokens_per_step']:>8.2f} {_number(cell['measured_speedup']):>8} "
             f"{(f'{min(spread):.2f}..{max(spread):.2f}' if spread else '-'):>11} "
-            f"{_number(cell['predicted_speedup_holdout']):>7} {_number(cell['predicted_speedup_batch_holdout']):>9}"
+            f"{_number(cell['predicted_speedup_holdout']):>7} "
+            f"{_number(cell['predicted_speedup_batch_holdout']) + ('*' if cell['batch_holdout_kept'] else ''):>9}"
             f"  {profile}"
         )
+    lost = {why for cell in report["cells"] for why in cell["batch_holdout_kept"].values()}
+    if lost:
+        lines.append("* predicted without a term the other batches cannot identify: " + "; ".join(sorted(lost)))
     lines.append("")
     for item in report["crossover"]:
         measured = item["crossover_batch_measured"]

@@ -142,3 +142,33 @@ def test_the_sweeps_step_fit_input_is_what_the_schedule_takes_as_measured(
     accuracy = json.loads(capsys.readouterr().out)["accuracy"]
     assert accuracy["source"] == "measured" and accuracy["measured_steps"] == len(analysis.cells) == 21
     assert accuracy["measured_error"] is not None and accuracy["summary"].startswith("measured: fitted to 21 steps")
+
+
+def test_a_batch_whose_prediction_lacks_a_term_says_which() -> None:
+    """Plain decoding at batch 1 is the only one-token pass (cheaper: vector kernels): with batch 1 left out no
+    cell measures one, so that batch's predictions price it as a pass over several tokens, and say so."""
+    from dataclasses import replace
+
+    from app.cli_measure import _batch_report, render_batches
+
+    jump = 8.0  # ms a pass over several tokens costs more than the one-token pass
+    rounds = [
+        replace(sample, decode_ms=sample.decode_ms - sample.requests * STEPS * jump)
+        if sample.k == 0 and sample.batch == 1
+        else sample
+        for sample in (_cell(k, batch) for k in (0, 4) for batch in BATCHES)
+    ]
+    analysis = analyze_batches([rounds], draft_model=False)
+    assert analysis.step_cost.multi_token_ms == pytest.approx(jump)
+    for cell in analysis.cells:
+        if cell.batch == 1:
+            assert "no one-token pass" in cell.batch_holdout_kept["multi_token_ms"], cell
+        else:
+            assert cell.batch_holdout_kept == {}, cell
+            assert cell.predicted_speedup_batch_holdout == pytest.approx(cell.measured_speedup)
+    (one,) = [cell for cell in analysis.cells if cell.batch == 1 and cell.k == 4]
+    assert one.predicted_speedup_holdout == pytest.approx(one.measured_speedup)  # the plain cell was in that fit
+    assert (one.predicted_speedup_batch_holdout or 0) > one.measured_speedup  # plain priced dearer than it is
+    report = {"requests": 254, "seconds": 12.0, **_batch_report(analysis), "notes": analysis.notes}
+    text = render_batches(report)
+    assert "* predicted without a term the other batches cannot identify: no one-token pass" in text

@@ -174,8 +174,14 @@ def test_a_batch_sweep_measures_every_cell_and_predicts_each_one_out_of_sample(
             continue
         assert cell["drafts"] > 0 and len(cell["profile"]) == BATCH_K and cell["profile"][0] > 0.8
         assert cell["tokens_per_step"] > 2.5  # repeating text: most drafts accepted
-        for name in ("predicted_speedup_holdout", "predicted_speedup_batch_holdout"):
-            assert cell[name] is not None and 0.5 < cell[name] / cell["measured_speedup"] < 2.0, (name, cell)
+        holdout, batch_holdout = cell["predicted_speedup_holdout"], cell["predicted_speedup_batch_holdout"]
+        assert holdout is not None and 0.5 < holdout / cell["measured_speedup"] < 2.0, cell
+        assert batch_holdout is not None and batch_holdout / cell["measured_speedup"] > 0.5, cell
+        if batch == 1:  # the only one-token pass (plain decoding at batch 1) is left out with it: said, and priced
+            # as a pass over several tokens, dearer than it is, which can only raise the predicted speedup
+            assert list(cell["batch_holdout_kept"]) == ["multi_token_ms"], cell
+        else:
+            assert cell["batch_holdout_kept"] == {} and batch_holdout / cell["measured_speedup"] < 2.0, cell
     (crossover,) = report["crossover"]
     assert crossover["k"] == BATCH_K and set(crossover) >= {"crossover_batch_measured", "crossover_batch_predicted"}
     assert [row["batch"] for row in report["best_k_by_batch"]] == list(BATCHES)

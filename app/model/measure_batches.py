@@ -62,6 +62,9 @@ class CellResult:
     predicted_speedup: float | None  # in sample: the fit saw this cell
     predicted_speedup_holdout: float | None  # leave-one-out
     predicted_speedup_batch_holdout: float | None  # leave this batch out
+    # terms the fit on every cell identifies and the fit without this batch cannot (term -> why): that prediction
+    # prices them at 0 (at batch 1, the one-token pass of plain decoding, which no other batch measures)
+    batch_holdout_kept: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,13 @@ def _predict(cost: StepCost | None, cells: Sequence[_Cell], k: int, batch: int) 
         return None
     value = float(cost.speedup(batch, *pooled))
     return value if math.isfinite(value) and value > 0 else None
+
+
+def _lost(full: StepCost, fitted: StepCost | None) -> dict[str, str]:
+    """The terms ``full`` identified that ``fitted`` kept at 0, each with the reason."""
+    if fitted is None:
+        return {}
+    return {name: why for name, why in fitted.kept.items() if name in full.fitted}
 
 
 def _rounds_check(rounds: Sequence[Sequence[Sample]]) -> dict[tuple[int, int], list[Sample]]:
@@ -247,6 +257,7 @@ def analyze_batches(rounds: Sequence[Sequence[Sample]], draft_model: bool) -> Ba
                 predicted_speedup=_predict(full, cells, k, batch),
                 predicted_speedup_holdout=holdout,
                 predicted_speedup_batch_holdout=batch_holdout,
+                batch_holdout_kept=_lost(full, batch_fits[batch]),
             )
         )
 
