@@ -85,8 +85,8 @@ def calibrate_report(
     all the same, with a note.
     """
     report, wrapped = unwrap(text)
-    if baseline is None or not baseline.strip():
-        baseline = wrapped
+    if baseline is None or not baseline.strip():  # an empty baseline is none; the body's is taken
+        baseline = wrapped if wrapped is not None and wrapped.strip() else None
     try:
         read = engine_metrics.calibrate_report(
             report,
@@ -100,7 +100,7 @@ def calibrate_report(
             draft_lengths=draft_lengths,
         )
     except CalibrationError as error:
-        if baseline is None or not baseline.strip():
+        if baseline is None:
             raise
         # a fault in the report names the report (it is raised again here); else the baseline is at fault
         engine_metrics.read_measurements(report, k=k, label=label, draft_lengths=draft_lengths)  # as with a baseline

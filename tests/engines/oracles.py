@@ -47,6 +47,16 @@ def _trtllm(config: dict[str, object]) -> Exported:
     return Exported(document, [], yaml.safe_dump(document))
 
 
+# the two-model Eagle3 config two versions read apart: the Drafter's lookup (2025-10, 2026-03), one model (2026-09)
+TWO_MODEL_EAGLE3 = {
+    "decoding_type": "Eagle3",
+    "speculative_model": "d",
+    "max_draft_len": 3,
+    "eagle3_one_model": False,
+    "draft_len_schedule": {1: 3, 3: 2, 5: 0},
+}
+
+
 def _flags(*flags: str) -> Exported:
     return Exported({}, list(flags), "")
 
@@ -421,15 +431,7 @@ ORACLES: tuple[Oracle, ...] = (
         "engine's source",
         "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/utils.py @ 011d0933dcb5 (get_spec_drafter: ModelDrafter "
         "for is_eagle3) and drafter.py's lookup",
-        _trtllm(
-            {
-                "decoding_type": "Eagle3",
-                "speculative_model": "d",
-                "max_draft_len": 3,
-                "eagle3_one_model": False,
-                "draft_len_schedule": {1: 3, 3: 2, 5: 0},
-            }
-        ),
+        _trtllm(TWO_MODEL_EAGLE3),
         6,
         runs=(3, 3, 2, 2, 0, 0),
     ),
@@ -490,15 +492,7 @@ ORACLES: tuple[Oracle, ...] = (
         "validator",
         "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py @ 0004396720054f (EagleDecodingConfig."
         "validate_eagle_config: eagle3_one_model false ignored)",
-        _trtllm(
-            {
-                "decoding_type": "Eagle3",
-                "speculative_model": "d",
-                "max_draft_len": 3,
-                "eagle3_one_model": False,
-                "draft_len_schedule": {1: 3, 3: 2, 5: 0},
-            }
-        ),
+        _trtllm(TWO_MODEL_EAGLE3),
         6,
         runs=(3, 2, 2, 0, 0, 0),
     ),

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.model import rollout
@@ -15,7 +14,7 @@ from app.service import rollout_plan as rollout_report
 from app.service.clients import rollout as rollout_check
 from app.service.clients.prometheus import Prometheus, PrometheusError
 from app.service.regimes import BuiltSetup
-from app.web.api.bodies import read_capped
+from app.web.api.bodies import body_error, read_capped
 from app.web.api.inputs import takes
 from app.web.api.setup_params import RULES, SETUP_RULES, Setup
 from app.web.core.config import Settings, get_settings
@@ -47,15 +46,6 @@ SCRAPE_BODY: dict[str, Any] = {
 }
 
 
-def _unprocessable(message: str, kind: str) -> JSONResponse:
-    return JSONResponse(
-        status_code=422,
-        content={
-            "detail": [{"loc": ["body", "metrics"], "msg": f"metrics: {message}", "type": "value_error", "kind": kind}]
-        },
-    )
-
-
 @router.post(
     "/rollout/plan",
     summary="Per class: acceptance, batches, schedule, gain and a verdict, in rollout order",
@@ -75,13 +65,13 @@ async def post_rollout_plan(request: Request, built: Setup, label: str, k_max: i
     cost model's stated error, and a verdict (turn on, leave off, measure first); the surest gains first."""
     body = await read_capped(request, MAX_EXPOSITION_BYTES)
     if body is None:
-        return _unprocessable(f"the body must be at most {MAX_EXPOSITION_BYTES:,} bytes", "too_large")
+        return body_error("metrics", f"the body must be at most {MAX_EXPOSITION_BYTES:,} bytes", "too_large")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return _unprocessable("must be UTF-8 text", "encoding")
+        return body_error("metrics", "must be UTF-8 text", "encoding")
     if not text.strip():
-        return _unprocessable("is required: the /metrics text", "missing")
+        return body_error("metrics", "is required: the /metrics text", "missing")
     return await run_in_threadpool(_planned, text, built, _label(label), k_max)
 
 
@@ -90,7 +80,7 @@ def _planned(text: str, built: BuiltSetup, label: str, k_max: int) -> Any:
         engine, version, classes = rollout_report.from_scrape(text, label)
         return rollout_report.plan_classes(engine, version, classes, built, label, k_max)
     except CalibrationError as error:
-        return _unprocessable(error.message, error.kind.value)
+        return body_error("metrics", error.message, error.kind.value)
 
 
 CHECK_RULES = RULES + (
