@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -93,6 +94,13 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         help="write batch,tokens,ms: a plain step and each k's verification pass (specdec-lab step-fit); with "
         "--batch, every measured step of every batch",
     )
+    parser.add_argument(
+        "--given-step-cost",
+        metavar="FILE",
+        help="with --batch: an earlier `measure --batch --format json` of the same engine and hardware; its "
+        "fitted step-cost terms are held wherever this sweep cannot identify them (for example the one-token pass "
+        "of plain decoding at batch 1, when batch 1 is left out or not measured)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format")
     parser.set_defaults(handler=run_measure)
@@ -154,6 +162,8 @@ def run_measure(arguments: argparse.Namespace) -> int:
 
     if arguments.batch:
         return run_measure_batches(arguments)
+    if arguments.given_step_cost:
+        return _fail("--given-step-cost needs --batch: it holds terms of the step cost across batch sizes")
     try:
         prompts, run = _swept(arguments, Sweep, logs=arguments.server_log)
         notes = list(run.notes)
@@ -281,6 +291,10 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     from app.service.clients.measure import MeasureClientError, SweepOverBatches
 
     try:
+        given = _given_step_cost(arguments.given_step_cost) if arguments.given_step_cost else None
+    except ValueError as error:
+        return _fail(f"--given-step-cost {arguments.given_step_cost}: {error}")
+    try:
         prompts, run = _swept(arguments, SweepOverBatches, batches=arguments.batch)
     except (MeasureClientError, httpx.HTTPError, OSError) as error:
         return _fail(_reason(error))
@@ -304,7 +318,7 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     }
     failure = run.stopped
     try:
-        analysis = analyze_batches(run.rounds, draft_model)
+        analysis = analyze_batches(run.rounds, draft_model, given)
         report.update(_batch_report(analysis))
         notes += analysis.notes
         if arguments.write_step_fit:
@@ -367,10 +381,37 @@ def _batch_report(analysis: Any) -> dict[str, Any]:
             "draft_multi_sequence_ms": cost.draft_multi_sequence_ms,
             "fitted": list(cost.fitted),
             "kept": cost.kept,
+            "given": cost.given,
             "rms_relative_error": cost.rms_relative_error,
         },
         "holdout_errors": [asdict(error) for error in analysis.holdout_errors],
     }
+
+
+def _batch_holdout_mark(cell: dict[str, Any]) -> str:
+    return "*" if cell["batch_holdout_kept"] else "+" if cell.get("batch_holdout_given") else ""
+
+
+def _given_step_cost(path: str) -> dict[str, float]:
+    """The fitted terms of an earlier `measure --batch --format json` (its "step_cost"), by name."""
+    from app.model import step_cost
+
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"not a readable JSON file ({error})") from error
+    cost = report.get("step_cost") if isinstance(report, dict) else None
+    if not isinstance(cost, dict) or not isinstance(cost.get("fitted"), list):
+        raise ValueError('no "step_cost" with its "fitted" terms: give the JSON of `measure --batch --format json`')
+    given: dict[str, float] = {}
+    for name in cost["fitted"]:
+        value = cost.get(name)
+        if name not in step_cost.TERMS or isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"step_cost.{name}: not a step-cost term with a number ({', '.join(step_cost.TERMS)})")
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"step_cost.{name} must be a finite number of ms, 0 or above; got {value}")
+        given[name] = float(value)
+    return given
 
 
 def render_batches(report: dict[str, Any]) -> str:
@@ -398,12 +439,15 @@ def render_batches(report: dict[str, Any]) -> str:
             f"{cell['tokens_per_step']:>8.2f} {_number(cell['measured_speedup']):>8} "
             f"{(f'{min(spread):.2f}..{max(spread):.2f}' if spread else '-'):>11} "
             f"{_number(cell['predicted_speedup_holdout']):>7} "
-            f"{_number(cell['predicted_speedup_batch_holdout']) + ('*' if cell['batch_holdout_kept'] else ''):>9}"
+            f"{_number(cell['predicted_speedup_batch_holdout']) + _batch_holdout_mark(cell):>9}"
             f"  {profile}"
         )
     lost = {why for cell in report["cells"] for why in cell["batch_holdout_kept"].values()}
     if lost:
         lines.append("* predicted without a term the other batches cannot identify: " + "; ".join(sorted(lost)))
+    held = sorted({name for cell in report["cells"] for name in cell.get("batch_holdout_given", {})})
+    if held:
+        lines.append("+ predicted with given terms the other batches cannot identify: " + ", ".join(held))
     lines.append("")
     for item in report["crossover"]:
         measured = item["crossover_batch_measured"]

@@ -11,14 +11,18 @@ SPECDEC_BENCH_SETUPS=draft_novel (names comma-separated) runs only those setups.
 
 RATIO batch_<setup>_k<k>_b<B>_<holdout> predicted measured ratio: the speedup predicted for that cell from a
 step cost fitted without it (``loo``) or without any cell at that batch (``lobo``), over the measured speedup
-(1 = right).  The table gives each cell's spread over the rounds taken alone, and per k the crossover batch
-measured and predicted from the batches below it.
+(1 = right).  Batch 1 left out holds the only one-token pass, which no other batch measures; ``lobo_given``
+predicts it again with the terms that fit cannot identify given from another setup's sweep on the same engine
+and hardware (`measure --batch --given-step-cost`): out of sample twice over, another workload and another run.
+The table gives each cell's spread over the rounds taken alone, and per k the crossover batch measured and
+predicted from the batches below it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import time
 from collections.abc import Sequence
 
@@ -111,10 +115,39 @@ def main() -> None:
     if chosen:
         setups = [setup for setup in setups if setup[0] in chosen.split(",")]
     started = time.perf_counter()
+    swept: list[tuple[str, BatchRun, BatchAnalysis, bool]] = []
     for name, per_k, prompts, draft_model in setups:
         run = _sweep(per_k, prompts)
-        _report(name, run, analyze_batches(run.rounds, draft_model))
+        analysis = analyze_batches(run.rounds, draft_model)
+        _report(name, run, analysis)
+        swept.append((name, run, analysis, draft_model))
+    for index, (name, run, _analysis, draft_model) in enumerate(swept[1:] + swept[:1] if len(swept) > 1 else []):
+        donor_name, _run, donor, _draft = swept[index]  # the setup before it, in a ring
+        _report_given(name, donor_name, analyze_batches(run.rounds, draft_model, _fitted_terms(donor)))
     print(f"\n{len(setups)} setups in {time.perf_counter() - started:.0f} s")
+
+
+def _fitted_terms(analysis: BatchAnalysis) -> dict[str, float]:
+    cost = analysis.step_cost
+    return {name: getattr(cost, name) for name in cost.fitted}
+
+
+def _report_given(name: str, donor: str, analysis: BatchAnalysis) -> None:
+    held = sorted({term for cell in analysis.cells for term in cell.batch_holdout_given})
+    print(f"\n{name}, each batch left out, with the terms it cannot identify given from {donor}: {', '.join(held)}")
+    errors = []
+    for cell in analysis.cells:
+        if cell.k == 0 or cell.measured_speedup is None or cell.predicted_speedup_batch_holdout is None:
+            continue
+        ratio = cell.predicted_speedup_batch_holdout / cell.measured_speedup
+        errors.append(abs(ratio - 1.0))
+        if cell.batch_holdout_given:
+            print(
+                f"RATIO batch_{name}_k{cell.k}_b{cell.batch}_lobo_given {cell.predicted_speedup_batch_holdout:.4f} "
+                f"{cell.measured_speedup:.4f} {ratio:.3f}"
+            )
+    if errors:
+        print(f"leave-one-batch-out with given terms: median {statistics.median(errors):.1%}, worst {max(errors):.1%}")
 
 
 if __name__ == "__main__":

@@ -197,3 +197,32 @@ def test_the_command_says_what_is_wrong(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit):
         main(["measure", "http://127.0.0.1:9", "--k", "0,65"])
     assert "must be from 0 to 64" in capsys.readouterr().err
+
+
+def test_a_given_step_cost_that_cannot_be_used_is_refused_before_any_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Read before the sweep starts: port 9 answers nothing, and the message names the file, not the server."""
+    missing = tmp_path / "missing.json"
+    not_a_report = tmp_path / "calibration.json"
+    not_a_report.write_text(json.dumps({"p": 0.8}), encoding="utf-8")
+    unknown_term = tmp_path / "unknown.json"
+    unknown_term.write_text(json.dumps({"step_cost": {"fitted": ["launch_ms"], "launch_ms": 3.0}}), encoding="utf-8")
+    negative = tmp_path / "negative.json"
+    negative.write_text(json.dumps({"step_cost": {"fitted": ["fixed_ms"], "fixed_ms": -2.0}}), encoding="utf-8")
+    for path, message in (
+        (missing, "not a readable JSON file"),
+        (not_a_report, 'no "step_cost" with its "fitted" terms'),
+        (unknown_term, "step_cost.launch_ms: not a step-cost term"),
+        (negative, "step_cost.fixed_ms must be a finite number of ms, 0 or above"),
+    ):
+        argv = ["measure", "http://127.0.0.1:9", "--batch", "1,2", "--given-step-cost", str(path), "--no-progress"]
+        assert main(argv) == 2
+        error = capsys.readouterr().err
+        assert f"--given-step-cost {path}: {message}" in error and "no answer" not in error, error
+    usable = tmp_path / "sweep.json"
+    usable.write_text(json.dumps({"step_cost": {"fitted": ["multi_token_ms"], "multi_token_ms": 8.0}}), "utf-8")
+    assert main(["measure", "http://127.0.0.1:9", "--given-step-cost", str(usable), "--no-progress"]) == 2
+    assert "--given-step-cost needs --batch" in capsys.readouterr().err
+    assert main(["measure", "http://127.0.0.1:9", "--batch", "1,2", "--given-step-cost", str(usable)]) == 2
+    assert "http://127.0.0.1:9: no answer" in capsys.readouterr().err  # read, then the sweep started

@@ -172,3 +172,44 @@ def test_a_batch_whose_prediction_lacks_a_term_says_which() -> None:
     report = {"requests": 254, "seconds": 12.0, **_batch_report(analysis), "notes": analysis.notes}
     text = render_batches(report)
     assert "* predicted without a term the other batches cannot identify: no one-token pass" in text
+    assert "+ predicted with given terms" not in text
+
+
+def test_a_term_given_from_an_earlier_sweep_is_held_where_these_batches_cannot_identify_it() -> None:
+    """The one-token pass of an earlier sweep on the same engine and hardware, given: batch 1 left out is then
+    predicted with it, and says so; a fit that identifies the term keeps its own value."""
+    from dataclasses import replace
+
+    from app.cli_measure import _batch_report, render_batches
+
+    jump = 8.0
+    rounds = [
+        replace(sample, decode_ms=sample.decode_ms - sample.requests * STEPS * jump)
+        if sample.k == 0 and sample.batch == 1
+        else sample
+        for sample in (_cell(k, batch) for k in (0, 4) for batch in BATCHES)
+    ]
+    analysis = analyze_batches([rounds], draft_model=False, given={"multi_token_ms": jump, "fixed_ms": 999.0})
+    assert analysis.step_cost.multi_token_ms == pytest.approx(jump) and analysis.step_cost.given == {}
+    assert analysis.step_cost.fixed_ms == pytest.approx(FIXED - jump)  # identified here: the given 999 is not used
+    for cell in analysis.cells:
+        assert cell.batch_holdout_kept == {}, cell
+        assert cell.predicted_speedup_batch_holdout == pytest.approx(cell.measured_speedup), cell
+        if cell.batch == 1:
+            assert "no one-token pass" in cell.batch_holdout_given["multi_token_ms"], cell
+        else:
+            assert cell.batch_holdout_given == {}, cell
+    wrong = analyze_batches([rounds], draft_model=False, given={"multi_token_ms": 2 * jump})
+    (one,) = [cell for cell in wrong.cells if cell.batch == 1 and cell.k == 4]
+    assert (one.predicted_speedup_batch_holdout or 0) < one.measured_speedup  # the one-token pass given too cheap
+    report = {"requests": 254, "seconds": 12.0, **_batch_report(analysis), "notes": analysis.notes}
+    text = render_batches(report)
+    assert "+ predicted with given terms the other batches cannot identify: multi_token_ms" in text
+    rows = [line.split() for line in text.splitlines() if line.split()[:2] in (["4", "1"], ["4", "2"])]
+    assert [row[1] for row in rows if row[8].endswith("+")] == ["1"], rows  # the batch-out column
+    without_one = analyze_batches(
+        [[sample for sample in rounds if sample.batch > 1]], draft_model=False, given={"multi_token_ms": jump}
+    )
+    assert list(without_one.step_cost.given) == ["multi_token_ms"]
+    assert without_one.step_cost.multi_token_ms == jump
+    assert any("held at the given 8 ms" in note for note in without_one.notes)

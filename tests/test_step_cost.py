@@ -98,3 +98,31 @@ def test_a_draft_step_over_several_sequences_costing_more_is_its_own_term() -> N
     assert without_drafts_at_one.draft_multi_sequence_ms == 0.0
     assert "no drafted step at batch 1" in without_drafts_at_one.kept["draft_multi_sequence_ms"]
     assert "draft_multi_sequence_ms" in fit(points, draft_model=False).kept  # a lookup drafts without passes
+
+
+def test_a_term_the_steps_cannot_tell_from_another_is_kept_and_named() -> None:
+    two_steps = fit([StepPoint(1, 1.0, 10.0), StepPoint(4, 3.0, 30.0)], draft_model=False)
+    assert len(two_steps.fitted) <= 2
+    assert any("2 measured steps identify no more than 2 terms" in why for why in two_steps.kept.values())
+    assert two_steps.rms_relative_error == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_term_these_steps_cannot_identify_is_held_at_its_given_value() -> None:
+    jump = 6.0
+    points = [
+        StepPoint(batch, n, _ms(batch, n, True) + (jump if batch * n > 1 else 0.0))
+        for batch in (1, 2, 4, 8)
+        for n in (1.0, 4.0)
+    ]
+    without_one_token = [point for point in points if point.batch * point.tokens > 1]
+    held = fit(without_one_token, draft_model=True, given={"multi_token_ms": jump, "fixed_ms": 1.0})
+    assert held.multi_token_ms == jump and "no one-token pass" in held.given["multi_token_ms"]
+    assert "multi_token_ms" not in held.kept and "multi_token_ms" not in held.fitted
+    assert held.fixed_ms == pytest.approx(FIXED)  # fitted around the given term; its own given 1.0 is not used
+    assert float(held.step_ms(1, 1.0)) == pytest.approx(_ms(1, 1.0, True))  # the one-token pass it never saw
+    assert fit(points, draft_model=True, given={"multi_token_ms": 99.0}).multi_token_ms == pytest.approx(jump)
+    lookup = fit(without_one_token, draft_model=False, given={"per_draft_step_ms": 5.0})
+    assert lookup.per_draft_step_ms == 0.0 and lookup.given == {}  # a lookup runs no draft passes
+    for bad in ({"fixed": 1.0}, {"fixed_ms": -1.0}, {"fixed_ms": float("nan")}):
+        with pytest.raises(StepCostError, match="a given term"):
+            fit(points, draft_model=True, given=bad)

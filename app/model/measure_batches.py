@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +65,9 @@ class CellResult:
     # terms the fit on every cell identifies and the fit without this batch cannot (term -> why): that prediction
     # prices them at 0 (at batch 1, the one-token pass of plain decoding, which no other batch measures)
     batch_holdout_kept: dict[str, str] = field(default_factory=dict)
+    # the same terms where they were given (an earlier fit of this engine and hardware): that prediction holds them
+    # at the given value
+    batch_holdout_given: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -119,10 +122,10 @@ def _cell(sample: Sample) -> _Cell:
     )
 
 
-def _fit(cells: Sequence[_Cell], draft_model: bool) -> StepCost | None:
+def _fit(cells: Sequence[_Cell], draft_model: bool, given: Mapping[str, float] | None) -> StepCost | None:
     points = [StepPoint(cell.sample.batch, cell.n, cell.step_ms) for cell in cells]
     try:
-        return step_cost.fit(points, draft_model)
+        return step_cost.fit(points, draft_model, given)
     except StepCostError:
         return None
 
@@ -150,11 +153,11 @@ def _predict(cost: StepCost | None, cells: Sequence[_Cell], k: int, batch: int) 
     return value if math.isfinite(value) and value > 0 else None
 
 
-def _lost(full: StepCost, fitted: StepCost | None) -> dict[str, str]:
-    """The terms ``full`` identified that ``fitted`` kept at 0, each with the reason."""
+def _lost(full: StepCost, fitted: StepCost | None, given: bool = False) -> dict[str, str]:
+    """The terms ``full`` identified that ``fitted`` kept at 0 (or with ``given``, held as given), with the reason."""
     if fitted is None:
         return {}
-    return {name: why for name, why in fitted.kept.items() if name in full.fitted}
+    return {name: why for name, why in (fitted.given if given else fitted.kept).items() if name in full.fitted}
 
 
 def _rounds_check(rounds: Sequence[Sequence[Sample]]) -> dict[tuple[int, int], list[Sample]]:
@@ -185,8 +188,13 @@ def _holdout_error(kind: str, pairs: list[tuple[float, float]]) -> HoldoutError:
     )
 
 
-def analyze_batches(rounds: Sequence[Sequence[Sample]], draft_model: bool) -> BatchAnalysis:
-    """Per cell the measured and predicted speedup, the fitted step cost, and each k's crossover batch."""
+def analyze_batches(
+    rounds: Sequence[Sequence[Sample]], draft_model: bool, given: Mapping[str, float] | None = None
+) -> BatchAnalysis:
+    """Per cell the measured and predicted speedup, the fitted step cost, and each k's crossover batch.
+
+    ``given``: step-cost terms from an earlier fit of the same engine and hardware, held by any fit here that
+    cannot identify them (see :func:`app.model.step_cost.fit`)."""
     by_cell = _rounds_check(rounds)
     batches = sorted({batch for _k, batch in by_cell})
     ks = sorted({k for k, _batch in by_cell})
@@ -198,7 +206,7 @@ def analyze_batches(rounds: Sequence[Sequence[Sample]], draft_model: bool) -> Ba
         if k > 0 and cell.sample.drafts == 0:
             notes.append(f"k = {k} at batch {batch}: no draft was verified")
     cells = list(chosen.values())
-    full = _fit(cells, draft_model)
+    full = _fit(cells, draft_model, given)
     if full is None:
         raise MeasureError("the step times cannot be fitted")
 
@@ -219,11 +227,11 @@ def analyze_batches(rounds: Sequence[Sequence[Sample]], draft_model: bool) -> Ba
     results: list[CellResult] = []
     loo: list[tuple[float, float]] = []
     lobo: list[tuple[float, float]] = []
-    batch_fits = {batch: _fit([c for c in cells if c.sample.batch != batch], draft_model) for batch in batches}
+    batch_fits = {batch: _fit([c for c in cells if c.sample.batch != batch], draft_model, given) for batch in batches}
     for (k, batch), cell in sorted(chosen.items(), key=lambda item: (item[0][1], item[0][0])):
         sample = cell.sample
         others = [other for other in cells if other is not cell]
-        left_out = _fit(others, draft_model) if len(others) >= 2 else None
+        left_out = _fit(others, draft_model, given) if len(others) >= 2 else None
         batch_others = [other for other in cells if other.sample.batch != batch]
         measured = measured_speedup(k, batch, sample)
         holdout = _predict(left_out, others, k, batch)
@@ -258,10 +266,11 @@ def analyze_batches(rounds: Sequence[Sequence[Sample]], draft_model: bool) -> Ba
                 predicted_speedup_holdout=holdout,
                 predicted_speedup_batch_holdout=batch_holdout,
                 batch_holdout_kept=_lost(full, batch_fits[batch]),
+                batch_holdout_given=_lost(full, batch_fits[batch], given=True),
             )
         )
 
-    crossovers = [_crossover(k, batches, results, cells, draft_model) for k in ks if k > 0]
+    crossovers = [_crossover(k, batches, results, cells, draft_model, given) for k in ks if k > 0]
     best_measured: dict[int, int] = {}
     best_predicted: dict[int, int] = {}
     for batch in batches:
@@ -276,6 +285,10 @@ def analyze_batches(rounds: Sequence[Sequence[Sample]], draft_model: bool) -> Ba
             ).k
     if full.kept:
         notes += [f"{step_cost.TERM_LABELS[name]} kept at 0: {why}" for name, why in full.kept.items()]
+    notes += [
+        f"{step_cost.TERM_LABELS[name]} held at the given {getattr(full, name):.3g} ms: {why}"
+        for name, why in full.given.items()
+    ]
     return BatchAnalysis(
         batches=batches,
         ks=ks,
@@ -291,7 +304,12 @@ def analyze_batches(rounds: Sequence[Sequence[Sample]], draft_model: bool) -> Ba
 
 
 def _crossover(
-    k: int, batches: list[int], results: list[CellResult], cells: list[_Cell], draft_model: bool
+    k: int,
+    batches: list[int],
+    results: list[CellResult],
+    cells: list[_Cell],
+    draft_model: bool,
+    given: Mapping[str, float] | None,
 ) -> Crossover:
     mine = {result.batch: result for result in results if result.k == k and result.measured_speedup is not None}
     grid = [batch for batch in batches if batch in mine]
@@ -307,7 +325,7 @@ def _crossover(
         )
         return Crossover(k, measured, None, tuple(below), None, note)
     fitted_cells = [cell for cell in cells if cell.sample.batch in below]
-    cost = _fit(fitted_cells, draft_model)
+    cost = _fit(fitted_cells, draft_model, given)
     pooled = _acceptance(fitted_cells, k)
     if cost is None or pooled is None:
         return Crossover(k, measured, None, tuple(below), None, "the batches below cannot be fitted")

@@ -23,15 +23,24 @@ tokens when it verifies a draft; a mean over steps may be fractional).  Its time
   one-token pass of the draft (vector kernels), and above it a pass over several tokens (matrix kernels), as for
   the target.  Identified only where drafted steps at batch 1 and above it were both measured.
 
+Not a term: after each target pass llama.cpp's server also hands the verified batch to the draft model
+(``common_speculative_process`` in tools/server/server-context.cpp, b11312), one more draft pass per step at
+every draft length.  Fitted as its own two terms (fixed, per sequence) on a real sweep it came out at 13 ms and
+0 ms and made the out-of-sample errors worse (leave-one-out worst 9.9% to 12.8%): its cost is carried by
+``fixed``, ``per_draft_step`` and ``per_extra_token``.
+
 Each term is a least-squares coefficient on the relative error, held at zero or above (non-negative least
 squares).  A term the measurements cannot identify (one batch size, no drafted tokens) is kept at zero and
-named in ``kept``, with the reason; its cost is then carried by the terms that were fitted.
+named in ``kept``, with the reason; its cost is then carried by the terms that were fitted.  Or it is given:
+a value measured elsewhere on the same engine and hardware (an earlier sweep's fit) is held for a term these
+steps cannot identify, named in ``given``, and the other terms are fitted around it.  A given value never
+overrides a term the steps identify.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -58,6 +67,7 @@ TERM_LABELS: dict[str, str] = {
     "per_draft_step_ms": "a draft model's fixed time per draft step",
     "draft_multi_sequence_ms": "what a draft step over more than one sequence adds, per draft step",
 }
+DRAFT_MODEL_TERMS = ("per_draft_step_ms", "draft_multi_sequence_ms")
 
 
 class StepCostError(ValueError):
@@ -83,6 +93,7 @@ class StepCost:
     draft_multi_sequence_ms: float = 0.0
     fitted: tuple[str, ...] = ()
     kept: dict[str, str] = field(default_factory=dict)  # term -> why it was kept at 0
+    given: dict[str, str] = field(default_factory=dict)  # term -> why these steps could not fit it (held as given)
     points: int = 0
     rms_relative_error: float | None = None
 
@@ -110,8 +121,22 @@ def _columns(batch: NDArray[np.float64], tokens: NDArray[np.float64]) -> NDArray
     return np.stack([np.ones_like(batch), several, batch, batch * extra, extra, several_sequences * extra])
 
 
-def fit(points: Sequence[StepPoint], draft_model: bool) -> StepCost:
-    """Non-negative least squares on the relative error over the terms the points can identify."""
+def _identifiable(chosen: list[int], design: NDArray[np.float64], kept: dict[str, str]) -> list[int]:
+    """``chosen`` less each term whose column is a combination of the ones before it (kept, with the reason)."""
+    basis: list[int] = []
+    for index in chosen:
+        if np.linalg.matrix_rank(design[[*basis, index]].T) == len(basis) + 1:
+            basis.append(index)
+        elif len(basis) == design.shape[1]:
+            kept[TERMS[index]] = f"{design.shape[1]} measured steps identify no more than {len(basis)} terms"
+        else:
+            kept[TERMS[index]] = "these steps cannot tell it from the terms before it: carried by them"
+    return basis
+
+
+def fit(points: Sequence[StepPoint], draft_model: bool, given: Mapping[str, float] | None = None) -> StepCost:
+    """Non-negative least squares on the relative error over the terms the points can identify; a term they
+    cannot identify is held at its value in ``given`` where it has one, else kept at 0."""
     if not points:
         raise StepCostError("no measured steps to fit")
     batch = np.array([point.batch for point in points], dtype=np.float64)
@@ -122,8 +147,8 @@ def fit(points: Sequence[StepPoint], draft_model: bool) -> StepCost:
     kept: dict[str, str] = {}
     drafted = tokens - 1.0 > 1e-9
     if not draft_model:
-        kept["per_draft_step_ms"] = "no draft model: drafting is a lookup, counted per sequence"
-        kept["draft_multi_sequence_ms"] = "no draft model: drafting is a lookup, counted per sequence"
+        for name in DRAFT_MODEL_TERMS:
+            kept[name] = "no draft model: drafting is a lookup, counted per sequence"
     elif not np.any(drafted & (batch <= 1.0 + 1e-9)):
         kept["draft_multi_sequence_ms"] = (
             "no drafted step at batch 1 measured: a draft step over one sequence is priced as one over several"
@@ -140,18 +165,24 @@ def fit(points: Sequence[StepPoint], draft_model: bool) -> StepCost:
     elif np.all(one_token):
         kept["multi_token_ms"] = "every step was a one-token pass"
     if np.all(tokens - 1.0 < 1e-9):
-        kept["per_extra_token_ms"] = "no step verified a draft"
-        kept["per_draft_step_ms"] = "no step verified a draft"
-        kept["draft_multi_sequence_ms"] = "no step verified a draft"
-    chosen = [index for index, name in enumerate(TERMS) if name not in kept]
-    wanted = len(chosen)
-    while len(points) < len(chosen):
-        kept[TERMS[chosen.pop()]] = f"{len(points)} measured steps for {wanted} terms"
-    design = _columns(batch, tokens)[chosen].T / ms[:, None]
-    solution, _residual = nnls(design, np.ones_like(ms))
+        for name in ("per_extra_token_ms", *DRAFT_MODEL_TERMS):
+            kept[name] = "no step verified a draft"
+    chosen = _identifiable(
+        [index for index, name in enumerate(TERMS) if name not in kept], _columns(batch, tokens) / ms, kept
+    )
+    columns = _columns(batch, tokens)
     values = dict.fromkeys(TERMS, 0.0)
+    held: dict[str, str] = {}
+    for name, value in (given or {}).items():
+        if name not in TERMS or not (math.isfinite(value) and value >= 0):
+            raise StepCostError(f"a given term must be one of {', '.join(TERMS)}, at 0 or above; got {name} = {value}")
+        if name in kept and (draft_model or name not in DRAFT_MODEL_TERMS):  # a lookup has no draft passes
+            values[name] = float(value)
+            held[name] = kept.pop(name)
+    offset = sum(values[name] * columns[TERMS.index(name)] for name in held) / ms
+    solution, _residual = nnls((columns[chosen] / ms).T, 1.0 - offset)
     for index, value in zip(chosen, solution, strict=True):
         values[TERMS[index]] = float(value)
-    cost = StepCost(**values, fitted=tuple(TERMS[index] for index in chosen), kept=kept, points=len(points))
+    cost = StepCost(**values, fitted=tuple(TERMS[index] for index in chosen), kept=kept, given=held, points=len(points))
     relative = cost.step_ms(batch, tokens) / ms - 1.0
     return replace(cost, rms_relative_error=float(math.sqrt(float(np.mean(relative**2)))))
