@@ -7,7 +7,8 @@ drafts), and the requantized draft model (draft-simple, --spec-draft-p-min 0) on
 Each runs a server without speculation (k = 0) and one per k,
 all with --parallel 16, and `specdec-lab measure --batch`'s sweep over them: B requests at once, for
 B = 1, 2, 4, 8, 16; ROUNDS rounds, interleaved (every batch on every server in each round, the order rotated).
-SPECDEC_BENCH_SETUPS=draft_novel (names comma-separated) runs only those setups.
+SPECDEC_BENCH_SETUPS=draft_novel (names comma-separated) runs only those setups; SPECDEC_BENCH_ROUNDS=5 takes
+five rounds instead of three; SPECDEC_BENCH_SAVE=FOLDER writes each setup's measured rounds there as JSON.
 
 RATIO batch_<setup>_k<k>_b<B>_<holdout> predicted measured ratio: the speedup predicted for that cell from a
 step cost fitted without it (``loo``) or without any cell at that batch (``lobo``), over the measured speedup
@@ -21,10 +22,13 @@ predicted from the batches below it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import statistics
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import httpx
 
@@ -33,7 +37,7 @@ from app.service.clients.measure import BatchRun, SweepOverBatches
 from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, engine, llama_server
 
 BATCHES = (1, 2, 4, 8, 16)
-ROUNDS = 3
+ROUNDS = int(os.environ.get("SPECDEC_BENCH_ROUNDS", "3"))  # more rounds: a steadier fastest round, a longer run
 N_PREDICT = 32
 FLAGS = ["--threads", "1", "--parallel", "16", "--ctx-size", "8192"]
 LIST_PROMPT = "Shopping list:\n" + "\n".join(f"- {count} apples, {count + 1} pears" for count in range(1, 12))
@@ -114,10 +118,14 @@ def main() -> None:
     chosen = os.environ.get("SPECDEC_BENCH_SETUPS")  # a comma-separated subset of the setups' names, to rerun one
     if chosen:
         setups = [setup for setup in setups if setup[0] in chosen.split(",")]
+    saved = os.environ.get("SPECDEC_BENCH_SAVE")  # a folder for each setup's measured rounds
     started = time.perf_counter()
     swept: list[tuple[str, BatchRun, BatchAnalysis, bool]] = []
     for name, per_k, prompts, draft_model in setups:
         run = _sweep(per_k, prompts)
+        if saved:  # each round's samples as measured, to analyse again without the engine
+            rounds = [[dataclasses.asdict(sample) for sample in samples] for samples in run.rounds]
+            Path(saved, f"{name}.json").write_text(json.dumps({"draft_model": draft_model, "rounds": rounds}))
         analysis = analyze_batches(run.rounds, draft_model)
         _report(name, run, analysis)
         swept.append((name, run, analysis, draft_model))
