@@ -167,10 +167,8 @@ def fit(points: Sequence[StepPoint], draft_model: bool, given: Mapping[str, floa
     if np.all(tokens - 1.0 < 1e-9):
         for name in ("per_extra_token_ms", *DRAFT_MODEL_TERMS):
             kept[name] = "no step verified a draft"
-    chosen = _identifiable(
-        [index for index, name in enumerate(TERMS) if name not in kept], _columns(batch, tokens) / ms, kept
-    )
     columns = _columns(batch, tokens)
+    chosen = _identifiable([index for index, name in enumerate(TERMS) if name not in kept], columns / ms, kept)
     values = dict.fromkeys(TERMS, 0.0)
     held: dict[str, str] = {}
     for name, value in (given or {}).items():
