@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -403,15 +402,10 @@ def _given_step_cost(path: str) -> dict[str, float]:
     cost = report.get("step_cost") if isinstance(report, dict) else None
     if not isinstance(cost, dict) or not isinstance(cost.get("fitted"), list):
         raise ValueError('no "step_cost" with its "fitted" terms: give the JSON of `measure --batch --format json`')
-    given: dict[str, float] = {}
-    for name in cost["fitted"]:
-        value = cost.get(name)
-        if name not in step_cost.TERMS or isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"step_cost.{name}: not a step-cost term with a number ({', '.join(step_cost.TERMS)})")
-        if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"step_cost.{name} must be a finite number of ms, 0 or above; got {value}")
-        given[name] = float(value)
-    return given
+    try:
+        return step_cost.given_terms({str(name): cost.get(name) for name in cost["fitted"]})
+    except step_cost.StepCostError as error:
+        raise ValueError(f"step_cost.{error}") from None
 
 
 def render_batches(report: dict[str, Any]) -> str:

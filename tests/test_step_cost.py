@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from app.model.step_cost import StepCostError, StepPoint, fit
+from app.model.step_cost import StepCostError, StepPoint, fit, given_terms
 
 FIXED, PER_SEQUENCE, PER_TOKEN, PER_DRAFT_STEP = 20.0, 3.0, 1.5, 0.8
 
@@ -126,3 +128,22 @@ def test_a_term_these_steps_cannot_identify_is_held_at_its_given_value() -> None
     for bad in ({"fixed": 1.0}, {"fixed_ms": -1.0}, {"fixed_ms": float("nan")}):
         with pytest.raises(StepCostError, match="a given term"):
             fit(points, draft_model=True, given=bad)
+
+
+@pytest.mark.parametrize(
+    ("terms", "message"),
+    [
+        ({"fixed": 1.0}, "fixed: not a step-cost term with a number"),
+        ({"fixed_ms": "3"}, "fixed_ms: not a step-cost term with a number"),
+        ({"fixed_ms": True}, "fixed_ms: not a step-cost term with a number"),
+        ({"fixed_ms": -1.0}, "fixed_ms must be a finite number of ms, 0 or above; got -1.0"),
+        ({"fixed_ms": float("inf")}, "fixed_ms must be a finite number of ms, 0 or above; got inf"),
+    ],
+)
+def test_given_terms_are_checked_once_for_every_caller(terms: dict[str, object], message: str) -> None:
+    with pytest.raises(StepCostError, match=re.escape(message)):
+        given_terms(terms)
+
+
+def test_given_terms_keep_usable_values_as_floats() -> None:
+    assert given_terms({"fixed_ms": 3, "multi_token_ms": 0.5}) == {"fixed_ms": 3.0, "multi_token_ms": 0.5}

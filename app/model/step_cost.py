@@ -134,6 +134,18 @@ def _identifiable(chosen: list[int], design: NDArray[np.float64], kept: dict[str
     return basis
 
 
+def given_terms(terms: Mapping[str, object]) -> dict[str, float]:
+    """Terms given from elsewhere, checked: each a term of :data:`TERMS` with a finite number of ms, 0 or above."""
+    checked: dict[str, float] = {}
+    for name, value in terms.items():
+        if name not in TERMS or isinstance(value, bool) or not isinstance(value, int | float):
+            raise StepCostError(f"{name}: not a step-cost term with a number ({', '.join(TERMS)})")
+        if not (math.isfinite(value) and value >= 0):
+            raise StepCostError(f"{name} must be a finite number of ms, 0 or above; got {value}")
+        checked[name] = float(value)
+    return checked
+
+
 def fit(points: Sequence[StepPoint], draft_model: bool, given: Mapping[str, float] | None = None) -> StepCost:
     """Non-negative least squares on the relative error over the terms the points can identify; a term they
     cannot identify is held at its value in ``given`` where it has one, else kept at 0."""
@@ -171,9 +183,11 @@ def fit(points: Sequence[StepPoint], draft_model: bool, given: Mapping[str, floa
     chosen = _identifiable([index for index, name in enumerate(TERMS) if name not in kept], columns / ms, kept)
     values = dict.fromkeys(TERMS, 0.0)
     held: dict[str, str] = {}
-    for name, value in (given or {}).items():
-        if name not in TERMS or not (math.isfinite(value) and value >= 0):
-            raise StepCostError(f"a given term must be one of {', '.join(TERMS)}, at 0 or above; got {name} = {value}")
+    try:
+        checked = given_terms(given or {})
+    except StepCostError as error:
+        raise StepCostError(f"a given term: {error}") from None
+    for name, value in checked.items():
         if name in kept and (draft_model or name not in DRAFT_MODEL_TERMS):  # a lookup has no draft passes
             values[name] = float(value)
             held[name] = kept.pop(name)
