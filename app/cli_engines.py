@@ -316,6 +316,7 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
 
 
 def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+    from app.model import step_cost
     from app.service.step_fit import StepFitError, step_fit_out
 
     built = _built(arguments, setup_request, "step-fit")
@@ -338,10 +339,7 @@ def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argpars
     if out.step_cost is not None:
         terms = out.step_cost
         lines.append(
-            f"named terms: {terms.fixed_ms:.3f} ms per step + {terms.multi_token_ms:.3f} ms per pass over more "
-            f"than one token + {terms.per_sequence_ms:.3f} ms per sequence + "
-            f"{terms.per_extra_token_ms:.3f} ms per further verified token + {terms.per_draft_step_ms:.3f} ms per "
-            f"draft step + {terms.draft_multi_sequence_ms:.3f} ms per draft step over more than one sequence "
+            f"named terms: {step_cost.terms_text(terms.model_dump(), digits=3)} "
             f"(rms {100 * (terms.rms_relative_error or 0.0):.2f}%)"
         )
     if out.schedule is not None:

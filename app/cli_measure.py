@@ -372,12 +372,7 @@ def _batch_report(analysis: Any) -> dict[str, Any]:
         ],
         "step_cost": {
             "model": step_cost.MODEL,
-            "fixed_ms": cost.fixed_ms,
-            "multi_token_ms": cost.multi_token_ms,
-            "per_sequence_ms": cost.per_sequence_ms,
-            "per_extra_token_ms": cost.per_extra_token_ms,
-            "per_draft_step_ms": cost.per_draft_step_ms,
-            "draft_multi_sequence_ms": cost.draft_multi_sequence_ms,
+            **{name: getattr(cost, name) for name in step_cost.TERMS},
             "fitted": list(cost.fitted),
             "kept": cost.kept,
             "given": cost.given,
@@ -409,18 +404,12 @@ def _given_step_cost(path: str) -> dict[str, float]:
 
 
 def render_batches(report: dict[str, Any]) -> str:
+    from app.model import step_cost
+
     cost = report["step_cost"]
     lines = [
         f"{report['requests']} requests in {report['seconds']:.0f} s; step cost fitted on every cell: "
-        f"{cost['fixed_ms']:.2f} ms + {cost['multi_token_ms']:.2f} ms for a pass over more than one token + "
-        f"{cost['per_sequence_ms']:.2f} ms per sequence + "
-        f"{cost['per_extra_token_ms']:.2f} ms per further verified token"
-        + (f" + {cost['per_draft_step_ms']:.2f} ms per draft step" if "per_draft_step_ms" in cost["fitted"] else "")
-        + (
-            f" + {cost['draft_multi_sequence_ms']:.2f} ms per draft step over more than one sequence"
-            if "draft_multi_sequence_ms" in cost["fitted"]
-            else ""
-        ),
+        + step_cost.terms_text(cost, [*cost["fitted"], *cost.get("given", {})]),
         "",
         f"{'k':>3} {'batch':>5} {'tok/s':>8} {'step ms':>8} {'tok/step':>8} {'measured':>8} {'spread':>11} "
         f"{'holdout':>7} {'batch-out':>9}  profile",

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import httpx
 
+from app.model import step_cost
 from app.model.measure_batches import BatchAnalysis, analyze_batches
 from app.service.clients.measure import BatchRun, SweepOverBatches
 from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, engine, llama_server
@@ -63,11 +64,8 @@ def _sweep(per_k: dict[int, list[str]], prompts: Sequence[str]) -> BatchRun:
 def _report(name: str, run: BatchRun, analysis: BatchAnalysis) -> None:
     cost = analysis.step_cost
     print(
-        f"\n{name}: {run.requests} requests in {run.seconds:.0f} s; step cost on every cell: {cost.fixed_ms:.2f} ms "
-        f"+ {cost.multi_token_ms:.2f} ms/multi-token pass "
-        f"+ {cost.per_sequence_ms:.2f} ms/sequence + {cost.per_extra_token_ms:.2f} ms/further token + "
-        f"{cost.per_draft_step_ms:.2f} ms/draft step + {cost.draft_multi_sequence_ms:.2f} ms/draft step over "
-        f"several sequences (rms {cost.rms_relative_error or 0:.1%})"
+        f"\n{name}: {run.requests} requests in {run.seconds:.0f} s; step cost on every cell: "
+        f"{step_cost.terms_text(dataclasses.asdict(cost), cost.fitted)} (rms {cost.rms_relative_error or 0:.1%})"
     )
     print(f"{'k':>3} {'batch':>5} {'step ms':>8} {'tok/step':>8} {'measured':>8} {'rounds':>11} {'loo':>6} {'lobo':>6}")
     for cell in analysis.cells:
@@ -119,6 +117,8 @@ def main() -> None:
     if chosen:
         setups = [setup for setup in setups if setup[0] in chosen.split(",")]
     saved = os.environ.get("SPECDEC_BENCH_SAVE")  # a folder for each setup's measured rounds
+    if saved:
+        Path(saved).mkdir(parents=True, exist_ok=True)  # before the first sweep, not after its minutes
     started = time.perf_counter()
     swept: list[tuple[str, BatchRun, BatchAnalysis, bool]] = []
     for name, per_k, prompts, draft_model in setups:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from app.model.step_cost import StepCostError, StepPoint, fit, given_terms
+from app.model.step_cost import TERM_LABELS, TERMS, StepCostError, StepPoint, fit, given_terms, terms_text
 
 FIXED, PER_SEQUENCE, PER_TOKEN, PER_DRAFT_STEP = 20.0, 3.0, 1.5, 0.8
 
@@ -147,3 +147,11 @@ def test_given_terms_are_checked_once_for_every_caller(terms: dict[str, object],
 
 def test_given_terms_keep_usable_values_as_floats() -> None:
     assert given_terms({"fixed_ms": 3, "multi_token_ms": 0.5}) == {"fixed_ms": 3.0, "multi_token_ms": 0.5}
+
+
+def test_terms_text_names_each_shown_term_once_in_the_model_order() -> None:
+    values = dict.fromkeys(TERMS, 0.0) | {"fixed_ms": 44.654, "per_extra_token_ms": 9.9}
+    text = terms_text(values, ["per_extra_token_ms", "fixed_ms"])
+    assert text == (f"44.65 ms ({TERM_LABELS['fixed_ms']}) + 9.90 ms ({TERM_LABELS['per_extra_token_ms']})")
+    every = terms_text(values, digits=3)
+    assert every.count(" ms (") == len(TERMS) and every.startswith("44.654 ms")

@@ -119,6 +119,8 @@ def test_cli_step_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["step-fit", str(path), "--p", "0.8"]) == 0
     out = capsys.readouterr().out
     assert "bandwidth efficiency 0.55" in out and "fit error" in out
+    named = next(line for line in out.splitlines() if line.startswith("named terms: "))
+    assert "ms (fixed time per step)" in named and "ms (time per further verified token of a sequence)" in named
 
 
 def test_trtllm_iteration_stats_decode_iterations_are_step_times() -> None:

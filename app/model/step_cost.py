@@ -27,7 +27,11 @@ Not a term: after each target pass llama.cpp's server also hands the verified ba
 (``common_speculative_process`` in tools/server/server-context.cpp, b11312), one more draft pass per step at
 every draft length.  Fitted as its own two terms (fixed, per sequence) on a real sweep it came out at 13 ms and
 0 ms and made the out-of-sample errors worse (leave-one-out worst 9.9% to 12.8%): its cost is carried by
-``fixed``, ``per_draft_step`` and ``per_extra_token``.
+``fixed``, ``per_draft_step`` and ``per_extra_token``.  In b11434 that pass reads every token the target verified
+(server-context.cpp, "always re-evaluate for simplicity"), so it was tried again as a fixed time per drafted step
+on five draft-model sweeps: the worst leave-one-out cell moved 9.9/16.3/45.8/14.9/21.7% to
+10.9/8.7/37.6/13.2/18.7% and the median moved both ways (4.2/6.1/5.5/7.3/6.8% to 5.5/3.2/8.1/4.6/8.3%), inside
+what the sweeps' own rounds disagree by; not adopted.
 
 Each term is a least-squares coefficient on the relative error, held at zero or above (non-negative least
 squares).  A term the measurements cannot identify (one batch size, no drafted tokens) is kept at zero and
@@ -68,6 +72,11 @@ TERM_LABELS: dict[str, str] = {
     "draft_multi_sequence_ms": "what a draft step over more than one sequence adds, per draft step",
 }
 DRAFT_MODEL_TERMS = ("per_draft_step_ms", "draft_multi_sequence_ms")
+
+
+def terms_text(values: Mapping[str, float], shown: Sequence[str] = TERMS, digits: int = 2) -> str:
+    """The terms in ``shown`` (in :data:`TERMS` order) as one sum: "44.65 ms (fixed time per step) + ..."."""
+    return " + ".join(f"{values[name]:.{digits}f} ms ({TERM_LABELS[name]})" for name in TERMS if name in shown)
 
 
 class StepCostError(ValueError):
