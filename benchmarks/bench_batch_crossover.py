@@ -128,11 +128,40 @@ def main() -> None:
             Path(saved, f"{name}.json").write_text(json.dumps({"draft_model": draft_model, "rounds": rounds}))
         analysis = analyze_batches(run.rounds, draft_model)
         _report(name, run, analysis)
+        _report_repeatability(name, run, draft_model)
         swept.append((name, run, analysis, draft_model))
     for index, (name, run, _analysis, draft_model) in enumerate(swept[1:] + swept[:1] if len(swept) > 1 else []):
         donor_name, _run, donor, _draft = swept[index]  # the setup before it, in a ring
         _report_given(name, donor_name, analyze_batches(run.rounds, draft_model, _fitted_terms(donor)))
     print(f"\n{len(setups)} setups in {time.perf_counter() - started:.0f} s")
+
+
+def _report_repeatability(name: str, run: BatchRun, draft_model: bool) -> None:
+    """The measurement against itself: each cell's speedup from the even rounds over that from the odd rounds.
+
+    Beside the holdout errors, it says how far this run's own measurements of one cell disagree; with 3 rounds
+    the odd half is a single round, so it overstates the noise of the fastest of three."""
+    if len(run.rounds) < 2:
+        return
+    even = analyze_batches(run.rounds[0::2], draft_model).cells
+    odd = analyze_batches(run.rounds[1::2], draft_model).cells
+    ratios = [
+        (first.k, first.batch, second.measured_speedup, first.measured_speedup)
+        for first, second in zip(even, odd, strict=True)
+        if first.k and first.measured_speedup and second.measured_speedup
+    ]
+    if not ratios:
+        return
+    gaps = [abs(odd_speedup / even_speedup - 1.0) for _k, _batch, odd_speedup, even_speedup in ratios]
+    print(
+        f"the run against itself (even rounds vs odd rounds, {len(run.rounds[0::2])} and {len(run.rounds[1::2])}): "
+        f"median {statistics.median(gaps):.1%}, worst {max(gaps):.1%}"
+    )
+    for k, batch, odd_speedup, even_speedup in ratios:
+        print(
+            f"RATIO batch_{name}_k{k}_b{batch}_odd_vs_even {odd_speedup:.4f} {even_speedup:.4f} "
+            f"{odd_speedup / even_speedup:.3f}"
+        )
 
 
 def _fitted_terms(analysis: BatchAnalysis) -> dict[str, float]:
