@@ -155,8 +155,8 @@ def test_a_prometheus_with_two_classes(capsys: pytest.CaptureFixture[str], engin
         "sglang": (sglang_exposition, _check_two_sglang_classes, 5),
     }[engine]
     with serving(made) as target, prometheus({engine: [target]}, []) as url:
-        # seven scrapes held by Prometheus, not seven seconds: a busy machine starts it late or skips a scrape, and
-        # a 5 s window over one or two intervals counts too few drafts to judge (the verdict is then "measure first")
+        # seven scrapes held by Prometheus, not seven seconds: a busy machine starts it late or skips a scrape, so
+        # the 5 s window is read from scrapes, not from a guess at the clock
         wait_for(lambda: bool(instant(url, "count_over_time(up[10s]) >= 7")), 60, "seven scrapes of the stand-in")
         code = main(["rollout", "plan", "--prometheus", url, "--window", "5s", "--interval", "1s", "--format", "json"])
         captured = capsys.readouterr()
