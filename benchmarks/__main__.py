@@ -46,6 +46,7 @@ class Outcome:
     seconds: float
     ratios: list[Ratio]
     error: str | None
+    summary: str | None = None  # the benchmark's last line when it reads "<name>: ...", repeated at the end
 
 
 def discover(filters: list[str]) -> list[str]:
@@ -98,7 +99,9 @@ def run_module(module: str) -> Outcome:
         error = f"exit status {status}: {tail[-1] if tail else ''}"
     elif not ratios:
         error = "printed no RATIO line"
-    return Outcome(module, seconds, ratios, error)
+    last = next((line for line in reversed(tail) if line), "")
+    summary = last if last.startswith(f"{module.removeprefix('bench_')}: ") else None
+    return Outcome(module, seconds, ratios, error, summary)
 
 
 def machine() -> str:
@@ -150,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     timings = ", ".join(f"{outcome.module} {outcome.seconds:.0f} s" for outcome in outcomes)
     print(f"\nran {len(outcomes)} benchmarks: {timings}")
+    for outcome in outcomes:  # one line a script can read, last
+        if outcome.summary:
+            print(outcome.summary)
     if output != "-":
         text = "\n".join(
             [

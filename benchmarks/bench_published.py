@@ -1,69 +1,107 @@
-"""The cost model against published measurements (app/model/data/published_speedups.json), fitted on one half.
+"""The cost model against published measurements (app/model/data/published_speedups.json), each source
+predicted by terms fitted on the others.
 
-The points the cost model can price (a preset accelerator and target, an EAGLE, EAGLE-3 or MTP head or
-n-gram lookup, k and the batch named, lossless) are split by source (``published.split``): each sweep offers
-every other point by batch for holding out, no source holds out more than all the others together, and the
-rest fit the terms of app.model.published.SpecCosts.  A sweep whose source gives no
-acceptance length takes the one that makes its smallest batch come out right (that point is then used for
-nothing else).  ``before`` is the plain roofline (fixed efficiencies and one overhead per pass, no cycle or
-all-reduce terms: the defaults before the fit); ``after`` the same points with the terms fitted here, which are
-the product's defaults (``app/model/data/published_fit.json``; the run says whether they still agree).
+Every point the dataset's fields let the cost model price is priced (``published.exclusion`` says why the others
+are not); a sweep whose source gives no acceptance length takes its per-token acceptance from its smallest batch,
+which then tests nothing.  For each source, the terms the protocol chose (``published.select_terms``: a term
+enters only if it lowers this error) are fitted on every other source and that source's points are predicted:
+the leave-one-source-out error.  Beside it, the in-source figure: the same terms fitted on every source, the
+predicted points included, which is what a fit to the very sweeps it predicts would claim.
 
-RATIO published_<id>_<before|after> predicted measured ratio, for each held-out point; then the median and
-worst error of each, and per sweep the crossover batch measured and predicted.
+Prints each term's effect (the error with it left out of the chosen set), the error per class, each sweep over
+batch with its measured and predicted crossover and the interval's batch range, RATIO lines against the goals
+(median 15%, worst 35%, 90% of the points priced), and last one line a script can read:
+
+    published: P of N points priced from S sources; leave-one-source-out median M%, worst W%; crossovers within
+    2x: C of D
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import asdict
+
+import numpy as np
 
 from app.model import published
+
+GOAL_MEDIAN = 0.15
+GOAL_WORST = 0.35
+GOAL_PRICED = 0.90
+
+
+def _errors(values: np.ndarray) -> tuple[float, float]:
+    values = np.abs(values[~np.isnan(values)])
+    return math.expm1(float(np.median(values))), math.expm1(float(values.max()))
 
 
 def main() -> None:
     started = time.perf_counter()
     points = published.load()
-    priced = [point for point in points if point.priced]
-    train = published.split(points)
-    before = published.PLAIN_ROOFLINE
-    after = published.fitted(points, published.FIT_START, train, published.FREE_TERMS)
-    print(f"{len(points)} published points, {len(priced)} priced, {len(train)} fit the terms")
-    print("fitted terms: " + ", ".join(f"{name} {value:.4g}" for name, value in asdict(after).items()))
-    shipped = published.SpecCosts()
-    agree = all(
-        abs(getattr(after, name) - getattr(shipped, name)) <= 0.005 * max(abs(getattr(shipped, name)), 1.0)
-        for name in published.FREE_TERMS
-    )
+    problem = published.problem(points)
+    scored = problem.scored
+    committed = published.published_fit()
+    chosen = list(committed["protocol"]["chosen"])
+    fresh, steps = published.select_terms(problem)
+    print(f"{len(points)} published points, {len(problem.points)} priced, {int(scored.sum())} scored")
+    print("protocol (each step the term that lowered the leave-one-source-out mean |log error| most):")
+    for step in steps:
+        print(f"  + {step.term:<48} {step.loss_before:.4f} -> {step.loss_after:.4f}")
     print(
-        "the shipped defaults " + ("are these terms" if agree else f"differ: {shipped}; run scripts/fit_published.py")
+        "the committed terms are " + ("this choice" if fresh == chosen else f"{chosen}; run scripts/fit_published.py")
     )
-    predictions = {}
-    for label, costs in (("before", before), ("after", after)):
-        predictions[label] = [item for item in published.predict_all(points, costs, train) if not item.train]
-        median, worst = published.errors(predictions[label])
-        sources = {published.source(item.point) for item in predictions[label]}
-        print(
-            f"{label}: held-out median error {median:.1%}, worst {worst:.1%} over {len(predictions[label])} points "
-            f"from {len(sources)} sources"
-        )
-    print(f"\n{'sweep':<42} {'crossover measured':>18} {'before':>7} {'after':>6}")
-    for name, group in published.sweeps(priced).items():
-        if len({point.batch for point in group}) < 3:  # a sweep over batch sizes
-            continue
-        row = []
-        for costs in (before, after):
-            length, _where, _used = published.acceptance_for(group, costs)
-            row.append(published.crossover(group, costs, length))
-        print(f"{name:<42} {row[0][0] or '-':>18} {row[0][1] or '-':>7} {row[1][1] or '-':>6}")
-    print()
-    for label, items in predictions.items():
-        for item in items:
-            print(
-                f"RATIO published_{item.point.id}_{label} {item.predicted:.4f} {item.point.speedup:.4f} "
-                f"{item.ratio:.3f}"
-            )
+
+    holdout = published.leave_one_source_out(problem, chosen)
+    in_source = problem.predict(published.resolved(problem, published.fit(problem, chosen, scored)))
+    in_median, in_worst = _errors(np.where(scored, np.log(in_source / problem.measured), np.nan))
+    _count, median, worst = holdout.summary(scored)
+    plain = published.leave_one_source_out(problem, [])
+    _count, plain_median, plain_worst = plain.summary(scored)
+    print(f"\n{'':<44} {'median':>7} {'worst':>7}")
+    print(f"{'leave-one-source-out, the chosen terms':<44} {median or 0:>7.1%} {worst or 0:>7.1%}")
+    print(f"{'in-source (fitted on every source)':<44} {in_median:>7.1%} {in_worst:>7.1%}")
+    print(f"{'leave-one-source-out, the plain roofline':<44} {plain_median or 0:>7.1%} {plain_worst or 0:>7.1%}")
+    print("\neach chosen term's effect (leave-one-source-out without it):")
+    for name in chosen:
+        without = published.leave_one_source_out(problem, [term for term in chosen if term != name])
+        _n, dropped_median, dropped_worst = without.summary(scored)
+        print(f"  - {name:<48} median {dropped_median or 0:.1%}, worst {dropped_worst or 0:.1%}")
+
+    print(f"\n{'class':<72} {'points':>6} {'median':>7} {'worst':>7}")
+    labels = np.array([published.point_class(point).label for point in problem.points])
+    for label in sorted(set(labels)):
+        n, class_median, class_worst = holdout.summary(scored & (labels == label))
+        if n:
+            median_text = f"{class_median or 0:.1%}" if n >= published.MIN_CLASS_POINTS else "-"
+            print(f"{label:<72} {n:>6} {median_text:>7} {class_worst or 0:>7.1%}")
+
+    fit = published.fit_published()
+    print(f"\n{'sweep over batch':<48} {'measured':>8} {'predicted':>9} {'interval':>12} {'2x':>4}")
+    crossing = [row for row in fit["crossovers"] if row["measured"] is not None]
+    within = sum(1 for row in crossing if row["within_2x"] and row["inside_range"])
+    for row in fit["crossovers"]:
+        low, high = row["range"]
+        interval = "-" if low is None else f"{low}-{high or 'on'}"
+        ok = "-" if row["measured"] is None else ("yes" if row["within_2x"] and row["inside_range"] else "no")
+        print(f"{row['sweep']:<48} {row['measured'] or '-':>8} {row['predicted'] or '-':>9} {interval:>12} {ok:>4}")
+    never = [row for row in fit["crossovers"] if row["measured"] is None and row["predicted_inside_own_range"]]
+    if never:
+        print("sweeps that never cross, predicted to cross inside their range: " + ", ".join(r["sweep"] for r in never))
+
+    for point, value in zip(problem.points, holdout.predicted, strict=True):
+        if not math.isnan(value):
+            print(f"RATIO published_{point.id} {value:.4f} {point.speedup:.4f} {value / (point.speedup or 1):.3f}")
+    sources = {published.source(point) for point in problem.points}
+    priced_share = len(problem.points) / len(points)
+    print(f"RATIO published_loso_median {median or 0:.4f} {GOAL_MEDIAN:.4f} {(median or 0) / GOAL_MEDIAN:.3f}")
+    print(f"RATIO published_loso_worst {worst or 0:.4f} {GOAL_WORST:.4f} {(worst or 0) / GOAL_WORST:.3f}")
+    print(f"RATIO published_priced_share {priced_share:.4f} {GOAL_PRICED:.4f} {priced_share / GOAL_PRICED:.3f}")
     print(f"\n{time.perf_counter() - started:.0f} s")
+    print(
+        f"published: {len(problem.points)} of {len(points)} points priced from {len(sources)} sources; "
+        f"leave-one-source-out median {(median or 0) * 100:.0f}%, worst {(worst or 0) * 100:.0f}%; "
+        f"crossovers within 2x: {within} of {len(crossing)}"
+    )
 
 
 if __name__ == "__main__":

@@ -124,6 +124,28 @@ ACCELERATORS: dict[str, Accelerator] = {
     # AMD Instinct MI300X data sheet: 5.3 TB/s HBM3, 192 GB, peak BF16 1,307.4 TFLOPS dense
     # (2,614.9 is the sparsity figure).
     "mi300x": Accelerator("MI300X", 5.3, 1307.4, 192.0),
+    # NVIDIA A100 Tensor Core GPU datasheet, A100 40GB SXM column: HBM2 1,555 GB/s, BF16 Tensor Core 312 TFLOPS
+    # dense, 40 GB.
+    "a100-40gb-sxm": Accelerator("A100 40GB SXM", 1.555, 312.0, 40.0),
+    # NVIDIA GB200 NVL72 specifications: 13.4 TB of HBM3e and 576 TB/s over 72 Blackwell GPUs (186 GB and 8 TB/s
+    # each), FP16/BF16 Tensor Core 360 PFLOPS with sparsity, so 2,500 TFLOPS dense per GPU.
+    "gb200": Accelerator("GB200 (per Blackwell GPU)", 8.0, 2500.0, 186.0),
+    # NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090: GDDR6X 936 GB/s, 24 GB; peak FP16/BF16
+    # Tensor TFLOPS with FP32 accumulate 71 dense (142 with sparsity; 142 dense with FP16 accumulate).
+    "rtx-3090": Accelerator("GeForce RTX 3090", 0.936, 71.0, 24.0),
+}
+
+# Each preset's family: accelerators of one family share a memory system and an engine's kernels, so a stated
+# error is about a family (app.model.published.PointClass).
+ACCELERATOR_FAMILIES: dict[str, str] = {
+    "a100-80gb-sxm": "NVIDIA Ampere",
+    "h100-sxm": "NVIDIA Hopper",
+    "h200": "NVIDIA Hopper",
+    "b200": "NVIDIA Blackwell",
+    "mi300x": "AMD Instinct",
+    "a100-40gb-sxm": "NVIDIA Ampere",
+    "gb200": "NVIDIA Blackwell",
+    "rtx-3090": "consumer GPU",
 }
 
 MODELS: dict[str, ModelSpec] = {
@@ -162,6 +184,21 @@ MODELS: dict[str, ModelSpec] = {
         experts=256,
         experts_per_token=8,
     ),
+    # Llama 2 (Touvron et al. 2023, Table 1; config.json of Llama-2-7b-hf): 6.74B parameters, 32 layers, 32 query
+    # heads and 32 KV heads (multi-head attention), head dim 128.  LLaMA-2-7B-32K (Together) has the same shape.
+    "llama-2-7b": ModelSpec("Llama 2 7B", 6.74, 6.74, 32, 32, 32, 128),
+    # TinyLlama-1.1B (Zhang et al. 2024, Table 1; config.json): 1.1B parameters, 22 layers, 32 query heads, 4 KV
+    # heads, head dim 64.  Offered as a draft model.
+    "tinyllama-1.1b": ModelSpec("TinyLlama 1.1B", 1.1, 1.1, 22, 32, 4, 64),
+    # Qwen3-30B-A3B (Qwen3 technical report, Table 2; model card): 30.5B total, 3.3B active, 48 layers, 32 query
+    # heads, 4 KV heads, head dim 128, 128 experts with 8 per token.
+    "qwen3-30b-a3b": ModelSpec("Qwen3-30B-A3B", 30.5, 3.3, 48, 32, 4, 128, experts=128, experts_per_token=8),
+    # Llama 4 Scout (Meta model card; config.json): 109B total, 17B active, 48 layers, 40 query heads, 8 KV heads,
+    # head dim 128, 16 routed experts with 1 per token (and a shared expert, counted in the shared parameters).
+    "llama-4-scout": ModelSpec("Llama 4 Scout 17B-16E", 109.0, 17.0, 48, 40, 8, 128, experts=16, experts_per_token=1),
+    # Kimi K2 (Moonshot AI model card; config.json): 1.04T total, 32B active, 61 layers, 64 query heads with
+    # DeepSeek-V3's multi-head latent attention (one cached vector of 512 + 64), 384 experts with 8 per token.
+    "kimi-k2": ModelSpec("Kimi K2", 1040.0, 32.0, 61, 64, 1, 576, kv_tensors=1, experts=384, experts_per_token=8),
 }
 
 # Vocabulary and hidden width of each target (config.json of each model): an EAGLE or MTP head's LM head
@@ -174,6 +211,11 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "dense-405b": (128_256, 16_384),
     "mixtral-8x7b": (32_000, 4096),
     "deepseek-v3": (129_280, 7168),
+    "llama-2-7b": (32_000, 4096),
+    "tinyllama-1.1b": (32_000, 2048),
+    "qwen3-30b-a3b": (151_936, 2048),
+    "llama-4-scout": (202_048, 5120),
+    "kimi-k2": (163_840, 7168),
 }
 
 # Drafts that are heads on the target rather than separate models: their cost follows from the target's shape.

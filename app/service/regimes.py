@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 
@@ -199,7 +200,14 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
         if name.split("_", 1)[0] not in OVERRIDE_PREFIXES:
             raise SetupError(name, "is not a preset field")
     try:
-        accelerator: Accelerator = with_overrides(ACCELERATORS[request.hw], _prefixed(request.overrides, "hw"))
+        own_figures = _prefixed(request.overrides, "hw")
+        accelerator: Accelerator = with_overrides(ACCELERATORS[request.hw], own_figures)
+        if accelerator != ACCELERATORS[request.hw]:  # given by its own figures: named as the user's, not the preset's
+            accelerator = replace(
+                accelerator,
+                name=f"your accelerator ({accelerator.bandwidth_tb_s:g} TB/s, {accelerator.bf16_tflops:g} TFLOPS, "
+                f"{accelerator.memory_gb:g} GB)",
+            )
     except SetupError:
         raise
     except ValueError as error:
@@ -354,54 +362,51 @@ def _batch_point(sweep: BatchSweep, index: int, capacity_gb: float) -> BatchPoin
     )
 
 
-def accuracy_out(setup: RooflineSetup, measured: Measured | None = None) -> AccuracyOut:
-    """How good the roofline's numbers are: the defaults' error on held-out published points, a step fit's
-    out-of-sample error (``measured``), or the terms given."""
-    shipped = published.shipped_accuracy()
+def accuracy_out(setup: RooflineSetup, measured: Measured | None = None, engine: str | None = None) -> AccuracyOut:
+    """How good the roofline's numbers are: the defaults' leave-one-source-out error on published points, overall
+    and on the setup's class, a step fit's out-of-sample error (``measured``), or the terms given."""
+    kind = published.class_of_setup(setup, engine)
+    shipped = published.accuracy_for(kind)
     defaults = (
         setup.bandwidth_efficiency == limits.DEFAULT_BANDWIDTH_EFFICIENCY
         and setup.compute_efficiency == limits.DEFAULT_COMPUTE_EFFICIENCY
         and setup.step_overhead_us == limits.DEFAULT_OVERHEAD_US
         and all(getattr(setup, term.name) == term.default for term in limits.COST_TERMS)
     )
-    crossing = ""
-    if shipped.crossover_measured is not None and shipped.crossover_predicted is not None:
-        crossing = (
-            f"; on the published sweep that stops paying ({shipped.crossover_setup}) they say batch "
-            f"{shipped.crossover_predicted} where the engine stops at {shipped.crossover_measured}"
-        )
-    published_on = [ACCELERATORS[key].name for key in shipped.measured_hardware]
-    if setup.accelerator.name in published_on:
-        hardware = f"measured on {', '.join(published_on)}"
-    else:
-        hardware = f"nothing published on {setup.accelerator.name}: the same terms apply"
+    everyone = published.shipped_accuracy()
+    crossing = [row for row in published.published_fit()["crossovers"] if row["measured"] is not None]
+    first = crossing[0] if crossing else None
     if measured is not None:
         summary = f"{measured.sentence} (each batch predicted from the others); for comparison, {shipped.sentence}."
     elif defaults:
-        summary = (
-            f"{shipped.sentence} ({hardware}){crossing}. Fit them to your server with measure --batch or step-fit."
-        )
+        summary = f"{shipped.sentence}. Fit them to your server with measure --batch or step-fit."
     else:
         summary = (
             "From the efficiencies and overheads given here (set, or fitted with step-fit, whose fit error is "
             f"theirs); for comparison, {shipped.sentence}."
         )
     fit = published.published_fit()
-    held = fit["held_out"]
     return AccuracyOut(
         source="measured" if measured is not None else "defaults" if defaults else "given",
         summary=summary,
-        median_error=shipped.median_error,
-        worst_error=shipped.worst_error,
-        published_points=shipped.points,
-        crossover_measured=shipped.crossover_measured,
-        crossover_predicted=shipped.crossover_predicted,
+        median_error=everyone.median_error,
+        worst_error=everyone.worst_error,
+        published_points=everyone.points,
+        crossover_measured=first["measured"] if first else None,
+        crossover_predicted=first["predicted"] if first else None,
         fitted_terms=dict(fit["terms"]),
-        fitted_median_error=held["median_error"],
-        fitted_worst_error=held["worst_error"],
-        fitted_points=held["points"],
+        fitted_median_error=everyone.median_error,
+        fitted_worst_error=everyone.worst_error,
+        fitted_points=everyone.points,
         measured_steps=measured.steps if measured is not None else None,
         measured_error=measured.error if measured is not None else None,
+        published_sources=everyone.sources,
+        setup_class=kind.label,
+        class_points=shipped.class_points,
+        class_median_error=shipped.class_median_error if shipped.class_points >= published.MIN_CLASS_POINTS else None,
+        class_worst_error=shipped.class_worst_error,
+        interval_spread=math.expm1(shipped.spread),
+        interval_from=shipped.spread_from,
     )
 
 
@@ -422,6 +427,10 @@ def sweep_out(
         if mark:
             wanted.update((mark - 1, mark, mark + 1))
     indices = np.array(sorted(b - 1 for b in wanted if 1 <= b <= batch_max))
+    accuracy = accuracy_out(built.setup, built.measured)
+    spread = math.log1p(accuracy.interval_spread or 0.0) if accuracy.source == "defaults" else 0.0
+    low, high = sweep.speedup * math.exp(-spread), sweep.speedup * math.exp(spread)
+    band = published.crossover_range(sweep.batches.astype(float), sweep.speedup, spread) if k else (None, None)
     return BatchSweepOut(
         p=p,
         k=k,
@@ -430,6 +439,10 @@ def sweep_out(
         batch=batch,
         expected_tokens=expected_tokens(acceptance, k),
         crossover_batch=marks.crossover_batch,
+        crossover_range_low=band[0],
+        crossover_range_high=band[1],
+        speedup_low=low[indices].tolist(),
+        speedup_high=high[indices].tolist(),
         first_loss_batch=marks.first_loss_batch,
         best_crossover_batch=marks.best_crossover_batch,
         max_batch_that_fits=max_fit,
@@ -446,7 +459,7 @@ def sweep_out(
         verify_compute_bound=sweep.verify_compute_bound[indices].tolist(),
         fits=fits[indices].tolist(),
         setup=built.description,
-        accuracy=accuracy_out(built.setup, built.measured),
+        accuracy=accuracy,
     )
 
 

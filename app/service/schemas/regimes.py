@@ -133,23 +133,38 @@ class AccuracyOut(BaseModel):
     )
     summary: str = Field(description="The same in one sentence.")
     median_error: float | None = Field(
-        description="Median error of the defaults over the held-out published points (none fitted them)."
+        description="Median error of the defaults over every scored published point, each source predicted by terms "
+        "fitted on the other sources."
     )
     worst_error: float | None
-    published_points: int = Field(description="Held-out published points the defaults are held to.")
+    published_points: int = Field(description="Published points the defaults are held to, leave-one-source-out.")
     crossover_measured: int | None = Field(description="A published sweep's batch where speculation stops paying.")
     crossover_predicted: int | None = Field(description="The same batch by the defaults.")
     fitted_terms: dict[str, float] = Field(
         default_factory=dict,
-        description="Efficiencies and overheads fitted to the published points not held out (split by source): "
-        "the defaults.",
+        description="Efficiencies and overheads fitted to every published source: the defaults.",
     )
     fitted_median_error: float | None = Field(
-        default=None, description="The fitted terms' error on the held-out points."
+        default=None, description="The same as median_error (kept for older clients)."
     )
     fitted_worst_error: float | None = None
-    fitted_points: int = Field(default=0, description="Published points the fitted terms are held to (unseen).")
+    fitted_points: int = Field(default=0, description="The same as published_points (kept for older clients).")
     measured_steps: int | None = Field(default=None, description="With source measured: the steps the terms fit.")
+    published_sources: int = Field(default=0, description="Sources of the published points the error is over.")
+    setup_class: str | None = Field(
+        default=None, description="This setup's class: draft method x engine x accelerator family x context."
+    )
+    class_points: int = Field(default=0, description="Published points of this class (0: no published measurement).")
+    class_median_error: float | None = Field(
+        default=None, description="Leave-one-source-out median error on this class (from 3 points on)."
+    )
+    class_worst_error: float | None = Field(default=None, description="The worst on this class.")
+    interval_spread: float | None = Field(
+        default=None,
+        description="The predicted speedup's interval is [S / (1 + spread), S (1 + spread)]: the class's worst "
+        "leave-one-source-out error, else every published point's (interval_from says which).",
+    )
+    interval_from: str | None = Field(default=None, description="this class, or every published point.")
     measured_error: float | None = Field(
         default=None,
         description="With source measured: the fit's out-of-sample error (each batch predicted from the others).",
@@ -164,6 +179,15 @@ class BatchSweepOut(BaseModel):
     batch: int = Field(description="The batch size `current` describes.")
     expected_tokens: float
     break_even_speedup: float = 1.0
+    crossover_range_low: int | None = Field(
+        default=None,
+        description="First batch at which the predicted speedup's interval (accuracy.interval_spread) holds 1.",
+    )
+    crossover_range_high: int | None = Field(
+        default=None, description="Last such batch; null when the interval still holds 1 at batch_max or never does."
+    )
+    speedup_low: list[float] = Field(default_factory=list, description="The interval's lower edge at each batch.")
+    speedup_high: list[float] = Field(default_factory=list, description="The interval's upper edge at each batch.")
     crossover_batch: int | None = Field(
         description="Batch size from which speculation at this k stops paying for good; null if it pays at batch_max."
     )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from app.web.pages.page import Page
-from app.web.pages.views import batch, decide, demo, exact
+from app.web.pages.views import batch, decide, demo, exact, published
 
 DEMO = demo.PAGE
-PAGES: tuple[Page, ...] = (DEMO, batch.PAGE, exact.PAGE, decide.PAGE)
+PAGES: tuple[Page, ...] = (DEMO, batch.PAGE, exact.PAGE, decide.PAGE, published.PAGE)
 
 
 def page_for_legacy_keys(keys: Iterable[str]) -> Page | None:

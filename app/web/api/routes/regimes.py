@@ -12,6 +12,7 @@ from app.model.regimes import RegimeName, make_regime
 from app.service import core_inputs, plan_inputs
 from app.service import regime_inputs as inputs
 from app.service import regimes as regimes_report
+from app.service.published import published_out
 from app.service.regimes import (
     RegimeRequest,
     SetupError,
@@ -24,6 +25,7 @@ from app.service.regimes import (
     two_regime_table,
     verification_out,
 )
+from app.service.schemas.published import PublishedOut
 from app.service.schemas.regimes import BatchSweepOut, PresetList, ScheduleOut, TableOut, VerificationCostOut
 from app.web.api.inputs import takes
 from app.web.api.plan_params import (
@@ -84,6 +86,18 @@ def _csv(text: str, filename: str) -> Response:
 CSV_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "JSON, or CSV with format=csv."}
 }
+
+
+@router.get(
+    "/published",
+    summary="Every published measurement against the cost model",
+    response_model=PublishedOut,
+)
+def get_published() -> PublishedOut:
+    """Every published point with its source, class, measured speedup and the cost model's prediction from terms
+    fitted on every other source (leave-one-source-out), the points it cannot price with the reason, each class's
+    error and each published batch sweep's crossover, measured and predicted with its interval."""
+    return published_out()
 
 
 @router.get("/presets", summary="Hardware and model presets", response_model=PresetList)

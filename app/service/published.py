@@ -1,0 +1,86 @@
+"""The published measurements against the cost model: one report for the API, the page and the benchmark."""
+
+from __future__ import annotations
+
+from app.model import published
+from app.service.schemas.published import (
+    PublishedClassOut,
+    PublishedCrossoverOut,
+    PublishedOut,
+    PublishedPointOut,
+)
+
+
+def published_out() -> PublishedOut:
+    fit = published.published_fit()
+    loso = fit["leave_one_source_out"]
+    rows = {row["id"]: row for row in fit["points"]}
+    points = []
+    for point in published.load():
+        row = rows.get(point.id)
+        predicted = row["predicted"] if row else None
+        points.append(
+            PublishedPointOut(
+                id=point.id,
+                sweep=point.sweep,
+                citation=point.citation,
+                url=point.url.split(" ", 1)[0],
+                location=point.location,
+                setup_class=published.point_class(point).label if point.priced else None,
+                hardware=point.hardware,
+                devices=point.devices,
+                engine=point.engine,
+                target=point.target,
+                draft_method=point.draft_method,
+                draft=point.draft,
+                k=point.k,
+                batch=point.batch,
+                context=point.context,
+                measured=point.speedup,
+                predicted=predicted,
+                error=None if predicted is None or not point.speedup else predicted / point.speedup - 1,
+                priced=point.priced,
+                sets_acceptance=bool(row and row["sets_acceptance"]),
+                excluded_because=published.exclusion(point),
+            )
+        )
+    classes = [
+        PublishedClassOut(
+            setup_class=label,
+            points=row["points"],
+            median_error=row["median_error"] if row["points"] >= published.MIN_CLASS_POINTS else None,
+            worst_error=row["worst_error"],
+        )
+        for label, row in loso["classes"].items()
+    ]
+    crossovers = [
+        PublishedCrossoverOut(
+            sweep=row["sweep"],
+            batches=row["batches"],
+            measured=row["measured"],
+            predicted=row["predicted"],
+            range_low=row["range"][0],
+            range_high=row["range"][1],
+            within_2x=row["within_2x"],
+            inside_range=row["inside_range"],
+        )
+        for row in fit["crossovers"]
+    ]
+    priced = [point for point in points if point.priced]
+    accuracy = published.shipped_accuracy()
+    return PublishedOut(
+        points_total=len(points),
+        points_priced=len(priced),
+        points_scored=loso["points"],
+        sources_total=len({published.source(point) for point in published.load()}),
+        sources_priced=len({published.source(point) for point in published.load() if point.priced}),
+        median_error=loso["median_error"],
+        worst_error=loso["worst_error"],
+        terms=dict(fit["terms"]),
+        scoped_terms=dict(fit["scoped_terms"]),
+        chosen_terms=list(fit["protocol"]["chosen"]),
+        summary=accuracy.sentence,
+        classes=classes,
+        crossovers=crossovers,
+        points=points,
+    )

@@ -1,0 +1,73 @@
+"""The published measurements against the cost model, each source predicted by terms fitted on the others."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class PublishedPointOut(BaseModel):
+    id: str
+    sweep: str
+    citation: str
+    url: str = Field(description="The source's address.")
+    location: str = Field(description="Where in the source.")
+    setup_class: str | None = Field(description="Method x engine x accelerator family x context; null if not priced.")
+    hardware: str | None
+    devices: int | None
+    engine: str | None
+    target: str | None
+    draft_method: str
+    draft: str | None
+    k: int | None
+    batch: int | None
+    context: int | None
+    measured: float | None = Field(description="The speedup the source reports.")
+    predicted: float | None = Field(
+        description="The cost model's speedup with terms fitted on every other source (null where not scored)."
+    )
+    error: float | None = Field(description="predicted / measured - 1.")
+    priced: bool
+    sets_acceptance: bool = Field(
+        description="True for the point whose speedup sets its sweep's acceptance (the source gives none): it is "
+        "priced but tests nothing."
+    )
+    excluded_because: str | None = Field(description="Why the cost model cannot price it, in words.")
+
+
+class PublishedClassOut(BaseModel):
+    setup_class: str
+    points: int
+    median_error: float | None = Field(description=f"Stated from {3} points of the class on; null below.")
+    worst_error: float | None
+
+
+class PublishedCrossoverOut(BaseModel):
+    sweep: str
+    batches: list[int]
+    measured: int | None = Field(description="The batch from which the source's speedup stays at or below 1.")
+    predicted: int | None = Field(description="The same by terms fitted on every other source.")
+    range_low: int | None = Field(description="First batch at which the predicted speedup's interval holds 1.")
+    range_high: int | None = Field(description="Last such batch; null when it still holds 1 at batch 4096.")
+    within_2x: bool | None
+    inside_range: bool | None
+
+
+class PublishedOut(BaseModel):
+    """Every published point, measured against predicted (leave-one-source-out), and the points not priced."""
+
+    points_total: int
+    points_priced: int
+    points_scored: int = Field(description="Priced points that test the model (all but those setting acceptance).")
+    sources_total: int
+    sources_priced: int
+    median_error: float | None = Field(description="Leave-one-source-out, over every scored point.")
+    worst_error: float | None
+    terms: dict[str, float] = Field(description="The terms fitted on every source: the product's defaults.")
+    scoped_terms: dict[str, float] = Field(
+        description="Terms learnt for one engine, method or context (name@scope), added on requests that name it."
+    )
+    chosen_terms: list[str] = Field(description="The terms the protocol let in, in the order it did.")
+    summary: str
+    classes: list[PublishedClassOut]
+    crossovers: list[PublishedCrossoverOut]
+    points: list[PublishedPointOut]

@@ -1,0 +1,186 @@
+"""How good the defaults are: every published measurement against the cost model's prediction from the other
+sources (leave-one-source-out), per class, each published batch sweep's crossover, and what cannot be priced."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from app.service.published import published_out
+from app.service.schemas.published import PublishedOut, PublishedPointOut
+from app.web.pages.controls import Reading
+from app.web.pages.figures import COLORS, figure, line
+from app.web.pages.page import Page, View
+
+BAND = 0.15  # the chart's band around predicted = measured
+FAMILIES = {  # the scatter's traces, by draft method
+    "head drafts": ("eagle", "eagle2", "eagle3", "mtp"),
+    "draft models": ("draft-model",),
+    "sparse KV": ("draft-model-sparse-kv", "self-speculation-sparse-kv"),
+    "n-gram": ("ngram",),
+}
+TRACE_COLORS = (COLORS["accent"], COLORS["best"], COLORS["purple"], COLORS["good"])
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.0%}"
+
+
+def _times(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def scatter(report: PublishedOut) -> dict[str, Any]:
+    """Predicted against measured on log axes, the diagonal and a ±15% band."""
+    scored = [point for point in report.points if point.predicted is not None and point.measured]
+    values = [value for point in scored for value in (point.predicted or 1.0, point.measured or 1.0)] or [1.0]
+    low, high = min(values) / 1.2, max(values) * 1.2
+    edge = {"color": COLORS["reference"], "dash": "dot", "width": 1}
+    data = [
+        line(
+            "measured = predicted",
+            [low, high],
+            [low, high],
+            line={"color": COLORS["muted"], "width": 1},
+            hoverinfo="skip",
+        ),
+        line(f"±{BAND:.0%}", [low, high], [low * (1 + BAND), high * (1 + BAND)], line=edge, hoverinfo="skip"),
+        line(
+            f"−{BAND:.0%}",
+            [low, high],
+            [low * (1 - BAND), high * (1 - BAND)],
+            line=edge,
+            hoverinfo="skip",
+            showlegend=False,
+        ),
+    ]
+    for (name, methods), color in zip(FAMILIES.items(), TRACE_COLORS, strict=True):
+        chosen = [point for point in scored if point.draft_method in methods]
+        if not chosen:
+            continue
+        data.append(
+            line(
+                name,
+                [point.measured for point in chosen],
+                [point.predicted for point in chosen],
+                mode="markers",
+                marker={"size": 8, "color": color, "line": {"color": COLORS["ink"], "width": 0.5}},
+                text=[f"{point.id}<br>{point.setup_class}" for point in chosen],
+                hovertemplate="%{text}<br>measured %{x:.2f}×, predicted %{y:.2f}×<extra></extra>",
+            )
+        )
+    axis_range = [math.log10(low), math.log10(high)]
+    return figure(
+        data,
+        "measured speedup (the source's)",
+        "predicted speedup (terms fitted on the other sources)",
+        x={"type": "log", "range": axis_range},
+        y={"type": "log", "range": axis_range, "scaleanchor": "x"},
+        height=460,
+    )
+
+
+def _source_link(point: PublishedPointOut) -> str:
+    return point.url
+
+
+def points_table(report: PublishedOut) -> dict[str, Any]:
+    rows = []
+    for point in report.points:
+        if not point.priced:
+            continue
+        note = "sets its sweep's acceptance" if point.sets_acceptance else _signed(point.error)
+        cells = [
+            {"text": point.id, "header": True},
+            {"text": point.setup_class or ""},
+            {"text": "–" if point.batch is None else str(point.batch)},
+            {"text": "–" if point.k is None else str(point.k)},
+            {"text": _times(point.measured)},
+            {"text": _times(point.predicted)},
+            {"text": note},
+        ]
+        error = abs(point.error or 0.0)
+        rows.append({"class": "off" if error > BAND else "", "cells": cells, "url": _source_link(point)})
+    return {"columns": ["Point", "Class", "Batch", "k", "Measured", "Predicted", "Error"], "rows": rows}
+
+
+def excluded_table(report: PublishedOut) -> dict[str, Any]:
+    rows = [
+        {"cells": [{"text": point.id, "header": True}, {"text": point.excluded_because or ""}], "url": point.url}
+        for point in report.points
+        if not point.priced
+    ]
+    return {"columns": ["Point", "Why it cannot be priced"], "rows": rows}
+
+
+def classes_table(report: PublishedOut) -> dict[str, Any]:
+    rows = [
+        {
+            "cells": [
+                {"text": row.setup_class, "header": True},
+                {"text": str(row.points)},
+                {"text": _percent(row.median_error) if row.median_error is not None else "too few"},
+                {"text": _percent(row.worst_error)},
+            ]
+        }
+        for row in report.classes
+    ]
+    return {"columns": ["Class", "Points", "Median error", "Worst error"], "rows": rows}
+
+
+def crossovers_table(report: PublishedOut) -> dict[str, Any]:
+    rows = []
+    for row in report.crossovers:
+        interval = "–" if row.range_low is None else f"{row.range_low}–{row.range_high or 'beyond 4096'}"
+        verdict = "–" if row.measured is None else ("yes" if row.within_2x and row.inside_range else "no")
+        cells = [
+            {"text": row.sweep, "header": True},
+            {"text": f"{row.batches[0]}–{row.batches[-1]}"},
+            {"text": "never in range" if row.measured is None else str(row.measured)},
+            {"text": "beyond 4096" if row.predicted is None else str(row.predicted)},
+            {"text": interval},
+            {"text": verdict},
+        ]
+        rows.append({"cells": cells})
+    columns = ["Sweep", "Batches", "Stops paying (measured)", "Predicted", "Interval holds 1", "Within 2× and inside"]
+    return {"columns": columns, "rows": rows}
+
+
+def build(reading: Reading) -> View:
+    del reading
+    report = published_out()
+    headline = (
+        f"{report.points_priced} of {report.points_total} published points priced, from {report.sources_priced} of "
+        f"{report.sources_total} sources. Each source predicted by terms fitted on the others: median error "
+        f"{_percent(report.median_error)}, worst {_percent(report.worst_error)} over {report.points_scored} points."
+    )
+    terms = ", ".join(f"{name} {value:g}" for name, value in {**report.terms, **report.scoped_terms}.items())
+    return {
+        "headline": headline,
+        "summary": report.summary,
+        "chosen": ", ".join(report.chosen_terms) or "none",
+        "terms": terms,
+        "figures": {"published-chart": scatter(report)},
+        "classes": classes_table(report),
+        "crossovers": crossovers_table(report),
+        "points": points_table(report),
+        "excluded": excluded_table(report),
+        "links": {"api": "/api/v1/published"},
+    }
+
+
+PAGE = Page(
+    name="published",
+    path="/published",
+    nav="Published measurements",
+    nav_short="Published",
+    title="The cost model against published measurements",
+    question="How close are the batch answers to what others measured, on sources the fit never saw?",
+    template="pages/published.html",
+    controls=(),
+    build=build,
+)

@@ -1,0 +1,58 @@
+"""The published measurements as a page and as JSON: every point with its source, measured against predicted from
+the other sources, the classes, the crossovers and the points that cannot be priced, with the reason."""
+
+from __future__ import annotations
+
+import math
+
+from fastapi.testclient import TestClient
+
+from app.model import published
+
+
+def test_the_api_lists_every_point_with_its_prediction_from_the_other_sources(client: TestClient) -> None:
+    body = client.get("/api/v1/published").json()
+    points = published.load()
+    assert body["points_total"] == len(points) == len(body["points"])
+    priced = [row for row in body["points"] if row["priced"]]
+    assert body["points_priced"] == len(priced) == sum(point.priced for point in points)
+    scored = [row for row in priced if not row["sets_acceptance"]]
+    assert body["points_scored"] == len(scored)
+    for row in scored:
+        assert row["predicted"] is not None and row["measured"] is not None and row["setup_class"]
+        assert row["error"] == row["predicted"] / row["measured"] - 1
+    errors = sorted(abs(math.log(row["predicted"] / row["measured"])) for row in scored)
+    assert math.expm1(errors[-1]) == body["worst_error"] or abs(math.expm1(errors[-1]) - body["worst_error"]) < 1e-3
+    for row in body["points"]:
+        assert row["url"].startswith("https://")
+        assert (row["excluded_because"] is None) == row["priced"]
+    classes = {row["setup_class"]: row for row in body["classes"]}
+    for label, row in classes.items():
+        assert (row["median_error"] is None) == (row["points"] < published.MIN_CLASS_POINTS), label
+    assert body["chosen_terms"] == published.published_fit()["protocol"]["chosen"]
+
+
+def test_the_page_shows_the_scatter_the_classes_and_the_exclusions(client: TestClient) -> None:
+    page = client.get("/published")
+    assert page.status_code == 200
+    for element in ('id="published-chart"', 'id="published-classes"', 'id="published-points"', "published-excluded"):
+        assert element in page.text
+    view = client.get("/api/v1/views/published").json()
+    chart = view["figures"]["published-chart"]
+    assert chart["layout"]["xaxis"]["type"] == "log" == chart["layout"]["yaxis"]["type"]
+    names = [trace["name"] for trace in chart["data"]]
+    assert "measured = predicted" in names and "±15%" in names
+    body = client.get("/api/v1/published").json()
+    assert f"{body['points_priced']} of {body['points_total']} published points priced" in view["headline"]
+    assert len(view["excluded"]["rows"]) == body["points_total"] - body["points_priced"]
+    shown = sum(len(trace["x"]) for trace in chart["data"] if trace.get("mode") == "markers")
+    assert shown == body["points_scored"]
+
+
+def test_an_accelerator_given_by_its_own_figures_is_named_as_the_users(client: TestClient) -> None:
+    body = client.get("/api/v1/regimes/speedup-vs-batch", params={"hw_bandwidth_tb_s": 0.256, "p": 0.8}).json()
+    name = body["setup"]["accelerator"]["name"]
+    assert "H100" not in name and name.startswith("your accelerator (0.256 TB/s")
+    assert "no published measurement of this class" in body["accuracy"]["summary"]
+    preset = client.get("/api/v1/regimes/speedup-vs-batch", params={"p": 0.8}).json()
+    assert preset["setup"]["accelerator"]["name"] == "H100 SXM"
