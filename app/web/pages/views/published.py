@@ -76,11 +76,10 @@ def scatter(report: PublishedOut) -> dict[str, Any]:
     axis_range = [math.log10(low), math.log10(high)]
     return figure(
         data,
-        "measured speedup (the source's)",
-        "predicted speedup (terms fitted on the other sources)",
+        "measured speedup",
+        "predicted speedup (from the other sources)",
         x={"type": "log", "range": axis_range},
-        y={"type": "log", "range": axis_range, "scaleanchor": "x"},
-        height=460,
+        y={"type": "log", "range": axis_range},
     )
 
 
