@@ -8,7 +8,9 @@ from app.web.pages.page import Page
 from app.web.pages.views import batch, decide, demo, exact, published
 
 DEMO = demo.PAGE
-PAGES: tuple[Page, ...] = (DEMO, batch.PAGE, exact.PAGE, decide.PAGE, published.PAGE)
+PAGES: tuple[Page, ...] = (DEMO, batch.PAGE, exact.PAGE, decide.PAGE)
+# Pages outside the nav, reached from the answers that cite them (/batch's accuracy links to /published).
+LINKED_PAGES: tuple[Page, ...] = (published.PAGE,)
 
 
 def page_for_legacy_keys(keys: Iterable[str]) -> Page | None:

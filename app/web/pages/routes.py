@@ -21,7 +21,7 @@ from app.web.core.compression import accepts
 from app.web.pages import glossary
 from app.web.pages.controls import Control, ControlError
 from app.web.pages.page import Page
-from app.web.pages.registry import DEMO, PAGES, page_for_legacy_keys
+from app.web.pages.registry import DEMO, LINKED_PAGES, PAGES, page_for_legacy_keys
 from app.web.pages.text import fixed
 from app.web.pages.views import demo
 from app.web.pages.views import embed as embed_view
@@ -38,7 +38,7 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 # What /embed may show; `parts=` picks a subset, in this order.
 EMBED_PARTS = demo.PARTS
 # Views served as /api/v1/views/<name>: every page's, and the embed's.
-VIEWS: tuple[Page, ...] = (*PAGES, EMBED)
+VIEWS: tuple[Page, ...] = (*PAGES, *LINKED_PAGES, EMBED)
 
 
 def render_page(request: Request, page: Page, embed: bool = False) -> HTMLResponse:
@@ -75,7 +75,7 @@ def _page_handler(page: Page) -> Any:
     return get_page
 
 
-for _page in PAGES:
+for _page in (*PAGES, *LINKED_PAGES):
     router.add_api_route(
         _page.path, _page_handler(_page), methods=["GET"], response_class=HTMLResponse, include_in_schema=False
     )
