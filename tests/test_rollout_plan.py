@@ -129,7 +129,7 @@ def _check_two_classes(report: dict[str, object], profile_length: int = K) -> No
     assert chat["batches"]["quantiles"]["p50"] == 4
     assert code["verdict"] == rollout_plan.LEAVE_OFF and code["config"] is None, code
     assert code["batches"]["quantiles"]["p50"] == 16
-    assert "held-out published points" in str(report["cost_model"])
+    assert "each source predicted by terms fitted on the others" in str(report["cost_model"])
 
 
 def test_a_pasted_scrape_with_two_classes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

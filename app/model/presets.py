@@ -196,9 +196,6 @@ MODELS: dict[str, ModelSpec] = {
     # Llama 4 Scout (Meta model card; config.json): 109B total, 17B active, 48 layers, 40 query heads, 8 KV heads,
     # head dim 128, 16 routed experts with 1 per token (and a shared expert, counted in the shared parameters).
     "llama-4-scout": ModelSpec("Llama 4 Scout 17B-16E", 109.0, 17.0, 48, 40, 8, 128, experts=16, experts_per_token=1),
-    # Kimi K2 (Moonshot AI model card; config.json): 1.04T total, 32B active, 61 layers, 64 query heads with
-    # DeepSeek-V3's multi-head latent attention (one cached vector of 512 + 64), 384 experts with 8 per token.
-    "kimi-k2": ModelSpec("Kimi K2", 1040.0, 32.0, 61, 64, 1, 576, kv_tensors=1, experts=384, experts_per_token=8),
 }
 
 # Vocabulary and hidden width of each target (config.json of each model): an EAGLE or MTP head's LM head
@@ -215,7 +212,6 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "tinyllama-1.1b": (32_000, 2048),
     "qwen3-30b-a3b": (151_936, 2048),
     "llama-4-scout": (202_048, 5120),
-    "kimi-k2": (163_840, 7168),
 }
 
 # Drafts that are heads on the target rather than separate models: their cost follows from the target's shape.

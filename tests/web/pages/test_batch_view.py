@@ -516,7 +516,8 @@ def test_the_page_offers_the_terms_fitted_to_published_measurements(client: Test
     assert not set(terms) & set(query), "the fitted terms are the defaults: none is written"
     fitted = view(query)
     assert not fitted["open"]["cost_terms"]
-    assert fitted["readouts"]["accuracy"].startswith("defaults: fitted to published measurements, median error")
+    assert fitted["readouts"]["accuracy"].startswith("defaults: ")
+    assert "each source predicted by terms fitted on the others" in fitted["readouts"]["accuracy"]
     assert {name: fitted["controls"][name]["value"] for name in terms} == terms
     assert client.get(shown["links"]["fitted_terms"]).status_code == 200
 

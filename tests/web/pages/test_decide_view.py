@@ -635,8 +635,8 @@ def test_the_example_report_says_it_is_an_example_and_a_report_of_ones_own_does_
 def test_the_schedule_says_how_good_it_is() -> None:
     default = view()["schedule"]
     assert isinstance(default, dict)
-    assert str(default["accuracy"]).startswith("How good: defaults: fitted to published measurements, median error")
-    assert "held-out published points" in str(default["accuracy"])
+    assert str(default["accuracy"]).startswith("How good: defaults: ")
+    assert "each source predicted by terms fitted on the others" in str(default["accuracy"])
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])
