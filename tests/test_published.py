@@ -50,11 +50,27 @@ def test_each_entry_is_whole_and_consistent(point: published.PublishedPoint) -> 
         ({"draft_preset": "dense-1b", "draft_method": "eagle3"}, "draft_preset"),
         ({"tensor_parallel": 8, "devices": 4}, "tensor_parallel"),
         ({"batch_kind": "batch", "qps": 2.0}, "qps"),
+        ({"weights": " "}, "weights"),
     ],
 )
 def test_a_missing_or_contradictory_field_is_named(change: dict[str, object], field: str) -> None:
     broken = dataclasses.replace(POINTS[0], **change)  # type: ignore[arg-type]
     assert field in {name for name, _why in published.problems(broken)}
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"weights": "Q4_K_M GGUF"}, "no byte count for its weight format (Q4_K_M GGUF)"),
+        ({"tree": True, "topk": None}, "the source does not give its tree's top-k"),
+        ({"draft_method": "block-diffusion"}, "its draft method (block-diffusion) has no cost model here"),
+        ({"draft_method": "parallel-draft"}, "its draft method (parallel-draft) has no cost model here"),
+    ],
+)
+def test_what_the_model_cannot_price_is_said_not_guessed(change: dict[str, object], reason: str) -> None:
+    priced = next(point for point in POINTS if point.priced)
+    changed = dataclasses.replace(priced, **change)  # type: ignore[arg-type]
+    assert not published.problems(changed) and published.exclusion(changed) == reason
 
 
 def test_a_point_that_cannot_be_priced_says_why_in_words() -> None:
@@ -98,7 +114,9 @@ def test_the_published_pricing_is_the_products_roofline(point: published.Publish
 
 def test_the_price_follows_the_acceptance_and_falls_with_the_batch() -> None:
     point = next(point for point in POINTS if point.sweep == "eagle3_paper_tab3_sglang_h100_eagle")
-    costs = published.SpecCosts(cycle_overhead_us=500.0, cycle_overhead_per_sequence_us=20.0)
+    costs = published.SpecCosts(
+        overhead_per_sequence_us=0.0, cycle_overhead_us=500.0, cycle_overhead_per_sequence_us=20.0
+    )
     one = published.predicted_speedup(point, costs, 1.0)
     assert published.predicted_speedup(point, costs, 2.5) == pytest.approx(2.5 * one)
     curve = [published.predicted_speedup(point, costs, 2.5, batch=batch) for batch in (16, 64, 512, 4096)]

@@ -133,6 +133,9 @@ ACCELERATORS: dict[str, Accelerator] = {
     # NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090: GDDR6X 936 GB/s, 24 GB; peak FP16/BF16
     # Tensor TFLOPS with FP32 accumulate 71 dense (142 with sparsity; 142 dense with FP16 accumulate).
     "rtx-3090": Accelerator("GeForce RTX 3090", 0.936, 71.0, 24.0),
+    # AMD Instinct MI355X data sheet: 8 TB/s HBM3E, 288 GB, peak FP16/BF16 2,516.6 TFLOPS dense (the sparsity
+    # figure is twice that).
+    "mi355x": Accelerator("MI355X", 8.0, 2516.6, 288.0),
 }
 
 # Each preset's family: accelerators of one family share a memory system and an engine's kernels, so a stated
@@ -146,6 +149,7 @@ ACCELERATOR_FAMILIES: dict[str, str] = {
     "a100-40gb-sxm": "NVIDIA Ampere",
     "gb200": "NVIDIA Blackwell",
     "rtx-3090": "consumer GPU",
+    "mi355x": "AMD Instinct",
 }
 
 MODELS: dict[str, ModelSpec] = {
@@ -196,6 +200,12 @@ MODELS: dict[str, ModelSpec] = {
     # Llama 4 Scout (Meta model card; config.json): 109B total, 17B active, 48 layers, 40 query heads, 8 KV heads,
     # head dim 128, 16 routed experts with 1 per token (and a shared expert, counted in the shared parameters).
     "llama-4-scout": ModelSpec("Llama 4 Scout 17B-16E", 109.0, 17.0, 48, 40, 8, 128, experts=16, experts_per_token=1),
+    # Qwen3-8B (Qwen3 technical report, Table 1; config.json): 8.2B parameters, 36 layers, 32 query heads, 8 KV
+    # heads, head dim 128.
+    "qwen3-8b": ModelSpec("Qwen3-8B", 8.2, 8.2, 36, 32, 8, 128),
+    # MiniMax-M2 (model card: 230B total, 10B active; config.json of M2, M2.1 and M2.7, one shape): 62 layers,
+    # 48 query heads, 8 KV heads, head dim 128, 256 routed experts with 8 per token, no shared expert.
+    "minimax-m2": ModelSpec("MiniMax-M2 (230B-A10B)", 230.0, 10.0, 62, 48, 8, 128, experts=256, experts_per_token=8),
 }
 
 # Vocabulary and hidden width of each target (config.json of each model): an EAGLE or MTP head's LM head
@@ -212,6 +222,8 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "tinyllama-1.1b": (32_000, 2048),
     "qwen3-30b-a3b": (151_936, 2048),
     "llama-4-scout": (202_048, 5120),
+    "qwen3-8b": (151_936, 4096),
+    "minimax-m2": (200_064, 3072),
 }
 
 # Drafts that are heads on the target rather than separate models: their cost follows from the target's shape.

@@ -57,7 +57,10 @@ HEAD_METHODS = ("eagle", "eagle2", "eagle3", "mtp")
 MODEL_METHODS = ("draft-model", "draft-model-sparse-kv")
 SPARSE_METHODS = ("draft-model-sparse-kv", "self-speculation-sparse-kv")
 PRICED_METHODS = (*HEAD_METHODS, *MODEL_METHODS, "self-speculation-sparse-kv", "ngram")
-METHODS = (*PRICED_METHODS, "mtp-relaxed")
+# Drafts with no cost model here: a block-diffusion drafter (DFlash) proposes a whole block in one pass, and
+# parallel drafting (P-EAGLE) proposes k tokens in one pass of a head; neither is k passes of a draft.
+UNPRICED_METHODS = ("mtp-relaxed", "block-diffusion", "parallel-draft")
+METHODS = (*PRICED_METHODS, *UNPRICED_METHODS)
 WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5, "int4": 0.5}  # bytes per stored parameter of the target
 METHOD_NAMES = {
     "eagle": "EAGLE",
@@ -68,6 +71,9 @@ METHOD_NAMES = {
     "draft-model": "a draft model",
     "draft-model-sparse-kv": "a draft model with a sparse KV cache",
     "self-speculation-sparse-kv": "self-speculation with a sparse KV cache",
+    "mtp-relaxed": "MTP with relaxed acceptance",
+    "block-diffusion": "a block-diffusion drafter (DFlash)",
+    "parallel-draft": "parallel drafting (P-EAGLE)",
 }
 LONG_CONTEXT = 8000  # tokens from which a point's context is long: the KV read rivals the weights' at batch 8
 
@@ -111,6 +117,7 @@ class PublishedPoint:
     value_unit: str | None
     lossless: bool
     notes: str | None
+    quote: str | None = None  # the source's own words for the figure or for a field filled in later
 
     @property
     def priced(self) -> bool:
@@ -131,6 +138,8 @@ def exclusion(point: PublishedPoint) -> str | None:
         reasons.append("relaxed acceptance changes the output, so its speedup is not speculative decoding's")
     if point.draft_method not in PRICED_METHODS:
         reasons.append(f"its draft method ({point.draft_method}) has no cost model here")
+    if point.weights is not None and point.weights not in WEIGHT_BYTES:
+        reasons.append(f"no byte count for its weight format ({point.weights})")
     if point.accelerator is None:
         reasons.append(
             "the source does not name its accelerator" if point.hardware is None else f"no preset for {point.hardware}"
@@ -145,6 +154,8 @@ def exclusion(point: PublishedPoint) -> str | None:
         reasons.append("the source does not say how much of the cache its draft reads")
     if point.k is None:
         reasons.append("the source does not give k")
+    if point.tree and point.topk is None:
+        reasons.append("the source does not give its tree's top-k")
     if point.batch is None:
         reasons.append(
             f"the source gives a request rate ({point.qps:g} per second), not a batch"
@@ -179,8 +190,8 @@ def problems(point: PublishedPoint) -> list[tuple[str, str]]:
         found.append(("draft_preset", f"a {point.draft_method} draft is no separate model"))
     if point.draft_kv_budget is not None and point.draft_method not in SPARSE_METHODS:
         found.append(("draft_kv_budget", "only a sparse-KV draft reads part of the cache"))
-    if point.weights not in (None, *WEIGHT_BYTES):
-        found.append(("weights", f"{point.weights!r} is not one of {', '.join(WEIGHT_BYTES)}"))
+    if point.weights is not None and not point.weights.strip():
+        found.append(("weights", f"null for bf16, else the source's format (priced: {', '.join(WEIGHT_BYTES)})"))
     if point.devices is not None and point.tensor_parallel is not None and point.tensor_parallel > point.devices:
         found.append(("tensor_parallel", f"{point.tensor_parallel} is more than the {point.devices} devices"))
     if point.speedup is None and not point.notes:
@@ -192,8 +203,6 @@ def problems(point: PublishedPoint) -> list[tuple[str, str]]:
             found.append(("acceptance_length", "at least 1 (the bonus token)"))
         if point.k is not None and not point.tree and point.acceptance_length > point.k + 1 + 1e-9:
             found.append(("acceptance_length", f"{point.acceptance_length} is more than k + 1 = {point.k + 1}"))
-    if point.tree and point.topk is None:
-        found.append(("topk", "a tree names its top-k"))
     if point.speedup and point.baseline_value and point.spec_value and point.value_unit == "tokens/s":
         ratio = point.spec_value / point.baseline_value
         if abs(ratio / point.speedup - 1) > 0.01:
@@ -321,7 +330,7 @@ class SpecCosts:
     bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     overhead_us: float = limits.DEFAULT_OVERHEAD_US  # per target pass
-    # per sequence of every target pass: the engine's scheduling, sampling and output handling of each sequence
+    # per sequence of every pass, the draft's steps included: the engine's scheduling and sampling of each sequence
     overhead_per_sequence_us: float = limits.FITTED_TERMS["overhead_per_sequence_us"]
     # per draft step: launches and sampling
     overhead_per_draft_step_us: float = limits.FITTED_TERMS["overhead_per_draft_step_us"]
@@ -415,7 +424,12 @@ class Work:
         verify = np.maximum(self.verify_bytes / bandwidth, self.verify_flops / compute) + per_pass + target_comm
         draft = self.drafted * (
             np.maximum(self.draft_bytes / bandwidth, self.draft_flops / compute)
-            + (term["overhead_per_draft_step_us"] + self.draft_allreduces * term["allreduce_us"]) * 1e-6
+            + (
+                term["overhead_per_draft_step_us"]
+                + term["overhead_per_sequence_us"] * self.batch
+                + self.draft_allreduces * term["allreduce_us"]
+            )
+            * 1e-6
         )
         cycle = (term["cycle_overhead_us"] + term["cycle_overhead_per_sequence_us"] * self.batch) * 1e-6
         result: FloatArray = plain / (self.k * draft + verify + cycle)

@@ -114,7 +114,7 @@ class RooflineSetup:
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     # Launch, synchronisation and sampling per forward pass, fitted to published measurements (limits.FITTED_TERMS).
     step_overhead_us: float = limits.DEFAULT_OVERHEAD_US
-    # What the passes leave out (limits.COST_TERMS): per sequence of every target pass, per draft step, per
+    # What the passes leave out (limits.COST_TERMS): per sequence of every pass (the draft's too), per draft step, per
     # speculative cycle (fixed and per sequence), and per all-reduce across the devices; fitted like the rest.
     overhead_per_sequence_us: float = limits.FITTED_TERMS["overhead_per_sequence_us"]
     overhead_per_draft_step_us: float | None = limits.FITTED_TERMS["overhead_per_draft_step_us"]  # None: as a pass
@@ -264,8 +264,16 @@ def target_step(setup: RooflineSetup, batch: ArrayLike, tokens: ArrayLike) -> St
 
 
 def draft_step(setup: RooflineSetup, batch: ArrayLike) -> StepTime:
-    """One draft step proposes one token per sequence."""
-    return model_step(setup, setup.draft, setup.draft_bytes_per_param, batch, 1, setup.draft_step_overhead_us)
+    """One draft step proposes one token per sequence; like every pass it pays its time per sequence."""
+    return model_step(
+        setup,
+        setup.draft,
+        setup.draft_bytes_per_param,
+        batch,
+        1,
+        setup.draft_step_overhead_us,
+        per_sequence_us=setup.overhead_per_sequence_us,
+    )
 
 
 def roofline_draft_cost(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:

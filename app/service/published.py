@@ -42,6 +42,8 @@ def published_out() -> PublishedOut:
                 priced=point.priced,
                 sets_acceptance=bool(row and row["sets_acceptance"]),
                 excluded_because=published.exclusion(point),
+                quote=point.quote,
+                notes=point.notes,
             )
         )
     classes = [

@@ -32,6 +32,8 @@ class PublishedPointOut(BaseModel):
         "priced but tests nothing."
     )
     excluded_because: str | None = Field(description="Why the cost model cannot price it, in words.")
+    quote: str | None = Field(default=None, description="The source's own words for the figure, where recorded.")
+    notes: str | None = Field(default=None, description="How the figure was read from the source.")
 
 
 class PublishedClassOut(BaseModel):

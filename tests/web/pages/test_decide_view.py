@@ -654,14 +654,15 @@ def test_the_verdict_is_the_config_the_engine_runs(client: TestClient, engine: s
         assert (f"k = {runs[at - 1]}," if runs[at - 1] else "leave it off") in verdict["speedup"]
     steps = config["schedule"]["steps"]
     first = steps[0]
+    batches = (
+        f"batch {first['batch_from']}"
+        if first["batch_from"] == first["batch_to"]
+        else f"batches {first['batch_from']}–{first['batch_to']}"
+    )
     assert (
         verdict["schedule"]
         .split(": ", 1)[1]
-        .startswith(
-            f"k = {first['k']} at batches {first['batch_from']}–{first['batch_to']}"
-            if first["k"]
-            else f"off at batches {first['batch_from']}–{first['batch_to']}"
-        )
+        .startswith(f"k = {first['k']} at {batches}" if first["k"] else f"off at {batches}")
     )
 
 
