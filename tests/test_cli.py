@@ -87,11 +87,18 @@ def test_schedule_text_csv_json(capsys: pytest.CaptureFixture[str]) -> None:
         (step["batch_from"], step["k"]) for step in body["steps"]
     ]
     assert f"speculation off from batch {body['off_from_batch']}" in text
+    interval = (
+        f"between batch {body['off_range_low']} and batch {body['off_range_high']}"
+        if body["off_range_high"]
+        else f"from batch {body['off_range_low']} on"
+    )
+    assert f"(within the stated error it {'stops' if body['off_range_high'] else 'may stop'} paying {interval})" in text
     assert body["accuracy"]["summary"] in text  # how good the schedule is, and the plain roofline to compare
     assert "the plain roofline, to compare: --bandwidth-efficiency" in text
     plain = text.split("the plain roofline, to compare: ", 1)[1].split()
     code, again, _ = run(capsys, *args, *plain)
     assert code == 0 and "given here" in again and "the plain roofline, to compare:" not in again
+    assert "within the stated error" not in again  # the user's own terms: no published error to state
 
 
 def test_schedule_takes_a_measured_sweep_and_says_measured(

@@ -11,7 +11,7 @@ that fits, so that no answer recommends a k at a batch the server cannot run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -19,13 +19,13 @@ from app.model.acceptance import Acceptance, iid_p
 from app.model.regimes import (
     RooflineSetup,
     ScheduleStep,
-    best_k_by_batch,
     crossover_batch,
     first_loss_batch,
     kv_cache_bytes,
     memory_capacity_gb,
     memory_needed_gb,
     schedule_from,
+    speedup_grid,
 )
 
 
@@ -81,6 +81,8 @@ class Decision:
     needed_gb_at_one: float
     capacity_gb: float
     headline: str
+    # per batch 1..batch_limit, the best speedup of any k >= 1: where its interval holds 1, stopping is uncertain
+    speculating_speedup: list[float] = field(default_factory=list)
 
 
 def _times(value: float) -> str:
@@ -105,7 +107,10 @@ def decide(p: Acceptance, setup: RooflineSetup, k_max: int, batch_max: int, devi
         )
         return Decision(p, k_max, batch_max, max_fit, 0, [], [], [], None, False, needed_one, capacity, headline)
     batches = np.arange(1, limit + 1, dtype=np.int64)
-    best_k, best_speedup = best_k_by_batch(acceptance, setup, batches, k_max)
+    grid = speedup_grid(acceptance, setup, batches, k_max)  # k = 0..k_max per batch
+    best_k = np.argmax(grid, axis=1)  # ties to the smaller k, 0 when none beats 1
+    best_speedup = grid[np.arange(grid.shape[0]), best_k]
+    speculating = grid[:, 1:].max(axis=1) if grid.shape[1] > 1 else np.ones(len(batches))
     steps = schedule_from(batches, best_k, best_speedup)
     off_from = crossover_batch(batches, np.where(best_k > 0, best_speedup, 1.0))
     loses_at_one = bool(best_k[0] == 0)
@@ -147,6 +152,7 @@ def decide(p: Acceptance, setup: RooflineSetup, k_max: int, batch_max: int, devi
         needed_gb_at_one=needed_one,
         capacity_gb=capacity,
         headline=headline,
+        speculating_speedup=[float(value) for value in speculating],
     )
 
 

@@ -502,8 +502,29 @@ def schedule_out(
     return decision_schedule(capacity.decide(acceptance, built.setup, k_max, batch_max, devices_note(built)), built)
 
 
+def off_range(decision: Decision, accuracy: AccuracyOut) -> tuple[int | None, int | None]:
+    """The batches at which the best speculating speedup's interval holds 1 (the stated error; none when the
+    terms are the user's own or measured)."""
+    if not decision.speculating_speedup:
+        return None, None
+    spread = math.log1p(accuracy.interval_spread or 0.0) if accuracy.source == "defaults" else 0.0
+    batches = np.arange(1, len(decision.speculating_speedup) + 1, dtype=np.float64)
+    return published.crossover_range(batches, np.asarray(decision.speculating_speedup), spread)
+
+
+def off_range_text(low: int | None, high: int | None) -> str:
+    """The off range in words, '' when there is none."""
+    if low is None:
+        return ""
+    if high is None:
+        return f"within the stated error it may stop paying from batch {low} on"
+    return f"within the stated error it stops paying between batch {low} and batch {high}"
+
+
 def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
     p, k_max, batch_max = decision.p, decision.k_max, decision.batch_max
+    accuracy = accuracy_out(built.setup, built.measured)
+    low, high = off_range(decision, accuracy)
     return ScheduleOut(
         p=p,
         k_max=k_max,
@@ -516,12 +537,14 @@ def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
         ],
         thresholds={str(step.batch_from): step.k for step in decision.steps},
         off_from_batch=decision.off_from_batch,
+        off_range_low=low,
+        off_range_high=high,
         loses_at_batch_one=decision.loses_at_batch_one,
         headline=decision.headline,
         k_search_max=k_max,
         limit_reached=any(closed_form.limit_reached(step.k, k_max) for step in decision.steps),
         setup=built.description,
-        accuracy=accuracy_out(built.setup, built.measured),
+        accuracy=accuracy,
     )
 
 
@@ -694,10 +717,11 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
         speedups = f"{step.speedup_at_from:.2f}x-{step.speedup_at_to:.2f}x"
         style = _speedup_style(step.speedup_at_to) if step.k else RED
         lines.append(f"{batches:>13}  {_paint(f'{k_text:>3}', style, color)}  {speedups:>15}")
+    interval = off_range_text(schedule.off_range_low, schedule.off_range_high)
     if schedule.off_from_batch is not None:
-        lines.append(f"speculation off from batch {schedule.off_from_batch}")
+        lines.append(f"speculation off from batch {schedule.off_from_batch}" + (f" ({interval})" if interval else ""))
     elif schedule.batch_limit:
-        lines.append(f"speculation still pays at batch {schedule.batch_limit}")
+        lines.append(f"speculation still pays at batch {schedule.batch_limit}" + (f" ({interval})" if interval else ""))
     lines.append(schedule.headline)
     if schedule.limit_reached:
         lines.append(

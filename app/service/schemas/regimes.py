@@ -239,6 +239,17 @@ class ScheduleOut(BaseModel):
         description="Batch size from which speculation stays off, within the batches that fit; null if it pays to "
         "batch_limit."
     )
+    off_range_low: int | None = Field(
+        default=None,
+        description="First batch at which the best speculating speedup's interval (the stated error of the setup's "
+        "class, or every point's) holds 1: from here on, whether speculation still pays is within the error; null if "
+        "at no batch that fits.",
+    )
+    off_range_high: int | None = Field(
+        default=None,
+        description="Last batch at which that interval holds 1 (beyond it speculation surely loses); null where it "
+        "still holds 1 at the last batch decided.",
+    )
     loses_at_batch_one: bool = Field(default=False, description="No k beats plain decoding even at batch 1.")
     headline: str = Field(default="", description="The decision in one sentence, memory included.")
     k_search_max: int = Field(description="Best k is searched over 1..k_search_max (equal to k_max).")

@@ -724,3 +724,15 @@ def test_a_pasted_sglang_scrape_with_several_classes_shows_the_rollout_plan() ->
     assert rows[0][1].startswith("0.850 [") and rows[0][3] == arithmetic.TURN_ON
     assert rows[0][5].startswith("--speculative-algorithm"), rows[0]
     assert rows[1][3] == arithmetic.LEAVE_OFF
+
+
+def test_the_verdict_says_where_stopping_is_within_the_stated_error(client: TestClient) -> None:
+    """The verdict states the batches at which the published error leaves it open whether speculation pays, the
+    same range the schedule API gives for the same request."""
+    result = view("engine=vllm&regime=roofline")
+    verdict = result["verdict"]
+    schedule = api(client, result["links"]["config"])["schedule"]  # type: ignore[index]
+    assert isinstance(verdict, dict) and isinstance(schedule, dict)
+    low = schedule.get("off_range_low")
+    assert low is not None and f"batch {low}" in verdict["interval"]
+    assert verdict["interval"].startswith("Within the stated error it")
