@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -262,3 +263,58 @@ def test_series_of_several_engines_are_summed_per_model(client: TestClient) -> N
     body = client.post(CALIBRATE, content=text).json()
     assert body["calibration"]["counters"]["series"] == 4 and body["cycles"] == 12_000
     assert body["p_low"] <= 0.72 <= body["p_high"] and body["label"] == "target-model"
+
+
+CAPTURED_REJECTED = Path(__file__).parent / "engines" / "captured" / "llamacpp-b11312-rejected-lv4.log"
+
+
+def _at_lv3(text: str) -> str:
+    """The real -lv 4 log as -lv 3 prints it: the per-request 'draft acceptance' lines, no per-position lines."""
+    return "\n".join(line for line in text.splitlines() if "acc per pos" not in line and "statistics" not in line)
+
+
+def test_a_log_of_mixed_draft_lengths_without_positions_gets_an_interval_over_requests() -> None:
+    """A real b11312 log whose drafts have several lengths, read at -lv 3: p comes with an interval over its
+    requests, which narrows as the requests grow and always holds p."""
+    lines = _at_lv3(CAPTURED_REJECTED.read_text()).splitlines()
+    acceptance = [line for line in lines if "draft acceptance" in line]
+    assert len(acceptance) == 2
+    widths = []
+    for copies in (1, 4):
+        requests = [line.replace("| task ", f"| task {copy}0") for copy in range(copies) for line in acceptance]
+        text = "\n".join([line for line in lines if "draft acceptance" not in line] + requests)
+        top = em.calibrate_report(text, 0.05, 8, k=4).top
+        low, high = top.interval.low, top.interval.high
+        assert low is not None and high is not None, top.interval.method
+        assert low <= top.result.acceptance <= high and top.interval.method.startswith(f"over the {2 * copies}")
+        widths.append(high - low)
+    assert widths[1] < widths[0]
+
+
+@pytest.mark.parametrize(
+    ("scrape", "name"),
+    [
+        (
+            "llamacpp:spec_decode_num_drafts_total 0\nllamacpp:spec_decode_num_draft_tokens_total 0\n"
+            "llamacpp:spec_decode_num_accepted_tokens_total 0\n"
+            'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 0\n',
+            "llamacpp:spec_decode_num_drafts_total",
+        ),
+        (
+            "sglang:spec_verify_calls_total 0\nsglang:spec_num_steps 3\nsglang:spec_accept_length 0\n"
+            "sglang:generation_tokens_total 0\n",
+            "sglang:spec_accept_length",
+        ),
+        (
+            'vllm:spec_decode_num_drafts_total{model_name="m"} 0\n'
+            'vllm:spec_decode_num_draft_tokens_total{model_name="m"} 0\n'
+            'vllm:spec_decode_num_accepted_tokens_total{model_name="m"} 0\n',
+            "vllm:spec_decode_num_drafts_total",
+        ),
+    ],
+)
+def test_a_scrape_with_no_drafts_names_the_engines_own_series(scrape: str, name: str) -> None:
+    with pytest.raises(Exception, match="not speculated yet") as raised:
+        em.calibrate_report(scrape, 0.05, 8, k=3)
+    assert str(raised.value).startswith(name) or f" {name} " in str(raised.value)
+    assert "vllm" not in str(raised.value) or name.startswith("vllm")

@@ -135,6 +135,7 @@ class SpecDecodeCounters:
     model_name: str | None = None
     series: int = 1
     draft_lengths: tuple[int, ...] = ()  # the lengths the engine drafted at, where known (a per-batch schedule)
+    verifications: str = "vllm:spec_decode_num_drafts_total"  # the report's own name for the count of drafts
 
 
 @dataclass(frozen=True)
@@ -378,7 +379,7 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
     if drafts <= 0:
         raise CalibrationError(
             ErrorKind.ZERO_DRAFTS,
-            "vllm:spec_decode_num_drafts_total is 0: the server has not speculated yet, so nothing can be measured",
+            f"{counters.verifications} is 0: the server has not speculated yet, so nothing can be measured",
         )
     draft_tokens, accepted = counters.draft_tokens, counters.accepted_tokens
     per_position = counters.accepted_per_position
@@ -550,7 +551,7 @@ def _calibrate_v0(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
     if draft_tokens <= 0:
         raise CalibrationError(
             ErrorKind.ZERO_DRAFTS,
-            "vllm:spec_decode_num_draft_tokens_total is 0: the server has not speculated yet",
+            f"{counters.verifications} is 0: the server has not speculated yet",
         )
     if accepted > draft_tokens + _slack(draft_tokens):
         raise CalibrationError(

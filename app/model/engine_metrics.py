@@ -223,6 +223,44 @@ def _acceptance_interval(measurement: Measurement, p: float, k: int, level: floa
     return Interval(None, None, level, "none: the report holds a mean, not counts (give cycles for an interval)")
 
 
+def verifications_name(format_name: str) -> str:
+    """The report format's own name for its count of verifications (drafts)."""
+    for known in engines.formats():
+        if known.name == format_name:
+            return known.verifications
+    return "the report's count of drafts"
+
+
+def over_requests(measurement: Measurement, k: int, level: float) -> Interval | None:
+    """An interval of p from the spread between requests, where a report gives each request's verifications and
+    accepted tokens but nothing per position (a llama.cpp log at -lv 3 with drafts of several lengths).
+
+    Tokens per verification is a ratio estimate over the requests, R = sum(accepted) / sum(verifications); its
+    variance comes from the requests as clusters, n / (n - 1) sum((a_i - R v_i)^2) / V^2, and the interval uses
+    Student's t with n - 1 degrees of freedom; its ends map to p through E[T](p, k) like the estimate itself
+    (which keeps the estimate's own bias from mixed lengths: see its method)."""
+    requests = [(cycles, accepted) for cycles, accepted in measurement.requests if cycles > 0]
+    if len(requests) < 2:
+        return None
+    verifications = np.array([cycles for cycles, _ in requests])
+    accepted = np.array([value for _, value in requests])
+    total = float(verifications.sum())
+    ratio = float(accepted.sum()) / total
+    n = len(requests)
+    variance = n / (n - 1) * float(np.sum((accepted - ratio * verifications) ** 2)) / total**2
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * math.sqrt(variance)
+    low_length = min(max(1.0 + ratio - half, 1.0), k + 1.0)
+    high_length = min(max(1.0 + ratio + half, 1.0), k + 1.0)
+    return Interval(
+        closed_form.acceptance_from_mean_length(low_length, k),
+        closed_form.acceptance_from_mean_length(high_length, k),
+        level,
+        f"over the {n} requests: tokens per verification as a ratio over requests (requests as clusters, "
+        f"Student's t with {n - 1} degree{'' if n == 2 else 's'} of freedom), mapped through E[T](p, k); like p "
+        "itself, a lower bound where drafts were cut short",
+    )
+
+
 def to_counters(measurement: Measurement) -> calibration.SpecDecodeCounters:
     if measurement.schema == "v0":
         return calibration.SpecDecodeCounters(
@@ -234,6 +272,7 @@ def to_counters(measurement: Measurement) -> calibration.SpecDecodeCounters:
             efficiency=measurement.efficiency,
             model_name=measurement.label,
             series=measurement.series,
+            verifications=verifications_name(measurement.format),
         )
     cycles = measurement.cycles
     if cycles is None:  # a mean alone: one nominal verification carries it
@@ -247,6 +286,7 @@ def to_counters(measurement: Measurement) -> calibration.SpecDecodeCounters:
         model_name=measurement.label,
         series=measurement.series,
         draft_lengths=measurement.draft_lengths,
+        verifications=verifications_name(measurement.format),
     )
 
 
@@ -258,6 +298,8 @@ def calibrate_measurement(
         low, high, method = result.interval
         known = math.isfinite(low) and math.isfinite(high)
         interval = Interval(low if known else None, high if known else None, INTERVAL_LEVEL, method)
+        if not known:
+            interval = over_requests(measurement, result.k, INTERVAL_LEVEL) or interval
     else:
         interval = acceptance_interval(measurement, result.acceptance, result.k)
     interval = containing(interval, result.acceptance)

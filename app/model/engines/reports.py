@@ -48,6 +48,8 @@ class Measurement:
     notes: tuple[str, ...] = ()
     draft_lengths: tuple[int, ...] = ()  # the lengths the engine drafted at, where known
     version: str | None = None  # the engine version whose format this was read as
+    # (verifications, accepted draft tokens) of each request, where the report gives them one by one
+    requests: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class ReportFormat:
     read: Callable[[str, Any, ReadOptions], list[Measurement]]
     # (now, baseline) -> counts since the baseline, for formats of counters that only grow; None for the others
     subtract_baseline: Callable[[list[Measurement], list[Measurement]], list[Measurement]] | None = None
+    # the format's own name for the count of verifications (drafts), which an error about none names
+    verifications: str = "vllm:spec_decode_num_drafts_total"
 
 
 def fail(kind: ErrorKind, message: str) -> EngineFormatError:
@@ -261,6 +265,12 @@ def mean_only(
     batch: float | None,
     notes: list[str],
 ) -> Measurement:
+    if length == 0 or cycles == 0:  # a gauge or counter not yet moved: no verification has run
+        name = "sglang:spec_accept_length" if format_name == "sglang-metrics" else f"{engine}'s accept length"
+        raise fail(
+            ErrorKind.ZERO_DRAFTS,
+            f"{name} is {length:g} over {cycles or 0:g} verifications: the server has not speculated yet",
+        )
     if not math.isfinite(length) or length < 1:
         raise fail(ErrorKind.INCONSISTENT, f"the accept length is {length:g}; it counts the bonus token, so >= 1")
     if k is None:
@@ -395,6 +405,7 @@ def single_class(
     *,
     batch: float | None = None,
     draft_lengths: tuple[int, ...] | None = None,
+    requests: tuple[tuple[float, float], ...] = (),
 ) -> list[Measurement]:
     """The one class of a report that names none (responses' JSON, a log, iteration statistics): ``counts`` are
     (verifications, draft tokens, accepted draft tokens); the draft lengths are those given unless the report
@@ -412,5 +423,6 @@ def single_class(
             notes=tuple(notes),
             draft_lengths=options.draft_lengths if draft_lengths is None else draft_lengths,
             version=version,
+            requests=requests,
         )
     ]

@@ -179,6 +179,7 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
         notes.append(f"{len(unread)} line(s) about drafts in a format this reader does not know, not read: {unread[0]}")
     cycles: float | None
     positions: tuple[float, ...] | None = None
+    requests: list[tuple[float, float]] = []  # (verifications, accepted) per request line
     if statistics and all(line.accept_calls is not None for line in statistics.values()):
         accepted = float(sum(line.accepted_tokens for line in statistics.values()))
         generated = float(sum(line.tokens for line in statistics.values()))
@@ -208,6 +209,7 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
                     raise fail(ErrorKind.INCONSISTENT, "llama.cpp: accepted tokens but mean len 1.00")
                 line_cycles = float(round(int(line["accepted"]) / (length - 1.0)))
             cycles += line_cycles
+            requests.append((line_cycles, float(line["accepted"])))
             per_line.append(_line_positions(line, line_cycles))
         notes.append(
             f"{len(lines)} per-request 'draft acceptance' lines summed; verifications = accepted / (mean length - 1) "
@@ -251,7 +253,9 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
             )
         per_position = positions + (0.0,) * (k - len(positions))  # positions never reached print no rate
     counts = (cycles, generated, accepted)
-    return reports.single_class(NAME, "llamacpp-log", options, counts, k, source, notes, per_position, version)
+    return reports.single_class(
+        NAME, "llamacpp-log", options, counts, k, source, notes, per_position, version, requests=tuple(requests)
+    )
 
 
 def _detect_timings(text: str, payload: Any) -> bool:
@@ -317,6 +321,7 @@ REPORTS = (
         ("2026-10", "b11434"),
         _detect_timings,
         _read_timings,
+        verifications="timings.draft_n",
     ),
     reports.ReportFormat(
         "llamacpp-metrics",
@@ -325,6 +330,7 @@ REPORTS = (
         ("2026-10", "b11434"),
         _detect_metrics,
         _read_metrics,
+        verifications="llamacpp:spec_decode_num_drafts_total",
     ),
     reports.ReportFormat(
         "llamacpp-log",
@@ -333,6 +339,7 @@ REPORTS = (
         ("2026-03", "2026-10", "b11434"),
         _detect_log,
         _read_log,
+        verifications="the log's 'draft acceptance' lines (mean len) or statistics lines (#calls)",
     ),
     reports.ReportFormat(
         "llamacpp-speculative",
@@ -341,5 +348,6 @@ REPORTS = (
         ("2026-03", "2026-10", "b11434"),
         _detect_example,
         _read_example,
+        verifications="n_drafted",
     ),
 )

@@ -295,6 +295,7 @@ REPORTS = (
         ("2026-03", "2026-05", "2026-08"),
         _detect_requests,
         _read_requests,
+        verifications="spec_verify_ct",
     ),
     reports.ReportFormat(
         "sglang-server-info",
@@ -303,6 +304,7 @@ REPORTS = (
         ("2026-03", "2026-05", "2026-08"),
         _detect_server_info,
         _read_server_info,
+        verifications="avg_spec_accept_length",
     ),
     reports.ReportFormat(
         "sglang-metrics",
@@ -311,5 +313,6 @@ REPORTS = (
         ("2026-03", "2026-05", "2026-08"),
         _detect_metrics,
         _read_metrics,
+        verifications="sglang:spec_verify_calls_total",
     ),
 )

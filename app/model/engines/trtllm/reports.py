@@ -219,6 +219,7 @@ REPORTS = (
         ("2025-10", "2026-03", "2026-09"),
         _detect_stats,
         _read_stats,
+        verifications="specDecodingStats.numRequestsWithDraftTokens",
     ),
     reports.ReportFormat(
         "trtllm-metrics",
@@ -227,5 +228,6 @@ REPORTS = (
         ("2026-03", "2026-09"),
         _detect_metrics,
         _read_metrics,
+        verifications="trtllm_spec_decode_num_draft_tokens_total",
     ),
 )

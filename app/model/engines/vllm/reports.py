@@ -225,6 +225,7 @@ REPORTS = (
         ("2026-08",),
         _detect_request,
         _read_request,
+        verifications="metrics.speculative_decoding",
     ),
     reports.ReportFormat(
         "vllm-metrics",
@@ -243,5 +244,6 @@ REPORTS = (
         _detect_metrics_v0,
         read_metrics,
         subtract_baseline,
+        verifications="vllm:spec_decode_num_draft_tokens_total",
     ),
 )
