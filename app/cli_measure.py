@@ -302,10 +302,23 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
         notes.append("--server-log not used with --batch: the draft time is inside each cell's step time")
     kinds = {server.kind for server in run.servers if server.speculative}
     draft_model = not (kinds and all(kind.startswith("ngram") for kind in kinds))
+    if any(server.engine == "vllm" and server.speculative for server in run.servers):
+        notes.append(
+            "vLLM's /metrics does not name the drafter: each draft step is fitted as a draft model's, which an "
+            "n-gram lookup's near-zero draft time leaves at zero"
+        )
     samples = [sample for round_ in run.rounds for sample in round_]
     report: dict[str, Any] = {
         "servers": [
-            {"url": s.url, "k": s.k, "kind": s.kind, "speculative": s.speculative, "requests": s.requests}
+            {
+                "url": s.url,
+                "k": s.k,
+                "kind": s.kind,
+                "speculative": s.speculative,
+                "requests": s.requests,
+                "engine": s.engine,
+                "version": s.version,
+            }
             for s in run.servers
         ],
         "batches": arguments.batch,
@@ -407,7 +420,15 @@ def render_batches(report: dict[str, Any]) -> str:
     from app.model import step_cost
 
     cost = report["step_cost"]
+    titles = {"llamacpp": "llama-server", "vllm": "vLLM"}
+    served = "; ".join(
+        f"{server['url']}: {titles.get(server['engine'], server['engine'])}"
+        + (f" {server['version']}" if server.get("version") else "")
+        + (f", k = {server['k']}" if server["speculative"] else ", no speculation")
+        for server in report.get("servers", [])
+    )
     lines = [
+        *([f"servers: {served}"] if served else []),
         f"{report['requests']} requests in {report['seconds']:.0f} s; step cost fitted on every cell: "
         + step_cost.terms_text(cost, [*cost["fitted"], *cost.get("given", {})]),
         "",

@@ -36,8 +36,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from app.model.engines import streaming
 from app.model.engines.llamacpp import live
 from app.model.engines.llamacpp.statistics import last_statistics
+from app.model.engines.vllm import live as vllm_live
 from app.model.measure import Sample
 
 BUILTIN_PROMPTS = (
@@ -154,6 +156,9 @@ class Server:
     speculative: bool
     kind: str = "none"
     k: int | None = None
+    engine: str = "llamacpp"  # llamacpp (its /completion and /slots) or vllm (OpenAI /v1/completions, streamed)
+    model: str | None = None  # the served model's id, for the OpenAI endpoints
+    version: str | None = None  # the engine's own version (/version), where it reports one
     log: _Log | None = None
     counters: Counters = field(default_factory=Counters)  # cumulative, at the last scrape
     draft: tuple[int, float] | None = None  # cumulative (drafted tokens, draft ms) from the log
@@ -280,9 +285,16 @@ class Sweep:
     def _scrape(self, server: Server) -> Counters:
         response = self.client.get(f"{server.url}/metrics", timeout=10.0)
         if response.status_code != 200:
-            raise MeasureClientError(
-                f"{server.url}/metrics: HTTP {response.status_code} (start llama-server with --metrics)"
-            )
+            hint = "start llama-server with --metrics" if server.engine == "llamacpp" else "is this the engine?"
+            raise MeasureClientError(f"{server.url}/metrics: HTTP {response.status_code} ({hint})")
+        if server.engine == "vllm":
+            try:
+                counts = vllm_live.spec_counts(response.text)
+            except live.LiveReadError as error:
+                raise MeasureClientError(f"{server.url}/metrics: {error}") from None
+            if counts is None:
+                return Counters()
+            return Counters(counts.drafts, counts.draft_tokens, counts.accepted, counts.per_position)
         return parse_metrics(response.text)
 
     def _slots(self, server: str) -> list[dict[str, Any]]:
@@ -294,7 +306,9 @@ class Sweep:
     def _slot(self, server: str) -> dict[str, Any]:
         return self._slots(server)[0]
 
-    def _complete(self, server: Server, prompt: str, n_predict: int) -> live.Timings:
+    def _complete(self, server: Server, prompt: str, n_predict: int) -> live.Timings | streaming.StreamTimings:
+        if server.engine != "llamacpp":
+            return self._stream(server, prompt, n_predict)
         body = {
             "prompt": prompt,
             "n_predict": n_predict,
@@ -312,6 +326,36 @@ class Sweep:
             return live.response_timings(result)
         except live.LiveReadError as error:
             raise MeasureClientError(f"{server.url}/completion: {error}") from None
+
+    def _stream(self, server: Server, prompt: str, n_predict: int) -> streaming.StreamTimings:
+        """One completion streamed from an OpenAI-compatible server, at temperature 0 and decoding every token."""
+        body = {
+            "model": server.model,
+            "prompt": prompt,
+            "max_tokens": n_predict,
+            "temperature": 0.0,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "seed": 0,
+        }
+        budget = min(max(self._remaining(), 1.0), REQUEST_TIMEOUT_CAP_S)
+        sent = time.monotonic()
+        events: list[tuple[float, str]] = []
+        with self.client.stream("POST", f"{server.url}/v1/completions", json=body, timeout=budget) as response:
+            if response.status_code != 200:
+                response.read()
+                raise MeasureClientError(
+                    f"{server.url}/v1/completions: HTTP {response.status_code}: {response.text[:200]}"
+                )
+            for line in response.iter_lines():
+                events.append((time.monotonic(), line))
+        with self._lock:
+            self.requests += 1
+        try:
+            return streaming.stream_timings(events, sent)
+        except streaming.StreamReadError as error:
+            raise MeasureClientError(f"{server.url}/v1/completions: {error}") from None
 
     def _draft_time(self, server: Server, drafted_total: int) -> tuple[int, float] | None:
         """The log's cumulative draft time once it has caught up with /metrics (the logger is asynchronous)."""
@@ -344,12 +388,39 @@ class Sweep:
                 raise MeasureClientError(f"{url}: no answer ({error})") from None
             if health.status_code != 200:
                 raise MeasureClientError(f"{url}/health: HTTP {health.status_code} (still loading?)")
+            if self.client.get(f"{url}/slots", timeout=10.0).status_code == 404:  # no llama-server: an OpenAI one
+                servers.append(self._openai_server(url))
+                continue
             slot = self._slot(url)
             if "speculative" not in slot:
                 raise MeasureClientError(f"{url}/slots: no 'speculative' field: not a llama-server this client knows")
             servers.append(Server(url, bool(slot["speculative"])))
         self._attach_logs(servers)
         return servers
+
+    def _openai_server(self, url: str) -> Server:
+        """An OpenAI-compatible server, its engine told by its /metrics series: vLLM's (vllm:*) are read."""
+        scrape = self.client.get(f"{url}/metrics", timeout=10.0)
+        if scrape.status_code != 200 or "vllm:" not in scrape.text:
+            found = "sglang:" if "sglang:" in scrape.text else "trtllm_" if "trtllm_" in scrape.text else ""
+            engine = {"sglang:": "SGLang", "trtllm_": "TensorRT-LLM"}.get(found)
+            raise MeasureClientError(
+                f"{url}: no llama-server (/slots) and no vLLM (vllm:* in /metrics)"
+                + (f"; its /metrics is {engine}'s, which measure does not drive yet" if engine else "")
+            )
+        try:
+            counts = vllm_live.spec_counts(scrape.text)
+        except live.LiveReadError as error:
+            raise MeasureClientError(f"{url}/metrics: {error}") from None
+        models = _json(self.client.get(f"{url}/v1/models", timeout=10.0), f"{url}/v1/models")
+        data = models.get("data") if isinstance(models, dict) else None
+        if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "id" not in data[0]:
+            raise MeasureClientError(f"{url}/v1/models: no served model")
+        version = self.client.get(f"{url}/version", timeout=10.0)
+        named = version.json().get("version") if version.status_code == 200 else None
+        server = Server(url, counts is not None, engine="vllm", model=str(data[0]["id"]))
+        server.version = str(named) if named else None
+        return server
 
     def _attach_logs(self, servers: list[Server]) -> None:
         by_address = {urlsplit(server.url).netloc: server for server in servers}
@@ -370,6 +441,10 @@ class Sweep:
 
     def _identify(self, server: Server) -> None:
         """k and the drafter from the engine: /slots' speculative types, /metrics' per-position series."""
+        if server.engine == "vllm":  # vLLM's per-position series exist from start-up, one per position up to k
+            server.k = len(server.counters.per_position) if server.speculative else 0
+            server.kind = "speculative" if server.speculative else "plain"
+            return
         # the slot that ran a request holds its parameters; with several slots it need not be the first
         params: dict[str, Any] = next(
             (
@@ -439,7 +514,10 @@ class Sweep:
         timings = self._complete(server, prompt, self.n_predict)
         after = self._scrape(server)
         delta = after.minus(before)
-        if (timings.draft_n, timings.draft_n_accepted) != (delta.draft_tokens, delta.accepted):
+        if timings.draft_n is not None and (timings.draft_n, timings.draft_n_accepted) != (
+            delta.draft_tokens,
+            delta.accepted,
+        ):
             server.mismatches += 1
         if not server.speculative and delta.drafts:
             raise MeasureClientError(f"{server.url} drafted, but /slots says it does not speculate")
@@ -606,7 +684,7 @@ class SweepOverBatches(Sweep):
         self.batches = sorted(set(batches))
         self.prompt_misses = 0
 
-    def _together(self, server: Server, batch: int, n_predict: int) -> list[live.Timings]:
+    def _together(self, server: Server, batch: int, n_predict: int) -> list[live.Timings | streaming.StreamTimings]:
         prompts = [self.prompts[index % len(self.prompts)] for index in range(batch)]
         with ThreadPoolExecutor(max_workers=batch) as pool:
             return list(pool.map(lambda prompt: self._complete(server, prompt, n_predict), prompts))
@@ -616,7 +694,7 @@ class SweepOverBatches(Sweep):
         timings = self._together(server, batch, self.n_predict)
         after = self._scrape(server)
         server.counters = after
-        if max(item.prompt_n for item in timings) > MAX_CACHED_PROMPT_TOKENS:
+        if server.engine == "llamacpp" and max(item.prompt_n for item in timings) > MAX_CACHED_PROMPT_TOKENS:
             self.prompt_misses += 1
         delta = after.minus(before)
         if not server.speculative and delta.drafts:
@@ -631,6 +709,8 @@ class SweepOverBatches(Sweep):
         servers = self._servers()
         largest = self.batches[-1]
         for server in servers:
+            if server.engine != "llamacpp":  # the engine's scheduler batches what arrives (up to its max_num_seqs)
+                continue
             slots = len(self._slots(server.url))
             if slots < largest:
                 raise MeasureClientError(

