@@ -433,7 +433,7 @@ def render_batches(report: dict[str, Any]) -> str:
         + step_cost.terms_text(cost, [*cost["fitted"], *cost.get("given", {})]),
         "",
         f"{'k':>3} {'batch':>5} {'tok/s':>8} {'step ms':>8} {'tok/step':>8} {'measured':>8} {'spread':>11} "
-        f"{'holdout':>7} {'batch-out':>9}  profile",
+        f"{'e2e':>6} {'holdout':>7} {'batch-out':>9}  profile",
     ]
     for cell in report["cells"]:
         spread = cell["speedup_rounds"]
@@ -442,6 +442,7 @@ def render_batches(report: dict[str, Any]) -> str:
             f"{cell['k']:>3} {cell['batch']:>5} {cell['throughput_tokens_s']:>8.1f} {cell['step_ms']:>8.2f} "
             f"{cell['tokens_per_step']:>8.2f} {_number(cell['measured_speedup']):>8} "
             f"{(f'{min(spread):.2f}..{max(spread):.2f}' if spread else '-'):>11} "
+            f"{_number(cell.get('measured_speedup_end_to_end')):>6} "
             f"{_number(cell['predicted_speedup_holdout']):>7} "
             f"{_number(cell['predicted_speedup_batch_holdout']) + _batch_holdout_mark(cell):>9}"
             f"  {profile}"
@@ -461,6 +462,11 @@ def render_batches(report: dict[str, Any]) -> str:
             f"k = {item['k']}: stops paying at batch {measured if measured is not None else '- (pays at every batch)'}"
             f" measured, {predicted if predicted is not None else '-'} predicted from batches {fitted}"
             + (f" ({item['note']})" if item["note"] else "")
+        )
+    if any(cell.get("measured_speedup_end_to_end") is not None for cell in report["cells"]):
+        lines.append(
+            "measured is the decoding phase's speedup (time per output token after the first), which the crossover "
+            "refers to; e2e is end to end (wall-clock per output token, prompts included)"
         )
     best = ", ".join(f"{row['batch']}: {row['measured']} ({row['predicted']})" for row in report["best_k_by_batch"])
     lines.append(f"best k per batch, measured (predicted with that batch left out): {best}")

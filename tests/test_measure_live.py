@@ -169,8 +169,9 @@ def test_a_batch_sweep_measures_every_cell_and_predicts_each_one_out_of_sample(
     for (k, batch), cell in cells.items():
         assert cell["requests"] == batch and cell["tokens"] == batch * (24 - 1)
         assert cell["step_ms"] > 0 and cell["throughput_tokens_s"] > 0
+        assert (cell["measured_speedup_end_to_end"] or 0) > 0  # end to end, beside the decoding phase's
         if k == 0:
-            assert cell["measured_speedup"] == 1.0 and cell["drafts"] == 0
+            assert cell["measured_speedup"] == 1.0 == cell["measured_speedup_end_to_end"] and cell["drafts"] == 0
             continue
         assert cell["drafts"] > 0 and len(cell["profile"]) == BATCH_K and cell["profile"][0] > 0.8
         assert cell["tokens_per_step"] > 2.5  # repeating text: most drafts accepted

@@ -85,8 +85,10 @@ def test_a_batch_sweep_of_real_vllm_names_the_engine_and_moves_its_counters(
         # usage's completion_tokens: each request of a round decodes N_PREDICT tokens, the first from its prompt
         assert cell["requests"] == batch and cell["tokens"] == batch * (N_PREDICT - 1), cell
         assert cell["step_ms"] > 0 and cell["throughput_tokens_s"] > 0
+        end_to_end = cell["measured_speedup_end_to_end"]  # wall-clock, prompts included, beside the decode phase's
+        assert end_to_end is not None and end_to_end > 0
         if k == 0:
-            assert cell["measured_speedup"] == 1.0 and cell["drafts"] == 0
+            assert cell["measured_speedup"] == 1.0 == end_to_end and cell["drafts"] == 0
         else:
             assert cell["drafts"] > 0 and cell["tokens_per_step"] > 1.0 and len(cell["profile"]) == 4
             assert cell["measured_speedup"] > 0

@@ -74,6 +74,8 @@ class Sample:
     accepted_per_position: tuple[int, ...] = ()  # position i: verifications with at least i + 1 accepted
     draft_ms: float | None = None  # the engine's own time generating drafts, where it reports it
     batch: int = 1  # requests decoded together (llama-server slots in use)
+    # the batch's wall-clock time from sending its requests to the last answer, prompts included (end to end)
+    wall_ms: float | None = None
 
     @property
     def tokens(self) -> int:

@@ -68,6 +68,9 @@ class CellResult:
     # the same terms where they were given (an earlier fit of this engine and hardware): that prediction holds them
     # at the given value
     batch_holdout_given: dict[str, str] = field(default_factory=dict)
+    # end to end, prompts included: plain's wall-clock time per output token over this cell's (measured_speedup is
+    # the decoding phase's, time per output token after the first, which the crossover refers to)
+    measured_speedup_end_to_end: float | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,12 @@ def analyze_batches(
             return None
         return (plain.sample.decode_ms / plain.sample.tokens) / (sample.decode_ms / sample.tokens)
 
+    def end_to_end(batch: int, sample: Sample) -> float | None:
+        plain = chosen.get((0, batch))
+        if plain is None or not plain.sample.wall_ms or not sample.wall_ms:
+            return None
+        return (plain.sample.wall_ms / plain.sample.generated) / (sample.wall_ms / sample.generated)
+
     def per_round(k: int, batch: int) -> tuple[float, ...]:
         values = []
         for index, sample in enumerate(by_cell[(k, batch)]):
@@ -267,6 +276,7 @@ def analyze_batches(
                 predicted_speedup_batch_holdout=batch_holdout,
                 batch_holdout_kept=_lost(full, batch_fits[batch]),
                 batch_holdout_given=_lost(full, batch_fits[batch], given=True),
+                measured_speedup_end_to_end=end_to_end(batch, sample),
             )
         )
 

@@ -619,6 +619,7 @@ class BatchRecord:
     generated: int
     decode_ms: float
     delta: Counters
+    wall_ms: float | None = None  # sending the batch's requests to the last answer
 
 
 @dataclass(frozen=True)
@@ -648,6 +649,7 @@ def batch_rounds(servers: Sequence[Server], records: Sequence[BatchRecord]) -> l
                 accepted=record.delta.accepted,
                 accepted_per_position=record.delta.per_position[:k],
                 batch=record.batch,
+                wall_ms=record.wall_ms,
             )
         )
     return [rounds[index] for index in sorted(rounds)]
@@ -689,9 +691,11 @@ class SweepOverBatches(Sweep):
         with ThreadPoolExecutor(max_workers=batch) as pool:
             return list(pool.map(lambda prompt: self._complete(server, prompt, n_predict), prompts))
 
-    def _measure(self, server: Server, batch: int) -> tuple[int, float, Counters]:
+    def _measure(self, server: Server, batch: int) -> tuple[int, float, Counters, float]:
         before = self._scrape(server)
+        sent = time.monotonic()
         timings = self._together(server, batch, self.n_predict)
+        wall_ms = (time.monotonic() - sent) * 1e3
         after = self._scrape(server)
         server.counters = after
         if server.engine == "llamacpp" and max(item.prompt_n for item in timings) > MAX_CACHED_PROMPT_TOKENS:
@@ -703,6 +707,7 @@ class SweepOverBatches(Sweep):
             sum(item.predicted_n for item in timings),
             sum(item.predicted_ms for item in timings),
             delta,
+            wall_ms,
         )
 
     def run(self) -> BatchRun:  # type: ignore[override]
@@ -748,14 +753,14 @@ class SweepOverBatches(Sweep):
                 if self.progress is not None:
                     self.progress(done, planned, f"{server.label} batch {batch}")
                 try:
-                    generated, ms, delta = self._measure(server, batch)
+                    generated, ms, delta, wall_ms = self._measure(server, batch)
                 except httpx.TimeoutException:
                     stopped = f"{where}: the requests timed out (--timeout {self.timeout:g} s)"
                 except (httpx.HTTPError, MeasureClientError) as error:
                     stopped = f"{where}: {error}"
                 if stopped:
                     break
-                records.append(BatchRecord(servers.index(server), repeat, batch, generated, ms, delta))
+                records.append(BatchRecord(servers.index(server), repeat, batch, generated, ms, delta, wall_ms))
                 server.requests += batch
                 done += batch
             if stopped:
