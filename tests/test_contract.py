@@ -142,7 +142,8 @@ def test_draft_sources_claim_matches_the_ranking(client: TestClient) -> None:
     assert [source["id"] for source in body["sources"]] == [source["id"] for source in by_speedup]
     ngram = next(source for source in body["sources"] if source["id"] == "ngram")
     assert ngram["accepted_per_draft_cost"] == max(source["accepted_per_draft_cost"] for source in body["sources"])
-    assert draft_sources.SOURCE_IDS
+    assert {source["id"] for source in body["sources"]} == set(draft_sources.SOURCE_IDS)  # every source, once
+    assert len(body["sources"]) == len(draft_sources.SOURCE_IDS)
 
 
 # ---------------------------------------------------------------------------

@@ -24,12 +24,6 @@ from app.model.engines.base import (
 from app.model.regimes import ScheduleStep
 from app.model.trees import TreeShape
 
-# each engine's drafters, from the registry (the older names of the API's method parameter read them)
-SGLANG_ALGORITHMS = engines.adapter("sglang").METHODS
-TRTLLM_DECODING_TYPES = engines.adapter("trtllm").METHODS
-VLLM_METHODS = engines.adapter("vllm").METHODS
-LLAMACPP_SPEC_TYPES = engines.adapter("llamacpp").METHODS
-
 __all__ = ["ConfigRuleError", "Exported", "export", "tree_paths"]
 
 

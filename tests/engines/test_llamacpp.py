@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 
-import httpx
 import pytest
 
 from app.model import engine_config, engine_metrics, engines
@@ -158,7 +157,6 @@ def test_a_perfect_run_gets_an_interval_that_is_not_zero_width() -> None:
 def test_the_metrics_endpoint_is_refused_without_metrics_flag_so_the_scrape_says_so() -> None:
     with pytest.raises(engine_metrics.EngineFormatError):
         engine_metrics.read_measurements("This server does not support metrics endpoint. Start it with `--metrics`")
-    assert httpx  # the live tests above use the server's HTTP API through tests.live_engine
 
 
 def test_the_watched_changes_are_recorded_and_not_in_either_build(llama_build: live_engine.Engine) -> None:

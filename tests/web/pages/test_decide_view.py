@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -15,6 +17,8 @@ from starlette.datastructures import QueryParams
 from app.model import calibration, closed_form, draft_sources
 from app.model.limits import DEFAULT_C
 from app.testing import engine_reports
+from app.web.core.config import Settings, get_settings
+from app.web.main import create_app
 from app.web.pages.controls import ControlError
 from app.web.pages.views import decide
 from app.web.pages.views.decide import EXAMPLE_DRAFTS, EXAMPLE_K, EXAMPLE_P, EXAMPLE_SEED, PAGE
@@ -736,3 +740,42 @@ def test_the_verdict_says_where_stopping_is_within_the_stated_error(client: Test
     low = schedule.get("off_range_low")
     assert low is not None and f"batch {low}" in verdict["interval"]
     assert verdict["interval"].startswith("Within the stated error it")
+
+
+def test_a_report_url_is_fetched_once_for_every_part_of_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calibration and the rollout table read one scrape: the URL is fetched once per view, so the two tables
+    cannot read different scrapes of a server whose counters move."""
+    scrape = example_scrape(0.7).replace('model_name="target-model"', 'model_name="a"')
+    scrape += example_scrape(0.5).replace('model_name="target-model"', 'model_name="b"')
+    served = scrape.encode()
+    fetched: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            fetched.append(self.path)
+            self.send_response(200)
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", str(len(served)))
+            self.end_headers()
+            self.wfile.write(served)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    monkeypatch.setenv("SPECDEC_ALLOW_FETCH", "1")  # the pages read the settings from the environment
+    get_settings.cache_clear()
+    try:
+        with TestClient(create_app(Settings(allow_fetch=True))) as allowed:
+            response = allowed.post(VIEW, params={"url": url}, json={"metrics": ""})
+    finally:
+        server.shutdown()
+        server.server_close()
+        monkeypatch.delenv("SPECDEC_ALLOW_FETCH")
+        get_settings.cache_clear()
+    assert response.status_code == 200, response.text
+    assert fetched == ["/metrics"], response.json()["calibration"]["engine"]
+    assert response.json()["calibration"]["engine"]["fetch"] in (None, "")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from app.model.engines import reports
-from app.model.engines.reports import ErrorKind, fail
+from app.model.engines.reports import ErrorKind, fail, has_key
 from app.model.engines.sglang.versions import NAME
 
 PROMETHEUS = reports.PrometheusNames(prefix="sglang", running="num_running_reqs", counters=("spec_verify_calls",))
@@ -90,14 +91,10 @@ def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list
 
 
 def _versioned(measurement: reports.Measurement, version: str, options: reports.ReadOptions) -> reports.Measurement:
-    from dataclasses import replace
-
     return replace(measurement, version=version, draft_lengths=options.draft_lengths)
 
 
 def _detect_server_info(text: str, payload: Any) -> bool:
-    from app.model.engines.reports import has_key
-
     return payload is not None and has_key(payload, ("avg_spec_accept_length", "internal_states"))
 
 

@@ -88,9 +88,11 @@ def _report_text(reading: Reading) -> tuple[str, str, str | None]:
             raise ControlError(URL, f"{URL.label}: {error}") from None
         return "", "", FETCH_OFF.format(url=shown)
     try:
-        return fetch_text(url), baseline, None
+        fetched = fetch_text(url)
     except FetchError as error:
         raise ControlError(URL, f"{URL.label}: {error}") from None
+    body["metrics"] = fetched  # fetched once per view: every part of the page reads this same scrape
+    return fetched, baseline, None
 
 
 def _interval(item: engine_metrics.EngineCalibration) -> str:
