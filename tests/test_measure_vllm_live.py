@@ -23,6 +23,9 @@ from tests.live_vllm import NGRAM, VLLM_VERSION, VllmServer, vllm_servers
 
 BATCHES = (1, 2)
 N_PREDICT = 24
+# The module's two servers start within the first test's time: with a cold compile cache on two shared cores that
+# can take several minutes, beyond the suite's 300 s per test (tests/live_vllm.py waits up to START_TIMEOUT).
+pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
