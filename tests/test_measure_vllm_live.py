@@ -8,9 +8,7 @@ it exports (per position from start-up, none without speculation), and the count
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -20,6 +18,7 @@ from app.cli import main
 from app.model.engines.vllm import live as vllm_live
 from tests.live_engine import COPY_PROMPT
 from tests.live_vllm import NGRAM, VLLM_VERSION, VllmServer, vllm_servers
+from tests.support import answering
 
 BATCHES = (1, 2)
 N_PREDICT = 24
@@ -104,38 +103,19 @@ def test_a_batch_sweep_of_real_vllm_names_the_engine_and_moves_its_counters(
     )
 
 
-class _Other(BaseHTTPRequestHandler):
+def _sglang_like(path: str, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
     """An OpenAI-compatible server that is neither llama-server nor vLLM: SGLang's /metrics."""
-
-    def do_GET(self) -> None:
-        if self.path == "/health":
-            self._send(200, "ok")
-        elif self.path == "/metrics":
-            self._send(200, "sglang:num_running_reqs 0\nsglang:spec_accept_length 0\n")
-        else:
-            self._send(404, "not found")
-
-    def _send(self, status: int, text: str) -> None:
-        body = text.encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+    if path == "/health":
+        return 200, "text/plain", b"ok"
+    if path == "/metrics":
+        return 200, "text/plain", b"sglang:num_running_reqs 0\nsglang:spec_accept_length 0\n"
+    return 404, "text/plain", b"not found"
 
 
 def test_an_engine_measure_does_not_drive_is_named_with_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Other)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with answering(_sglang_like) as address:
+        url = f"http://{address}"
         status = main(["measure", url, "--batch", "1,2", "--no-progress"])
-    finally:
-        server.shutdown()
-        server.server_close()
     error = capsys.readouterr().err
     assert status == 2
     assert f"{url}: no llama-server (/slots) and no vLLM (vllm:* in /metrics)" in error and "SGLang" in error

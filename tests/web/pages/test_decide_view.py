@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -23,6 +21,7 @@ from app.web.pages.controls import ControlError
 from app.web.pages.views import decide
 from app.web.pages.views.decide import EXAMPLE_DRAFTS, EXAMPLE_K, EXAMPLE_P, EXAMPLE_SEED, PAGE
 from app.web.pages.views.decide.calibrate import example_scrape
+from tests.support import answering
 
 VIEW = "/api/v1/views/decide"
 METRICS = "/api/v1/calibrate/metrics"
@@ -747,33 +746,18 @@ def test_a_report_url_is_fetched_once_for_every_part_of_the_page(monkeypatch: py
     cannot read different scrapes of a server whose counters move."""
     scrape = example_scrape(0.7).replace('model_name="target-model"', 'model_name="a"')
     scrape += example_scrape(0.5).replace('model_name="target-model"', 'model_name="b"')
-    served = scrape.encode()
     fetched: list[str] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            fetched.append(self.path)
-            self.send_response(200)
-            self.send_header("content-type", "text/plain")
-            self.send_header("content-length", str(len(served)))
-            self.end_headers()
-            self.wfile.write(served)
+    def answer(path: str, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        fetched.append(path)
+        return 200, "text/plain", scrape.encode()
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
     monkeypatch.setenv("SPECDEC_ALLOW_FETCH", "1")  # the pages read the settings from the environment
     get_settings.cache_clear()
     try:
-        with TestClient(create_app(Settings(allow_fetch=True))) as allowed:
-            response = allowed.post(VIEW, params={"url": url}, json={"metrics": ""})
+        with answering(answer) as address, TestClient(create_app(Settings(allow_fetch=True))) as allowed:
+            response = allowed.post(VIEW, params={"url": f"http://{address}/metrics"}, json={"metrics": ""})
     finally:
-        server.shutdown()
-        server.server_close()
         monkeypatch.delenv("SPECDEC_ALLOW_FETCH")
         get_settings.cache_clear()
     assert response.status_code == 200, response.text

@@ -24,8 +24,10 @@ class SpecCounts:
     per_position: tuple[int, ...]  # drafts with at least position + 1 tokens accepted, from position 0
 
 
-def spec_counts(text: str) -> SpecCounts:
-    """llama.cpp's speculative counters from a /metrics scrape (all 0 where the engine has not drafted)."""
+def prefixed_spec_counts(text: str, prefix: str, engine: str) -> SpecCounts | None:
+    """An engine's ``<prefix>spec_decode_*_total`` counters from a /metrics scrape, summed over its series
+    (engines, models); None when it exports none of them (a server without speculation, for vLLM).  A scrape with
+    no ``<prefix>`` series at all is not this engine's: LiveReadError."""
     values: dict[str, float] = {}
     positions: dict[int, float] = {}
     seen = False
@@ -34,17 +36,22 @@ def spec_counts(text: str) -> SpecCounts:
     except prometheus_text.ExpositionError as error:
         raise LiveReadError(f"/metrics is not a Prometheus text exposition: {error}") from None
     for sample in read:
-        if not sample.name.startswith(PREFIX):
+        if not sample.name.startswith(prefix):
             continue
         seen = True
-        name = sample.name[len(PREFIX) :]
+        name = sample.name[len(prefix) :]
+        if not name.startswith("spec_decode_") or not name.endswith("_total"):
+            continue
         if name == PER_POSITION:
             if sample.labels.get("position", "").isdigit():
-                positions[int(sample.labels["position"])] = sample.value
+                index = int(sample.labels["position"])
+                positions[index] = positions.get(index, 0.0) + sample.value
         else:
-            values[name] = sample.value
+            values[name] = values.get(name, 0.0) + sample.value
     if not seen:
-        raise LiveReadError("/metrics has no llamacpp:* series: is this a llama-server started with --metrics?")
+        raise LiveReadError(f"/metrics has no {prefix}* series: is this {engine}?")
+    if not values and not positions:
+        return None
     count = max(positions) + 1 if positions else 0
     return SpecCounts(
         int(values.get("spec_decode_num_drafts_total", 0)),
@@ -52,6 +59,12 @@ def spec_counts(text: str) -> SpecCounts:
         int(values.get("spec_decode_num_accepted_tokens_total", 0)),
         tuple(int(positions.get(index, 0)) for index in range(count)),
     )
+
+
+def spec_counts(text: str) -> SpecCounts:
+    """llama.cpp's speculative counters from a /metrics scrape (all 0 where the engine has not drafted)."""
+    counts = prefixed_spec_counts(text, PREFIX, "a llama-server started with --metrics")
+    return counts if counts is not None else SpecCounts(0, 0, 0, ())
 
 
 @dataclass(frozen=True)
