@@ -286,8 +286,9 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     import httpx
 
     from app.model.measure import MeasureError, metrics_delta
-    from app.model.measure_batches import analyze_batches, batch_step_times_csv
+    from app.model.measure_batches import batch_step_times_csv
     from app.service.clients.measure import MeasureClientError, SweepOverBatches
+    from app.service.measure_jobs import batch_report
 
     try:
         given = _given_step_cost(arguments.given_step_cost) if arguments.given_step_cost else None
@@ -297,45 +298,16 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
         prompts, run = _swept(arguments, SweepOverBatches, batches=arguments.batch)
     except (MeasureClientError, httpx.HTTPError, OSError) as error:
         return _fail(_reason(error))
-    notes = list(run.notes)
-    if arguments.server_log:
-        notes.append("--server-log not used with --batch: the draft time is inside each cell's step time")
-    kinds = {server.kind for server in run.servers if server.speculative}
-    draft_model = not (kinds and all(kind.startswith("ngram") for kind in kinds))
-    if any(server.engine == "vllm" and server.speculative for server in run.servers):
-        notes.append(
-            "vLLM's /metrics does not name the drafter: each draft step is fitted as a draft model's, which an "
-            "n-gram lookup's near-zero draft time leaves at zero"
-        )
+    said = ["--server-log not used with --batch: the draft time is inside each cell's step time"]
+    workload = {"prompts": len(prompts), "n_predict": arguments.n_predict, "repeats": arguments.repeats}
+    report, analysis, failure = batch_report(
+        run, arguments.batch, workload, given, said if arguments.server_log else ()
+    )
     samples = [sample for round_ in run.rounds for sample in round_]
-    report: dict[str, Any] = {
-        "servers": [
-            {
-                "url": s.url,
-                "k": s.k,
-                "kind": s.kind,
-                "speculative": s.speculative,
-                "requests": s.requests,
-                "engine": s.engine,
-                "version": s.version,
-            }
-            for s in run.servers
-        ],
-        "batches": arguments.batch,
-        "workload": {"prompts": len(prompts), "n_predict": arguments.n_predict, "repeats": arguments.repeats},
-        "requests": run.requests,
-        "seconds": run.seconds,
-        "stopped": run.stopped,
-        "samples": [asdict(sample) for sample in samples],
-    }
-    failure = run.stopped
     try:
-        analysis = analyze_batches(run.rounds, draft_model, given)
-        report.update(_batch_report(analysis))
-        notes += analysis.notes
-        if arguments.write_step_fit:
+        if analysis is not None and arguments.write_step_fit:
             Path(arguments.write_step_fit).write_text(batch_step_times_csv(analysis), encoding="utf-8")
-        if arguments.write_calibration:
+        if analysis is not None and arguments.write_calibration:
             drafted = sorted({sample.k for sample in samples if sample.k > 0 and sample.drafts > 0})
             wanted = arguments.calibration_k or max(drafted, default=0)
             if wanted not in drafted:
@@ -345,7 +317,6 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
         failure = f"{failure}; {error}" if failure else str(error)
     except OSError as error:
         return _fail(_reason(error))
-    report["notes"] = notes
     if arguments.format == "json":
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     elif "cells" in report:
@@ -354,45 +325,6 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
         print(f"specdec-lab measure: incomplete: {failure} (what was measured is written above)", file=sys.stderr)
         return EXIT_INCOMPLETE
     return 0
-
-
-def _batch_report(analysis: Any) -> dict[str, Any]:
-    from app.model import step_cost
-
-    cost = analysis.step_cost
-    return {
-        "ks": analysis.ks,
-        "draft_model": analysis.draft_model,
-        "cells": [asdict(cell) for cell in analysis.cells],
-        "crossover": [
-            {
-                "k": item.k,
-                "crossover_batch_measured": item.measured,
-                "crossover_batch_predicted": item.predicted,
-                "fitted_on_batches": list(item.fitted_on),
-                "predicted_in_measured_interval": item.in_measured_interval,
-                "note": item.note,
-            }
-            for item in analysis.crossovers
-        ],
-        "best_k_by_batch": [
-            {
-                "batch": batch,
-                "measured": analysis.best_k_measured.get(batch),
-                "predicted": analysis.best_k_predicted.get(batch),
-            }
-            for batch in analysis.batches
-        ],
-        "step_cost": {
-            "model": step_cost.MODEL,
-            **{name: getattr(cost, name) for name in step_cost.TERMS},
-            "fitted": list(cost.fitted),
-            "kept": cost.kept,
-            "given": cost.given,
-            "rms_relative_error": cost.rms_relative_error,
-        },
-        "holdout_errors": [asdict(error) for error in analysis.holdout_errors],
-    }
 
 
 def _batch_holdout_mark(cell: dict[str, Any]) -> str:

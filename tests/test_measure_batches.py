@@ -115,10 +115,11 @@ def test_sweeps_that_cannot_be_analysed_are_refused(rounds: list[list[Sample]], 
 
 
 def test_the_table_names_each_crossover_and_the_out_of_sample_error() -> None:
-    from app.cli_measure import _batch_report, render_batches
+    from app.cli_measure import render_batches
+    from app.service.measure_jobs import analysis_report
 
     analysis = analyze_batches([[_cell(k, batch) for k in (0, 4) for batch in BATCHES]], draft_model=False)
-    report = {"requests": 254, "seconds": 12.0, **_batch_report(analysis), "notes": analysis.notes}
+    report = {"requests": 254, "seconds": 12.0, **analysis_report(analysis), "notes": analysis.notes}
     text = render_batches(report)
     assert "k = 4: stops paying at batch 64 measured, 53 predicted from batches 1,2,4,8,16,32" in text
     assert "leave-one-batch-out: median error 0.0%" in text
@@ -149,7 +150,8 @@ def test_a_batch_whose_prediction_lacks_a_term_says_which() -> None:
     cell measures one, so that batch's predictions price it as a pass over several tokens, and say so."""
     from dataclasses import replace
 
-    from app.cli_measure import _batch_report, render_batches
+    from app.cli_measure import render_batches
+    from app.service.measure_jobs import analysis_report
 
     jump = 8.0  # ms a pass over several tokens costs more than the one-token pass
     rounds = [
@@ -169,7 +171,7 @@ def test_a_batch_whose_prediction_lacks_a_term_says_which() -> None:
     (one,) = [cell for cell in analysis.cells if cell.batch == 1 and cell.k == 4]
     assert one.predicted_speedup_holdout == pytest.approx(one.measured_speedup)  # the plain cell was in that fit
     assert (one.predicted_speedup_batch_holdout or 0) > one.measured_speedup  # plain priced dearer than it is
-    report = {"requests": 254, "seconds": 12.0, **_batch_report(analysis), "notes": analysis.notes}
+    report = {"requests": 254, "seconds": 12.0, **analysis_report(analysis), "notes": analysis.notes}
     text = render_batches(report)
     assert "* predicted without a term the other batches cannot identify: no one-token pass" in text
     assert "+ predicted with given terms" not in text
@@ -180,7 +182,8 @@ def test_a_term_given_from_an_earlier_sweep_is_held_where_these_batches_cannot_i
     predicted with it, and says so; a fit that identifies the term keeps its own value."""
     from dataclasses import replace
 
-    from app.cli_measure import _batch_report, render_batches
+    from app.cli_measure import render_batches
+    from app.service.measure_jobs import analysis_report
 
     jump = 8.0
     rounds = [
@@ -202,7 +205,7 @@ def test_a_term_given_from_an_earlier_sweep_is_held_where_these_batches_cannot_i
     wrong = analyze_batches([rounds], draft_model=False, given={"multi_token_ms": 2 * jump})
     (one,) = [cell for cell in wrong.cells if cell.batch == 1 and cell.k == 4]
     assert (one.predicted_speedup_batch_holdout or 0) < one.measured_speedup  # the one-token pass given too cheap
-    report = {"requests": 254, "seconds": 12.0, **_batch_report(analysis), "notes": analysis.notes}
+    report = {"requests": 254, "seconds": 12.0, **analysis_report(analysis), "notes": analysis.notes}
     text = render_batches(report)
     assert "+ predicted with given terms the other batches cannot identify: multi_token_ms" in text
     rows = [line.split() for line in text.splitlines() if line.split()[:2] in (["4", "1"], ["4", "2"])]

@@ -3,8 +3,10 @@ defaults and help, as the command line offers them."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from app.model import limits
-from app.service.inputs import Input
+from app.service.inputs import Input, InputError
 
 DAY_S = 86_400.0
 MAX_SAMPLES = 100_000
@@ -54,3 +56,68 @@ CALIBRATION_K = Input(
     1,
     MAX_SWEEP_K,
 )
+
+# --- measure as a job (the API and the /decide page) -----------------------------------------------------------
+
+MAX_JOB_SERVERS = 8
+MAX_JOB_BATCHES = 12
+SERVERS = Input(
+    "servers",
+    "Servers",
+    str,
+    None,
+    "The servers to measure, separated by commas or spaces: one per k, each with its own speculation, and one "
+    "without (k = 0, the baseline); llama-server (started with --metrics and --parallel of the largest batch) or "
+    "vLLM",
+    max_length=4_000,
+    min_length=1,
+    required=True,
+)
+BATCHES = Input(
+    "batches",
+    "Batches",
+    str,
+    "1,2,4,8",
+    f"Batch sizes, separated by commas: B requests at once on each server (each from 1 to {MAX_SWEEP_BATCH})",
+    max_length=200,
+    min_length=1,
+)
+JOB_TIMEOUT = Input("timeout", "Timeout (s)", float, 600.0, "Most seconds the measurement runs", 1.0, 3_600.0)
+JOB_REQUESTS = Input("max_requests", "Most requests", int, 2_000, "Most requests in all, warm-up included", 1, 20_000)
+MEASURE_JOB = (SERVERS, BATCHES, N_PREDICT, REPEATS, JOB_REQUESTS, JOB_TIMEOUT)
+
+
+def server_list(text: str) -> tuple[str, ...]:
+    """The servers of a job: http(s) URLs separated by commas or spaces, each once, two to MAX_JOB_SERVERS."""
+    urls = [item.rstrip("/") for item in text.replace(",", " ").split()]
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError(SERVERS.name, f"{url!r} is not an http(s) URL with a host, such as http://127.0.0.1:8080")
+    if len(set(urls)) != len(urls):
+        raise InputError(SERVERS.name, "the same server is given twice: one server per k")
+    if not 2 <= len(urls) <= MAX_JOB_SERVERS:
+        raise InputError(
+            SERVERS.name,
+            f"from 2 to {MAX_JOB_SERVERS} servers: one without speculation (the baseline) and one per k; "
+            f"got {len(urls)}",
+        )
+    return tuple(urls)
+
+
+def batch_list(text: str) -> tuple[int, ...]:
+    """Batch sizes separated by commas, each from 1 to MAX_SWEEP_BATCH, at most MAX_JOB_BATCHES, sorted, once each."""
+    values: set[int] = set()
+    for item in text.replace(" ", ",").split(","):
+        if not item.strip():
+            continue
+        try:
+            value = int(item)
+        except ValueError:
+            raise InputError(BATCHES.name, f"{item.strip()!r} is not a whole number; give e.g. 1,2,4,8") from None
+        if not 1 <= value <= MAX_SWEEP_BATCH:
+            raise InputError(BATCHES.name, f"each batch from 1 to {MAX_SWEEP_BATCH}; got {value}")
+        values.add(value)
+    if not 1 <= len(values) <= MAX_JOB_BATCHES:
+        raise InputError(BATCHES.name, f"from 1 to {MAX_JOB_BATCHES} batch sizes; got {len(values)}")
+    return tuple(sorted(values))

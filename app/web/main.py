@@ -14,7 +14,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
 
 from app import __version__
-from app.web.api.routes import calibrate, core, engines, regimes, rollout, rules, sampling, sources, trees
+from app.web.api.routes import calibrate, core, engines, measure, regimes, rollout, rules, sampling, sources, trees
 from app.web.core.compression import NegotiatedGZipMiddleware
 from app.web.core.config import Settings, get_settings
 from app.web.core.contract import HeadMiddleware, reject_unknown_query_parameters
@@ -47,7 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The heavy-work processes start with the worker and are shut down, waited for, when it stops.
         lifespan=heavy_work_lifespan,
     )
-    for module in (core, regimes, sampling, calibrate, sources, trees, engines, rules, rollout, pages):
+    for module in (core, regimes, sampling, calibrate, sources, trees, engines, rules, rollout, measure, pages):
         app.include_router(module.router)
     app.state.settings = settings
     app.state.heavy_work = HeavyWorkLimiter(settings.heavy_concurrency)

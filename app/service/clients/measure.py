@@ -259,6 +259,7 @@ class Sweep:
         logs: Sequence[str] = (),
         expected_k: Sequence[int] | None = None,
         progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.client = client
         self.urls = [base_url(url) for url in urls]
@@ -272,6 +273,9 @@ class Sweep:
         self.log_paths = [Path(path) for path in logs]
         self.expected_k = expected_k
         self.progress = progress
+        self.cancel = cancel  # set from another thread: the sweep stops before its next cell
+        self.probe_timeout = 10.0
+        self.servers: list[Server] = []  # once probed
         self.started = time.monotonic()
         self.requests = 0
         self._lock = threading.Lock()
@@ -383,12 +387,13 @@ class Sweep:
         servers = []
         for url in self.urls:
             try:
-                health = self.client.get(f"{url}/health", timeout=10.0)
+                health = self.client.get(f"{url}/health", timeout=self.probe_timeout)
             except httpx.HTTPError as error:
                 raise MeasureClientError(f"{url}: no answer ({error})") from None
             if health.status_code != 200:
                 raise MeasureClientError(f"{url}/health: HTTP {health.status_code} (still loading?)")
-            if self.client.get(f"{url}/slots", timeout=10.0).status_code == 404:  # no llama-server: an OpenAI one
+            slots = self.client.get(f"{url}/slots", timeout=self.probe_timeout)
+            if slots.status_code == 404:  # no llama-server: an OpenAI one
                 servers.append(self._openai_server(url))
                 continue
             slot = self._slot(url)
@@ -396,11 +401,24 @@ class Sweep:
                 raise MeasureClientError(f"{url}/slots: no 'speculative' field: not a llama-server this client knows")
             servers.append(Server(url, bool(slot["speculative"])))
         self._attach_logs(servers)
+        self.servers = servers
         return servers
+
+    def probe(self, timeout: float = 10.0) -> list[Server]:
+        """Each server asked, within ``timeout`` seconds per call, whether it is an engine this client drives
+        and whether it speculates (MeasureClientError naming the server when not); :meth:`run` reuses the answer."""
+        self.probe_timeout = timeout
+        try:
+            return self._servers()
+        finally:
+            self.probe_timeout = 10.0
+
+    def _probed(self) -> list[Server]:
+        return self.servers or self._servers()
 
     def _openai_server(self, url: str) -> Server:
         """An OpenAI-compatible server, its engine told by its /metrics series: vLLM's (vllm:*) are read."""
-        scrape = self.client.get(f"{url}/metrics", timeout=10.0)
+        scrape = self.client.get(f"{url}/metrics", timeout=self.probe_timeout)
         if scrape.status_code != 200 or "vllm:" not in scrape.text:
             found = "sglang:" if "sglang:" in scrape.text else "trtllm_" if "trtllm_" in scrape.text else ""
             engine = {"sglang:": "SGLang", "trtllm_": "TensorRT-LLM"}.get(found)
@@ -412,11 +430,11 @@ class Sweep:
             counts = vllm_live.spec_counts(scrape.text)
         except live.LiveReadError as error:
             raise MeasureClientError(f"{url}/metrics: {error}") from None
-        models = _json(self.client.get(f"{url}/v1/models", timeout=10.0), f"{url}/v1/models")
+        models = _json(self.client.get(f"{url}/v1/models", timeout=self.probe_timeout), f"{url}/v1/models")
         data = models.get("data") if isinstance(models, dict) else None
         if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "id" not in data[0]:
             raise MeasureClientError(f"{url}/v1/models: no served model")
-        version = self.client.get(f"{url}/version", timeout=10.0)
+        version = self.client.get(f"{url}/version", timeout=self.probe_timeout)
         named = version.json().get("version") if version.status_code == 200 else None
         server = Server(url, counts is not None, engine="vllm", model=str(data[0]["id"]))
         server.version = str(named) if named else None
@@ -531,7 +549,7 @@ class Sweep:
         return timings.predicted_n, timings.predicted_ms, delta, draft_ms
 
     def run(self) -> Run:
-        servers = self._servers()
+        servers = self._probed()
         if self.max_requests < 2 * len(servers):
             raise MeasureClientError(
                 f"--max-requests {self.max_requests} is too few for {len(servers)} servers: each needs a warm-up "
@@ -679,12 +697,23 @@ class SweepOverBatches(Sweep):
         timeout: float,
         expected_k: Sequence[int] | None = None,
         progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         super().__init__(
-            client, urls, prompts, n_predict, repeats, max_requests, timeout, expected_k=expected_k, progress=progress
+            client,
+            urls,
+            prompts,
+            n_predict,
+            repeats,
+            max_requests,
+            timeout,
+            expected_k=expected_k,
+            progress=progress,
+            cancel=cancel,
         )
         self.batches = sorted(set(batches))
         self.prompt_misses = 0
+        self.records: list[BatchRecord] = []  # grows as the cells are measured: a job reads it while it runs
 
     def _together(self, server: Server, batch: int, n_predict: int) -> list[live.Timings | streaming.StreamTimings]:
         prompts = [self.prompts[index % len(self.prompts)] for index in range(batch)]
@@ -711,7 +740,7 @@ class SweepOverBatches(Sweep):
         )
 
     def run(self) -> BatchRun:  # type: ignore[override]
-        servers = self._servers()
+        servers = self._probed()
         largest = self.batches[-1]
         for server in servers:
             if server.engine != "llamacpp":  # the engine's scheduler batches what arrives (up to its max_num_seqs)
@@ -736,7 +765,7 @@ class SweepOverBatches(Sweep):
         for server in servers:  # every slot the sweep uses holds its prompt (see the class)
             self._together(server, largest, PRIME_TOKENS)
         self._check_ks(servers)
-        records: list[BatchRecord] = []
+        records = self.records
         stopped = None
         done = 0
         cells = [(repeat, batch) for repeat in range(self.repeats) for batch in self.batches]
@@ -744,7 +773,9 @@ class SweepOverBatches(Sweep):
             order = servers[number % len(servers) :] + servers[: number % len(servers)]
             for server in order:
                 where = f"{server.url} at batch {batch}"
-                if self.requests + batch > self.max_requests:
+                if self.cancel is not None and self.cancel.is_set():
+                    stopped = f"cancelled before {where}"
+                elif self.requests + batch > self.max_requests:
                     stopped = f"--max-requests {self.max_requests} reached before {where}"
                 elif self._remaining() <= 0:
                     stopped = f"--timeout {self.timeout:g} s reached before {where}"

@@ -50,6 +50,13 @@ class Settings(BaseSettings):
             "that a public deployment cannot be used to probe a private network."
         ),
     )
+    allow_measure: bool = Field(
+        default=False,
+        description=(
+            "Let POST /api/v1/measure (and the /decide page) drive the inference servers a caller names: a batch "
+            "sweep of requests, one at a time per worker. Off by default: it sends load to any host given."
+        ),
+    )
     max_query_length: int = Field(
         default=4096, ge=64, le=65536, description="Longest query string accepted, in characters; longer gets 414."
     )

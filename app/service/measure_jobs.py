@@ -1,0 +1,303 @@
+"""A batch sweep of live servers as a job: started, watched (state, cells done, the partial table) and cancelled.
+
+The command line runs :class:`~app.service.clients.measure.SweepOverBatches` in the foreground with a progress
+line; the API and the /decide page run the same sweep here, in a thread of the worker, and read its progress
+while it runs.  :func:`batch_report` turns what a sweep measured into the report both print, so that the job's
+report and ``measure --batch --format json`` are one shape.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from app.model import step_cost
+from app.model.measure import MeasureError
+from app.model.measure_batches import BatchAnalysis, analyze_batches
+from app.service.clients.measure import (
+    BUILTIN_PROMPTS,
+    BatchRecord,
+    BatchRun,
+    MeasureClientError,
+    Server,
+    SweepOverBatches,
+)
+
+MAX_JOBS_KEPT = 16  # finished jobs kept for reading, the oldest dropped first
+MAX_RUNNING = 1  # sweeps at once per worker: two would share, and so disturb, what each measures
+STATES = ("running", "done", "incomplete", "failed", "cancelled")
+
+
+class JobError(ValueError):
+    """A job that cannot start (``field`` names the input it is about) or is not known."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def server_summary(server: Server) -> dict[str, Any]:
+    return {
+        "url": server.url,
+        "k": server.k,
+        "kind": server.kind,
+        "speculative": server.speculative,
+        "requests": server.requests,
+        "engine": server.engine,
+        "version": server.version,
+    }
+
+
+def analysis_report(analysis: BatchAnalysis) -> dict[str, Any]:
+    cost = analysis.step_cost
+    return {
+        "ks": analysis.ks,
+        "draft_model": analysis.draft_model,
+        "cells": [asdict(cell) for cell in analysis.cells],
+        "crossover": [
+            {
+                "k": item.k,
+                "crossover_batch_measured": item.measured,
+                "crossover_batch_predicted": item.predicted,
+                "fitted_on_batches": list(item.fitted_on),
+                "predicted_in_measured_interval": item.in_measured_interval,
+                "note": item.note,
+            }
+            for item in analysis.crossovers
+        ],
+        "best_k_by_batch": [
+            {
+                "batch": batch,
+                "measured": analysis.best_k_measured.get(batch),
+                "predicted": analysis.best_k_predicted.get(batch),
+            }
+            for batch in analysis.batches
+        ],
+        "step_cost": {
+            "model": step_cost.MODEL,
+            **{name: getattr(cost, name) for name in step_cost.TERMS},
+            "fitted": list(cost.fitted),
+            "kept": cost.kept,
+            "given": cost.given,
+            "rms_relative_error": cost.rms_relative_error,
+        },
+        "holdout_errors": [asdict(error) for error in analysis.holdout_errors],
+    }
+
+
+def batch_report(
+    run: BatchRun,
+    batches: Sequence[int],
+    workload: dict[str, int],
+    given: dict[str, float] | None = None,
+    notes: Sequence[str] = (),
+) -> tuple[dict[str, Any], BatchAnalysis | None, str | None]:
+    """The report of a batch sweep (what ``measure --batch --format json`` writes), its analysis where the
+    cells allow one, and why it is incomplete (None when every cell was measured and analysed)."""
+    said = [*notes, *run.notes]
+    kinds = {server.kind for server in run.servers if server.speculative}
+    draft_model = not (kinds and all(kind.startswith("ngram") for kind in kinds))
+    if any(server.engine == "vllm" and server.speculative for server in run.servers):
+        said.append(
+            "vLLM's /metrics does not name the drafter: each draft step is fitted as a draft model's, which an "
+            "n-gram lookup's near-zero draft time leaves at zero"
+        )
+    samples = [sample for round_ in run.rounds for sample in round_]
+    report: dict[str, Any] = {
+        "servers": [server_summary(server) for server in run.servers],
+        "batches": list(batches),
+        "workload": dict(workload),
+        "requests": run.requests,
+        "seconds": run.seconds,
+        "stopped": run.stopped,
+        "samples": [asdict(sample) for sample in samples],
+    }
+    failure = run.stopped
+    analysis = None
+    try:
+        analysis = analyze_batches(run.rounds, draft_model, given)
+    except MeasureError as error:
+        failure = f"{failure}; {error}" if failure else str(error)
+    if analysis is not None:
+        report.update(analysis_report(analysis))
+        said += analysis.notes
+    report["notes"] = said
+    return report, analysis, failure
+
+
+def partial_cells(servers: Sequence[Server], records: Sequence[BatchRecord]) -> list[dict[str, Any]]:
+    """The cells measured so far, one row per (server, batch, round): what a progress view shows."""
+    rows = []
+    for record in records:
+        server = servers[record.server]
+        rows.append(
+            {
+                "url": server.url,
+                "k": server.k,
+                "batch": record.batch,
+                "round": record.repeat + 1,
+                "generated": record.generated,
+                "ms_per_token": record.decode_ms / record.generated * record.batch if record.generated else None,
+                "tokens_per_s": record.generated / record.wall_ms * 1e3 if record.wall_ms else None,
+                "drafts": record.delta.drafts,
+                "accepted": record.delta.accepted,
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What a job measures: the servers (one per k, k = 0 the baseline), the batches and the workload."""
+
+    servers: tuple[str, ...]
+    batches: tuple[int, ...]
+    n_predict: int
+    repeats: int
+    max_requests: int
+    timeout: float
+
+
+@dataclass
+class Job:
+    id: str
+    request: JobRequest
+    created: float = field(default_factory=time.time)
+    state: str = "running"
+    done: int = 0  # requests measured
+    planned: int = 0
+    label: str = "setting up"
+    servers: list[Server] = field(default_factory=list)
+    report: dict[str, Any] | None = None
+    error: str | None = None
+    finished: float | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    sweep: SweepOverBatches | None = None
+
+    def view(self) -> dict[str, Any]:
+        """The job as the API and the page show it: its state, progress and the cells so far."""
+        sweep = self.sweep
+        servers = sweep.servers if sweep is not None and sweep.servers else self.servers
+        records = list(sweep.records) if sweep is not None else []
+        return {
+            "id": self.id,
+            "state": self.state,
+            "servers": [server_summary(server) for server in servers],
+            "batches": list(self.request.batches),
+            "done": self.done,
+            "planned": self.planned,
+            "fraction": (self.done / self.planned) if self.planned else (1.0 if self.state != "running" else 0.0),
+            "label": self.label,
+            "seconds": (self.finished or time.time()) - self.created,
+            "cells": partial_cells(servers, records),
+            "report": self.report,
+            "error": self.error,
+        }
+
+
+SweepFactory = Callable[[httpx.Client, JobRequest, Callable[[int, int, str], None], threading.Event], SweepOverBatches]
+
+
+def _sweep(
+    client: httpx.Client, request: JobRequest, progress: Callable[[int, int, str], None], cancel: threading.Event
+) -> SweepOverBatches:
+    return SweepOverBatches(
+        client,
+        request.servers,
+        list(BUILTIN_PROMPTS),
+        batches=request.batches,
+        n_predict=request.n_predict,
+        repeats=request.repeats,
+        max_requests=request.max_requests,
+        timeout=request.timeout,
+        progress=progress,
+        cancel=cancel,
+    )
+
+
+class Jobs:
+    """The jobs of one worker: at most MAX_RUNNING at once, the last MAX_JOBS_KEPT kept for reading."""
+
+    def __init__(self, factory: SweepFactory = _sweep) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        self._factory = factory
+        self._count = itertools.count(1)
+
+    def start(self, request: JobRequest) -> Job:
+        """Check the servers answer as engines (quickly, before anything is queued), then run the sweep in a
+        thread; JobError (field ``servers``) when one does not, or when a sweep is already running."""
+        with self._lock:
+            if sum(job.state == "running" for job in self._jobs.values()) >= MAX_RUNNING:
+                raise JobError("servers", "a measurement is already running on this server: wait for it or cancel it")
+        client = httpx.Client()
+        job = Job(f"{next(self._count)}-{uuid.uuid4().hex[:12]}", request)
+        sweep = self._factory(client, request, self._progress(job), job.cancel)
+        try:
+            job.servers = sweep.probe(timeout=3.0)
+        except (MeasureClientError, httpx.HTTPError) as error:
+            client.close()
+            raise JobError("servers", str(error)) from None
+        job.sweep = sweep
+        with self._lock:
+            self._jobs[job.id] = job
+            finished = [key for key, kept in self._jobs.items() if kept.state != "running"]
+            for key in finished[: max(0, len(self._jobs) - MAX_JOBS_KEPT)]:
+                del self._jobs[key]
+        threading.Thread(target=self._run, args=(job, sweep, client), daemon=True, name=f"measure {job.id}").start()
+        return job
+
+    @staticmethod
+    def _progress(job: Job) -> Callable[[int, int, str], None]:
+        def show(done: int, planned: int, label: str) -> None:
+            job.done, job.planned, job.label = done, planned, label
+
+        return show
+
+    def _run(self, job: Job, sweep: SweepOverBatches, client: httpx.Client) -> None:
+        request = job.request
+        workload = {"prompts": len(BUILTIN_PROMPTS), "n_predict": request.n_predict, "repeats": request.repeats}
+        try:
+            run = sweep.run()
+            report, _analysis, failure = batch_report(run, request.batches, workload)
+            job.report = report
+            job.error = failure
+            job.state = "cancelled" if job.cancel.is_set() else "incomplete" if failure else "done"
+        except (MeasureClientError, MeasureError, httpx.HTTPError) as error:
+            job.error = str(error)
+            job.state = "cancelled" if job.cancel.is_set() else "failed"
+        except Exception as error:  # a thread's error would otherwise vanish: the job says it
+            job.error = f"the measurement stopped: {type(error).__name__}: {error}"
+            job.state = "failed"
+        finally:
+            job.finished = time.time()
+            job.label = job.state
+            client.close()
+
+    def get(self, job_id: str) -> Job:
+        with self._lock:
+            job = self._jobs.get(job_id)
+        if job is None:
+            raise JobError("job", f"no measurement {job_id!r} on this server (it keeps the last {MAX_JOBS_KEPT})")
+        return job
+
+    def cancel(self, job_id: str) -> Job:
+        job = self.get(job_id)
+        job.cancel.set()
+        return job
+
+    def wait(self, job_id: str, timeout: float) -> Job:
+        """The job once it has finished or ``timeout`` seconds have passed (for tests and the command line)."""
+        end = time.monotonic() + timeout
+        job = self.get(job_id)
+        while job.state == "running" and time.monotonic() < end:
+            time.sleep(0.05)
+        return job

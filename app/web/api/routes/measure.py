@@ -1,0 +1,170 @@
+"""Measure live servers as a job: start a batch sweep, read its progress and partial table, cancel it.
+
+The sweep is `specdec-lab measure --batch`'s (:mod:`app.service.measure_jobs`); it reaches the servers the caller
+names, so it runs only where the deployment allows it (SPECDEC_ALLOW_MEASURE), one at a time per worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from app.service import live_inputs
+from app.service.inputs import InputError
+from app.service.measure_jobs import Job, JobError, JobRequest, Jobs
+from app.web.api.inputs import refused, takes
+from app.web.core.config import Settings, get_settings
+from app.web.core.errors import parameter_error
+
+router = APIRouter(prefix="/api/v1", tags=["measure"])
+
+
+class JobServer(BaseModel):
+    url: str
+    k: int | None = Field(description="Draft length read from the engine (0: no speculation); null until read")
+    kind: str = Field(description="What drafts: the engine's speculative types, 'plain' or 'speculative'")
+    speculative: bool
+    requests: int = Field(description="Requests measured on it so far")
+    engine: str = Field(description="llamacpp or vllm")
+    version: str | None = Field(description="The engine's own version, where it reports one")
+
+
+class JobCell(BaseModel):
+    url: str
+    k: int | None
+    batch: int
+    round: int
+    generated: int = Field(description="Tokens decoded by the batch's requests")
+    ms_per_token: float | None = Field(description="Decode time per output token of one sequence (ms)")
+    tokens_per_s: float | None = Field(description="Output tokens per second of the whole batch, wall clock")
+    drafts: int = Field(description="Verifications the engine counted during the cell")
+    accepted: int = Field(description="Draft tokens the engine accepted during the cell")
+
+
+class MeasureJob(BaseModel):
+    id: str
+    state: str = Field(description="running, done, incomplete (stopped early or not analysable), failed or cancelled")
+    servers: list[JobServer]
+    batches: list[int]
+    done: int = Field(description="Requests measured")
+    planned: int = Field(description="Requests the sweep plans (0 until the servers are warmed up)")
+    fraction: float = Field(description="done / planned")
+    label: str = Field(description="What it is measuring now")
+    seconds: float
+    cells: list[JobCell] = Field(description="Every measured cell so far: (server, batch, round)")
+    report: dict[str, Any] | None = Field(
+        description="Once finished: the report of `specdec-lab measure --batch --format json` (cells, crossover, "
+        "step cost, notes)"
+    )
+    error: str | None = Field(description="Why it failed or stopped early, naming the server")
+
+
+def _settings(request: Request) -> Settings:
+    settings = getattr(request.app.state, "settings", None)
+    return settings if isinstance(settings, Settings) else get_settings()
+
+
+def jobs(request: Request) -> Jobs:
+    """The worker's jobs (made on first use)."""
+    found = getattr(request.app.state, "measure_jobs", None)
+    if not isinstance(found, Jobs):
+        found = Jobs()
+        request.app.state.measure_jobs = found
+    return found
+
+
+def _out(job: Job) -> MeasureJob:
+    return MeasureJob.model_validate(job.view())
+
+
+def _job(request: Request, job_id: str) -> Job:
+    try:
+        return jobs(request).get(job_id)
+    except JobError as error:
+        raise HTTPException(status_code=404, detail=error.message) from None
+
+
+def start(request: Request, values: dict[str, Any]) -> Job:
+    """A job started from the inputs' values; 403 where measuring is not allowed, 422 naming the input."""
+    if not _settings(request).allow_measure:
+        raise HTTPException(
+            status_code=403,
+            detail="this server does not drive inference servers (SPECDEC_ALLOW_MEASURE is off); run "
+            "`specdec-lab measure URL ... --batch 1,2,4,8` where the servers are",
+        )
+    try:
+        job_request = JobRequest(
+            servers=live_inputs.server_list(str(values["servers"])),
+            batches=live_inputs.batch_list(str(values["batches"])),
+            n_predict=int(values["n_predict"]),
+            repeats=int(values["repeats"]),
+            max_requests=int(values["max_requests"]),
+            timeout=float(values["timeout"]),
+        )
+    except InputError as error:
+        raise refused(error) from None
+    try:
+        return jobs(request).start(job_request)
+    except JobError as error:
+        raise parameter_error(error.field, error.message) from None
+
+
+@router.post(
+    "/measure",
+    summary="Start measuring live servers over batch sizes (a job)",
+    status_code=202,
+    response_model=MeasureJob,
+    responses={
+        403: {"description": "This deployment does not drive inference servers (SPECDEC_ALLOW_MEASURE)."},
+        422: {"description": "An input out of bounds, or a server that is not an engine measure drives."},
+    },
+)
+@takes(*live_inputs.MEASURE_JOB)
+def start_measure(
+    request: Request,
+    servers: str,
+    batches: str,
+    n_predict: int,
+    repeats: int,
+    max_requests: int,
+    timeout: float,
+) -> MeasureJob:
+    """The sweep of `specdec-lab measure --batch` as a job: each server is asked at once whether it is an engine
+    this product drives (llama-server or vLLM) and whether it speculates; then B requests at once on each server
+    per batch size, rounds interleaved.  Read its progress with GET /api/v1/measure/{id}; cancel it with POST
+    /api/v1/measure/{id}/cancel.  Only where the deployment allows it (SPECDEC_ALLOW_MEASURE), one at a time."""
+    values = {
+        "servers": servers,
+        "batches": batches,
+        "n_predict": n_predict,
+        "repeats": repeats,
+        "max_requests": max_requests,
+        "timeout": timeout,
+    }
+    return _out(start(request, values))
+
+
+@router.get(
+    "/measure/{job_id}",
+    summary="A measurement's state, progress and cells so far",
+    response_model=MeasureJob,
+    responses={404: {"description": "No such measurement on this worker."}},
+)
+def read_measure(request: Request, job_id: str) -> MeasureJob:
+    """The job: running, done, incomplete, failed or cancelled; the requests done of those planned; every cell
+    measured so far; once finished, the full report."""
+    return _out(_job(request, job_id))
+
+
+@router.post(
+    "/measure/{job_id}/cancel",
+    summary="Cancel a measurement (the cells measured are kept)",
+    response_model=MeasureJob,
+    responses={404: {"description": "No such measurement on this worker."}},
+)
+def cancel_measure(request: Request, job_id: str) -> MeasureJob:
+    """Stops the sweep before its next cell; what it measured stays in the job and its report."""
+    _job(request, job_id)
+    return _out(jobs(request).cancel(job_id))

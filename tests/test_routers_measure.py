@@ -1,0 +1,63 @@
+"""POST /api/v1/measure's refusals, each a 4xx naming the input: a deployment that does not allow measuring, bad
+servers or batches, a URL that is no inference server, an unknown job.  (The sweep itself runs against real
+llama-servers in tests/test_measure_jobs_live.py.)"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.web.core.config import Settings
+from app.web.main import create_app
+from tests.support import answering
+
+
+@pytest.fixture(scope="module")
+def allowed() -> Iterator[TestClient]:
+    with TestClient(create_app(Settings(allow_measure=True))) as test_client:
+        yield test_client
+
+
+def _message(response: object) -> str:
+    detail = response.json()["detail"]  # type: ignore[attr-defined]
+    return detail if isinstance(detail, str) else " ".join(item["msg"] for item in detail)
+
+
+def test_measuring_is_refused_where_the_deployment_does_not_allow_it(client: TestClient) -> None:
+    response = client.post("/api/v1/measure", params={"servers": "http://127.0.0.1:1 http://127.0.0.1:2"})
+    assert response.status_code == 403 and "SPECDEC_ALLOW_MEASURE" in _message(response)
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "said"),
+    [
+        ({"servers": "http://127.0.0.1:9"}, "servers", "from 2 to 8 servers"),
+        ({"servers": "ftp://a.example http://127.0.0.1:9"}, "servers", "not an http(s) URL"),
+        ({"servers": "http://127.0.0.1:9 http://127.0.0.1:9/"}, "servers", "the same server is given twice"),
+        ({"servers": "http://127.0.0.1:8 http://127.0.0.1:9", "batches": "0,2"}, "batches", "from 1 to 256"),
+        ({"servers": "http://127.0.0.1:8 http://127.0.0.1:9", "batches": "two"}, "batches", "not a whole number"),
+        ({"servers": "http://127.0.0.1:8 http://127.0.0.1:9", "n_predict": "1"}, "n_predict", "from 2 to 4096"),
+        ({"servers": "http://127.0.0.1:8 http://127.0.0.1:9", "timeout": "7200"}, "timeout", "from 1 to 3600"),
+    ],
+)
+def test_bad_inputs_get_a_422_naming_the_input(
+    allowed: TestClient, query: dict[str, str], field: str, said: str
+) -> None:
+    response = allowed.post("/api/v1/measure", params=query)
+    assert response.status_code == 422, response.text
+    assert field in _message(response) and said in _message(response), _message(response)
+
+
+def test_a_url_that_is_no_inference_server_is_named_at_once(allowed: TestClient) -> None:
+    with answering(lambda path, query: (404, "text/plain", b"not here")) as address:
+        other = f"http://{address}/x"
+        response = allowed.post("/api/v1/measure", params={"servers": f"http://{address} {other}"})
+    assert response.status_code == 422
+    assert f"http://{address}/health: HTTP 404" in _message(response) and "servers" in _message(response)
+
+
+def test_an_unknown_job_is_a_404(allowed: TestClient) -> None:
+    assert allowed.get("/api/v1/measure/none").status_code == 404
+    assert allowed.post("/api/v1/measure/none/cancel").status_code == 404
