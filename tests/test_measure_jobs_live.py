@@ -108,3 +108,38 @@ def test_a_cancelled_job_keeps_its_cells_and_a_dead_server_is_named(app_url: str
         final = _poll(app_url, job["id"], 120.0)[-1]
     assert final["state"] in ("incomplete", "failed") and final["cells"]
     assert ngram.url in (final["error"] or "")
+
+
+@pytest.mark.browser
+def test_the_decide_page_measures_with_a_progress_bar_and_shows_the_result(app_url: str, browser: object) -> None:
+    from playwright.sync_api import Browser
+
+    assert isinstance(browser, Browser)
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    try:
+        page.goto(f"{app_url}/decide")
+        page.fill("#measure-servers", "http://127.0.0.1:9")  # one server: refused, naming the on-screen label
+        page.click("#measure-start")
+        page.wait_for_selector("#measure-error:not([hidden])")
+        assert page.text_content("#measure-error").startswith("Servers: from 2 to 8 servers")  # type: ignore[union-attr]
+        with _servers() as (plain, ngram):
+            page.fill("#measure-servers", f"{plain.url} {ngram.url}")
+            page.fill("#measure-batches", "1,2")
+            page.fill("#measure-n_predict", "16")
+            page.click("#measure-start")
+            page.wait_for_selector("#measure-progress:not([hidden])")
+            assert page.is_hidden("#measure-error")
+            values = []
+            end = time.monotonic() + 300
+            while time.monotonic() < end and not page.is_visible("#measure-result"):
+                values.append(float(page.eval_on_selector("#measure-bar", "bar => bar.value")))
+                time.sleep(0.25)
+        assert page.is_visible("#measure-result"), page.text_content("#measure")
+        assert values == sorted(values) and any(0 < value < 1 for value in values)  # it moved while it ran
+        assert float(page.eval_on_selector("#measure-bar", "bar => bar.value")) == 1.0
+        rows = page.locator("#measure-speedups tbody tr")
+        assert rows.count() == 2  # k = 8 at batches 1 and 2
+        assert f"k = {K}" in (page.text_content("#measure-crossover") or "")
+        assert page.is_hidden("#measure-cancel")
+    finally:
+        page.close()

@@ -61,3 +61,18 @@ def test_a_url_that_is_no_inference_server_is_named_at_once(allowed: TestClient)
 def test_an_unknown_job_is_a_404(allowed: TestClient) -> None:
     assert allowed.get("/api/v1/measure/none").status_code == 404
     assert allowed.post("/api/v1/measure/none/cancel").status_code == 404
+
+
+def test_the_decide_view_says_whether_this_server_measures_and_labels_the_inputs(client: TestClient) -> None:
+    view = client.get("/api/v1/views/decide").json()["measure"]
+    assert view["allowed"] is False and "specdec-lab measure" in view["command"]
+    assert view["labels"] == {
+        "servers": "Servers",
+        "batches": "Batches",
+        "n_predict": "Tokens per request",
+        "repeats": "Rounds",
+        "max_requests": "Most requests",
+        "timeout": "Timeout (s)",
+    }
+    page = client.get("/decide").text
+    assert 'id="measure-off"' in page and 'id="measure-form"' not in page

@@ -4,7 +4,8 @@ One step per section, each with its own results: (1) p from a draft acceptance r
 length or any engine's report (vLLM or SGLang /metrics, SGLang /server_info, TensorRT-LLM iteration stats,
 a llama.cpp log; POSTed to the view as a JSON body, never in the URL; a URL only where the server may fetch);
 (2) the best k per batch on the user's setup at the calibrated p, only at batches that fit; (3) that schedule
-as the chosen engine's config; (4) the draft sources side by side; (5) chains against trees.
+as the chosen engine's config; (4) the draft sources side by side; (5) chains against trees; (6) the user's own
+servers measured over batch sizes, where the deployment allows it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from app.web.pages.views.decide.controls import (
     chosen_cost,
     tree_cost,
 )
+from app.web.pages.views.decide.measure import measure_part
 from app.web.pages.views.decide.schedule import config_part, plan_request, schedule_part, setup_params, user_setup
 from app.web.pages.views.decide.sources import sources_part
 from app.web.pages.views.decide.trees import trees_part
@@ -100,6 +102,7 @@ def build(reading: Reading) -> View:
         "config": config,
         "watch": watch,
         "trees": tree_part,
+        "measure": measure_part(),
         "figures": {
             "calibration": calibration_figure(result),
             "positions": positions_figure(result),
