@@ -45,16 +45,18 @@ _batch_list = _int_list(1, MAX_SWEEP_BATCH, "batch size, e.g. 1,2,4,8,16")
 
 def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     description = (
-        "measure each draft length on live llama-servers (one server per k; k = 0 is a server without "
-        "speculation): acceptance profile, tokens per verification, draft cost c, verification cost v(k), "
-        "measured and predicted speedup"
+        "measure each draft length on live servers (llama-server, vLLM, SGLang or TensorRT-LLM; one server per "
+        "k; k = 0 is a server without speculation): acceptance profile, tokens per verification, draft cost c, "
+        "verification cost v(k), measured and predicted speedup; with --batch, per batch size and where "
+        "speculation stops paying"
     )
     parser = subparsers.add_parser("measure", help=description, description=description)
     parser.add_argument(
         "urls",
         nargs="+",
         metavar="URL",
-        help="llama-server addresses (started with --metrics); each one's k is read from its /slots and /metrics",
+        help="server addresses, one per k (k = 0 without speculation): llama-server (started with --metrics), vLLM, "
+        "SGLang or TensorRT-LLM; each one's engine, k and version are read from the server",
     )
     parser.add_argument(
         "--k",
@@ -73,6 +75,7 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     parser.add_argument("--prompts", metavar="FILE", help="workload, one prompt per line (default: built-in prompts)")
     add_inputs(parser, live_inputs.WORKLOAD)
+    add_input(parser, live_inputs.MEASURE_ENGINE)
     add_repeated(
         parser,
         "--server-log",
@@ -134,6 +137,7 @@ def _swept(
             timeout=arguments.timeout,
             expected_k=arguments.k,
             progress=None if arguments.no_progress else stderr_progress(),
+            engine=arguments.engine,
             **particular,
         ).run()
     return prompts, measured

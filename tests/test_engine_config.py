@@ -123,7 +123,11 @@ def test_an_older_version_gets_its_own_key_meaning(client: TestClient) -> None:
     params = {"engine": "trtllm", "p": 0.8, "model": "dense-70b", "draft_path": "org/draft"}
     new = _get(client, **params)["config"]["speculative_config"]["draft_len_schedule"]
     old = _get(client, engine_version="2025-10", **params)["config"]["speculative_config"]["draft_len_schedule"]
-    assert "1" in old and "1" not in new  # from-this-batch keys start at 1; upper-bound keys end at the last batch
+    # one schedule, two key meanings: the old keys say from which batch each k runs (the first is batch 1), the new
+    # ones up to which batch it runs, so each new key is the next old key less one
+    old_keys, new_keys = [int(key) for key in old], [int(key) for key in new]
+    assert old_keys[0] == 1 and list(old.values()) == list(new.values()) and len(old) > 1
+    assert new_keys[:-1] == [key - 1 for key in old_keys[1:]] and new_keys[-1] > old_keys[-1]
 
 
 def test_the_engine_k_at_each_batch_is_read_back_and_differences_named(client: TestClient) -> None:

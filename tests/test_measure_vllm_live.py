@@ -103,19 +103,21 @@ def test_a_batch_sweep_of_real_vllm_names_the_engine_and_moves_its_counters(
     )
 
 
-def _sglang_like(path: str, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
-    """An OpenAI-compatible server that is neither llama-server nor vLLM: SGLang's /metrics."""
+def _no_engine(path: str, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+    """An HTTP server that answers /health and /metrics, but with no engine's series."""
     if path == "/health":
         return 200, "text/plain", b"ok"
-    if path == "/metrics":
-        return 200, "text/plain", b"sglang:num_running_reqs 0\nsglang:spec_accept_length 0\n"
+    if path in ("/metrics", "/prometheus/metrics"):
+        return 200, "text/plain", b"process_cpu_seconds_total 3\n"
     return 404, "text/plain", b"not found"
 
 
-def test_an_engine_measure_does_not_drive_is_named_with_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
-    with answering(_sglang_like) as address:
+def test_a_server_of_no_engine_measure_drives_is_named_with_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with answering(_no_engine) as address:
         url = f"http://{address}"
         status = main(["measure", url, "--batch", "1,2", "--no-progress"])
     error = capsys.readouterr().err
     assert status == 2
-    assert f"{url}: no llama-server (/slots) and no vLLM (vllm:* in /metrics)" in error and "SGLang" in error
+    assert f"{url}: no llama-server (/slots) and no series of an engine measure drives" in error
+    assert "vllm:* at /metrics (vLLM)" in error and "sglang:* at /metrics (SGLang)" in error
+    assert "trtllm_* at /prometheus/metrics (TensorRT-LLM)" in error

@@ -64,7 +64,8 @@ def test_a_missing_or_contradictory_field_is_named(change: dict[str, object], fi
         ({"weights": "Q4_K_M GGUF"}, "no byte count for its weight format (Q4_K_M GGUF)"),
         ({"tree": True, "topk": None}, "the source does not give its tree's top-k"),
         ({"draft_method": "block-diffusion"}, "its draft method (block-diffusion) has no cost model here"),
-        ({"draft_method": "parallel-draft"}, "its draft method (parallel-draft) has no cost model here"),
+        ({"draft_method": "mtp-relaxed"}, "its draft method (mtp-relaxed) has no cost model here"),
+        ({"draft_weights": "Q4_K_M GGUF"}, "no byte count for its weight format (Q4_K_M GGUF)"),
     ],
 )
 def test_what_the_model_cannot_price_is_said_not_guessed(change: dict[str, object], reason: str) -> None:
@@ -102,7 +103,7 @@ def test_an_mtp_head_on_deepseek_uses_its_hidden_width_not_its_latent() -> None:
 def test_the_published_pricing_is_the_products_roofline(point: published.PublishedPoint) -> None:
     """The vectorised pricing of the dataset agrees with the roofline every batch answer uses (regimes), where the
     roofline can express the point: a chain drafted by a head or a model reading the whole cache."""
-    if point.tree or point.draft_method in published.SPARSE_METHODS or point.draft_method == "ngram":
+    if point.tree or point.draft_method in (*published.SPARSE_METHODS, *published.PARALLEL_METHODS, "ngram"):
         return  # no counterpart among the product's roofline setups
     costs = published.SpecCosts(cycle_overhead_us=300.0, cycle_overhead_per_sequence_us=7.0, allreduce_us=5.0)
     p, k = 0.7, point.k or 1
@@ -125,6 +126,18 @@ def test_the_price_follows_the_acceptance_and_falls_with_the_batch() -> None:
     unpriced = next(point for point in POINTS if not point.priced)
     with pytest.raises(ValueError, match="cannot price"):
         published.predicted_speedup(unpriced, costs, 2.0)
+
+
+def test_a_parallel_draft_is_one_draft_step_k_wide() -> None:
+    """P-EAGLE proposes its k tokens in one pass of its head: priced as one draft step over k tokens per sequence,
+    cheaper than k steps of the same head (the chain EAGLE-3 drafts)."""
+    point = next(point for point in POINTS if point.draft_method == "parallel-draft" and point.priced)
+    costs = published.PLAIN_ROOFLINE
+    parallel = published.predicted_speedup(point, costs, 2.0)
+    chain = published.predicted_speedup(dataclasses.replace(point, draft_method="eagle3"), costs, 2.0)
+    work = published.work(point)
+    assert work.draft_steps[0] == 1.0 and parallel > chain
+    assert published.work(dataclasses.replace(point, draft_method="eagle3")).draft_steps[0] == point.k
 
 
 def test_a_long_context_makes_speculation_pay_more_as_the_batch_grows() -> None:

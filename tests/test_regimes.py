@@ -217,10 +217,11 @@ def test_the_defaults_crossover_h100_8b_without_context_priced_by_hand() -> None
     tokens = sum(p**i for i in range(k + 1))
 
     def by_hand(batch: int) -> float:
-        target_overhead = terms["overhead_us"] + terms["overhead_per_sequence_us"] * batch  # every target pass
+        per_sequence = terms["overhead_per_sequence_us"] * batch  # every pass, the draft's steps included
+        target_overhead = terms["overhead_us"] + per_sequence
         plain = step(target.total_params_b, batch, target_overhead)
         cycle = (
-            k * step(draft.total_params_b, batch, terms["overhead_per_draft_step_us"])
+            k * step(draft.total_params_b, batch, terms["overhead_per_draft_step_us"] + per_sequence)
             + step(target.total_params_b, batch * (k + 1), target_overhead)
             + (terms["cycle_overhead_us"] + terms["cycle_overhead_per_sequence_us"] * batch) * 1e-6
         )

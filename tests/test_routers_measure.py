@@ -73,6 +73,7 @@ def test_the_decide_view_says_whether_this_server_measures_and_labels_the_inputs
         "repeats": "Rounds",
         "max_requests": "Most requests",
         "timeout": "Timeout (s)",
+        "engine": "Engine",
     }
     page = client.get("/decide").text
     assert 'id="measure-off"' in page and 'id="measure-form"' not in page

@@ -136,6 +136,16 @@ ACCELERATORS: dict[str, Accelerator] = {
     # AMD Instinct MI355X data sheet: 8 TB/s HBM3E, 288 GB, peak FP16/BF16 2,516.6 TFLOPS dense (the sparsity
     # figure is twice that).
     "mi355x": Accelerator("MI355X", 8.0, 2516.6, 288.0),
+    # GeForce RTX 3060 12GB: 192-bit GDDR6 at 15 Gbps, 360 GB/s, 12 GB (NVIDIA's specifications); NVIDIA's launch
+    # figure of 101 "tensor TFLOPS" is FP16 with sparsity and FP16 accumulate, so 25.3 dense with FP32 accumulate
+    # (a quarter of it, as the GA102 whitepaper's ratios for the RTX 3090 give).
+    "rtx-3060-12gb": Accelerator("GeForce RTX 3060 12GB", 0.360, 25.3, 12.0),
+    # AMD Radeon AI PRO R9700 product page: 32 GB GDDR6 on 256 bits at 20 Gbps (640 GB/s), 389 TFLOPS FP16 matrix
+    # with sparsity, so 194.6 dense.
+    "radeon-ai-pro-r9700": Accelerator("Radeon AI PRO R9700", 0.640, 194.6, 32.0),
+    # Intel Arc Pro B70: 32 GB GDDR6 at 608 GB/s on 256 bits, 367 INT8 TOPS on its XMX engines (Intel's product
+    # page); Intel gives no FP16 figure, and XMX runs FP16 at half its INT8 rate: 183.5.
+    "arc-pro-b70": Accelerator("Arc Pro B70", 0.608, 183.5, 32.0),
 }
 
 # Each preset's family: accelerators of one family share a memory system and an engine's kernels, so a stated
@@ -148,8 +158,11 @@ ACCELERATOR_FAMILIES: dict[str, str] = {
     "mi300x": "AMD Instinct",
     "a100-40gb-sxm": "NVIDIA Ampere",
     "gb200": "NVIDIA Blackwell",
-    "rtx-3090": "consumer GPU",
+    "rtx-3090": "desktop GPU",
     "mi355x": "AMD Instinct",
+    "rtx-3060-12gb": "desktop GPU",
+    "radeon-ai-pro-r9700": "desktop GPU",
+    "arc-pro-b70": "desktop GPU",
 }
 
 MODELS: dict[str, ModelSpec] = {
@@ -206,6 +219,21 @@ MODELS: dict[str, ModelSpec] = {
     # MiniMax-M2 (model card: 230B total, 10B active; config.json of M2, M2.1 and M2.7, one shape): 62 layers,
     # 48 query heads, 8 KV heads, head dim 128, 256 routed experts with 8 per token, no shared expert.
     "minimax-m2": ModelSpec("MiniMax-M2 (230B-A10B)", 230.0, 10.0, 62, 48, 8, 128, experts=256, experts_per_token=8),
+    # Kimi K2, K2.5 and K2.6 (Moonshot's model card; config.json, DeepseekV3 architecture): 1T total, 32B active,
+    # 61 layers (one dense), 64 query heads, multi-head latent attention caching a 512-wide latent and a 64-wide
+    # rotary key (576), 384 routed experts with 8 per token and one shared expert.
+    "kimi-k2": ModelSpec(
+        "Kimi K2 (1T-A32B; K2.5, K2.6)", 1000.0, 32.0, 61, 64, 1, 576, kv_tensors=1, experts=384, experts_per_token=8
+    ),
+    # Qwen3.5-27B (model card: 27B, 64 layers, hidden 5120, "16 x (3 x (Gated DeltaNet -> FFN) -> 1 x (Gated
+    # Attention -> FFN))"; 24 query heads, 4 KV heads of 256); Qwen3.6-27B and Qwen3.8-27B keep that architecture.
+    # Only the 16 attention layers cache keys and values: 16 x 4 heads is entered as one KV head on each of the 64
+    # layers, the same bytes per token; the DeltaNet layers' fixed state is not counted.
+    "qwen3.6-27b": ModelSpec("Qwen3.5/3.6/3.8-27B (hybrid attention)", 27.0, 27.0, 64, 24, 1, 256),
+    # gpt-oss-120b (OpenAI's model card; config.json): 117B total, 5.1B active, 36 layers, 64 query heads, 8 KV
+    # heads of 64, 128 experts with 4 per token; every other layer attends over a 128-token window, so 18 x 8
+    # heads cache the whole context: entered as 4 KV heads on each of the 36 layers.
+    "gpt-oss-120b": ModelSpec("gpt-oss-120b", 117.0, 5.1, 36, 64, 4, 64, experts=128, experts_per_token=4),
 }
 
 # Vocabulary and hidden width of each target (config.json of each model): an EAGLE or MTP head's LM head
@@ -224,6 +252,9 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "llama-4-scout": (202_048, 5120),
     "qwen3-8b": (151_936, 4096),
     "minimax-m2": (200_064, 3072),
+    "kimi-k2": (163_840, 7168),
+    "qwen3.6-27b": (248_320, 5120),
+    "gpt-oss-120b": (201_088, 2880),
 }
 
 # Drafts that are heads on the target rather than separate models: their cost follows from the target's shape.

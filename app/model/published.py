@@ -56,12 +56,32 @@ FIT = limits.PUBLISHED_FIT
 HEAD_METHODS = ("eagle", "eagle2", "eagle3", "mtp")
 MODEL_METHODS = ("draft-model", "draft-model-sparse-kv")
 SPARSE_METHODS = ("draft-model-sparse-kv", "self-speculation-sparse-kv")
-PRICED_METHODS = (*HEAD_METHODS, *MODEL_METHODS, "self-speculation-sparse-kv", "ngram")
-# Drafts with no cost model here: a block-diffusion drafter (DFlash) proposes a whole block in one pass, and
-# parallel drafting (P-EAGLE) proposes k tokens in one pass of a head; neither is k passes of a draft.
-UNPRICED_METHODS = ("mtp-relaxed", "block-diffusion", "parallel-draft")
+# Parallel drafting (P-EAGLE) proposes all k tokens in one pass of an EAGLE-3-shaped head: one draft step k wide.
+PARALLEL_METHODS = ("parallel-draft",)
+PRICED_METHODS = (*HEAD_METHODS, *MODEL_METHODS, "self-speculation-sparse-kv", "ngram", *PARALLEL_METHODS)
+# Drafts with no cost model here: a block-diffusion drafter (DFlash) proposes a whole block in one pass of a model
+# whose shape its sources do not give with the block size.
+UNPRICED_METHODS = ("mtp-relaxed", "block-diffusion")
 METHODS = (*PRICED_METHODS, *UNPRICED_METHODS)
-WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5, "int4": 0.5}  # bytes per stored parameter of the target
+# Bytes per stored parameter of the target (and of a draft where ``draft_weights`` says).  The block formats are
+# their blocks' sizes: llama.cpp's ggml/src/ggml-common.h at 01243c58 (Q8_0 34 bytes per 32 weights, Q4_K 144 per
+# 256, Q5_K 176 per 256, Q6_K 210 per 256, IQ3_XXS 98 per 256, MXFP4 17 per 32), NVFP4 one FP8 scale per 16 FP4
+# values, MLX's affine 8-bit with a 16-bit scale and bias per group of 64.  Mixes (Q4_K_M, Unsloth's dynamic
+# quantizations) have no one size and are not priced.
+WEIGHT_BYTES = {
+    "bf16": 2.0,
+    "fp8": 1.0,
+    "fp4": 0.5,
+    "int4": 0.5,
+    "q8_0": 34 / 32,
+    "q4_k": 144 / 256,
+    "q5_k": 176 / 256,
+    "q6_k": 210 / 256,
+    "iq3_xxs": 98 / 256,
+    "mxfp4": 17 / 32,
+    "nvfp4": 9 / 16,
+    "mlx-8bit-g64": 68 / 64,
+}
 METHOD_NAMES = {
     "eagle": "EAGLE",
     "eagle2": "EAGLE-2",
@@ -118,6 +138,7 @@ class PublishedPoint:
     lossless: bool
     notes: str | None
     quote: str | None = None  # the source's own words for the figure or for a field filled in later
+    draft_weights: str | None = None  # the draft's weight format where not bf16 (WEIGHT_BYTES)
 
     @property
     def priced(self) -> bool:
@@ -138,8 +159,9 @@ def exclusion(point: PublishedPoint) -> str | None:
         reasons.append("relaxed acceptance changes the output, so its speedup is not speculative decoding's")
     if point.draft_method not in PRICED_METHODS:
         reasons.append(f"its draft method ({point.draft_method}) has no cost model here")
-    if point.weights is not None and point.weights not in WEIGHT_BYTES:
-        reasons.append(f"no byte count for its weight format ({point.weights})")
+    for given in (point.weights, point.draft_weights):
+        if given is not None and given not in WEIGHT_BYTES:
+            reasons.append(f"no byte count for its weight format ({given})")
     if point.accelerator is None:
         reasons.append(
             "the source does not name its accelerator" if point.hardware is None else f"no preset for {point.hardware}"
@@ -190,8 +212,12 @@ def problems(point: PublishedPoint) -> list[tuple[str, str]]:
         found.append(("draft_preset", f"a {point.draft_method} draft is no separate model"))
     if point.draft_kv_budget is not None and point.draft_method not in SPARSE_METHODS:
         found.append(("draft_kv_budget", "only a sparse-KV draft reads part of the cache"))
-    if point.weights is not None and not point.weights.strip():
-        found.append(("weights", f"null for bf16, else the source's format (priced: {', '.join(WEIGHT_BYTES)})"))
+    for name in ("weights", "draft_weights"):
+        given = getattr(point, name)
+        if given is not None and not given.strip():
+            found.append((name, f"null for bf16, else the source's format (priced: {', '.join(WEIGHT_BYTES)})"))
+    if point.draft_weights is not None and point.draft_method in ("ngram", "self-speculation-sparse-kv"):
+        found.append(("draft_weights", f"a {point.draft_method} draft has no weights of its own"))
     if point.devices is not None and point.tensor_parallel is not None and point.tensor_parallel > point.devices:
         found.append(("tensor_parallel", f"{point.tensor_parallel} is more than the {point.devices} devices"))
     if point.speedup is None and not point.notes:
@@ -362,6 +388,8 @@ def _target(point: PublishedPoint) -> ModelSpec:
 
 
 def _draft(point: PublishedPoint) -> ModelSpec | None:
+    if point.draft_method in PARALLEL_METHODS:
+        return draft_head(_target(point), "eagle3", point.target_preset or "")
     if point.draft_method in HEAD_METHODS:
         return draft_head(_target(point), "mtp" if point.draft_method == "mtp" else point.draft_method.replace("2", ""),
                           point.target_preset or "")  # fmt: skip
@@ -381,6 +409,7 @@ def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
         draft,
         devices=point.tensor_parallel or point.devices or 1,
         target_bytes_per_param=WEIGHT_BYTES.get(point.weights or "bf16", 2.0),
+        draft_bytes_per_param=WEIGHT_BYTES.get(point.draft_weights or "bf16", 2.0),
         context_tokens=point.context or limits.DEFAULT_CONTEXT,
         bandwidth_efficiency=costs.bandwidth_efficiency,
         compute_efficiency=costs.compute_efficiency,
@@ -400,7 +429,7 @@ class Work:
     Time of a pass = max(bytes / (bandwidth x efficiency), flops / (compute x efficiency)) + its overheads."""
 
     batch: FloatArray
-    k: FloatArray
+    draft_steps: FloatArray  # per cycle: k for a chain or a tree, 1 for a parallel draft
     bandwidth: FloatArray  # bytes/s, peak over the devices
     compute: FloatArray  # FLOP/s, peak over the devices
     plain_bytes: FloatArray
@@ -432,7 +461,7 @@ class Work:
             * 1e-6
         )
         cycle = (term["cycle_overhead_us"] + term["cycle_overhead_per_sequence_us"] * self.batch) * 1e-6
-        result: FloatArray = plain / (self.k * draft + verify + cycle)
+        result: FloatArray = plain / (self.draft_steps * draft + verify + cycle)
         return result
 
 
@@ -446,7 +475,9 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
     context = point.context or limits.DEFAULT_CONTEXT
     setup = setup_of(point, PLAIN_ROOFLINE)
     k = float(point.k or 0)
-    verified, width = k + 1.0, 1.0
+    verified, width, steps = k + 1.0, 1.0, k
+    if point.draft_method in PARALLEL_METHODS:
+        width, steps = k, 1.0
     if point.tree and point.topk:
         width = float(point.topk)
         verified = float(point.num_draft_tokens or k * point.topk + 1)
@@ -464,13 +495,13 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
         draft_bytes, draft_flops, drafted, draft_layers = 0 * at, 0 * at, 0 * at, 0
     else:
         cached = min(point.draft_kv_budget or context, context) if point.draft_method in SPARSE_METHODS else context
-        own = target_bytes if draft is target else 2.0
+        own = target_bytes if draft is target else WEIGHT_BYTES[point.draft_weights or "bf16"]
         draft_bytes, draft_flops = reads(draft, own, width, cached)
         drafted, draft_layers = ones, draft.layers
     multi = 1.0 if devices > 1 else 0.0
     return Work(
         batch=at,
-        k=k * ones,
+        draft_steps=steps * ones,
         bandwidth=accelerator.bandwidth_tb_s * 1e12 * devices * ones,
         compute=accelerator.bf16_tflops * 1e12 * devices * ones,
         plain_bytes=plain_bytes,

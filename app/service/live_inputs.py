@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from app.model import limits
+from app.model import engines, limits
 from app.service.inputs import Input, InputError
 
 DAY_S = 86_400.0
@@ -84,7 +84,17 @@ BATCHES = Input(
 )
 JOB_TIMEOUT = Input("timeout", "Timeout (s)", float, 600.0, "Most seconds the measurement runs", 1.0, 3_600.0)
 JOB_REQUESTS = Input("max_requests", "Most requests", int, 2_000, "Most requests in all, warm-up included", 1, 20_000)
-MEASURE_JOB = (SERVERS, BATCHES, N_PREDICT, REPEATS, JOB_REQUESTS, JOB_TIMEOUT)
+MEASURE_ENGINE = Input(
+    "engine",
+    "Engine",
+    str,
+    None,
+    "The engine the servers run, where its series do not tell it (default: told by /slots and the series of its "
+    "Prometheus text)",
+    choices=lambda: engines.ENGINES,
+    titles=lambda name: engines.adapter(name).TITLE,
+)
+MEASURE_JOB = (SERVERS, BATCHES, N_PREDICT, REPEATS, JOB_REQUESTS, JOB_TIMEOUT, MEASURE_ENGINE)
 
 
 def server_list(text: str) -> tuple[str, ...]:

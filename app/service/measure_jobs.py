@@ -105,9 +105,11 @@ def batch_report(
     said = [*notes, *run.notes]
     kinds = {server.kind for server in run.servers if server.speculative}
     draft_model = not (kinds and all(kind.startswith("ngram") for kind in kinds))
-    if any(server.engine == "vllm" and server.speculative for server in run.servers):
+    for title in sorted(
+        {s.live_format.title for s in run.servers if s.speculative and not s.live_format.drafter_named}
+    ):
         said.append(
-            "vLLM's /metrics does not name the drafter: each draft step is fitted as a draft model's, which an "
+            f"{title}'s metrics do not name the drafter: each draft step is fitted as a draft model's, which an "
             "n-gram lookup's near-zero draft time leaves at zero"
         )
     samples = [sample for round_ in run.rounds for sample in round_]
@@ -164,6 +166,7 @@ class JobRequest:
     repeats: int
     max_requests: int
     timeout: float
+    engine: str | None = None  # named, not detected
 
 
 @dataclass
@@ -220,6 +223,7 @@ def _sweep(
         timeout=request.timeout,
         progress=progress,
         cancel=cancel,
+        engine=request.engine,
     )
 
 

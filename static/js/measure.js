@@ -125,7 +125,9 @@ if (form) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const query = new URLSearchParams();
-    for (const [name, value] of new FormData(form)) query.set(name, String(value));
+    for (const [name, value] of new FormData(form)) {
+      if (value !== "") query.set(name, String(value)); // an empty choice: the server tells
+    }
     const error = document.getElementById("measure-error");
     for (const id of ["measure-error", "measure-result", "measure-progress", "measure-cells-box"]) {
       shown(document.getElementById(id), false); // nothing of an earlier measurement stays beside this one

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from app.model.engines import streaming
-from app.model.engines.llamacpp.live import LiveReadError
+from app.model.engines.live import LiveReadError
 from app.model.engines.vllm import live as vllm_live
 
 

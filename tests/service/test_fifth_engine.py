@@ -26,6 +26,7 @@ from app.model.engines.base import (
     Source,
     runs_of,
 )
+from app.model.engines.live import LiveFormat, SpecCounts, samples, summed
 from app.service import plan
 from app.service.regimes import SetupRequest, build_setup
 
@@ -50,6 +51,16 @@ def _read(exported: Exported, version: EngineVersion, batch_limit: int) -> list[
     return [next((k for first, last, k in ranges if first <= batch <= last), 0) for batch in range(1, batch_limit + 1)]
 
 
+def _counts(text: str) -> SpecCounts | None:
+    """The stand-in's counters, as measure reads them between requests."""
+    read = samples(text, "toyserve_", "ToyServe")
+    drafts = summed(read, "toyserve_drafts_total")
+    if drafts is None:
+        return None
+    tokens, accepted = summed(read, "toyserve_draft_tokens_total"), summed(read, "toyserve_accepted_tokens_total")
+    return SpecCounts(int(drafts), int(tokens or 0), int(accepted or 0), ())
+
+
 TOYSERVE = SimpleNamespace(
     NAME="toyserve",
     TITLE="ToyServe",
@@ -69,6 +80,16 @@ TOYSERVE = SimpleNamespace(
     },
     HOW_TO_APPLY="write the schedule with specdec-lab config --engine toyserve",
     DECODE_TIME=DecodeTime(missing="ToyServe exports no decode-time series: a canary cannot be compared"),
+    LIVE=LiveFormat(
+        engine="toyserve",
+        title="ToyServe",
+        metrics_path="/metrics",
+        marker="toyserve_",
+        native=False,
+        counts=_counts,
+        k_of=lambda text, counts: None,
+        sources=VERSION.sources,
+    ),
     write_config=_write,
     read_config=_read,
     choose_method=lambda given: given,

@@ -16,7 +16,9 @@ An adapter is a package of this package (``vllm``, ``sglang``, ``trtllm``, ``lla
 - ``RULES_METRICS``: per version, the Prometheus series rules are built from (:class:`RulesMetrics`);
 - ``DECODE_TIME``: the series of time spent decoding and the tokens it produced (:class:`DecodeTime`), what a
   canary is compared with its control by, or what the engine lacks;
-- ``TREE``: how its config holds a static tree (:class:`TreeFormat`), or None.
+- ``TREE``: how its config holds a static tree (:class:`TreeFormat`), or None;
+- ``LIVE``: how ``measure`` drives a live server of it and reads its counters
+  (:class:`app.model.engines.live.LiveFormat`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: the registry's names load without numpy (the command line's start-up)
+    from app.model.engines.live import LiveFormat
     from app.model.engines.reports import ReportFormat
     from app.model.engines.step_times import StepTimeFormat
     from app.model.regimes import ScheduleStep
@@ -293,6 +296,8 @@ class EngineAdapter(Protocol):
     def DECODE_TIME(self) -> DecodeTime: ...  # its series of decoding time, for the canary check
     @property
     def TREE(self) -> TreeFormat | None: ...  # how its config holds a static tree; None when it takes none
+    @property
+    def LIVE(self) -> LiveFormat: ...  # how measure drives a live server and reads its counters
 
     def write_config(self, request: ConfigRequest, version: EngineVersion) -> Exported: ...
 

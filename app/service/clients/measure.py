@@ -36,10 +36,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from app.model import engines
 from app.model.engines import streaming
+from app.model.engines.live import LiveFormat, LiveReadError, SpecCounts
 from app.model.engines.llamacpp import live
 from app.model.engines.llamacpp.statistics import last_statistics
-from app.model.engines.vllm import live as vllm_live
 from app.model.measure import Sample
 
 BUILTIN_PROMPTS = (
@@ -95,13 +96,28 @@ class Counters:
         )
 
 
+def counters_of(counts: SpecCounts | None) -> Counters:
+    return (
+        Counters()
+        if counts is None
+        else Counters(counts.drafts, counts.draft_tokens, counts.accepted, counts.per_position)
+    )
+
+
 def parse_metrics(text: str) -> Counters:
     """llama.cpp's speculative counters from a /metrics scrape (all 0 where the engine has not drafted)."""
     try:
-        counts = live.spec_counts(text)
-    except live.LiveReadError as error:
+        return counters_of(live.spec_counts(text))
+    except LiveReadError as error:
         raise MeasureClientError(str(error)) from None
-    return Counters(counts.drafts, counts.draft_tokens, counts.accepted, counts.per_position)
+
+
+def first_tokens_off(server: Server, delta: Counters, requests: int) -> Counters:
+    """The window's counts with each request's first token taken off the accepted ones, where the engine counts
+    them there (SGLang's accepted = generated - verifications; see LiveFormat.first_tokens_in_accepted)."""
+    if not server.live_format.first_tokens_in_accepted or not delta.drafts:
+        return delta
+    return Counters(delta.drafts, delta.draft_tokens, max(delta.accepted - requests, 0), delta.per_position)
 
 
 def draft_time(text: str) -> tuple[int, float] | None:
@@ -156,7 +172,7 @@ class Server:
     speculative: bool
     kind: str = "none"
     k: int | None = None
-    engine: str = "llamacpp"  # llamacpp (its /completion and /slots) or vllm (OpenAI /v1/completions, streamed)
+    live_format: LiveFormat = live.LIVE  # how the engine is driven and read (llama-server's own, by default)
     model: str | None = None  # the served model's id, for the OpenAI endpoints
     version: str | None = None  # the engine's own version (/version), where it reports one
     log: _Log | None = None
@@ -164,6 +180,12 @@ class Server:
     draft: tuple[int, float] | None = None  # cumulative (drafted tokens, draft ms) from the log
     requests: int = 0  # measured requests that count (every k ran that prompt in that round)
     mismatches: int = 0
+
+    last_scrape: str = ""  # the text of the last /metrics scrape
+
+    @property
+    def engine(self) -> str:
+        return self.live_format.engine
 
     @property
     def label(self) -> str:
@@ -260,8 +282,10 @@ class Sweep:
         expected_k: Sequence[int] | None = None,
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
+        engine: str | None = None,
     ) -> None:
         self.client = client
+        self.engine = engine  # named by the user: its format only, nothing detected
         self.urls = [base_url(url) for url in urls]
         if len(set(self.urls)) != len(self.urls):
             raise MeasureClientError("the same server is given twice")
@@ -287,19 +311,19 @@ class Sweep:
         return self.timeout - (time.monotonic() - self.started)
 
     def _scrape(self, server: Server) -> Counters:
-        response = self.client.get(f"{server.url}/metrics", timeout=10.0)
+        form = server.live_format
+        response = self.client.get(f"{server.url}{form.metrics_path}", timeout=10.0)
         if response.status_code != 200:
-            hint = "start llama-server with --metrics" if server.engine == "llamacpp" else "is this the engine?"
-            raise MeasureClientError(f"{server.url}/metrics: HTTP {response.status_code} ({hint})")
-        if server.engine == "vllm":
-            try:
-                counts = vllm_live.spec_counts(response.text)
-            except live.LiveReadError as error:
-                raise MeasureClientError(f"{server.url}/metrics: {error}") from None
-            if counts is None:
-                return Counters()
-            return Counters(counts.drafts, counts.draft_tokens, counts.accepted, counts.per_position)
-        return parse_metrics(response.text)
+            raise MeasureClientError(
+                f"{server.url}{form.metrics_path}: HTTP {response.status_code} "
+                f"({form.setup_hint or 'is this the engine?'})"
+            )
+        server.last_scrape = response.text
+        try:
+            counts = form.counts(response.text)
+        except LiveReadError as error:
+            raise MeasureClientError(f"{server.url}{form.metrics_path}: {error}") from None
+        return counters_of(counts)
 
     def _slots(self, server: str) -> list[dict[str, Any]]:
         slots = _json(self.client.get(f"{server}/slots", timeout=10.0), f"{server}/slots (llama-server's slots)")
@@ -311,7 +335,7 @@ class Sweep:
         return self._slots(server)[0]
 
     def _complete(self, server: Server, prompt: str, n_predict: int) -> live.Timings | streaming.StreamTimings:
-        if server.engine != "llamacpp":
+        if not server.live_format.native:
             return self._stream(server, prompt, n_predict)
         body = {
             "prompt": prompt,
@@ -328,7 +352,7 @@ class Sweep:
         result = _json(response, f"{server.url}")
         try:
             return live.response_timings(result)
-        except live.LiveReadError as error:
+        except LiveReadError as error:
             raise MeasureClientError(f"{server.url}/completion: {error}") from None
 
     def _stream(self, server: Server, prompt: str, n_predict: int) -> streaming.StreamTimings:
@@ -392,6 +416,9 @@ class Sweep:
                 raise MeasureClientError(f"{url}: no answer ({error})") from None
             if health.status_code != 200:
                 raise MeasureClientError(f"{url}/health: HTTP {health.status_code} (still loading?)")
+            if self.engine is not None and self.engine != live.LIVE.engine:
+                servers.append(self._openai_server(url, (engines.adapter(self.engine).LIVE,)))
+                continue
             slots = self.client.get(f"{url}/slots", timeout=self.probe_timeout)
             if slots.status_code == 404:  # no llama-server: an OpenAI one
                 servers.append(self._openai_server(url))
@@ -416,28 +443,40 @@ class Sweep:
     def _probed(self) -> list[Server]:
         return self.servers or self._servers()
 
-    def _openai_server(self, url: str) -> Server:
-        """An OpenAI-compatible server, its engine told by its /metrics series: vLLM's (vllm:*) are read."""
-        scrape = self.client.get(f"{url}/metrics", timeout=self.probe_timeout)
-        if scrape.status_code != 200 or "vllm:" not in scrape.text:
-            found = "sglang:" if "sglang:" in scrape.text else "trtllm_" if "trtllm_" in scrape.text else ""
-            engine = {"sglang:": "SGLang", "trtllm_": "TensorRT-LLM"}.get(found)
-            raise MeasureClientError(
-                f"{url}: no llama-server (/slots) and no vLLM (vllm:* in /metrics)"
-                + (f"; its /metrics is {engine}'s, which measure does not drive yet" if engine else "")
-            )
+    def _openai_server(self, url: str, forms: Sequence[LiveFormat] | None = None) -> Server:
+        """An OpenAI-compatible server, its engine told by the series of its Prometheus text (each engine's
+        LIVE.marker at its LIVE.metrics_path): vLLM, SGLang or TensorRT-LLM (only ``forms``, where given)."""
+        tried = []
+        for form in forms if forms is not None else [adapter.LIVE for adapter in engines.ADAPTERS.values()]:
+            if form.native:
+                continue
+            scrape = self.client.get(f"{url}{form.metrics_path}", timeout=self.probe_timeout)
+            if scrape.status_code == 200 and any(
+                line.startswith(form.marker) for line in scrape.text.splitlines() if not line.startswith("#")
+            ):
+                return self._named(url, form, scrape.text)
+            tried.append(f"{form.marker}* at {form.metrics_path} ({form.title})")
+        if forms is not None:
+            raise MeasureClientError(f"{url}: not the engine named: looked for " + ", ".join(tried))
+        raise MeasureClientError(
+            f"{url}: no llama-server (/slots) and no series of an engine measure drives: looked for " + ", ".join(tried)
+        )
+
+    def _named(self, url: str, form: LiveFormat, text: str) -> Server:
         try:
-            counts = vllm_live.spec_counts(scrape.text)
-        except live.LiveReadError as error:
-            raise MeasureClientError(f"{url}/metrics: {error}") from None
+            counts = form.counts(text)
+        except LiveReadError as error:
+            raise MeasureClientError(f"{url}{form.metrics_path}: {error}") from None
         models = _json(self.client.get(f"{url}/v1/models", timeout=self.probe_timeout), f"{url}/v1/models")
         data = models.get("data") if isinstance(models, dict) else None
         if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "id" not in data[0]:
             raise MeasureClientError(f"{url}/v1/models: no served model")
-        version = self.client.get(f"{url}/version", timeout=self.probe_timeout)
-        named = version.json().get("version") if version.status_code == 200 else None
-        server = Server(url, counts is not None, engine="vllm", model=str(data[0]["id"]))
-        server.version = str(named) if named else None
+        server = Server(url, counts is not None, live_format=form, model=str(data[0]["id"]), last_scrape=text)
+        if form.version_path is not None:
+            version = self.client.get(f"{url}{form.version_path}", timeout=self.probe_timeout)
+            body = version.json() if version.status_code == 200 else None
+            named = body.get("version") if isinstance(body, dict) else None
+            server.version = str(named) if named else None
         return server
 
     def _attach_logs(self, servers: list[Server]) -> None:
@@ -459,8 +498,11 @@ class Sweep:
 
     def _identify(self, server: Server) -> None:
         """k and the drafter from the engine: /slots' speculative types, /metrics' per-position series."""
-        if server.engine == "vllm":  # vLLM's per-position series exist from start-up, one per position up to k
-            server.k = len(server.counters.per_position) if server.speculative else 0
+        form = server.live_format
+        if not form.native:  # an OpenAI-compatible engine: its counts appear with speculation (some once it drafts)
+            counts = form.counts(server.last_scrape) if server.last_scrape else None
+            server.speculative = server.speculative or counts is not None
+            server.k = form.k_of(server.last_scrape, counts) if server.speculative else 0
             server.kind = "speculative" if server.speculative else "plain"
             return
         # the slot that ran a request holds its parameters; with several slots it need not be the first
@@ -531,7 +573,7 @@ class Sweep:
         before = self._scrape(server)
         timings = self._complete(server, prompt, self.n_predict)
         after = self._scrape(server)
-        delta = after.minus(before)
+        delta = first_tokens_off(server, after.minus(before), 1)
         if timings.draft_n is not None and (timings.draft_n, timings.draft_n_accepted) != (
             delta.draft_tokens,
             delta.accepted,
@@ -698,6 +740,7 @@ class SweepOverBatches(Sweep):
         expected_k: Sequence[int] | None = None,
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
+        engine: str | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -710,6 +753,7 @@ class SweepOverBatches(Sweep):
             expected_k=expected_k,
             progress=progress,
             cancel=cancel,
+            engine=engine,
         )
         self.batches = sorted(set(batches))
         self.prompt_misses = 0
@@ -727,9 +771,9 @@ class SweepOverBatches(Sweep):
         wall_ms = (time.monotonic() - sent) * 1e3
         after = self._scrape(server)
         server.counters = after
-        if server.engine == "llamacpp" and max(item.prompt_n for item in timings) > MAX_CACHED_PROMPT_TOKENS:
+        if server.live_format.native and max(item.prompt_n for item in timings) > MAX_CACHED_PROMPT_TOKENS:
             self.prompt_misses += 1
-        delta = after.minus(before)
+        delta = first_tokens_off(server, after.minus(before), batch)
         if not server.speculative and delta.drafts:
             raise MeasureClientError(f"{server.url} drafted, but /slots says it does not speculate")
         return (
@@ -743,7 +787,7 @@ class SweepOverBatches(Sweep):
         servers = self._probed()
         largest = self.batches[-1]
         for server in servers:
-            if server.engine != "llamacpp":  # the engine's scheduler batches what arrives (up to its max_num_seqs)
+            if server.live_format.batches_itself:  # the engine's scheduler batches what arrives (up to its limit)
                 continue
             slots = len(self._slots(server.url))
             if slots < largest:

@@ -117,7 +117,8 @@ def assert_view_matches_api(
     fits = min(sweep["max_batch_that_fits"], sweep["batch_max"])  # crossovers count only batches that fit
     for key, name in (("crossover", "crossover_batch"), ("best_crossover", "best_crossover_batch")):
         assert readouts[key] == pays_text(sweep[name], fits)
-        assert len(readouts[key]) <= len("nothing fits")  # a tile's value; the sentence goes under the tiles
+        # a tile's value, at most "never (1–1024)"; the sentence goes under the tiles
+        assert len(readouts[key]) <= max(len("nothing fits"), len(f"never (1–{limits.MAX_BATCH})"))
     assert ("never stops paying" in readouts["pays_note"]) == (fits > 0 and sweep["crossover_batch"] is None)
     assert ("Some k pays" in readouts["pays_note"]) == (fits > 0 and sweep["best_crossover_batch"] is None)
     assert readouts["headline"] == sweep["headline"] and shown["schedule_headline"] == schedule["headline"]
@@ -203,7 +204,10 @@ def test_defaults_match_the_api(client: TestClient) -> None:
     assert {name: values[name] for name in SETUP_DEFAULTS} == SETUP_DEFAULTS
     assert {name: values[name] for name in TABLE_DEFAULTS} == TABLE_DEFAULTS
     assert (values["p"], values["k"], values["batch"]) == (0.8, 4, 1)
-    assert shown["readouts"]["verification_cost"] == DEFAULT_VERIFICATION_AT_BATCH_ONE != "1.00"
+    assert shown["readouts"]["verification_cost"] == DEFAULT_VERIFICATION_AT_BATCH_ONE
+    # above one pass exactly where the fit gives a cycle time of its own (the protocol chose none today)
+    cycle = FITTED_TERMS["cycle_overhead_us"] + FITTED_TERMS["cycle_overhead_per_sequence_us"]
+    assert (DEFAULT_VERIFICATION_AT_BATCH_ONE != "1.00") == (cycle > 0)
     assert shown["regime_inputs"] == {"a": {"beta": False, "batch": False}, "b": {"beta": False, "batch": False}}
     hw = [shown["fields"][f"hw_{field}"] for field in ("bandwidth_tb_s", "bf16_tflops", "memory_gb")]
     assert [field["value"] for field in hw] == ["3.35", "989.4", "80"] == [field["preset"] for field in hw]
@@ -562,8 +566,11 @@ def test_tiles_hold_short_values_and_the_sentence_goes_under_them() -> None:
     )
     one = view({"model": "dense-70b", "devices": "2", "context": "32768"})["readouts"]
     assert one["crossover"] == "never (1)" and "batch 1, the only one that fits" in one["pays_note"]
-    crossing = view({})["readouts"]
-    assert crossing["crossover"].isdigit() and crossing["pays_note"] == ""
+    crossing = view({"p": "0.6"})["readouts"]  # both the chosen k and the best one stop paying: nothing to add
+    assert crossing["crossover"].isdigit() and crossing["best_crossover"].isdigit() and crossing["pays_note"] == ""
+    default = view({})["readouts"]  # k = 4 stops at a batch, a shorter k pays to the last that fits: said under
+    assert default["crossover"].isdigit() and default["best_crossover"].startswith("never (1–")
+    assert default["pays_note"] == f"Some k pays at every batch that fits (1 to {default['best_crossover'][9:-1]})."
     assert view({"model": "dense-405b", "devices": "1"})["readouts"]["pays_note"] == ""  # nothing fits: fit_note says
 
 

@@ -257,7 +257,10 @@ def test_a_posted_scrape_is_calibrated_and_never_enters_the_address(client: Test
     result = response.json()
     expected = client.post(METRICS, params={"c": 0.1}, content=scrape).json()
     assert result["calibration"]["p"] == "0.650" == f"{expected['acceptance']:.3f}"
-    assert result["calibration"]["best_k"] == str(expected["best_k"])
+    # the generic cost's best k is the API's; the recommendation is step 2's schedule on the user's setup at batch 1
+    assert f"best k {expected['best_k']} (" in result["calibration"]["generic"]
+    best_k = result["calibration"]["best_k"]
+    assert result["calibration"]["where"].startswith("On your setup at batch 1, from step 2's schedule: k = " + best_k)
     assert len(result["calibration"]["positions"]["rows"]) == 3
     assert result["calibration"]["example"] is None
     assert result["links"]["self"] == "/decide?c=0.1" and "metrics" not in result["links"]["json"]

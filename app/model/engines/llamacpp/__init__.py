@@ -36,6 +36,7 @@ from app.model.engines.llamacpp.config_writer import write_config as write_confi
 from app.model.engines.llamacpp.counters import HOW_TO_APPLY as HOW_TO_APPLY
 from app.model.engines.llamacpp.counters import RULES_METRICS as RULES_METRICS
 from app.model.engines.llamacpp.decode_time import DECODE_TIME as DECODE_TIME
+from app.model.engines.llamacpp.live import LIVE as LIVE
 from app.model.engines.llamacpp.methods import METHODS as METHODS
 from app.model.engines.llamacpp.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
 from app.model.engines.llamacpp.methods import WRITTEN_TYPES as WRITTEN_TYPES

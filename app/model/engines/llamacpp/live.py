@@ -6,59 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.model import prometheus_text
+from app.model.engines.live import LiveFormat, LiveReadError, SpecCounts, prefixed_spec_counts
+from app.model.engines.llamacpp.versions import SERVER_CONTEXT, SERVER_TASK
 
 PREFIX = "llamacpp:"
-PER_POSITION = "spec_decode_num_accepted_tokens_per_pos_total"
-
-
-class LiveReadError(ValueError):
-    """A scrape that is not llama-server's /metrics, with the reason."""
-
-
-@dataclass(frozen=True)
-class SpecCounts:
-    drafts: int
-    draft_tokens: int
-    accepted: int
-    per_position: tuple[int, ...]  # drafts with at least position + 1 tokens accepted, from position 0
-
-
-def prefixed_spec_counts(text: str, prefix: str, engine: str) -> SpecCounts | None:
-    """An engine's ``<prefix>spec_decode_*_total`` counters from a /metrics scrape, summed over its series
-    (engines, models); None when it exports none of them (a server without speculation, for vLLM).  A scrape with
-    no ``<prefix>`` series at all is not this engine's: LiveReadError."""
-    values: dict[str, float] = {}
-    positions: dict[int, float] = {}
-    seen = False
-    try:
-        read = list(prometheus_text.samples(text))
-    except prometheus_text.ExpositionError as error:
-        raise LiveReadError(f"/metrics is not a Prometheus text exposition: {error}") from None
-    for sample in read:
-        if not sample.name.startswith(prefix):
-            continue
-        seen = True
-        name = sample.name[len(prefix) :]
-        if not name.startswith("spec_decode_") or not name.endswith("_total"):
-            continue
-        if name == PER_POSITION:
-            if sample.labels.get("position", "").isdigit():
-                index = int(sample.labels["position"])
-                positions[index] = positions.get(index, 0.0) + sample.value
-        else:
-            values[name] = values.get(name, 0.0) + sample.value
-    if not seen:
-        raise LiveReadError(f"/metrics has no {prefix}* series: is this {engine}?")
-    if not values and not positions:
-        return None
-    count = max(positions) + 1 if positions else 0
-    return SpecCounts(
-        int(values.get("spec_decode_num_drafts_total", 0)),
-        int(values.get("spec_decode_num_draft_tokens_total", 0)),
-        int(values.get("spec_decode_num_accepted_tokens_total", 0)),
-        tuple(int(positions.get(index, 0)) for index in range(count)),
-    )
 
 
 def spec_counts(text: str) -> SpecCounts:
@@ -91,3 +42,23 @@ def response_timings(result: object) -> Timings:
         draft_n=int(timings.get("draft_n", 0) or 0),
         draft_n_accepted=int(timings.get("draft_n_accepted", 0) or 0),
     )
+
+
+def _k(text: str, counts: SpecCounts | None) -> int | None:
+    """llama-server's per-position series appear once it has drafted, one per position up to its n_max."""
+    return len(counts.per_position) if counts is not None and counts.per_position else None
+
+
+LIVE = LiveFormat(
+    engine="llamacpp",
+    title="llama.cpp",
+    metrics_path="/metrics",
+    marker=PREFIX,
+    native=True,
+    counts=spec_counts,
+    k_of=_k,
+    sources=(SERVER_TASK, SERVER_CONTEXT),
+    version_path=None,
+    batches_itself=False,
+    setup_hint="start llama-server with --metrics",
+)

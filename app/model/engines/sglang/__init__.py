@@ -31,6 +31,7 @@ from app.model.engines.sglang.config_writer import write_config as write_config
 from app.model.engines.sglang.counters import HOW_TO_APPLY as HOW_TO_APPLY
 from app.model.engines.sglang.counters import RULES_METRICS as RULES_METRICS
 from app.model.engines.sglang.decode_time import DECODE_TIME as DECODE_TIME
+from app.model.engines.sglang.live import LIVE as LIVE
 from app.model.engines.sglang.methods import ALGORITHMS as ALGORITHMS
 from app.model.engines.sglang.methods import METHOD_ALIAS as METHOD_ALIAS
 from app.model.engines.sglang.methods import METHODS as METHODS

@@ -28,6 +28,7 @@ from app.model.engines.trtllm.config_writer import write_config as write_config
 from app.model.engines.trtllm.counters import HOW_TO_APPLY as HOW_TO_APPLY
 from app.model.engines.trtllm.counters import RULES_METRICS as RULES_METRICS
 from app.model.engines.trtllm.decode_time import DECODE_TIME as DECODE_TIME
+from app.model.engines.trtllm.live import LIVE as LIVE
 from app.model.engines.trtllm.methods import DECODING_TYPES as DECODING_TYPES
 from app.model.engines.trtllm.methods import METHOD_ALIAS as METHOD_ALIAS
 from app.model.engines.trtllm.methods import METHODS as METHODS

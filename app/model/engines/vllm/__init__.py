@@ -22,6 +22,7 @@ from app.model.engines.vllm.config_writer import write_config as write_config
 from app.model.engines.vllm.counters import HOW_TO_APPLY as HOW_TO_APPLY
 from app.model.engines.vllm.counters import RULES_METRICS as RULES_METRICS
 from app.model.engines.vllm.decode_time import DECODE_TIME as DECODE_TIME
+from app.model.engines.vllm.live import LIVE as LIVE
 from app.model.engines.vllm.methods import METHODS as METHODS
 from app.model.engines.vllm.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
 from app.model.engines.vllm.methods import choose_method as choose_method

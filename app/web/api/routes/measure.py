@@ -102,6 +102,7 @@ def start(request: Request, values: dict[str, Any]) -> Job:
             repeats=int(values["repeats"]),
             max_requests=int(values["max_requests"]),
             timeout=float(values["timeout"]),
+            engine=values.get("engine") or None,
         )
     except InputError as error:
         raise refused(error) from None
@@ -130,6 +131,7 @@ def start_measure(
     repeats: int,
     max_requests: int,
     timeout: float,
+    engine: str | None,
 ) -> MeasureJob:
     """The sweep of `specdec-lab measure --batch` as a job: each server is asked at once whether it is an engine
     this product drives (llama-server or vLLM) and whether it speculates; then B requests at once on each server
@@ -142,6 +144,7 @@ def start_measure(
         "repeats": repeats,
         "max_requests": max_requests,
         "timeout": timeout,
+        "engine": engine,
     }
     return _out(start(request, values))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from app.model import published
 from app.service.published import published_out
 from app.service.schemas.published import PublishedOut, PublishedPointOut
 from app.web.pages.controls import Reading
@@ -14,7 +15,7 @@ from app.web.pages.page import Page, View
 
 BAND = 0.15  # the chart's band around predicted = measured
 FAMILIES = {  # the scatter's traces, by draft method
-    "head drafts": ("eagle", "eagle2", "eagle3", "mtp"),
+    "head drafts": (*published.HEAD_METHODS, *published.PARALLEL_METHODS),
     "draft models": ("draft-model",),
     "sparse KV": ("draft-model-sparse-kv", "self-speculation-sparse-kv"),
     "n-gram": ("ngram",),

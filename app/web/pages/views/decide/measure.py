@@ -12,7 +12,13 @@ from typing import Any
 from app.service import live_inputs
 from app.web.core.config import get_settings
 
-INPUTS = (live_inputs.SERVERS, live_inputs.BATCHES, live_inputs.N_PREDICT, live_inputs.REPEATS)
+INPUTS = (
+    live_inputs.SERVERS,
+    live_inputs.BATCHES,
+    live_inputs.N_PREDICT,
+    live_inputs.REPEATS,
+    live_inputs.MEASURE_ENGINE,
+)
 
 
 def measure_part() -> dict[str, Any]:
@@ -26,6 +32,12 @@ def measure_part() -> dict[str, Any]:
             "low": item.low,
             "high": item.high,
             "max_length": item.max_length,
+            "choices": (
+                [{"value": "", "title": "told by the server"}]
+                + [{"value": name, "title": item.titles(name) if item.titles else name} for name in item.choices()]
+                if item.choices is not None
+                else None
+            ),
         }
         for item in INPUTS
     ]
