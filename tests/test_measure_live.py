@@ -231,3 +231,16 @@ def test_a_batch_sweep_cut_short_writes_what_it_measured_and_says_where_it_stopp
     assert "at batch" in report["stopped"] and "incomplete" in captured.err
     assert {(sample["k"], sample["batch"]) for sample in report["samples"]} >= {(0, 1), (0, 2), (0, 4)}
     assert len(report["cells"]) == 6  # the first round measured every cell; the second stopped part way
+
+
+def test_this_llama_server_takes_no_per_request_draft_length(llama_build: Engine) -> None:
+    """Why measure needs one server per k: a request's "speculative.n_max" is not honoured by either build (the
+    drafts still reach the server's own length), so a sweep cannot change k per request.  Should a build honour
+    it, this fails, and measure should set k per request on one server."""
+    ngram = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1", "--spec-ngram-simple-size-m", "8"]
+    with llama_server([*ngram, "--threads", "1"]) as server:
+        before = parse_metrics(server.metrics())
+        server.complete(REPEATING_PROMPT, 48, **{"speculative.n_max": 2})
+        delta = parse_metrics(server.metrics()).minus(before)
+    assert delta.drafts > 0 and len(delta.per_position) == 8
+    assert max(position for position, count in enumerate(delta.per_position) if count) >= 2  # past n_max = 2

@@ -67,8 +67,8 @@ SERVERS = Input(
     str,
     None,
     "The servers to measure, separated by commas or spaces: one per k, each with its own speculation, and one "
-    "without (k = 0, the baseline); llama-server (started with --metrics and --parallel of the largest batch) or "
-    "vLLM",
+    "without (k = 0, the baseline): llama-server (started with --metrics and --parallel of the largest batch), "
+    "vLLM, SGLang (--enable-metrics) or TensorRT-LLM (return_perf_metrics)",
     max_length=4_000,
     min_length=1,
     required=True,

@@ -186,6 +186,12 @@ def serving(engine: Engine) -> Iterator[str]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            # trtllm-serve's CompletionRequest forbids fields it does not declare (tensorrt_llm/serve/
+            # openai_protocol.py @ 050f80def8df); these are some it declares
+            declared = {"model", "prompt", "max_tokens", "temperature", "ignore_eos", "stream", "stream_options"}
+            if form.engine == "trtllm" and set(body) - declared:
+                self._send(400, json.dumps({"error": f"extra fields not permitted: {set(body) - declared}"}).encode())
+                return
             if self.path != "/v1/completions" or not body.get("stream") or body.get("model") != "m":
                 self._send(400, b'{"error":"unexpected request"}')
                 return

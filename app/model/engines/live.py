@@ -72,6 +72,20 @@ def prefixed_spec_counts(text: str, prefix: str, engine: str) -> SpecCounts | No
     )
 
 
+def openai_completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:
+    """An OpenAI /v1/completions request that decodes every token at temperature 0, streamed with its usage."""
+    return {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": n_predict,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "seed": 0,
+    }
+
+
 @dataclass(frozen=True)
 class LiveFormat:
     """How ``measure`` drives a live server of one engine and reads its speculation between requests."""
@@ -84,6 +98,9 @@ class LiveFormat:
     counts: Callable[[str], SpecCounts | None]  # cumulative, from one scrape; None: the server does not speculate
     k_of: Callable[[str, SpecCounts | None], int | None]  # the configured k where the scrape (or its counts) say it
     sources: tuple[Source, ...]
+    # the request of one completion that decodes n tokens whatever it says: (prompt, n, served model, cache prompt)
+    body: Callable[[str, int, str | None, bool], dict[str, object]] = openai_completion
+    completion_path: str = "/v1/completions"
     # accepted counts every generated token a verification did not draft, each request's first token included:
     # the window's requests are taken off (SGLang's accepted = generation tokens - verifications)
     first_tokens_in_accepted: bool = False

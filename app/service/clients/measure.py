@@ -335,47 +335,30 @@ class Sweep:
         return self._slots(server)[0]
 
     def _complete(self, server: Server, prompt: str, n_predict: int) -> live.Timings | streaming.StreamTimings:
-        if not server.live_format.native:
-            return self._stream(server, prompt, n_predict)
-        body = {
-            "prompt": prompt,
-            "n_predict": n_predict,
-            "temperature": 0.0,
-            "ignore_eos": True,
-            "cache_prompt": self.cache_prompt,
-            "seed": 0,
-        }
+        form = server.live_format
+        body = form.body(prompt, n_predict, server.model, self.cache_prompt)
+        if not form.native:
+            return self._stream(server, body)
         budget = min(max(self._remaining(), 1.0), REQUEST_TIMEOUT_CAP_S)
-        response = self.client.post(f"{server.url}/completion", json=body, timeout=budget)
+        response = self.client.post(f"{server.url}{form.completion_path}", json=body, timeout=budget)
         with self._lock:  # requests of one batch run on several threads
             self.requests += 1
         result = _json(response, f"{server.url}")
         try:
             return live.response_timings(result)
         except LiveReadError as error:
-            raise MeasureClientError(f"{server.url}/completion: {error}") from None
+            raise MeasureClientError(f"{server.url}{form.completion_path}: {error}") from None
 
-    def _stream(self, server: Server, prompt: str, n_predict: int) -> streaming.StreamTimings:
-        """One completion streamed from an OpenAI-compatible server, at temperature 0 and decoding every token."""
-        body = {
-            "model": server.model,
-            "prompt": prompt,
-            "max_tokens": n_predict,
-            "temperature": 0.0,
-            "ignore_eos": True,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "seed": 0,
-        }
+    def _stream(self, server: Server, body: dict[str, object]) -> streaming.StreamTimings:
+        """One completion streamed from an OpenAI-compatible server (the engine's own request body)."""
         budget = min(max(self._remaining(), 1.0), REQUEST_TIMEOUT_CAP_S)
         sent = time.monotonic()
         events: list[tuple[float, str]] = []
-        with self.client.stream("POST", f"{server.url}/v1/completions", json=body, timeout=budget) as response:
+        path = server.live_format.completion_path
+        with self.client.stream("POST", f"{server.url}{path}", json=body, timeout=budget) as response:
             if response.status_code != 200:
                 response.read()
-                raise MeasureClientError(
-                    f"{server.url}/v1/completions: HTTP {response.status_code}: {response.text[:200]}"
-                )
+                raise MeasureClientError(f"{server.url}{path}: HTTP {response.status_code}: {response.text[:200]}")
             for line in response.iter_lines():
                 events.append((time.monotonic(), line))
         with self._lock:
@@ -383,7 +366,7 @@ class Sweep:
         try:
             return streaming.stream_timings(events, sent)
         except streaming.StreamReadError as error:
-            raise MeasureClientError(f"{server.url}/v1/completions: {error}") from None
+            raise MeasureClientError(f"{server.url}{path}: {error}") from None
 
     def _draft_time(self, server: Server, drafted_total: int) -> tuple[int, float] | None:
         """The log's cumulative draft time once it has caught up with /metrics (the logger is asynchronous)."""

@@ -149,7 +149,7 @@ def assert_view_matches_api(
         cost = regime["draft_cost"] if regime["name"] == "roofline" else point["draft_cost"]
         assert f", c = {fixed(cost, 2)}: {times(value)}" in traces[key]["name"]
     shapes = shown["figures"]["batch-chart"]["layout"]["shapes"]
-    unfit = [shape for shape in shapes if shape["type"] == "rect"]
+    unfit = [shape for shape in shapes if shape.get("name") == "does not fit in memory"]
     assert bool(unfit) == (sweep["max_batch_that_fits"] < sweep["batch_max"])
     if unfit:
         assert unfit[0]["x0"] == max(sweep["max_batch_that_fits"], 1) and unfit[0]["x1"] == sweep["batch_max"]
@@ -639,3 +639,18 @@ def test_one_mark_of_a_fit_without_the_other_is_noted_or_refused_by_its_label(cl
     assert refused.status_code == 422
     detail = refused.json()["detail"][0]
     assert detail["loc"] == ["query", "fit_error"] and detail["label"] == "Out-of-sample error of the fit (%)"
+
+
+def test_the_chart_shows_the_stated_interval_and_where_stopping_is_within_it() -> None:
+    shown = view({"p": "0.4", "hw": "rtx-3090", "draft": "eagle3"})
+    chart = shown["figures"]["batch-chart"]
+    traces = {trace["meta"]: trace for trace in chart["data"]}
+    low, high, curve = traces["interval_low"], traces["interval"], traces["speedup"]
+    assert high["fill"] == "tonexty" and low["showlegend"] is False and high["name"].startswith("k = 4 within")
+    assert all(a <= b <= c for a, b, c in zip(low["y"], curve["y"], high["y"], strict=True))
+    ranges = [shape for shape in chart["layout"]["shapes"] if shape.get("name", "").startswith("may stop paying")]
+    assert len(ranges) == 1 and ranges[0]["x0"] <= ranges[0]["x1"]
+    # where the interval holds 1: the band reaches below 1 and above it there, and the range starts where it does
+    start = int(ranges[0]["x0"])
+    at = curve["x"].index(start)
+    assert at > 0 and low["y"][at] <= 1.0 <= high["y"][at] and not low["y"][at - 1] <= 1.0 <= high["y"][at - 1]

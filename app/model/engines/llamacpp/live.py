@@ -49,6 +49,18 @@ def _k(text: str, counts: SpecCounts | None) -> int | None:
     return len(counts.per_position) if counts is not None and counts.per_position else None
 
 
+def completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:
+    """llama-server's own /completion request (``tools/server/server-task.cpp``): every token decoded, greedy."""
+    return {
+        "prompt": prompt,
+        "n_predict": n_predict,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "cache_prompt": cache_prompt,
+        "seed": 0,
+    }
+
+
 LIVE = LiveFormat(
     engine="llamacpp",
     title="llama.cpp",
@@ -58,6 +70,8 @@ LIVE = LiveFormat(
     counts=spec_counts,
     k_of=_k,
     sources=(SERVER_TASK, SERVER_CONTEXT),
+    body=completion,
+    completion_path="/completion",
     version_path=None,
     batches_itself=False,
     setup_hint="start llama-server with --metrics",

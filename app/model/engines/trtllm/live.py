@@ -30,6 +30,14 @@ OPENAI_SERVER = Source(
     "spec_num_tokens = max_draft_len; GET /version -> {'version': ...}",
 )
 
+OPENAI_PROTOCOL = Source(
+    REPOSITORY,
+    "tensorrt_llm/serve/openai_protocol.py",
+    "050f80def8df",
+    "CompletionRequest: stream, stream_options (include_usage), ignore_eos, max_tokens, temperature; extra fields "
+    "forbidden",
+)
+
 
 def _config(text: str) -> dict[str, str]:
     """The labels of the speculative config's info gauge (empty without one)."""
@@ -56,6 +64,20 @@ def _k(text: str, counts: SpecCounts | None) -> int | None:
     return int(configured) if configured.isdigit() and int(configured) > 0 else per_position_k(text, counts)
 
 
+def completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:
+    """trtllm-serve's CompletionRequest refuses fields it does not declare (openai_protocol.py): only those it
+    takes, ``ignore_eos`` among them; temperature 0 is greedy without a seed."""
+    return {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": n_predict,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
 LIVE = LiveFormat(
     engine="trtllm",
     title="TensorRT-LLM",
@@ -64,6 +86,7 @@ LIVE = LiveFormat(
     native=False,
     counts=spec_counts,
     k_of=_k,
-    sources=(OPENAI_SERVER, COLLECTOR),
+    sources=(OPENAI_SERVER, COLLECTOR, OPENAI_PROTOCOL),
+    body=completion,
     setup_hint="start trtllm-serve with return_perf_metrics: true in its extra options (the Prometheus counters)",
 )

@@ -363,7 +363,7 @@ def references(
 def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str, Any]:
     """Speedup against batch size at this k and at the best k, break-even, both table regimes, memory shaded."""
     batches = sweep.batches
-    data = [
+    data: list[Any] = [
         line(
             f"speedup at k = {sweep.k}",
             batches,
@@ -394,6 +394,31 @@ def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str,
                 meta=f"regime_{side}",
             )
         )
+    # the stated error's interval around the curve (drawn after the curves, which stay the first traces)
+    if sweep.speedup_low and sweep.speedup_high:
+        spread = sweep.accuracy.interval_spread if sweep.accuracy is not None else None
+        said = f"÷ or × {1 + spread:.2f}" if spread is not None else "stated error"
+        data += [
+            line(
+                "interval low",
+                batches,
+                sweep.speedup_low,
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                meta="interval_low",
+            ),
+            line(
+                f"k = {sweep.k} within its stated error ({said})",
+                batches,
+                sweep.speedup_high,
+                line={"width": 0},
+                fill="tonexty",
+                fillcolor=COLORS["band"],
+                hoverinfo="skip",
+                meta="interval",
+            ),
+        ]
     shapes: list[dict[str, Any]] = []
     crossover = sweep.crossover_batch
     if crossover is not None:
@@ -432,6 +457,25 @@ def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str,
             meta="current",
         )
     )
+    if sweep.crossover_range_low is not None:  # where stopping is within the stated error
+        high = sweep.crossover_range_high if sweep.crossover_range_high is not None else sweep.batch_max
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": sweep.crossover_range_low,
+                "x1": max(high, sweep.crossover_range_low),
+                "y0": 0,
+                "y1": 0.04,
+                "fillcolor": COLORS["bad"],
+                "opacity": 0.35,
+                "line": {"width": 0},
+                "name": f"may stop paying: batches {sweep.crossover_range_low} to "
+                + (str(sweep.crossover_range_high) if sweep.crossover_range_high is not None else "the last"),
+                "showlegend": True,
+            }
+        )
     if sweep.max_batch_that_fits < sweep.batch_max:
         shapes.append(
             {
