@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -505,8 +505,10 @@ class Sweep:
         if server.counters.per_position:
             server.k = len(server.counters.per_position)
 
-    def _warm_up(self, servers: list[Server]) -> None:
+    def _warm_up(self, servers: list[Server], planned: int = 0) -> None:
         for server in servers:
+            if self.progress is not None and planned:
+                self.progress(0, planned, f"warming up {server.url}")
             self._complete(server, self.prompts[0], WARMUP_TOKENS)
             server.counters = self._scrape(server)
             server.draft = self._draft_time(server, server.counters.draft_tokens)
@@ -742,15 +744,24 @@ class SweepOverBatches(Sweep):
         self.prompt_misses = 0
         self.records: list[BatchRecord] = []  # grows as the cells are measured: a job reads it while it runs
 
-    def _together(self, server: Server, batch: int, n_predict: int) -> list[live.Timings | streaming.StreamTimings]:
+    def _together(
+        self, server: Server, batch: int, n_predict: int, shown: tuple[int, int, str] | None = None
+    ) -> list[live.Timings | streaming.StreamTimings]:
+        """B requests at once; with ``shown`` (done before, planned, label), the progress moves as each returns."""
         prompts = [self.prompts[index % len(self.prompts)] for index in range(batch)]
         with ThreadPoolExecutor(max_workers=batch) as pool:
-            return list(pool.map(lambda prompt: self._complete(server, prompt, n_predict), prompts))
+            futures = [pool.submit(self._complete, server, prompt, n_predict) for prompt in prompts]
+            if shown is not None and self.progress is not None:
+                for finished, _future in enumerate(as_completed(futures), start=1):
+                    self.progress(shown[0] + finished, shown[1], shown[2])
+            return [future.result() for future in futures]
 
-    def _measure(self, server: Server, batch: int) -> tuple[int, float, Counters, float]:
+    def _measure(
+        self, server: Server, batch: int, shown: tuple[int, int, str] | None = None
+    ) -> tuple[int, float, Counters, float]:
         before = self._scrape(server)
         sent = time.monotonic()
-        timings = self._together(server, batch, self.n_predict)
+        timings = self._together(server, batch, self.n_predict, shown)
         wall_ms = (time.monotonic() - sent) * 1e3
         after = self._scrape(server)
         server.counters = after
@@ -788,8 +799,10 @@ class SweepOverBatches(Sweep):
                 f"--max-requests {self.max_requests} is too few: one round of batches {listed} on {len(servers)} "
                 f"servers takes {one_round} requests with the warm-up"
             )
-        self._warm_up(servers)
+        self._warm_up(servers, planned)
         for server in servers:  # every slot the sweep uses holds its prompt (see the class)
+            if self.progress is not None:
+                self.progress(0, planned, f"filling {largest} slots of {server.url} with the prompts")
             self._together(server, largest, PRIME_TOKENS)
         self._check_ks(servers)
         records = self.records
@@ -808,10 +821,11 @@ class SweepOverBatches(Sweep):
                     stopped = f"--timeout {self.timeout:g} s reached before {where}"
                 if stopped:
                     break
+                label = f"{server.label} batch {batch}"
                 if self.progress is not None:
-                    self.progress(done, planned, f"{server.label} batch {batch}")
+                    self.progress(done, planned, label)
                 try:
-                    generated, ms, delta, wall_ms = self._measure(server, batch)
+                    generated, ms, delta, wall_ms = self._measure(server, batch, (done, planned, label))
                 except httpx.TimeoutException:
                     stopped = f"{where}: the requests timed out (--timeout {self.timeout:g} s)"
                 except (httpx.HTTPError, MeasureClientError) as error:
