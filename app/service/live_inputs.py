@@ -69,7 +69,7 @@ SERVERS = Input(
     "The servers to measure, separated by commas or spaces: one per k, each with its own speculation, and one "
     "without (k = 0, the baseline): llama-server (started with --metrics and --parallel of the largest batch), "
     "vLLM, SGLang (--enable-metrics) or TensorRT-LLM (return_perf_metrics)",
-    max_length=4_000,
+    max_length=1_000,  # eight addresses of up to 120 characters; the whole query stays under its limit
     min_length=1,
     required=True,
 )
