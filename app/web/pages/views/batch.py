@@ -397,7 +397,7 @@ def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str,
     # the stated error's interval around the curve (drawn after the curves, which stay the first traces)
     if sweep.speedup_low and sweep.speedup_high:
         spread = sweep.accuracy.interval_spread if sweep.accuracy is not None else None
-        said = f"÷ or × {1 + spread:.2f}" if spread is not None else "stated error"
+        said = f"a factor of {1 + spread:.2f} either way" if spread is not None else "as stated"
         data += [
             line(
                 "interval low",
