@@ -147,7 +147,7 @@ def partial_cells(servers: Sequence[Server], records: Sequence[BatchRecord]) -> 
                 "batch": record.batch,
                 "round": record.repeat + 1,
                 "generated": record.generated,
-                "ms_per_token": record.decode_ms / record.generated * record.batch if record.generated else None,
+                "ms_per_token": record.decode_ms / record.generated if record.generated else None,
                 "tokens_per_s": record.generated / record.wall_ms * 1e3 if record.wall_ms else None,
                 "drafts": record.delta.drafts,
                 "accepted": record.delta.accepted,
@@ -296,12 +296,4 @@ class Jobs:
     def cancel(self, job_id: str) -> Job:
         job = self.get(job_id)
         job.cancel.set()
-        return job
-
-    def wait(self, job_id: str, timeout: float) -> Job:
-        """The job once it has finished or ``timeout`` seconds have passed (for tests and the command line)."""
-        end = time.monotonic() + timeout
-        job = self.get(job_id)
-        while job.state == "running" and time.monotonic() < end:
-            time.sleep(0.05)
         return job

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from app.model import engines
-from app.model.engines.live import LiveFormat, LiveReadError
+from app.model.engines.base import LiveFormat
+from app.model.engines.live import LiveReadError
 from app.service.clients.measure import SweepOverBatches
 from app.service.measure_jobs import batch_report
 from app.testing import engine_reports

@@ -22,11 +22,13 @@ from app.model.engines.base import (
     EngineAdapter,
     EngineVersion,
     Exported,
+    LiveFormat,
     RulesMetrics,
     Source,
+    SpecCounts,
     runs_of,
 )
-from app.model.engines.live import LiveFormat, SpecCounts, samples, summed
+from app.model.engines.live import samples, summed
 from app.service import plan
 from app.service.regimes import SetupRequest, build_setup
 

@@ -18,7 +18,7 @@ An adapter is a package of this package (``vllm``, ``sglang``, ``trtllm``, ``lla
   canary is compared with its control by, or what the engine lacks;
 - ``TREE``: how its config holds a static tree (:class:`TreeFormat`), or None;
 - ``LIVE``: how ``measure`` drives a live server of it and reads its counters
-  (:class:`app.model.engines.live.LiveFormat`).
+  (:class:`LiveFormat`; engines/live.py reads the scrapes).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: the registry's names load without numpy (the command line's start-up)
-    from app.model.engines.live import LiveFormat
     from app.model.engines.reports import ReportFormat
     from app.model.engines.step_times import StepTimeFormat
     from app.model.regimes import ScheduleStep
@@ -304,3 +303,52 @@ class EngineAdapter(Protocol):
     def read_config(self, exported: Exported, version: EngineVersion, batch_limit: int) -> list[int]: ...
 
     def choose_method(self, given: str | None) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class SpecCounts:
+    drafts: int  # verifications of a draft
+    draft_tokens: int
+    accepted: int  # accepted draft tokens (the verification's own token excluded)
+    per_position: tuple[int, ...]  # drafts with at least position + 1 tokens accepted, from position 0
+
+
+def openai_completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:
+    """An OpenAI /v1/completions request that decodes every token at temperature 0, streamed with its usage."""
+    return {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": n_predict,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "seed": 0,
+    }
+
+
+@dataclass(frozen=True)
+class LiveFormat:
+    """How ``measure`` drives a live server of one engine and reads its speculation between requests."""
+
+    engine: str  # the package's NAME
+    title: str
+    metrics_path: str  # where its Prometheus text is served
+    marker: str  # the prefix of its series there: what tells this engine from the others
+    native: bool  # llama-server's /completion with its own timings; otherwise OpenAI /v1/completions, streamed
+    counts: Callable[[str], SpecCounts | None]  # cumulative, from one scrape; None: the server does not speculate
+    k_of: Callable[[str, SpecCounts | None], int | None]  # the configured k where the scrape (or its counts) say it
+    sources: tuple[Source, ...]
+    # the request of one completion that decodes n tokens whatever it says: (prompt, n, served model, cache prompt)
+    body: Callable[[str, int, str | None, bool], dict[str, object]] = openai_completion
+    completion_path: str = "/v1/completions"
+    # accepted counts every generated token a verification did not draft, each request's first token included:
+    # the window's requests are taken off (SGLang's accepted = generation tokens - verifications)
+    first_tokens_in_accepted: bool = False
+    drafter_named: bool = True  # whether the scrape names the drafter (vLLM's does not)
+    version_path: str | None = "/version"  # answers {"version": ...}
+    batches_itself: bool = True  # its scheduler batches what arrives; llama-server needs a slot per request
+    setup_hint: str = ""  # what to start the server with for its counters
+
+    def cite(self) -> list[str]:
+        return [source.cite() for source in self.sources]

@@ -1,30 +1,19 @@
-"""What ``measure`` reads from a live server of any engine between requests, and how each engine is driven.
+"""What ``measure`` reads from a live server of any engine between requests.
 
-Every engine package defines ``LIVE``, a :class:`LiveFormat`: where its Prometheus text is, the prefix of its
-series there (which tells the engine), how its cumulative speculative counts are read from one scrape, where its
-configured k shows, and whether requests go to llama-server's own ``/completion`` or to an OpenAI-compatible
-``/v1/completions``, streamed.  The counts of a window are the difference of two scrapes (:class:`SpecCounts`).
-"""
+Every engine package defines ``LIVE``, a :class:`app.model.engines.base.LiveFormat`: where its Prometheus text
+is, the prefix of its series there (which tells the engine), how its cumulative speculative counts are read from
+one scrape, where its configured k shows, and its request (llama-server's own ``/completion`` or an OpenAI
+``/v1/completions``, streamed).  The counts of a window are the difference of two scrapes; the readers that the
+engines' ``counts`` share are here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from app.model import prometheus_text
-from app.model.engines.base import Source
+from app.model.engines.base import SpecCounts
 
 
 class LiveReadError(ValueError):
     """A scrape or a response that is not what the engine writes, with the reason."""
-
-
-@dataclass(frozen=True)
-class SpecCounts:
-    drafts: int  # verifications of a draft
-    draft_tokens: int
-    accepted: int  # accepted draft tokens (the verification's own token excluded)
-    per_position: tuple[int, ...]  # drafts with at least position + 1 tokens accepted, from position 0
 
 
 def samples(text: str, prefix: str, engine: str) -> list[prometheus_text.Sample]:
@@ -70,47 +59,6 @@ def prefixed_spec_counts(text: str, prefix: str, engine: str) -> SpecCounts | No
         int(summed(read, f"{stem}num_accepted_tokens_total") or 0),
         tuple(int(positions.get(index, 0)) for index in range(count)),
     )
-
-
-def openai_completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:
-    """An OpenAI /v1/completions request that decodes every token at temperature 0, streamed with its usage."""
-    return {
-        "model": model,
-        "prompt": prompt,
-        "max_tokens": n_predict,
-        "temperature": 0.0,
-        "ignore_eos": True,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "seed": 0,
-    }
-
-
-@dataclass(frozen=True)
-class LiveFormat:
-    """How ``measure`` drives a live server of one engine and reads its speculation between requests."""
-
-    engine: str  # the package's NAME
-    title: str
-    metrics_path: str  # where its Prometheus text is served
-    marker: str  # the prefix of its series there: what tells this engine from the others
-    native: bool  # llama-server's /completion with its own timings; otherwise OpenAI /v1/completions, streamed
-    counts: Callable[[str], SpecCounts | None]  # cumulative, from one scrape; None: the server does not speculate
-    k_of: Callable[[str, SpecCounts | None], int | None]  # the configured k where the scrape (or its counts) say it
-    sources: tuple[Source, ...]
-    # the request of one completion that decodes n tokens whatever it says: (prompt, n, served model, cache prompt)
-    body: Callable[[str, int, str | None, bool], dict[str, object]] = openai_completion
-    completion_path: str = "/v1/completions"
-    # accepted counts every generated token a verification did not draft, each request's first token included:
-    # the window's requests are taken off (SGLang's accepted = generation tokens - verifications)
-    first_tokens_in_accepted: bool = False
-    drafter_named: bool = True  # whether the scrape names the drafter (vLLM's does not)
-    version_path: str | None = "/version"  # answers {"version": ...}
-    batches_itself: bool = True  # its scheduler batches what arrives; llama-server needs a slot per request
-    setup_hint: str = ""  # what to start the server with for its counters
-
-    def cite(self) -> list[str]:
-        return [source.cite() for source in self.sources]
 
 
 def per_position_k(text: str, counts: SpecCounts | None) -> int | None:

