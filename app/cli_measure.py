@@ -291,7 +291,7 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
 
     from app.model.measure import MeasureError, metrics_delta
     from app.model.measure_batches import batch_step_times_csv
-    from app.service.clients.measure import MeasureClientError, SweepOverBatches
+    from app.service.clients.measure import MeasureClientError, Sweep
     from app.service.measure_jobs import batch_report
 
     try:
@@ -299,7 +299,7 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     except ValueError as error:
         return _fail(f"--given-step-cost {arguments.given_step_cost}: {error}")
     try:
-        prompts, run = _swept(arguments, SweepOverBatches, batches=arguments.batch)
+        prompts, run = _swept(arguments, Sweep, batches=arguments.batch)
     except (MeasureClientError, httpx.HTTPError, OSError) as error:
         return _fail(_reason(error))
     said = ["--server-log not used with --batch: the draft time is inside each cell's step time"]

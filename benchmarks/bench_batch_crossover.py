@@ -34,7 +34,7 @@ import httpx
 
 from app.model import step_cost
 from app.model.measure_batches import BatchAnalysis, analyze_batches
-from app.service.clients.measure import BatchRun, SweepOverBatches
+from app.service.clients.measure import Run, Sweep
 from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, engine, llama_server
 
 BATCHES = (1, 2, 4, 8, 16)
@@ -44,15 +44,15 @@ FLAGS = ["--threads", "1", "--parallel", "16", "--ctx-size", "8192"]
 LIST_PROMPT = "Shopping list:\n" + "\n".join(f"- {count} apples, {count + 1} pears" for count in range(1, 12))
 
 
-def _sweep(per_k: dict[int, list[str]], prompts: Sequence[str]) -> BatchRun:
+def _sweep(per_k: dict[int, list[str]], prompts: Sequence[str]) -> Run:
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(llama_server([*arguments, *FLAGS])) for arguments in per_k.values()]
         with httpx.Client() as client:
-            return SweepOverBatches(
+            return Sweep(
                 client,
                 [server.url for server in servers],
                 prompts,
-                BATCHES,
+                batches=BATCHES,
                 n_predict=N_PREDICT,
                 repeats=ROUNDS,
                 max_requests=5_000,
@@ -61,7 +61,7 @@ def _sweep(per_k: dict[int, list[str]], prompts: Sequence[str]) -> BatchRun:
             ).run()
 
 
-def _report(name: str, run: BatchRun, analysis: BatchAnalysis) -> None:
+def _report(name: str, run: Run, analysis: BatchAnalysis) -> None:
     cost = analysis.step_cost
     print(
         f"\n{name}: {run.requests} requests in {run.seconds:.0f} s; step cost on every cell: "
@@ -120,7 +120,7 @@ def main() -> None:
     if saved:
         Path(saved).mkdir(parents=True, exist_ok=True)  # before the first sweep, not after its minutes
     started = time.perf_counter()
-    swept: list[tuple[str, BatchRun, BatchAnalysis, bool]] = []
+    swept: list[tuple[str, Run, BatchAnalysis, bool]] = []
     for name, per_k, prompts, draft_model in setups:
         run = _sweep(per_k, prompts)
         if saved:  # each round's samples as measured, to analyse again without the engine
@@ -136,7 +136,7 @@ def main() -> None:
     print(f"\n{len(setups)} setups in {time.perf_counter() - started:.0f} s")
 
 
-def _report_repeatability(name: str, run: BatchRun, draft_model: bool) -> None:
+def _report_repeatability(name: str, run: Run, draft_model: bool) -> None:
     """The measurement against itself: each cell's speedup from the even rounds over that from the odd rounds.
 
     Beside the holdout errors, it says how far this run's own measurements of one cell disagree; with 3 rounds

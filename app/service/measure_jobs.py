@@ -1,6 +1,6 @@
 """A batch sweep of live servers as a job: started, watched (state, cells done, the partial table) and cancelled.
 
-The command line runs :class:`~app.service.clients.measure.SweepOverBatches` in the foreground with a progress
+The command line runs :class:`~app.service.clients.measure.Sweep` over batches in the foreground with a progress
 line; the API and the /decide page run the same sweep here, in a thread of the worker, and read its progress
 while it runs.  :func:`batch_report` turns what a sweep measured into the report both print, so that the job's
 report and ``measure --batch --format json`` are one shape.
@@ -21,14 +21,7 @@ import httpx
 from app.model import step_cost
 from app.model.measure import MeasureError
 from app.model.measure_batches import BatchAnalysis, analyze_batches
-from app.service.clients.measure import (
-    BUILTIN_PROMPTS,
-    BatchRecord,
-    BatchRun,
-    MeasureClientError,
-    Server,
-    SweepOverBatches,
-)
+from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Record, Run, Server, Sweep
 
 MAX_JOBS_KEPT = 16  # finished jobs kept for reading, the oldest dropped first
 MAX_RUNNING = 1  # sweeps at once per worker: two would share, and so disturb, what each measures
@@ -94,7 +87,7 @@ def analysis_report(analysis: BatchAnalysis) -> dict[str, Any]:
 
 
 def batch_report(
-    run: BatchRun,
+    run: Run,
     batches: Sequence[int],
     workload: dict[str, int],
     given: dict[str, float] | None = None,
@@ -135,7 +128,7 @@ def batch_report(
     return report, analysis, failure
 
 
-def partial_cells(servers: Sequence[Server], records: Sequence[BatchRecord]) -> list[dict[str, Any]]:
+def partial_cells(servers: Sequence[Server], records: Sequence[Record]) -> list[dict[str, Any]]:
     """The cells measured so far, one row per (server, batch, round): what a progress view shows."""
     rows = []
     for record in records:
@@ -183,7 +176,7 @@ class Job:
     error: str | None = None
     finished: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
-    sweep: SweepOverBatches | None = None
+    sweep: Sweep | None = None
 
     def view(self) -> dict[str, Any]:
         """The job as the API and the page show it: its state, progress and the cells so far."""
@@ -206,13 +199,13 @@ class Job:
         }
 
 
-SweepFactory = Callable[[httpx.Client, JobRequest, Callable[[int, int, str], None], threading.Event], SweepOverBatches]
+SweepFactory = Callable[[httpx.Client, JobRequest, Callable[[int, int, str], None], threading.Event], Sweep]
 
 
 def _sweep(
     client: httpx.Client, request: JobRequest, progress: Callable[[int, int, str], None], cancel: threading.Event
-) -> SweepOverBatches:
-    return SweepOverBatches(
+) -> Sweep:
+    return Sweep(
         client,
         request.servers,
         list(BUILTIN_PROMPTS),
@@ -266,7 +259,7 @@ class Jobs:
 
         return show
 
-    def _run(self, job: Job, sweep: SweepOverBatches, client: httpx.Client) -> None:
+    def _run(self, job: Job, sweep: Sweep, client: httpx.Client) -> None:
         request = job.request
         workload = {"prompts": len(BUILTIN_PROMPTS), "n_predict": request.n_predict, "repeats": request.repeats}
         try:

@@ -20,7 +20,7 @@ import pytest
 from app.model import engines
 from app.model.engines.base import LiveFormat
 from app.model.engines.live import LiveReadError
-from app.service.clients.measure import SweepOverBatches
+from app.service.clients.measure import Sweep
 from app.service.measure_jobs import batch_report
 from app.testing import engine_reports
 
@@ -233,7 +233,7 @@ def test_a_batch_sweep_reads_each_engine_as_it_writes(engine: str) -> None:
     plain, spec = Engine(form, speculative=False), Engine(form, speculative=True)
     n_predict, batches = 16, (1, 2)
     with serving(plain) as plain_url, serving(spec) as spec_url, httpx.Client() as client:
-        run = SweepOverBatches(client, [plain_url, spec_url], ["a prompt"], batches, n_predict, 1, 1_000, 60.0).run()
+        run = Sweep(client, [plain_url, spec_url], ["a prompt"], n_predict, 1, 1_000, 60.0, batches=batches).run()
     report, analysis, failure = batch_report(run, batches, {"prompts": 1, "n_predict": n_predict, "repeats": 1})
     assert failure is None and analysis is not None, failure
     servers = {server["url"]: server for server in report["servers"]}
@@ -258,7 +258,7 @@ def test_a_server_of_no_engine_measure_drives_is_named_with_what_was_looked_for(
             return "process_cpu_seconds_total 1\n"
 
     with serving(Nothing(REGISTRY["vllm"], False)) as url, httpx.Client() as client:
-        sweep = SweepOverBatches(client, [url, url + "/x"], ["a"], (1,), 8, 1, 100, 30.0)
+        sweep = Sweep(client, [url, url + "/x"], ["a"], 8, 1, 100, 30.0, batches=(1,))
         with pytest.raises(Exception, match="no llama-server") as raised:
             sweep.probe(timeout=3.0)
     message = str(raised.value)
@@ -270,8 +270,8 @@ def test_a_server_of_no_engine_measure_drives_is_named_with_what_was_looked_for(
 def test_an_engine_named_is_the_only_one_looked_for() -> None:
     sglang = REGISTRY["sglang"]
     with serving(Engine(sglang, False)) as plain, serving(Engine(sglang, True)) as spec, httpx.Client() as client:
-        named = SweepOverBatches(client, [plain, spec], ["a"], (1,), 8, 1, 100, 30.0, engine="sglang").probe(3.0)
+        named = Sweep(client, [plain, spec], ["a"], 8, 1, 100, 30.0, engine="sglang", batches=(1,)).probe(3.0)
         assert [server.engine for server in named] == ["sglang", "sglang"]
-        wrong = SweepOverBatches(client, [plain, spec], ["a"], (1,), 8, 1, 100, 30.0, engine="trtllm")
+        wrong = Sweep(client, [plain, spec], ["a"], 8, 1, 100, 30.0, engine="trtllm", batches=(1,))
         with pytest.raises(Exception, match=r"not the engine named: looked for trtllm_\* at /prometheus/metrics"):
             wrong.probe(3.0)

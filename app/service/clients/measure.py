@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -55,6 +55,8 @@ MAX_PROMPT_CHARS = 20_000
 WARMUP_TOKENS = 16
 LOG_WAIT_S = 3.0
 REQUEST_TIMEOUT_CAP_S = 300.0
+PRIME_TOKENS = 2  # what each slot decodes when it is filled with its prompt before a sweep over batches
+MAX_CACHED_PROMPT_TOKENS = 8  # a request whose prompt was cached evaluates about one token of it
 LISTENING = re.compile(r"listening on (https?://\S+)")
 
 Progress = Callable[[int, int, str], None]
@@ -195,26 +197,38 @@ class Server:
 
 @dataclass(frozen=True)
 class Record:
-    """One measured request: the server (index), the round, the prompt (index), its timings and counter deltas."""
+    """One measured cell on one server (index): the round, the batch (one request alone: 1), the prompt when each
+    prompt is its own cell, the totals of its requests and the counter deltas around them."""
 
     server: int
     repeat: int
-    prompt: int
+    batch: int
     generated: int
     decode_ms: float
     delta: Counters
-    draft_ms: float
+    prompt: int | None = None
+    draft_ms: float = 0.0  # the engine's draft time from its log (one request at a time, with --server-log)
+    wall_ms: float | None = None  # sending the cell's requests to the last answer
 
 
 @dataclass(frozen=True)
 class Run:
     servers: list[Server]
     records: list[Record]
-    samples: list[Sample]  # per server, per prompt the fastest round (see samples_from)
     requests: int
     seconds: float
-    stopped: str | None
+    stopped: str | None  # why it ended before every cell was measured, naming the server and the cell
     notes: list[str]
+
+    @property
+    def samples(self) -> list[Sample]:
+        """Per server, per prompt the fastest round (see samples_from): the sweep of one request at a time."""
+        return samples_from(self.servers, self.records)
+
+    @property
+    def rounds(self) -> list[list[Sample]]:
+        """Per round, one Sample per (server, batch) measured in it: the sweep over batches."""
+        return batch_rounds(self.servers, self.records)
 
 
 def samples_from(
@@ -230,7 +244,7 @@ def samples_from(
     for record in records:
         if repeats is not None and record.repeat not in repeats:
             continue
-        key = (record.server, record.prompt)
+        key = (record.server, record.prompt or 0)
         if key not in chosen or record.decode_ms < chosen[key].decode_ms:
             chosen[key] = record
     samples = []
@@ -266,9 +280,16 @@ def _json(response: httpx.Response, what: str) -> Any:
 
 
 class Sweep:
-    """The servers of one sweep, the workload and the bounds; :meth:`run` measures."""
+    """The servers of one sweep, the workload and the bounds; :meth:`run` measures.
 
-    cache_prompt = False  # each request evaluates its prompt: one request at a time decodes alone anyway
+    Without ``batches``, one request at a time: each prompt is a cell, every request evaluates its prompt.
+    With ``batches``, each batch size B is a cell: B requests sent at once to each server, the servers in turn.
+    Every llama-server must then have at least B slots (``--parallel``).  Before the first measured batch each
+    server decodes a short request in every slot it will use with ``cache_prompt``, so the measured requests
+    find their prompt cached, evaluate about one token of it and decode in lockstep from the start: the cell's
+    time is the time of B sequences decoded together.  Either way rounds interleave: each round runs every cell
+    on every server, the order rotated, so slow spells of a shared machine fall on every cell alike.
+    """
 
     def __init__(
         self,
@@ -284,8 +305,14 @@ class Sweep:
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
         engine: str | None = None,
+        batches: Sequence[int] | None = None,
     ) -> None:
         self.client = client
+        self.batches = sorted(set(batches)) if batches else None
+        # over batches a batch's requests find their prompts in the slots and start decoding together
+        self.cache_prompt = self.batches is not None
+        self.prompt_misses = 0
+        self.records: list[Record] = []  # grows as the cells are measured: a job reads it while it runs
         self.engine = engine  # named by the user: its format only, nothing detected
         self.urls = [base_url(url) for url in urls]
         if len(set(self.urls)) != len(self.urls):
@@ -553,17 +580,85 @@ class Sweep:
             )
         self._check_ks(servers)
 
-    # -- the sweep
+    # -- the sweep: one grid of cells (round, batch, prompt), every server measured in each, the order rotated
 
-    def _one(self, server: Server, prompt: str) -> tuple[int, float, Counters, float]:
+    def _cells(self) -> list[tuple[int, int, int | None]]:
+        """Each cell a (round, batch, prompt): over batches, every batch once a round with the prompts shared out;
+        one request at a time, every prompt once a round."""
+        if self.batches is None:
+            return [(repeat, 1, index) for repeat in range(self.repeats) for index in range(len(self.prompts))]
+        return [(repeat, batch, None) for repeat in range(self.repeats) for batch in self.batches]
+
+    def _prepare(self, servers: list[Server], cells: Sequence[tuple[int, int, int | None]]) -> None:
+        """The checks before the first request, the warm-up and, over batches, every slot filled with its prompt."""
+        if self.batches is None:
+            if self.max_requests < 2 * len(servers):
+                raise MeasureClientError(
+                    f"--max-requests {self.max_requests} is too few for {len(servers)} servers: each needs a "
+                    "warm-up request and one per prompt"
+                )
+            self._warm_up(servers)
+            self._check_ks(servers)
+            return
+        largest = self.batches[-1]
+        for server in servers:
+            if server.live_format.batches_itself:  # the engine's scheduler batches what arrives (up to its limit)
+                continue
+            slots = len(self._slots(server.url))
+            if slots < largest:
+                raise MeasureClientError(
+                    f"{server.url} has {slots} slot{'s' if slots != 1 else ''}, fewer than batch {largest}: start "
+                    f"llama-server with --parallel {largest} (and a --ctx-size that leaves each slot the prompt and "
+                    f"{self.n_predict} tokens)"
+                )
+        planned = sum(batch for _repeat, batch, _prompt in cells) * len(servers)
+        one_round = len(servers) * (1 + largest) + sum(self.batches) * len(servers)
+        if self.max_requests < one_round:
+            listed = ", ".join(map(str, self.batches))
+            raise MeasureClientError(
+                f"--max-requests {self.max_requests} is too few: one round of batches {listed} on {len(servers)} "
+                f"servers takes {one_round} requests with the warm-up"
+            )
+        self._warm_up(servers, planned)
+        for server in servers:  # every slot the sweep uses holds its prompt (see the class)
+            if self.progress is not None:
+                self.progress(0, planned, f"filling {largest} slots of {server.url} with the prompts")
+            self._together(server, self._prompts_of(largest, None), PRIME_TOKENS)
+        self._check_ks(servers)
+
+    def _prompts_of(self, batch: int, prompt: int | None) -> list[str]:
+        if prompt is not None:
+            return [self.prompts[prompt]] * batch
+        return [self.prompts[index % len(self.prompts)] for index in range(batch)]
+
+    def _together(
+        self, server: Server, prompts: Sequence[str], n_predict: int, shown: tuple[int, int, str] | None = None
+    ) -> list[live.Timings | streaming.StreamTimings]:
+        """The requests at once; with ``shown`` (done before, planned, label), the progress moves as each returns."""
+        if len(prompts) == 1:
+            return [self._complete(server, prompts[0], n_predict)]
+        with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
+            futures = [pool.submit(self._complete, server, prompt, n_predict) for prompt in prompts]
+            if shown is not None and self.progress is not None:
+                for finished, _future in enumerate(as_completed(futures), start=1):
+                    self.progress(shown[0] + finished, shown[1], shown[2])
+            return [future.result() for future in futures]
+
+    def _measure(self, server: Server, cell: Record, shown: tuple[int, int, str] | None = None) -> Record:
+        """``cell`` (its server, round, batch and prompt) measured: its tokens, decode time, counter deltas, draft
+        time (from the engine's log) and wall time."""
+        batch, prompt = cell.batch, cell.prompt
         before = self._scrape(server)
-        timings = self._complete(server, prompt, self.n_predict)
+        sent = time.monotonic()
+        timings = self._together(server, self._prompts_of(batch, prompt), self.n_predict, shown)
+        wall_ms = (time.monotonic() - sent) * 1e3
         after = self._scrape(server)
-        delta = first_tokens_off(server, after.minus(before), 1)
-        if timings.draft_n is not None and (timings.draft_n, timings.draft_n_accepted) != (
-            delta.draft_tokens,
-            delta.accepted,
-        ):
+        delta = first_tokens_off(server, after.minus(before), batch)
+        cached = max(item.prompt_n for item in timings) if self.cache_prompt and server.live_format.native else 0
+        if cached > MAX_CACHED_PROMPT_TOKENS:
+            self.prompt_misses += 1
+        told = timings[0].draft_n, timings[0].draft_n_accepted  # llama-server's own count of one request's drafts
+        if prompt is not None and told[0] is not None and told != (delta.draft_tokens, delta.accepted):
             server.mismatches += 1
         if not server.speculative and delta.drafts:
             raise MeasureClientError(f"{server.url} drafted, but /slots says it does not speculate")
@@ -574,55 +669,97 @@ class Sweep:
                 draft_ms = now[1] - server.draft[1]
             server.draft = now
         server.counters = after
-        return timings.predicted_n, timings.predicted_ms, delta, draft_ms
+        return replace(
+            cell,
+            generated=sum(item.predicted_n for item in timings),
+            decode_ms=sum(item.predicted_ms for item in timings),
+            delta=delta,
+            draft_ms=draft_ms,
+            wall_ms=wall_ms,
+        )
+
+    def _stop_before(self, server: Server, batch: int, prompt: int | None, servers_left: int) -> str | None:
+        where = f"{server.url} at batch {batch}" if prompt is None else f"{server.url}, prompt {prompt + 1}"
+        if self.cancel is not None and self.cancel.is_set():
+            return f"cancelled before {where}"
+        if self.requests + batch * servers_left > self.max_requests:
+            return f"--max-requests {self.max_requests} reached before {where}"
+        if self._remaining() <= 0:
+            return f"--timeout {self.timeout:g} s reached before {where}"
+        return None
 
     def run(self) -> Run:
+        """Every cell measured on every server in turn, until the cells, the requests or the time run out.
+
+        One request at a time, a prompt counts once every server has run it (a round cut short drops that
+        prompt); over batches, each server's cell counts as soon as it is measured, and a server that fails
+        stops the sweep with the cells measured so far kept and the fault named.
+        """
         servers = self._probed()
-        if self.max_requests < 2 * len(servers):
-            raise MeasureClientError(
-                f"--max-requests {self.max_requests} is too few for {len(servers)} servers: each needs a warm-up "
-                "request and one per prompt"
-            )
-        self._warm_up(servers)
-        self._check_ks(servers)
-        units = [(repeat, index) for repeat in range(self.repeats) for index in range(len(self.prompts))]
-        planned = min(len(units) * len(servers), self.max_requests - self.requests)
-        planned -= planned % len(servers)
+        cells = self._cells()
+        self._prepare(servers, cells)
+        planned = sum(batch for _repeat, batch, _prompt in cells) * len(servers)
+        records = self.records
         stopped = None
         done = 0
-        records: list[Record] = []
-        for number, (repeat, index) in enumerate(units):
-            if done + len(servers) > planned:
-                stopped = f"--max-requests {self.max_requests} reached"
-                break
-            if self._remaining() <= 0:
-                stopped = f"--timeout {self.timeout:g} s reached"
-                break
+        for number, (repeat, batch, prompt) in enumerate(cells):
             order = servers[number % len(servers) :] + servers[: number % len(servers)]
-            results = []
-            try:
-                for server in order:
-                    if self.progress is not None:
-                        self.progress(done, planned, server.label)
-                    results.append((server, self._one(server, self.prompts[index])))
-                    done += 1
-            except httpx.TimeoutException:
-                stopped = f"--timeout {self.timeout:g} s reached during a request (that prompt's round dropped)"
+            measured: list[Record] = []
+            for position, server in enumerate(order):
+                # one request at a time, the whole round of a prompt must fit; over batches, this server's cell
+                stopped = self._stop_before(server, batch, prompt, len(order) - position if prompt is not None else 1)
+                if stopped:
+                    break
+                label = f"{server.label} batch {batch}" if prompt is None else server.label
+                if self.progress is not None:
+                    self.progress(done, planned, label)
+                cell = Record(servers.index(server), repeat, batch, 0, 0.0, Counters(), prompt)
+                try:
+                    record = self._measure(server, cell, (done, planned, label))
+                except httpx.TimeoutException:
+                    stopped = (
+                        f"--timeout {self.timeout:g} s reached during a request (that prompt's round dropped)"
+                        if prompt is not None
+                        else f"{server.url} at batch {batch}: the requests timed out (--timeout {self.timeout:g} s)"
+                    )
+                except (httpx.HTTPError, MeasureClientError) as error:
+                    if prompt is not None:
+                        raise
+                    stopped = f"{server.url} at batch {batch}: {error}"
+                if stopped:
+                    break
+                done += batch
+                if prompt is None:
+                    records.append(record)
+                    server.requests += batch
+                else:
+                    measured.append(record)
+            if not stopped:  # one request at a time: a prompt counts once every server has run it
+                records.extend(measured)
+                for record in measured:
+                    servers[record.server].requests += 1
+            if stopped:
                 break
-            for server, (generated, ms, delta, draft_ms) in results:  # a prompt counts once every k has run it
-                server.requests += 1
-                records.append(Record(servers.index(server), repeat, index, generated, ms, delta, draft_ms))
         elapsed = self._finish(servers, done, planned)
-        if not any(server.requests for server in servers):
+        return self._ended(servers, records, elapsed, stopped)
+
+    def _ended(self, servers: list[Server], records: list[Record], elapsed: float, stopped: str | None) -> Run:
+        if self.batches is None and not any(server.requests for server in servers):
             raise MeasureClientError(f"no prompt ran on every server within the bounds ({stopped})")
+        if self.batches is not None and not any(server.k == 0 for server in servers):
+            raise MeasureClientError("no server without speculation: k = 0 is the baseline of each batch's speedup")
         for server in servers:
             if server.mismatches:
                 self.notes.append(
                     f"{server.url}: {server.mismatches} responses' timings.draft_n disagree with the /metrics delta "
                     "(other traffic on the server?); the /metrics deltas are used"
                 )
-        samples = samples_from(servers, records)
-        return Run(servers, records, samples, self.requests, elapsed, stopped, self.notes)
+        if self.prompt_misses:
+            self.notes.append(
+                f"{self.prompt_misses} measured batches evaluated more than {MAX_CACHED_PROMPT_TOKENS} prompt tokens: "
+                "their requests did not find the prompt cached and may not have decoded together throughout"
+            )
+        return Run(servers, records, self.requests, elapsed, stopped, self.notes)
 
 
 def stderr_progress(stream: Any = None) -> Progress:
@@ -648,38 +785,7 @@ def stderr_progress(stream: Any = None) -> Progress:
     return show
 
 
-# ---------------------------------------------------------------------------
-# A sweep over batch sizes: B requests at once on servers with enough slots
-
-PRIME_TOKENS = 2
-MAX_CACHED_PROMPT_TOKENS = 8  # a request whose prompt was cached evaluates about one token of it
-
-
-@dataclass(frozen=True)
-class BatchRecord:
-    """One measured batch: the server (index), the round, B requests' totals and the counter deltas around them."""
-
-    server: int
-    repeat: int
-    batch: int
-    generated: int
-    decode_ms: float
-    delta: Counters
-    wall_ms: float | None = None  # sending the batch's requests to the last answer
-
-
-@dataclass(frozen=True)
-class BatchRun:
-    servers: list[Server]
-    records: list[BatchRecord]
-    rounds: list[list[Sample]]  # per round, one Sample per (server, batch) measured in it
-    requests: int
-    seconds: float
-    stopped: str | None  # why it ended before every cell was measured, naming the server and the batch
-    notes: list[str]
-
-
-def batch_rounds(servers: Sequence[Server], records: Sequence[BatchRecord]) -> list[list[Sample]]:
+def batch_rounds(servers: Sequence[Server], records: Sequence[Record]) -> list[list[Sample]]:
     """The records as Samples, one list per round (a cell measured in a round by one record)."""
     rounds: dict[int, list[Sample]] = {}
     for record in records:
@@ -699,152 +805,3 @@ def batch_rounds(servers: Sequence[Server], records: Sequence[BatchRecord]) -> l
             )
         )
     return [rounds[index] for index in sorted(rounds)]
-
-
-class SweepOverBatches(Sweep):
-    """The sweep at each batch size B: B requests sent at once to each server, the servers in turn.
-
-    Every server must have at least B slots (``--parallel``).  Before the first measured batch each server
-    decodes a short request in every slot it will use with ``cache_prompt``, so the measured requests find
-    their prompt cached, evaluate about one token of it and decode in lockstep from the start: the cell's
-    time is the time of B sequences decoded together.  Rounds interleave: each round runs every batch size
-    on every server, the order rotated, so slow spells of a shared machine fall on every cell alike.
-    """
-
-    cache_prompt = True  # a batch's requests find their prompts in the slots and start decoding together
-
-    def __init__(
-        self,
-        client: httpx.Client,
-        urls: Sequence[str],
-        prompts: Sequence[str],
-        batches: Sequence[int],
-        n_predict: int,
-        repeats: int,
-        max_requests: int,
-        timeout: float,
-        expected_k: Sequence[int] | None = None,
-        progress: Progress | None = None,
-        cancel: threading.Event | None = None,
-        engine: str | None = None,
-    ) -> None:
-        super().__init__(
-            client,
-            urls,
-            prompts,
-            n_predict,
-            repeats,
-            max_requests,
-            timeout,
-            expected_k=expected_k,
-            progress=progress,
-            cancel=cancel,
-            engine=engine,
-        )
-        self.batches = sorted(set(batches))
-        self.prompt_misses = 0
-        self.records: list[BatchRecord] = []  # grows as the cells are measured: a job reads it while it runs
-
-    def _together(
-        self, server: Server, batch: int, n_predict: int, shown: tuple[int, int, str] | None = None
-    ) -> list[live.Timings | streaming.StreamTimings]:
-        """B requests at once; with ``shown`` (done before, planned, label), the progress moves as each returns."""
-        prompts = [self.prompts[index % len(self.prompts)] for index in range(batch)]
-        with ThreadPoolExecutor(max_workers=batch) as pool:
-            futures = [pool.submit(self._complete, server, prompt, n_predict) for prompt in prompts]
-            if shown is not None and self.progress is not None:
-                for finished, _future in enumerate(as_completed(futures), start=1):
-                    self.progress(shown[0] + finished, shown[1], shown[2])
-            return [future.result() for future in futures]
-
-    def _measure(
-        self, server: Server, batch: int, shown: tuple[int, int, str] | None = None
-    ) -> tuple[int, float, Counters, float]:
-        before = self._scrape(server)
-        sent = time.monotonic()
-        timings = self._together(server, batch, self.n_predict, shown)
-        wall_ms = (time.monotonic() - sent) * 1e3
-        after = self._scrape(server)
-        server.counters = after
-        if server.live_format.native and max(item.prompt_n for item in timings) > MAX_CACHED_PROMPT_TOKENS:
-            self.prompt_misses += 1
-        delta = first_tokens_off(server, after.minus(before), batch)
-        if not server.speculative and delta.drafts:
-            raise MeasureClientError(f"{server.url} drafted, but /slots says it does not speculate")
-        return (
-            sum(item.predicted_n for item in timings),
-            sum(item.predicted_ms for item in timings),
-            delta,
-            wall_ms,
-        )
-
-    def run(self) -> BatchRun:  # type: ignore[override]
-        servers = self._probed()
-        largest = self.batches[-1]
-        for server in servers:
-            if server.live_format.batches_itself:  # the engine's scheduler batches what arrives (up to its limit)
-                continue
-            slots = len(self._slots(server.url))
-            if slots < largest:
-                raise MeasureClientError(
-                    f"{server.url} has {slots} slot{'s' if slots != 1 else ''}, fewer than batch {largest}: start "
-                    f"llama-server with --parallel {largest} (and a --ctx-size that leaves each slot the prompt and "
-                    f"{self.n_predict} tokens)"
-                )
-        planned = self.repeats * sum(self.batches) * len(servers)
-        warm_up = len(servers) * (1 + largest)
-        one_round = warm_up + sum(self.batches) * len(servers)
-        if self.max_requests < one_round:
-            listed = ", ".join(map(str, self.batches))
-            raise MeasureClientError(
-                f"--max-requests {self.max_requests} is too few: one round of batches {listed} on {len(servers)} "
-                f"servers takes {one_round} requests with the warm-up"
-            )
-        self._warm_up(servers, planned)
-        for server in servers:  # every slot the sweep uses holds its prompt (see the class)
-            if self.progress is not None:
-                self.progress(0, planned, f"filling {largest} slots of {server.url} with the prompts")
-            self._together(server, largest, PRIME_TOKENS)
-        self._check_ks(servers)
-        records = self.records
-        stopped = None
-        done = 0
-        cells = [(repeat, batch) for repeat in range(self.repeats) for batch in self.batches]
-        for number, (repeat, batch) in enumerate(cells):
-            order = servers[number % len(servers) :] + servers[: number % len(servers)]
-            for server in order:
-                where = f"{server.url} at batch {batch}"
-                if self.cancel is not None and self.cancel.is_set():
-                    stopped = f"cancelled before {where}"
-                elif self.requests + batch > self.max_requests:
-                    stopped = f"--max-requests {self.max_requests} reached before {where}"
-                elif self._remaining() <= 0:
-                    stopped = f"--timeout {self.timeout:g} s reached before {where}"
-                if stopped:
-                    break
-                label = f"{server.label} batch {batch}"
-                if self.progress is not None:
-                    self.progress(done, planned, label)
-                try:
-                    generated, ms, delta, wall_ms = self._measure(server, batch, (done, planned, label))
-                except httpx.TimeoutException:
-                    stopped = f"{where}: the requests timed out (--timeout {self.timeout:g} s)"
-                except (httpx.HTTPError, MeasureClientError) as error:
-                    stopped = f"{where}: {error}"
-                if stopped:
-                    break
-                records.append(BatchRecord(servers.index(server), repeat, batch, generated, ms, delta, wall_ms))
-                server.requests += batch
-                done += batch
-            if stopped:
-                break
-        elapsed = self._finish(servers, done, planned)
-        if not any(server.k == 0 for server in servers):
-            raise MeasureClientError("no server without speculation: k = 0 is the baseline of each batch's speedup")
-        if self.prompt_misses:
-            self.notes.append(
-                f"{self.prompt_misses} measured batches evaluated more than {MAX_CACHED_PROMPT_TOKENS} prompt tokens: "
-                "their requests did not find the prompt cached and may not have decoded together throughout"
-            )
-        rounds = batch_rounds(servers, records)
-        return BatchRun(servers, records, rounds, self.requests, elapsed, stopped, self.notes)
