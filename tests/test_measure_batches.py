@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -91,6 +92,21 @@ def test_each_round_keeps_its_own_speedup_and_the_fastest_round_counts() -> None
     one = next(cell for cell in analysis.cells if (cell.k, cell.batch) == (4, 1))
     assert one.speedup_rounds == pytest.approx((_speedup(4, 1) / 1.5, _speedup(4, 1)))
     assert one.measured_speedup == pytest.approx(_speedup(4, 1))
+
+
+def test_the_end_to_end_speedup_takes_each_cells_own_least_disturbed_wall_clock() -> None:
+    """A round can decode fastest and still have waited before its first token: the end-to-end figure takes each
+    cell's fastest wall clock per token, whichever round that was, not the wall clock of its fastest decoding."""
+
+    def timed(k: int, slower: float, wall_ms: float) -> Sample:
+        return replace(_cell(k, 2, slower=slower), wall_ms=wall_ms)
+
+    plain_tokens, spec_tokens = _cell(0, 2).generated, _cell(4, 2).generated
+    first = [timed(0, 1.0, 9_000.0), timed(4, 1.0, 2_000.0)]  # plain's fastest decoding, after a slow start
+    second = [timed(0, 1.2, 3_000.0), timed(4, 1.1, 2_400.0)]
+    (_plain, four) = analyze_batches([first, second], draft_model=False).cells
+    assert four.measured_speedup == pytest.approx(_speedup(4, 2))  # the decoding phase: the fastest rounds
+    assert four.measured_speedup_end_to_end == pytest.approx((3_000.0 / plain_tokens) / (2_000.0 / spec_tokens))
 
 
 def test_a_crossover_below_two_fitted_batches_is_not_predicted_and_says_why() -> None:
