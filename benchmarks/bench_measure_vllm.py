@@ -11,7 +11,8 @@ that count's speedup is higher, a property of the engine's serving path and not 
 
 RATIO vllm_b<B>_e2e_vs_wallclock  the product's end-to-end speedup over the wall-clock count's (1 = agree)
 RATIO vllm_b<B>_odd_vs_even       the product's decode-phase speedup in odd rounds over even rounds: the run's
-                                  own repeatability, against which the first ratio is read
+                                  own repeatability, against which the first ratio is read (beside it, the
+                                  wall-clock count's own rounds, lowest to highest)
 The last line names the engine by its /version and gives the speedups side by side.
 """
 
@@ -91,7 +92,10 @@ def main() -> None:
                         rates.setdefault((server.url, batch, stream), []).append(tokens / seconds)
     analysis = analyze_batches(run.rounds, draft_model=False)
     print(f"   vLLM {version} (its /version): plain {plain.url}, n-gram k = 4 {ngram.url}")
-    print(f"   {'batch':>5} {'decode':>8} {'e2e':>8} {'wall-clock':>10} {'unstreamed':>10} {'rounds':>14}")
+    print(
+        f"   {'batch':>5} {'decode':>8} {'e2e':>8} {'wall-clock':>10} {'unstreamed':>10} {'rounds':>14} "
+        f"{'wall-clock rounds':>17}"
+    )
     summary = []
     for batch in BATCHES:
         cell = next(cell for cell in analysis.cells if cell.k == 4 and cell.batch == batch)
@@ -99,10 +103,16 @@ def main() -> None:
             statistics.median(rates[(ngram.url, batch, stream)]) / statistics.median(rates[(plain.url, batch, stream)])
             for stream in (True, False)
         )
+        # the wall-clock count's own rounds (each round's n-gram rate over plain's): its repeatability
+        counted = [
+            mine / theirs
+            for mine, theirs in zip(rates[(ngram.url, batch, True)], rates[(plain.url, batch, True)], strict=True)
+        ]
         rounds = cell.speedup_rounds
         print(
             f"   {batch:>5} {cell.measured_speedup or 0:>8.3f} {cell.measured_speedup_end_to_end or 0:>8.3f} "
-            f"{wall:>10.3f} {unstreamed:>10.3f} {min(rounds):>6.3f}..{max(rounds):<6.3f}"
+            f"{wall:>10.3f} {unstreamed:>10.3f} {min(rounds):>6.3f}..{max(rounds):<6.3f} "
+            f"{min(counted):>6.3f}..{max(counted):<6.3f}"
         )
         if cell.measured_speedup_end_to_end:
             ratio = cell.measured_speedup_end_to_end / wall
