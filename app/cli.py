@@ -139,7 +139,7 @@ def _write_roofline(
 
 
 def run_table(arguments: argparse.Namespace) -> int:
-    from app.model.regimes import RegimeName
+    from app.model.cost.regimes import RegimeName
     from app.service import regimes
 
     try:
@@ -259,7 +259,7 @@ def _read_text(path: str) -> str:
 
 
 def run_calibrate(arguments: argparse.Namespace) -> int:
-    from app.model import calibration
+    from app.model.counters import calibration
     from app.service.decision import calibration_out, cost_regime, render_calibration_text
     from app.service.engines import calibrate_scrape
 
@@ -309,7 +309,7 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def run_sources(arguments: argparse.Namespace) -> int:
-    from app.model import draft_sources
+    from app.model.arithmetic import draft_sources
     from app.service.decision import cost_regime, render_sources_text, sources_out
 
     try:
@@ -333,7 +333,7 @@ def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def run_trees(arguments: argparse.Namespace) -> int:
-    from app.model import trees
+    from app.model.arithmetic import trees
     from app.service.decision import cost_regime, render_trees_text, trees_out
 
     try:

@@ -42,7 +42,7 @@ def read_source(source: str) -> str:
 
 def run_calibrate_from(arguments: argparse.Namespace) -> int:
     """`specdec-lab calibrate --from FILE_OR_URL`: any engine's report, detected by format."""
-    from app.model.calibration import CalibrationError
+    from app.model.counters.calibration import CalibrationError
     from app.service.decision import cost_regime
     from app.service.engines import calibrate_report
 
@@ -198,7 +198,7 @@ def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
 def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[PlanRequest, str] | None:
     """The plan request of config, rules or dashboard, and where its acceptance came from; None (with the
     reason on stderr) when the report, the profile, the tree or the rules' inputs cannot be read."""
-    from app.model.calibration import CalibrationError
+    from app.model.counters.calibration import CalibrationError
     from app.service import plan_inputs
     from app.service.inputs import InputError
 
@@ -316,7 +316,7 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
 
 
 def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
-    from app.model import step_cost
+    from app.model.cost import step_cost
     from app.service.step_fit import StepFitError, step_fit_out
 
     built = _built(arguments, setup_request, "step-fit")
@@ -376,8 +376,8 @@ class _Gauges:
 
 
 def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
-    from app.model.calibration import CalibrationError
-    from app.model.watch import format_line, interval_report, read_scrape
+    from app.model.counters.calibration import CalibrationError
+    from app.model.live.watch import format_line, interval_report, read_scrape
     from app.service.fetch import FetchError, check_url, fetch_text
 
     if arguments.prometheus is not None and arguments.url is not None:

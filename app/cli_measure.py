@@ -1,7 +1,7 @@
 """`specdec-lab measure URL [URL ...]`: measure acceptance, costs and speedup per draft length on live llama-servers.
 
 The sweep runs one server per k (this llama-server takes no per-request draft length; see
-:mod:`app.service.clients.measure`), and :mod:`app.model.measure` turns the counts and times into the acceptance
+:mod:`app.service.clients.measure`), and :mod:`app.model.live.measure` turns the counts and times into the acceptance
 profile, tokens per verification, the draft cost c, the verification cost v(k), the measured speedup
 and the closed form's prediction.
 """
@@ -160,7 +160,7 @@ def run_measure(arguments: argparse.Namespace) -> int:
     except ImportError:  # a dependency of the test extra in pyproject.toml, not of the server
         return _fail("this command needs httpx: pip install httpx")
 
-    from app.model.measure import MeasureError, analyze, metrics_delta, step_times_csv
+    from app.model.live.measure import MeasureError, analyze, metrics_delta, step_times_csv
     from app.service.clients.measure import MeasureClientError, Sweep
 
     if arguments.batch:
@@ -265,7 +265,7 @@ def render_text(report: dict[str, Any]) -> str:
 
 def _pooled(samples: list[Any], k: int) -> Any:
     """One k's counters summed over every batch and round it drafted in (for --write-calibration)."""
-    from app.model.measure import Sample
+    from app.model.live.measure import Sample
     from app.service.clients.measure import Counters
 
     mine = [sample for sample in samples if sample.k == k and sample.drafts > 0]
@@ -289,8 +289,8 @@ def _pooled(samples: list[Any], k: int) -> Any:
 def run_measure_batches(arguments: argparse.Namespace) -> int:
     import httpx
 
-    from app.model.measure import MeasureError, metrics_delta
-    from app.model.measure_batches import batch_step_times_csv
+    from app.model.live.measure import MeasureError, metrics_delta
+    from app.model.live.measure_batches import batch_step_times_csv
     from app.service.clients.measure import MeasureClientError, Sweep
     from app.service.measure_jobs import batch_report
 
@@ -337,7 +337,7 @@ def _batch_holdout_mark(cell: dict[str, Any]) -> str:
 
 def _given_step_cost(path: str) -> dict[str, float]:
     """The fitted terms of an earlier `measure --batch --format json` (its "step_cost"), by name."""
-    from app.model import step_cost
+    from app.model.cost import step_cost
 
     try:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -353,7 +353,7 @@ def _given_step_cost(path: str) -> dict[str, float]:
 
 
 def render_batches(report: dict[str, Any]) -> str:
-    from app.model import step_cost
+    from app.model.cost import step_cost
 
     cost = report["step_cost"]
     titles = {"llamacpp": "llama-server", "vllm": "vLLM"}

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 
 from app.cli_arguments import add_input
-from app.model import rollout
+from app.model.live import rollout
 from app.service import plan_inputs, rollout_inputs
 
 
@@ -141,7 +141,7 @@ def run_check(arguments: argparse.Namespace) -> int:
 
 
 def run_plan(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
-    from app.model.calibration import CalibrationError
+    from app.model.counters.calibration import CalibrationError
     from app.model.engines import UnknownVersionError
     from app.service import rollout_plan
     from app.service.clients.prometheus import Prometheus, PrometheusError
@@ -184,7 +184,7 @@ def run_plan(arguments: argparse.Namespace, setup_request: Callable[[argparse.Na
 
 def _read(path: str) -> str:
     """The file's text, at most one byte past the largest exposition read (which then says it is too large)."""
-    from app.model.calibration import MAX_EXPOSITION_BYTES
+    from app.model.counters.calibration import MAX_EXPOSITION_BYTES
 
     with open(path, encoding="utf-8", errors="replace") as handle:
         return handle.read(MAX_EXPOSITION_BYTES + 1)

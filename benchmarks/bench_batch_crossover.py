@@ -32,8 +32,8 @@ from pathlib import Path
 
 import httpx
 
-from app.model import step_cost
-from app.model.measure_batches import BatchAnalysis, analyze_batches
+from app.model.cost import step_cost
+from app.model.live.measure_batches import BatchAnalysis, analyze_batches
 from app.service.clients.measure import Run, Sweep
 from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, engine, llama_server
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.model import calibration, trees
+from app.model.arithmetic import trees
+from app.model.counters import calibration
 from app.service.engines import calibrate_scrape
 from benchmarks.timing import best_time
 

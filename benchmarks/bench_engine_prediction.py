@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from app.model.measure import Analysis, MeasureError, analyze
+from app.model.live.measure import Analysis, MeasureError, analyze
 from app.service.clients.measure import Run, Sweep, samples_from
 from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, engine, llama_server
 

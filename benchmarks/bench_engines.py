@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.model.step_fit import fit_step_times, read_step_times
+from app.model.live.step_fit import fit_step_times, read_step_times
 from app.service import plan
 from app.service.decision import cost_regime
 from app.service.engines import calibrate_report

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from app.model.measure_batches import analyze_batches
+from app.model.live.measure_batches import analyze_batches
 from app.service.clients.measure import Sweep
 from tests.live_engine import COPY_PROMPT
 from tests.live_vllm import NGRAM, vllm_servers

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.model.monte_carlo import simulate
+from app.model.arithmetic.monte_carlo import simulate
 from benchmarks.timing import best_time
 
 CYCLES = 1_000_000

@@ -19,7 +19,7 @@ TOKENS = 1_000
 CHILD = """
 import json, time
 start = time.perf_counter()
-from app.model import ngram
+from app.model.arithmetic import ngram
 imported = time.perf_counter()
 ngram.train([{draft}, {target}])
 trained = time.perf_counter()

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from app.model import published
+from app.model.cost import published
 
 GOAL_MEDIAN = 0.15
 GOAL_WORST = 0.35

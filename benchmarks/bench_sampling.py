@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.model.sampling import make_pair, speculative_sample
+from app.model.arithmetic.sampling import make_pair, speculative_sample
 from benchmarks.timing import best_time
 
 TRIALS = 1_000_000

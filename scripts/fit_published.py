@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from app.model import published
+from app.model.cost import published
 
 
 def main() -> None:

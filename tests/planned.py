@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from app.model import rules
-from app.model.regimes import RooflineSetup
+from app.model.cost.regimes import RooflineSetup
 from app.service import plan
 from app.service.regimes import BuiltSetup, SetupRequest, describe_setup
 

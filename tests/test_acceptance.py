@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.model import closed_form
-from app.model.acceptance import AcceptanceProfile, expected_tokens
+from app.model.arithmetic import closed_form
+from app.model.arithmetic.acceptance import AcceptanceProfile, expected_tokens
 
 
 def test_without_a_profile_it_is_the_closed_form() -> None:

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from app.model import bursty as b
-from app.model import closed_form as cf
+from app.model.arithmetic import bursty as b
+from app.model.arithmetic import closed_form as cf
 
 
 @settings(max_examples=200, deadline=None)
@@ -188,7 +188,7 @@ def test_stream_summary_matches_the_stream_it_does_not_build(case: tuple[int, li
 
 
 def test_monte_carlo_with_rho_zero_is_unchanged_and_with_rho_is_bursty() -> None:
-    from app.model import monte_carlo as mc
+    from app.model.arithmetic import monte_carlo as mc
 
     assert mc.simulate(0.7, 5, 0.1, 20_000, seed=3) == mc.simulate(0.7, 5, 0.1, 20_000, seed=3, rho=0.0)
     assert mc.run_trace(0.7, 5, 0.1, 300, seed=3) == mc.run_trace(0.7, 5, 0.1, 300, seed=3, rho=0.0)

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.model import calibration, closed_form
-from app.model.calibration import CalibrationError
-from app.model.regimes import linear_verification
+from app.model.arithmetic import closed_form
+from app.model.cost.regimes import linear_verification
+from app.model.counters import calibration
+from app.model.counters.calibration import CalibrationError
 
 PROBABILITY = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 DRAFT_LENGTH = st.integers(min_value=1, max_value=24)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from app.model.capacity import max_batch_that_fits
-from app.model.regimes import memory_capacity_gb, memory_needed_gb
+from app.model.cost.capacity import max_batch_that_fits
+from app.model.cost.regimes import memory_capacity_gb, memory_needed_gb
 from app.service.regimes import SetupRequest, build_setup
 
 REGIMES = "/api/v1/regimes"

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from app.cli import main
-from app.model import closed_form as cf
+from app.model.arithmetic import closed_form as cf
 from tests.support import ROOT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -108,7 +108,7 @@ def test_schedule_takes_a_measured_sweep_and_says_measured(
 
     from fastapi.testclient import TestClient
 
-    from app.model.regimes import default_setup
+    from app.model.cost.regimes import default_setup
     from app.testing.step_times import example_step_times
     from app.web.main import create_app
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.cli import build_parser, main
 from app.model import limits
-from app.model.regimes import REGIME_NAMES
+from app.model.cost.regimes import REGIME_NAMES
 from app.service import decision_inputs, plan_inputs, rollout_inputs
 from app.service.inputs import Input
 
@@ -149,7 +149,7 @@ def test_defaults_are_read_from_one_place() -> None:
     assert defaults["compute_efficiency"] == limits.DEFAULT_COMPUTE_EFFICIENCY
     assert defaults["bandwidth_efficiency"] == limits.DEFAULT_BANDWIDTH_EFFICIENCY
     assert defaults["k_max"] == limits.K_SEARCH_MAX
-    from app.model.regimes import default_setup
+    from app.model.cost.regimes import default_setup
 
     assert default_setup().compute_efficiency == limits.DEFAULT_COMPUTE_EFFICIENCY
     from app.service import regimes as regimes_service

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.model import calibration, closed_form, draft_sources, trees
+from app.model.arithmetic import closed_form, draft_sources, trees
+from app.model.counters import calibration
 
 
 def test_calibrate_from_a_rate(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.model import closed_form as cf
+from app.model.arithmetic import closed_form as cf
 
 probabilities = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 draft_lengths = st.integers(min_value=0, max_value=64)
@@ -167,7 +167,7 @@ def test_max_draft_cost_at_tiny_p_is_p() -> None:
 
 @given(st.floats(min_value=0.0, max_value=1.0), st.integers(min_value=1, max_value=64))
 def test_break_even_is_one_where_only_p_equal_to_one_pays_nothing(beta: float, k: int) -> None:
-    from app.model.regimes import compute_bound_verification
+    from app.model.cost.regimes import compute_bound_verification
 
     # k c + v(k) = k + 1 exactly: c = 1 with free verification, c = 0 under the compute-bound regime.
     assert cf.break_even_acceptance(k, 1.0) == 1.0

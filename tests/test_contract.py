@@ -8,8 +8,9 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from app.model import closed_form as cf
-from app.model import draft_sources, limits, trees
+from app.model import limits
+from app.model.arithmetic import closed_form as cf
+from app.model.arithmetic import draft_sources, trees
 from app.web.core.contract import nearest_name
 from app.web.core.heavy import HeavyWorkLimiter
 from app.web.main import api_routes, app, heavy_operations

@@ -18,7 +18,8 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from app.model import dashboard, engines, rules
+from app.model import engines, rules
+from app.model.live import dashboard
 from app.service.regimes import SetupRequest, build_setup
 from tests.planned import planned_rules
 

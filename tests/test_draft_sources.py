@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.model import closed_form, draft_sources
-from app.model.regimes import compute_bound_verification, linear_verification
+from app.model.arithmetic import closed_form, draft_sources
+from app.model.cost.regimes import compute_bound_verification, linear_verification
 
 
 def test_the_sources_cover_every_kind_the_issue_names() -> None:

@@ -60,7 +60,7 @@ def test_trtllm_cannot_start_speculation_after_batch_one_so_it_says_leave_it_off
 
 
 def test_calibration_numbers_instead_of_p(client: TestClient) -> None:
-    from app.model import closed_form
+    from app.model.arithmetic import closed_form
 
     rate = closed_form.draft_acceptance_rate(0.8, 5)
     by_rate = _get(client, engine="vllm", rate=rate, k=5)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import engine_metrics as em
-from app.model.calibration import CalibrationError
+from app.model.counters.calibration import CalibrationError
+from app.model.live import engine_metrics as em
 from app.testing import engine_reports
 from app.web.core.config import Settings
 from app.web.main import create_app
@@ -257,7 +257,7 @@ def test_a_baseline_scrape_is_subtracted_and_a_restart_is_a_422(client: TestClie
 
 
 def test_series_of_several_engines_are_summed_per_model(client: TestClient) -> None:
-    from app.model import calibration
+    from app.model.counters import calibration
 
     text = calibration.example_exposition(0.72, 5, drafts=12_000, seed=20, engines=4)
     body = client.post(CALIBRATE, content=text).json()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.model.measure import MeasureError, Sample, analyze, metrics_delta, step_times_csv
-from app.model.step_fit import read_step_times
+from app.model.live.measure import MeasureError, Sample, analyze, metrics_delta, step_times_csv
+from app.model.live.step_fit import read_step_times
 from app.service.clients.measure import Counters, Record, Server, parse_metrics, samples_from
 
 T_PLAIN = 10.0  # ms per plain step

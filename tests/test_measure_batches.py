@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.model.measure import MeasureError, Sample
-from app.model.measure_batches import analyze_batches
+from app.model.live.measure import MeasureError, Sample
+from app.model.live.measure_batches import analyze_batches
 
 FIXED, PER_SEQUENCE, PER_TOKEN = 20.0, 3.0, 1.5  # ms
 P = 0.7
@@ -150,7 +150,7 @@ def test_the_sweeps_step_fit_input_is_what_the_schedule_takes_as_measured(
     import json
 
     from app.cli import main
-    from app.model.measure_batches import batch_step_times_csv
+    from app.model.live.measure_batches import batch_step_times_csv
 
     analysis = analyze_batches([[_cell(k, batch) for k in (0, 2, 4) for batch in BATCHES]], draft_model=False)
     path = tmp_path / "steps.csv"  # type: ignore[operator]

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from app.cli import main
-from app.model.measure import Analysis, analyze
-from app.model.step_fit import read_step_times
+from app.model.live.measure import Analysis, analyze
+from app.model.live.step_fit import read_step_times
 from app.service.clients.measure import Counters, Run, Sweep, parse_metrics
 from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, Engine, Server, engine, llama_server
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from app.model import closed_form as cf
-from app.model import monte_carlo as mc
+from app.model.arithmetic import closed_form as cf
+from app.model.arithmetic import monte_carlo as mc
 
 
 @pytest.mark.parametrize(("p", "k"), [(0.75, 6), (0.5, 3), (0.95, 10), (0.2, 1)])

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.model import bursty, ngram
-from app.model import closed_form as cf
-from app.model.sampling import DistributionPair, run_rule
+from app.model.arithmetic import bursty, ngram
+from app.model.arithmetic import closed_form as cf
+from app.model.arithmetic.sampling import DistributionPair, run_rule
 
 HELD_OUT = "Return a new list containing all items from the iterable in ascending order.\n"
 
@@ -21,7 +21,7 @@ def test_corpus_is_large_in_the_alphabet_and_the_same_in_a_fresh_interpreter() -
     assert len(text) > 100_000
     assert set(text) <= set(ngram.ALPHABET)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    script = "import hashlib; from app.model import ngram; print(hashlib.sha256(ngram.corpus().encode()).hexdigest())"
+    script = "import hashlib; from app.model.arithmetic import ngram; print(hashlib.sha256(ngram.corpus().encode()).hexdigest())"
     fresh = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert fresh.stdout.strip() == digest
 

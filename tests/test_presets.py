@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from app.model import limits
-from app.model.presets import (
+from app.model.cost.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
     MODEL_FIELDS,
@@ -16,7 +16,7 @@ from app.model.presets import (
     preset_fields,
     with_overrides,
 )
-from app.model.regimes import RooflineSetup, devices_to_fit, draft_step, memory_needed_gb, target_step
+from app.model.cost.regimes import RooflineSetup, devices_to_fit, draft_step, memory_needed_gb, target_step
 
 REQUIRED_ACCELERATORS = {"a100-80gb-sxm", "h100-sxm", "h200", "b200", "mi300x"}
 REQUIRED_MODELS = {"dense-8b", "dense-70b", "dense-405b", "mixtral-8x7b", "deepseek-v3"}

@@ -31,7 +31,9 @@ import numpy as np
 import yaml
 
 from app.cli import main
-from app.model import closed_form, engine_metrics, rules
+from app.model import rules
+from app.model.arithmetic import closed_form
+from app.model.live import engine_metrics
 from app.service.regimes import SetupRequest, build_setup
 from tests import live_engine
 from tests.planned import planned_rules

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import prometheus_text
+from app.model.counters import prometheus_text
 from app.service.clients.measure import MeasureClientError, parse_metrics
 
 BROKEN = (

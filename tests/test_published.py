@@ -11,10 +11,10 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from app.model import published
-from app.model.acceptance import expected_tokens
-from app.model.presets import MODELS, draft_head
-from app.model.regimes import roofline_speedup
+from app.model.arithmetic.acceptance import expected_tokens
+from app.model.cost import published
+from app.model.cost.presets import MODELS, draft_head
+from app.model.cost.regimes import roofline_speedup
 
 POINTS = published.load()
 PROBLEM = published.problem(POINTS)

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.model import closed_form, published
-from app.model.presets import ACCELERATORS, MODELS
-from app.model.regimes import (
+from app.model.arithmetic import closed_form
+from app.model.cost import published
+from app.model.cost.presets import ACCELERATORS, MODELS
+from app.model.cost.regimes import (
     MAX_SIMULATED_ROUTINGS,
     RegimeName,
     RooflineSetup,
@@ -413,7 +414,7 @@ def test_setup_validation() -> None:
 
 
 def test_the_cycle_draft_and_all_reduce_terms_enter_each_cost_once() -> None:
-    from app.model.regimes import draft_step, roofline_draft_cost, target_step
+    from app.model.cost.regimes import draft_step, roofline_draft_cost, target_step
 
     base = plain_setup_for("h100-sxm", "dense-70b")
     two = dataclasses.replace(base, devices=2)
@@ -443,7 +444,7 @@ def test_the_cycle_draft_and_all_reduce_terms_enter_each_cost_once() -> None:
 
 
 def test_the_draft_step_is_priced_with_the_pass_overhead_unless_given() -> None:
-    from app.model.regimes import draft_step
+    from app.model.cost.regimes import draft_step
 
     base = dataclasses.replace(
         plain_setup_for("h100-sxm", "dense-8b"), step_overhead_us=0.0, overhead_per_draft_step_us=None

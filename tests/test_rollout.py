@@ -1,4 +1,4 @@
-"""The canary check: its arithmetic (app.model.rollout), the engines' decode-time series, and `specdec-lab rollout
+"""The canary check: its arithmetic (app.model.live.rollout), the engines' decode-time series, and `specdec-lab rollout
 check` against canned Prometheus HTTP APIs (bad input, verdicts, exit codes, what --format json keeps)."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import pytest
 from scipy import stats
 
 from app.cli import main
-from app.model import engines, rollout
+from app.model import engines
 from app.model.engines.reports import Measurement
+from app.model.live import rollout
 from app.service.clients import rollout as rollout_client
 from tests.support import answering, free_port
 

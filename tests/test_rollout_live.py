@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from app.cli import main
-from app.model import rollout_plan
+from app.model.live import rollout_plan
 from tests import live_engine
 from tests.test_prometheus_live import prometheus
 

@@ -1,4 +1,4 @@
-"""The rollout plan: its arithmetic (app.model.rollout_plan), and `specdec-lab rollout plan` on a pasted scrape
+"""The rollout plan: its arithmetic (app.model.live.rollout_plan), and `specdec-lab rollout plan` on a pasted scrape
 with two classes and on a real Prometheus (Debian's, on 127.0.0.1) scraping a stand-in vLLM exporter with two
 classes, one that pays and one that does not: they come in rollout order, judged."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.model import rollout_plan
+from app.model.live import rollout_plan
 from app.service.regimes import SetupRequest, build_setup
 from tests.test_prometheus_live import instant, prometheus, serving, wait_for
 

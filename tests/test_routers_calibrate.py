@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import calibration, closed_form
-from app.model.regimes import default_setup, linear_verification, roofline_draft_cost, roofline_verification
+from app.model.arithmetic import closed_form
+from app.model.cost.regimes import default_setup, linear_verification, roofline_draft_cost, roofline_verification
+from app.model.counters import calibration
 from app.web.api.routes.calibrate import MAX_BODY_BYTES
 
 RATE = "/api/v1/calibrate/rate"

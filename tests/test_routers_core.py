@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import closed_form as cf
+from app.model.arithmetic import closed_form as cf
 from app.model.limits import K_SEARCH_MAX
 
 

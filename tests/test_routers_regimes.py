@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import closed_form as cf
-from app.model import published
-from app.model.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS
-from app.model.regimes import (
+from app.model.arithmetic import closed_form as cf
+from app.model.cost import published
+from app.model.cost.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS
+from app.model.cost.regimes import (
     default_setup,
     plain_roofline,
     roofline_draft_cost,
@@ -319,7 +319,7 @@ def test_numbers_are_written_as_javascript_writes_them(value: float, string: str
 
 @pytest.mark.parametrize("path", ["/speedup-vs-batch", "/schedule"])
 def test_the_batch_predictions_say_where_they_come_from_and_how_far_off(client: TestClient, path: str) -> None:
-    from app.model import published
+    from app.model.cost import published
 
     defaults = client.get(REGIMES + path, params={"p": 0.8}).json()["accuracy"]
     assert defaults["source"] == "defaults"
@@ -347,7 +347,7 @@ def _measured_sweep_query(client: TestClient) -> tuple[str, dict[str, Any]]:
     """A sweep over batch and tokens per step on a server slower than the defaults, fitted by POST step-fit."""
     import dataclasses
 
-    from app.model.regimes import default_setup
+    from app.model.cost.regimes import default_setup
     from app.testing.step_times import example_step_times
 
     server = dataclasses.replace(
@@ -388,7 +388,7 @@ def test_a_measured_sweep_moves_the_answer_and_says_measured(client: TestClient,
 
 
 def test_a_head_on_the_target_is_a_draft_priced_from_the_targets_shape(client: TestClient) -> None:
-    from app.model.presets import draft_head
+    from app.model.cost.presets import draft_head
 
     for target in ("dense-8b", "dense-70b"):
         # the plain roofline prices what each reads (an all-reduce per layer would favour the one-layer head)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from app.model import rollout_plan
-from app.model.calibration import MAX_EXPOSITION_BYTES
+from app.model.counters.calibration import MAX_EXPOSITION_BYTES
+from app.model.live import rollout_plan
 from app.web.main import app
 from tests.test_rollout_plan import exposition
 

@@ -6,7 +6,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import bursty, closed_form, limits, sampling
+from app.model import limits
+from app.model.arithmetic import bursty, closed_form, sampling
 
 
 def get(client: TestClient, path: str, **params: Any) -> dict[str, Any]:

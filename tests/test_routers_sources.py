@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import draft_sources
+from app.model.arithmetic import draft_sources
 
 SOURCES = "/api/v1/draft-sources"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import closed_form, trees
+from app.model.arithmetic import closed_form, trees
 
 TREES = "/api/v1/trees"
 

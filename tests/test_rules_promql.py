@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from app.model import rules
-from app.model.capacity import decide
+from app.model.cost.capacity import decide
 from app.service.regimes import SetupRequest, build_setup
 from tests.planned import evaluate, expression, planned_rules
 
@@ -50,7 +50,7 @@ def test_the_best_k_recorded_is_the_roofline_best_at_the_bin_of_the_measured_p()
 
 
 def test_sglang_p_is_read_back_from_tokens_per_verification_at_the_running_k() -> None:
-    from app.model import closed_form
+    from app.model.arithmetic import closed_form
 
     made = rules_for("sglang")
     read_back = expression(made, rules.ACCEPTANCE)

@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 import yaml
 
-from app.model import closed_form, engines, rules
-from app.model.capacity import decide
+from app.model import engines, rules
+from app.model.arithmetic import closed_form
+from app.model.cost.capacity import decide
 from app.model.engines.base import RulesMetrics
 from app.service.regimes import SetupRequest, build_setup
 from tests.planned import planned_rules

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from app.model import sampling as s
+from app.model.arithmetic import sampling as s
 
 ALPHA = 0.001
 TRIALS = 100_000

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.model import presets, served_models
+from app.model.cost import presets
+from app.model.live import served_models
 
 
 @pytest.mark.parametrize(

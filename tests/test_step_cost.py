@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from app.model.step_cost import TERM_LABELS, TERMS, StepCostError, StepPoint, fit, given_terms, terms_text
+from app.model.cost.step_cost import TERM_LABELS, TERMS, StepCostError, StepPoint, fit, given_terms, terms_text
 
 FIXED, PER_SEQUENCE, PER_TOKEN, PER_DRAFT_STEP = 20.0, 3.0, 1.5, 0.8
 

@@ -10,8 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.cli import main
-from app.model.regimes import draft_step, target_step
-from app.model.step_fit import fit_step_times, read_step_times
+from app.model.cost.regimes import draft_step, target_step
+from app.model.live.step_fit import fit_step_times, read_step_times
 from app.service.regimes import SetupRequest, build_setup
 from app.testing.step_times import example_step_times
 
@@ -149,7 +149,7 @@ def test_trtllm_iteration_stats_decode_iterations_are_step_times() -> None:
 
 
 def test_the_out_of_sample_error_predicts_each_batch_from_the_others() -> None:
-    from app.model import step_fit
+    from app.model.live import step_fit
 
     truth = replace(SETUP, bandwidth_efficiency=0.6, compute_efficiency=0.35, step_overhead_us=25.0)
     exact = example_step_times(truth, [1, 2, 4, 8, 16, 32, 64], [1, 3], noise=0.0, seed=0)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.model import closed_form, trees
-from app.model.regimes import linear_verification
+from app.model.arithmetic import closed_form, trees
+from app.model.cost.regimes import linear_verification
 
 
 @st.composite

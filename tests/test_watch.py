@@ -14,9 +14,9 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from app.cli import main
-from app.model.calibration import ErrorKind
+from app.model.counters.calibration import ErrorKind
 from app.model.engines.reports import EngineFormatError
-from app.model.watch import Scrape, draft_lengths, interval_report, read_scrape, went_down
+from app.model.live.watch import Scrape, draft_lengths, interval_report, read_scrape, went_down
 from app.service.regimes import SetupRequest, build_setup
 from app.testing.engine_reports import sample_accepted
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.model import closed_form
+from app.model.arithmetic import closed_form
 from app.model.limits import K_SEARCH_MAX
 from app.service.schemas.core import Curve, CurvePoint, OptimalK, Speedup
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.model import limits
-from app.model.regimes import REGIME_NAMES, RegimeName
+from app.model.cost.regimes import REGIME_NAMES, RegimeName
 from app.service.decision import CostRegime, cost_regime
 from app.service.inputs import Input, checked
 

@@ -6,9 +6,11 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from app.model import calibration, closed_form, draft_sources, limits, trees
-from app.model.closed_form import VerifyCost
-from app.model.regimes import Regime, RegimeName, default_setup, make_regime
+from app.model import limits
+from app.model.arithmetic import closed_form, draft_sources, trees
+from app.model.arithmetic.closed_form import VerifyCost
+from app.model.cost.regimes import Regime, RegimeName, default_setup, make_regime
+from app.model.counters import calibration
 from app.service.schemas.decision import (
     CalibrationOut,
     CountersOut,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.model import calibration, draft_sources, limits, rules, trees
+from app.model import limits, rules
+from app.model.arithmetic import draft_sources, trees
+from app.model.counters import calibration
 from app.service import core_inputs, plan_inputs
 from app.service.inputs import Input
 

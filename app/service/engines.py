@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from app.model import calibration, closed_form, engine_metrics, engines
-from app.model.calibration import CalibrationError
+from app.model import engines
+from app.model.arithmetic import closed_form
+from app.model.counters import calibration
+from app.model.counters.calibration import CalibrationError
 from app.model.engines import vllm
+from app.model.live import engine_metrics
 from app.service.decision import CostRegime, calibration_out
 from app.service.schemas.engines import ClassCalibrationOut, EngineCalibrationOut
 from app.service.schemas.fill import filled

@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 
-from app.model import step_cost
-from app.model.measure import MeasureError
-from app.model.measure_batches import BatchAnalysis, analyze_batches
+from app.model.cost import step_cost
+from app.model.live.measure import MeasureError
+from app.model.live.measure_batches import BatchAnalysis, analyze_batches
 from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Record, Run, Server, Sweep
 
 MAX_JOBS_KEPT = 16  # finished jobs kept for reading, the oldest dropped first

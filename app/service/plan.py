@@ -21,10 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from app.model import capacity, dashboard, engine_config, engines, limits, rules, trees
-from app.model.acceptance import AcceptanceProfile
+from app.model import engines, limits, rules
+from app.model.arithmetic import trees
+from app.model.arithmetic.acceptance import AcceptanceProfile
+from app.model.cost import capacity
+from app.model.cost.regimes import best_k_by_batch
 from app.model.engines.base import describe_batches
-from app.model.regimes import best_k_by_batch
+from app.model.live import dashboard, engine_config
 from app.service.inputs import link, query_text
 from app.service.regimes import BuiltSetup, accuracy_out, decision_schedule, devices_for_batch, devices_note
 from app.service.schemas.engines import EngineConfigOut

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.model import closed_form, engines, limits, rules, trees
-from app.model.acceptance import Acceptance, AcceptanceProfile
+from app.model import engines, limits, rules
+from app.model.arithmetic import closed_form, trees
+from app.model.arithmetic.acceptance import Acceptance, AcceptanceProfile
 from app.model.engines.base import UnknownVersionError
 from app.service.inputs import Input, InputError, by_name, checked
 from app.service.plan import PlanRequest

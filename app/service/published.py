@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.model import published
+from app.model.cost import published
 from app.service.schemas.published import (
     PublishedClassOut,
     PublishedCrossoverOut,

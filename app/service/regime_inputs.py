@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.model import limits
-from app.model.regimes import RegimeName
+from app.model.cost.regimes import RegimeName
 from app.service import core_inputs, plan_inputs
 from app.service.inputs import Input
 

@@ -14,10 +14,12 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from app.model import capacity, closed_form, limits, published
-from app.model.acceptance import Acceptance, AcceptanceProfile, expected_tokens, iid_p
-from app.model.capacity import Decision, fewest_devices, fitting_marks
-from app.model.presets import (
+from app.model import limits
+from app.model.arithmetic import closed_form
+from app.model.arithmetic.acceptance import Acceptance, AcceptanceProfile, expected_tokens, iid_p
+from app.model.cost import capacity, published
+from app.model.cost.capacity import Decision, fewest_devices, fitting_marks
+from app.model.cost.presets import (
     ACCELERATOR_FIELDS,
     ACCELERATORS,
     DRAFT_CHOICES,
@@ -30,7 +32,7 @@ from app.model.presets import (
     draft_preset,
     with_overrides,
 )
-from app.model.regimes import (
+from app.model.cost.regimes import (
     BatchSweep,
     Regime,
     RegimeName,

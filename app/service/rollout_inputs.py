@@ -1,12 +1,12 @@
 """The inputs of the canary check (app.service.clients.rollout), declared once for the API and the command line.
 
-What a value means (a matcher list, a duration, an interval LOW,HIGH) the model checks (app.model.rollout) and
+What a value means (a matcher list, a duration, an interval LOW,HIGH) the model checks (app.model.live.rollout) and
 says why; these state what is taken, its length and its default.
 """
 
 from __future__ import annotations
 
-from app.model import rollout
+from app.model.live import rollout
 from app.service.inputs import Input
 
 MAX_URL = 2048

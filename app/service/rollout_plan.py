@@ -1,6 +1,6 @@
 """`specdec-lab rollout plan`: per class, the measured acceptance, the batches it ran, the plan's schedule and
 config for that acceptance on the user's setup, the gain weighted over those batches, and a verdict, in
-rollout order (:mod:`app.model.rollout_plan` for the arithmetic).
+rollout order (:mod:`app.model.live.rollout_plan` for the arithmetic).
 
 The classes come from a Prometheus server (the spec-decode counters' increase over a window and the
 running-requests gauge sampled over it: a bounded number of queries, as the watch) or from one pasted scrape
@@ -16,12 +16,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.model import engines, prometheus_text, published, rollout, rollout_plan, rules
-from app.model.acceptance import AcceptanceProfile
-from app.model.calibration import ErrorKind
+from app.model import engines, rules
+from app.model.arithmetic.acceptance import AcceptanceProfile
+from app.model.cost import published
+from app.model.counters import prometheus_text
+from app.model.counters.calibration import ErrorKind
 from app.model.engines.base import RulesMetrics
 from app.model.engines.reports import EngineFormatError, Measurement, verification_measurement
-from app.model.watch import read_scrape
+from app.model.live import rollout, rollout_plan
+from app.model.live.watch import read_scrape
 from app.service import plan
 from app.service.clients import spec_counts
 from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number, detect

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.model import limits, ngram
+from app.model import limits
+from app.model.arithmetic import ngram
 from app.service import core_inputs
 from app.service.inputs import Input
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.model import limits, presets
+from app.model import limits
+from app.model.cost import presets
 from app.model.engines.step_times import MAX_ROWS
 from app.service.inputs import Input, InputError, checked
 from app.service.regimes import (

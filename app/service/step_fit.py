@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from app.model import limits, step_fit
-from app.model.step_cost import MODEL as STEP_COST_MODEL
-from app.model.step_cost import TERM_LABELS
-from app.model.step_fit import StepFitError
+from app.model import limits
+from app.model.cost.step_cost import MODEL as STEP_COST_MODEL
+from app.model.cost.step_cost import TERM_LABELS
+from app.model.live import step_fit
+from app.model.live.step_fit import StepFitError
 from app.service.regimes import BuiltSetup, Measured, accuracy_out, schedule_out
 from app.service.schemas.engines import StepCostOut, StepFitOut, StepPointOut
 from app.service.schemas.fill import filled

@@ -2,7 +2,7 @@
 seeded i.i.d. acceptance p at draft length k, the way that engine writes it.
 
 The product reads reports; it never writes these.  ``example_report`` names a format the registry knows
-(``app.model.engine_metrics.FORMATS``); a format without a writer here is a KeyError, so a new format needs one.
+(``app.model.live.engine_metrics.FORMATS``); a format without a writer here is a KeyError, so a new format needs one.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from app.model.engine_metrics import REPORT_FORMATS
+from app.model.live.engine_metrics import REPORT_FORMATS
 
 
 def sample_accepted(p: float, k: int, cycles: int, seed: int) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.model.regimes import RooflineSetup, model_step
+from app.model.cost.regimes import RooflineSetup, model_step
 
 
 def example_step_times(setup: RooflineSetup, batches: list[int], tokens: list[int], noise: float, seed: int) -> str:

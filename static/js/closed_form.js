@@ -1,6 +1,6 @@
 // The demo's closed form in the browser, so that a drag never waits for the network.
 //
-// The one deliberate copy of the Python model (app/model/closed_form.py): E[T], cost, speedup, best k and
+// The one deliberate copy of the Python model (app/model/arithmetic/closed_form.py): E[T], cost, speedup, best k and
 // break-even under free verification, and the arithmetic factor. tests/browser/test_closed_form_parity.py holds it to the Python model
 // on thousands of generated points, to 1e-12 relative, in the real browser.
 

@@ -8,7 +8,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
-from app.model import closed_form as cf
+from app.model.arithmetic import closed_form as cf
 from tests.conftest import PageWatch
 from tests.support import wait_until
 

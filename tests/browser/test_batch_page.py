@@ -15,8 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 from playwright.sync_api import Browser, Page, expect
 
-from app.model import closed_form as cf
-from app.model.regimes import default_setup, sweep_batches
+from app.model.arithmetic import closed_form as cf
+from app.model.cost.regimes import default_setup, sweep_batches
 from app.testing.step_times import example_step_times
 from app.web.pages.text import fixed
 from app.web.pages.views.batch import K_SEARCH_MAX

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page
 
-from app.model import closed_form as cf
+from app.model.arithmetic import closed_form as cf
 from app.model.limits import K_MAX_LIMIT
 from app.web.core.assets import asset_url
 from tests.support import wait_until

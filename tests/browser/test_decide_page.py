@@ -12,7 +12,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, Route, expect
 
-from app.model import calibration, closed_form, draft_sources
+from app.model.arithmetic import closed_form, draft_sources
+from app.model.counters import calibration
 from app.testing import engine_reports
 from tests.conftest import PageWatch
 from tests.support import wait_until

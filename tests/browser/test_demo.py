@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
-from app.model import closed_form as cf
+from app.model.arithmetic import closed_form as cf
 from tests.conftest import PageWatch
 from tests.support import wait_until
 

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
-from app.model import bursty, closed_form, ngram, sampling
+from app.model.arithmetic import bursty, closed_form, ngram, sampling
 from app.model.limits import MAX_NGRAM_TOKENS
 from app.web.pages.controls import url_text
 from tests.conftest import PageWatch

@@ -22,8 +22,9 @@ from typing import TypeVar
 
 import pytest
 
-from app.model import engines, trees
-from app.model.capacity import decide
+from app.model import engines
+from app.model.arithmetic import trees
+from app.model.cost.capacity import decide
 from app.model.engines.base import SCHEDULE_PER_BATCH, EngineVersion
 from app.service.regimes import SetupRequest, build_setup
 from tests.engines.oracles import ORACLES, Oracle
@@ -81,7 +82,7 @@ def schedule_of(case: Case) -> tuple[list[int], list[object], int]:
 
 def check_export(engine: str, case: Case, *, version: str | None = None, method: str | None = None) -> dict[str, int]:
     """Export, read back, compare; returns counts of what was checked (setups, batches, differing batches)."""
-    from app.model import engine_config
+    from app.model.live import engine_config
 
     best, steps, limit = schedule_of(case)
     result = engine_config.export(
@@ -105,7 +106,7 @@ def check_export(engine: str, case: Case, *, version: str | None = None, method:
 
 
 def check_tree(engine: str, budget: int, *, version: str | None = None, method: str | None = None) -> list[int]:
-    from app.model import engine_config
+    from app.model.live import engine_config
 
     tree = trees.best_first_tree(TREE_ACCEPTANCE, budget)
     best = [4] * 16

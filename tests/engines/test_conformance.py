@@ -7,9 +7,11 @@ import re
 
 import pytest
 
-from app.model import engine_config, engines, trees
+from app.model import engines
+from app.model.arithmetic import trees
 from app.model.engines.base import ConfigRuleError, EngineVersion, Exported
 from app.model.engines.llamacpp.versions import LIVE_BUILDS
+from app.model.live import engine_config
 from tests import live_engine
 from tests.engines import engine_reading, suite
 from tests.engines.oracles import ORACLES, Oracle

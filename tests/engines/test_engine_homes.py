@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from app.model import engine_config, engines, step_fit, trees
+from app.model import engines
+from app.model.arithmetic import trees
 from app.model.engines.step_times import StepRow, StepTimeFormat, step_row
+from app.model.live import engine_config, step_fit
 from app.service import plan
 from app.service.regimes import SetupRequest, build_setup
 
@@ -99,7 +101,7 @@ def test_step_fit_reads_the_files_of_an_engine_registered_later(monkeypatch: pyt
 
 
 def test_a_baseline_is_subtracted_only_from_the_formats_whose_package_can() -> None:
-    from app.model import engine_metrics
+    from app.model.live import engine_metrics
     from app.testing import engine_reports
 
     takers = sorted(name for name, report in engine_metrics.REPORT_FORMATS.items() if report.subtract_baseline)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.model import engine_metrics, engines
+from app.model import engines
 from app.model.engines import doc
 from app.model.engines.base import EngineAdapter
+from app.model.live import engine_metrics
 from app.testing import engine_reports
 
 REQUIRED = (

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from app.model import engine_config, engine_metrics, engines, trees
+from app.model import engines
+from app.model.arithmetic import trees
 from app.model.engines import sglang
 from app.model.engines.base import ConfigRuleError, Exported
 from app.model.engines.sglang import config_reader
 from app.model.engines.sglang import versions as sglang_versions
+from app.model.live import engine_config, engine_metrics
 from app.testing import engine_reports
 from tests.engines import engine_reading, suite
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from app.model import engine_config, engine_metrics, engines
+from app.model import engines
 from app.model.engines import trtllm
 from app.model.engines.base import ConfigRuleError, Exported
 from app.model.engines.trtllm import versions as trtllm_versions
+from app.model.live import engine_config, engine_metrics
 from app.testing import engine_reports
 from tests.engines import suite
 
@@ -80,7 +81,7 @@ def test_trees_static_before_pr_18210_dynamic_after() -> None:
 
 
 def _tree() -> Any:
-    from app.model import trees
+    from app.model.arithmetic import trees
 
     return trees.best_first_tree(suite.TREE_ACCEPTANCE, 10)
 

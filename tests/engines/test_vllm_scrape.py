@@ -2,7 +2,7 @@
 calibrated by ``app.service.engines.calibrate_scrape``, the reading behind POST /api/v1/calibrate/metrics and
 specdec-lab calibrate --metrics; clear errors for expositions that cannot be used.
 
-Moved from tests/test_calibration.py with the reader (app.model.calibration.parse_exposition before): the same
+Moved from tests/test_calibration.py with the reader (app.model.counters.calibration.parse_exposition before): the same
 inputs, the same expected numbers and messages."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.model import calibration, closed_form
-from app.model.calibration import CalibrationError, ErrorKind
+from app.model.arithmetic import closed_form
+from app.model.counters import calibration
+from app.model.counters.calibration import CalibrationError, ErrorKind
 from app.model.engines import vllm
 from app.service.engines import calibrate_scrape
 

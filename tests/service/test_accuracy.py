@@ -12,8 +12,8 @@ import yaml
 from fastapi.testclient import TestClient
 
 from app.cli import main
-from app.model import published
-from app.model.regimes import default_setup
+from app.model.cost import published
+from app.model.cost.regimes import default_setup
 from app.testing.step_times import example_step_times
 
 PLAN = "engine=vllm&model=dense-70b&p=0.8"

@@ -15,7 +15,8 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from app.model import closed_form, engines, rules
+from app.model import engines, rules
+from app.model.arithmetic import closed_form
 from app.model.engines.base import (
     ConfigRequest,
     DecodeTime,

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import capacity, engines, rules
+from app.model import engines, rules
+from app.model.cost import capacity
 from app.service import plan
 from app.service.regimes import SetupRequest, build_setup
 from tests.planned import evaluate, expression
@@ -43,7 +44,7 @@ def test_nothing_in_the_app_imports_decide_by_name() -> None:
     for path in APP.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "app.model.capacity":
+            if isinstance(node, ast.ImportFrom) and node.module == "app.model.cost.capacity":
                 assert "decide" not in {alias.name for alias in node.names}, path
 
 

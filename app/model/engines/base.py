@@ -11,7 +11,7 @@ An adapter is a package of this package (``vllm``, ``sglang``, ``trtllm``, ``lla
 - ``read_config(exported, version, batch_limit) -> list[int]``: the k the engine would run at batch
   1..batch_limit, read the way that engine's code reads its config, raising :class:`ConfigRuleError`
   for any rule of the engine the config breaks;
-- ``REPORTS``: the report formats it reads (see :mod:`app.model.engine_metrics`);
+- ``REPORTS``: the report formats it reads (see :mod:`app.model.live.engine_metrics`);
 - ``STEP_TIMES``: its files of step times (see :mod:`app.model.engines.step_times`);
 - ``RULES_METRICS``: per version, the Prometheus series rules are built from (:class:`RulesMetrics`);
 - ``DECODE_TIME``: the series of time spent decoding and the tokens it produced (:class:`DecodeTime`), what a
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: the registry's names load without numpy (the command line's start-up)
+    from app.model.arithmetic.trees import TreeShape
+    from app.model.cost.regimes import ScheduleStep
     from app.model.engines.reports import ReportFormat
     from app.model.engines.step_times import StepTimeFormat
-    from app.model.regimes import ScheduleStep
-    from app.model.trees import TreeShape
 
 T = TypeVar("T")
 
@@ -217,7 +217,7 @@ class RulesMetrics:
     """
 
     running: str  # the gauge of running requests: the batch
-    scrape_format: str = ""  # the report format (app.model.engine_metrics) its /metrics text is read as
+    scrape_format: str = ""  # the report format (app.model.live.engine_metrics) its /metrics text is read as
     drafts: str = ""  # counter: verifications of a draft
     draft_tokens: str = ""  # counter: drafted tokens
     accepted: str = ""  # counter: accepted draft tokens (bonus excluded)

@@ -8,7 +8,7 @@ engines' ``counts`` share are here."""
 
 from __future__ import annotations
 
-from app.model import prometheus_text
+from app.model.counters import prometheus_text
 from app.model.engines.base import SpecCounts
 
 

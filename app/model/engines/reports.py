@@ -2,7 +2,7 @@
 say what is wrong, and parsers for the shapes engines write (Prometheus text, JSON and JSON Lines).
 
 The readers themselves live in each engine's package (``app/model/engines/<engine>/reports.py``); detection and
-calibration across engines in :mod:`app.model.engine_metrics`.
+calibration across engines in :mod:`app.model.live.engine_metrics`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.model import prometheus_text
-from app.model.calibration import MAX_COUNTER, MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
+from app.model.counters import prometheus_text
+from app.model.counters.calibration import MAX_COUNTER, MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
 
 MAX_CLASSES = 32
 MAX_JSON_ITEMS = 100_000

@@ -2,7 +2,7 @@
 the shape of a reader (:class:`StepTimeFormat`).
 
 The readers themselves live in each engine's package (``app/model/engines/<engine>/step_times.py``); the
-CSV any tool can write, and the fit, in :mod:`app.model.step_fit`.
+CSV any tool can write, and the fit, in :mod:`app.model.live.step_fit`.
 """
 
 from __future__ import annotations

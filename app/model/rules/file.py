@@ -19,9 +19,9 @@ from typing import Any
 import yaml
 
 from app.model import engines
-from app.model.capacity import Decision
+from app.model.cost.capacity import Decision
+from app.model.cost.regimes import RooflineSetup
 from app.model.engines.base import EngineVersion, Exported, RulesMetrics, describe_batches
-from app.model.regimes import RooflineSetup
 from app.model.rules import alerts as alerting
 from app.model.rules import canary as canary_rules
 from app.model.rules import promql

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.model import closed_form
+from app.model.arithmetic import closed_form
+from app.model.cost.regimes import RooflineSetup, best_k_by_batch, roofline_draft_cost, verification_costs
 from app.model.engines.base import RulesMetrics, runs_of
-from app.model.regimes import RooflineSetup, best_k_by_batch, roofline_draft_cost, verification_costs
 
 Z_999 = 3.2905  # two-sided 99.9% normal quantile: the acceptance alert uses the 99.9% upper bound of p
 P_STEP = 0.05  # bins of measured p for the best k (each bin takes the k that is best at its lower edge)

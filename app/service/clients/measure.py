@@ -1,4 +1,4 @@
-"""Drive live llama-servers through a draft-length sweep and collect what :mod:`app.model.measure` analyses.
+"""Drive live llama-servers through a draft-length sweep and collect what :mod:`app.model.live.measure` analyses.
 
 One server per draft length.  The llama-server this was written against (build b11312, vendored by
 llama-cpp-python 0.3.36) compiles the per-request ``speculative.n_max`` out (``tools/server/server-schema.cpp``:
@@ -42,7 +42,7 @@ from app.model.engines.base import LiveFormat, SpecCounts
 from app.model.engines.live import LiveReadError
 from app.model.engines.llamacpp import live
 from app.model.engines.llamacpp.statistics import last_statistics
-from app.model.measure import Sample
+from app.model.live.measure import Sample
 
 BUILTIN_PROMPTS = (
     "Write a short story about a lighthouse keeper who finds a map in a bottle.",

@@ -10,7 +10,7 @@ their references to other records written out, over each interval.  It says whic
 That is at most ``QUERIES_PER_EVALUATION`` queries per interval, instant queries (``/api/v1/query``) while
 watching and range queries (``/api/v1/query_range``, at most ``MAX_HISTORY`` steps) for the history asked with
 ``--since``; each has a timeout and a size cap.  Each class's interval is then judged as the /metrics watch
-judges it (:func:`app.model.watch.measured_report`): acceptance with its interval, the batch, the speedup this
+judges it (:func:`app.model.live.watch.measured_report`): acceptance with its interval, the batch, the speedup this
 implies on the setup, and a regression when speculation stops paying or acceptance leaves its calibrated
 interval.
 
@@ -31,13 +31,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from app.model import engines
-from app.model.calibration import CalibrationError
+from app.model.cost.regimes import RooflineSetup
+from app.model.counters.calibration import CalibrationError
 from app.model.engines.base import RulesMetrics
 from app.model.engines.reports import Measurement, mean_only
-from app.model.regimes import RooflineSetup
+from app.model.live.watch import IntervalReport, described, measured_report
 from app.model.rules import promql
 from app.model.rules.file import rules_id_pattern
-from app.model.watch import IntervalReport, described, measured_report
 
 QUERIES_PER_EVALUATION = 6
 MAX_HISTORY = 1000  # steps of one range query

@@ -7,7 +7,7 @@ named, canary and control selecting a common series are refused); the seconds an
 every interval of the window, for each side (range queries, one step per interval); which classes the canary
 counts drafts for; and the canary's spec-decode counters read at every interval's end
 (:mod:`app.service.clients.spec_counts`), the window's first half calibrating and its second judged.  The arithmetic is
-:mod:`app.model.rollout`'s.  Everything read goes into the report, so that ``--format json`` loses nothing.
+:mod:`app.model.live.rollout`'s.  Everything read goes into the report, so that ``--format json`` loses nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.model import engines, rollout
+from app.model import engines
 from app.model.engines.base import DecodeTime, RulesMetrics
 from app.model.engines.reports import EngineFormatError, Measurement
+from app.model.live import rollout
 from app.service.clients import spec_counts
 from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number
 

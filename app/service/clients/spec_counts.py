@@ -1,6 +1,6 @@
 """A class's spec-decode counts over the intervals of a window, read from Prometheus as the counters' raw values
 at the intervals' ends (range queries, one step per interval) and differenced per replica with
-:mod:`app.model.rollout`'s arithmetic: every count of an interval comes from the same two scrapes, so that
+:mod:`app.model.live.rollout`'s arithmetic: every count of an interval comes from the same two scrapes, so that
 ratios of them (accepted at a position over drafts, tokens over verifications) hold, where PromQL's increase()
 stretches each series by its own extrapolation. For the canary check and the rollout plan.
 
@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.model import rollout
 from app.model.engines.base import RulesMetrics
 from app.model.engines.reports import Measurement, increase_measurement, verification_measurement
+from app.model.live import rollout
 from app.service.clients.prometheus import _metric, _number
 
 QueryRange = Callable[[str, float, float, float], list[dict[str, Any]]]

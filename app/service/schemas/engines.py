@@ -139,7 +139,7 @@ class StepFitOut(BaseModel):
     at_bounds: list[str] = Field(description="Fitted parameters that sit at a bound of their range.")
     points: list[StepPointOut]
     step_cost: StepCostOut | None = Field(
-        default=None, description="The same rows fitted as named terms of a step (app/model/step_cost.py)."
+        default=None, description="The same rows fitted as named terms of a step (app/model/cost/step_cost.py)."
     )
     schedule: ScheduleOut | None = Field(description="The schedule from the fitted model, when p is given.")
     holdout_error: float | None = Field(

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from app.model import bursty
+from app.model.arithmetic import bursty
 from app.model.limits import K_MAX_LIMIT, MAX_CYCLES, MAX_SEED, MAX_TOKENS
 from app.service import core_inputs
 from app.web.api.inputs import dependency, query

@@ -13,8 +13,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from app.model import engine_config, rules
-from app.model.acceptance import Acceptance
+from app.model import rules
+from app.model.arithmetic.acceptance import Acceptance
+from app.model.live import engine_config
 from app.service import plan, plan_inputs
 from app.service.inputs import InputError
 from app.service.plan_inputs import ACCEPTANCE_RULES, MAX_LABEL, PLAN, PLAN_RULES, PROFILE_RULE, WATCH

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from app.model.regimes import REGIME_NAMES as regime_names
+from app.model.cost.regimes import REGIME_NAMES as regime_names
 from app.service import decision_inputs as inputs
 from app.service.decision import CostRegime, cost_regime
 from app.web.core.errors import parameter_error

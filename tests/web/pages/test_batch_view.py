@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.model import closed_form as cf
 from app.model import limits
-from app.model.presets import ACCELERATORS, MODELS
+from app.model.arithmetic import closed_form as cf
+from app.model.cost.presets import ACCELERATORS, MODELS
 from app.web.pages.controls import ControlError
 from app.web.pages.text import fixed
 from app.web.pages.views import batch
@@ -507,7 +507,7 @@ def test_every_headline_says_what_the_roofline_leaves_out() -> None:
 
 
 def test_the_page_offers_the_terms_fitted_to_published_measurements(client: TestClient) -> None:
-    from app.model import published
+    from app.model.cost import published
 
     # the fitted terms are the defaults: a page priced with other terms (the plain roofline) links back to them
     plain = {name: str(value) for name, value in dataclasses.asdict(published.PLAIN_ROOFLINE).items()}
@@ -527,7 +527,7 @@ def test_the_page_offers_the_terms_fitted_to_published_measurements(client: Test
 
 
 def test_the_draft_steps_overhead_is_the_fitted_one_until_given() -> None:
-    from app.model import published
+    from app.model.cost import published
 
     fitted = published.published_fit()["terms"]["overhead_per_draft_step_us"]
     assert batch.BY_NAME["overhead_per_draft_step_us"].default == fitted
@@ -596,7 +596,7 @@ def test_a_marker_at_either_end_of_the_batch_axis_is_drawn_whole() -> None:
 
 def _measured_query(client: TestClient) -> dict[str, str]:
     """The query POST step-fit gives for a sweep measured on a server slower than the defaults."""
-    from app.model.regimes import default_setup
+    from app.model.cost.regimes import default_setup
     from app.testing.step_times import example_step_times
 
     server = dataclasses.replace(default_setup(), bandwidth_efficiency=0.5, compute_efficiency=0.2, step_overhead_us=40)

@@ -12,7 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.datastructures import QueryParams
 
-from app.model import calibration, closed_form, draft_sources
+from app.model.arithmetic import closed_form, draft_sources
+from app.model.counters import calibration
 from app.model.limits import DEFAULT_C
 from app.testing import engine_reports
 from app.web.core.config import Settings, get_settings
@@ -700,7 +701,7 @@ def test_a_pasted_scrape_with_several_classes_shows_the_rollout_plan() -> None:
     """One table: class, acceptance, batches, verdict, gain and config, the classes in rollout order."""
     from fastapi.testclient import TestClient
 
-    from app.model import rollout_plan as arithmetic
+    from app.model.live import rollout_plan as arithmetic
     from app.web.main import app
     from tests.test_rollout_plan import exposition
 
@@ -720,7 +721,7 @@ def test_a_pasted_sglang_scrape_with_several_classes_shows_the_rollout_plan() ->
     """SGLang counts verifications only: the same table, p from tokens per verification at the k its gauge shows."""
     from fastapi.testclient import TestClient
 
-    from app.model import rollout_plan as arithmetic
+    from app.model.live import rollout_plan as arithmetic
     from app.web.main import app
     from tests.test_rollout_plan import sglang_exposition
 

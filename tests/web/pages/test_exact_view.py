@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import bursty, closed_form, ngram, sampling
+from app.model.arithmetic import bursty, closed_form, ngram, sampling
 from app.model.limits import DEFAULT_CHAIN_TOKENS, MAX_CHAIN_K, MAX_NGRAM_TOKENS, MAX_SEED, VOCAB_CHOICES
 from app.web.pages.views import exact
 from app.web.pages.views.exact import PAGE

@@ -7,7 +7,7 @@ import math
 
 from fastapi.testclient import TestClient
 
-from app.model import published
+from app.model.cost import published
 
 
 def test_the_api_lists_every_point_with_its_prediction_from_the_other_sources(client: TestClient) -> None:

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model import closed_form, monte_carlo
+from app.model.arithmetic import closed_form, monte_carlo
 from app.web.pages.views.demo import readouts
 
 

@@ -1,4 +1,4 @@
-"""llama.cpp's reports read into counts of one class (see :mod:`app.model.engine_metrics`)."""
+"""llama.cpp's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TensorRT-LLM's reports read into counts of one class (see :mod:`app.model.engine_metrics`)."""
+"""TensorRT-LLM's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The series vLLM exports of its decoding time, for the canary check (app.model.rollout)."""
+"""The series vLLM exports of its decoding time, for the canary check (app.model.live.rollout)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""vLLM's reports read into counts of one class (see :mod:`app.model.engine_metrics`)."""
+"""vLLM's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`)."""
 
 from __future__ import annotations
 

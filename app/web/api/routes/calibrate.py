@@ -10,8 +10,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.model import calibration, limits
-from app.model.calibration import CalibrationError, ErrorKind
+from app.model import limits
+from app.model.counters import calibration
+from app.model.counters.calibration import CalibrationError, ErrorKind
 from app.model.engines.base import UnknownVersionError
 from app.service import decision_inputs as inputs
 from app.service import plan_inputs

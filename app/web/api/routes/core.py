@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.model import closed_form, monte_carlo
+from app.model.arithmetic import closed_form, monte_carlo
 from app.service.core import build_curve, build_optimal_k, build_speedup
 from app.service.core_inputs import BAND, C_OPS, CHART_K_MAX, CYCLES, IID_RHO, K_MAX, MEASURED_K, SEED, TOKENS, C, K, P
 from app.service.schemas.core import (

@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from app.model.regimes import REGIME_NAMES as regime_names
-from app.model.regimes import RegimeName, make_regime
+from app.model.cost.regimes import REGIME_NAMES as regime_names
+from app.model.cost.regimes import RegimeName, make_regime
 from app.service import core_inputs, plan_inputs
 from app.service import regime_inputs as inputs
 from app.service import regimes as regimes_report

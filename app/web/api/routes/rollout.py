@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from app.model import rollout
-from app.model.calibration import MAX_EXPOSITION_BYTES, CalibrationError
+from app.model.counters.calibration import MAX_EXPOSITION_BYTES, CalibrationError
+from app.model.live import rollout
 from app.service import plan_inputs, rollout_inputs
 from app.service import rollout_plan as rollout_report
 from app.service.clients import rollout as rollout_check

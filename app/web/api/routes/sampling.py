@@ -7,7 +7,7 @@ import functools
 import numpy as np
 from fastapi import APIRouter, Request
 
-from app.model import bursty, closed_form, ngram, sampling
+from app.model.arithmetic import bursty, closed_form, ngram, sampling
 from app.model.limits import BURSTY_CURVE_POINTS, GOODNESS_OF_FIT_ALPHA
 from app.service import core_inputs
 from app.service import sampling_inputs as inputs

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.model import draft_sources, limits
+from app.model import limits
+from app.model.arithmetic import draft_sources
 from app.service import core_inputs
 from app.service import decision_inputs as inputs
 from app.service.decision import sources_out

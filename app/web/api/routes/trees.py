@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.model import limits, trees
+from app.model import limits
+from app.model.arithmetic import trees
 from app.service import core_inputs
 from app.service import decision_inputs as inputs
 from app.service.decision import trees_out

@@ -12,14 +12,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.model import closed_form, limits, published
-from app.model.capacity import fewest_devices
-from app.model.presets import (
+from app.model import limits
+from app.model.arithmetic import closed_form
+from app.model.cost import published
+from app.model.cost.capacity import fewest_devices
+from app.model.cost.presets import (
     ACCELERATORS,
     MODELS,
     draft_preset,
 )
-from app.model.regimes import RegimeName
+from app.model.cost.regimes import RegimeName
 from app.service import regime_inputs, setup_inputs
 from app.service.inputs import Input, InputError, link
 from app.service.regimes import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.model import closed_form, monte_carlo
+from app.model.arithmetic import closed_form, monte_carlo
 from app.model.limits import (
     DEMO_BAND,
     DEMO_CHART_K_MIN,

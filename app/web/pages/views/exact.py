@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from app.model import bursty, ngram, sampling
+from app.model.arithmetic import bursty, ngram, sampling
 from app.model.limits import (
     BURSTY_CURVE_POINTS,
     DEFAULT_BURSTY_CYCLES,

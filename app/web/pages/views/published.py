@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from app.model import published
+from app.model.cost import published
 from app.service.published import published_out
 from app.service.schemas.published import PublishedOut, PublishedPointOut
 from app.web.pages.controls import Reading

@@ -7,8 +7,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from app.model import calibration, capacity, engine_metrics
-from app.model.calibration import CalibrationError, ErrorKind
+from app.model.cost import capacity
+from app.model.counters import calibration
+from app.model.counters.calibration import CalibrationError, ErrorKind
+from app.model.live import engine_metrics
 from app.service import rollout_plan
 from app.service.decision import (
     CostRegime,

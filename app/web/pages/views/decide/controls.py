@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.model import engines, regimes
-from app.model.regimes import RegimeName
+from app.model import engines
+from app.model.cost import regimes
+from app.model.cost.regimes import RegimeName
 from app.service import core_inputs, plan_inputs
 from app.service import decision_inputs as inputs
 from app.service.decision import (

@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from app.model import engines, limits, published
-from app.model.acceptance import iid_p
+from app.model import engines, limits
+from app.model.arithmetic.acceptance import iid_p
+from app.model.cost import published
 from app.service import plan, plan_inputs
 from app.service.inputs import InputError
 from app.service.plan_inputs import engine_title

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.model import closed_form, draft_sources
+from app.model.arithmetic import closed_form, draft_sources
 from app.service.inputs import link
 from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, figure, marked

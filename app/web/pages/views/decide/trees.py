@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from app.model import limits, trees
+from app.model import limits
+from app.model.arithmetic import trees
 from app.service.decision import (
     CostRegime,
     tree_verification_assumption,

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.model import presets, served_models
-from app.model.regimes import ScheduleStep
+from app.model.cost import presets
+from app.model.cost.regimes import ScheduleStep
+from app.model.live import served_models
 from app.service import plan
 from app.service.regimes import accuracy_out, off_range, off_range_text
 from app.web.pages.controls import Reading

@@ -149,7 +149,7 @@ ACCELERATORS: dict[str, Accelerator] = {
 }
 
 # Each preset's family: accelerators of one family share a memory system and an engine's kernels, so a stated
-# error is about a family (app.model.published.PointClass).
+# error is about a family (app.model.cost.published.PointClass).
 ACCELERATOR_FAMILIES: dict[str, str] = {
     "a100-80gb-sxm": "NVIDIA Ampere",
     "h100-sxm": "NVIDIA Hopper",

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.model.acceptance import Acceptance
-from app.model.regimes import RooflineSetup, roofline_speedup
+from app.model.arithmetic.acceptance import Acceptance
+from app.model.cost.regimes import RooflineSetup, roofline_speedup
 
 TURN_ON, LEAVE_OFF, MEASURE_FIRST = "turn on", "leave off", "measure first"
 ORDER = {TURN_ON: 0, MEASURE_FIRST: 1, LEAVE_OFF: 2}

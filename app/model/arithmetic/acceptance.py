@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.model import closed_form
+from app.model.arithmetic import closed_form
 
 
 @dataclass(frozen=True)

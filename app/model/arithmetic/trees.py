@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from app.model import closed_form
-from app.model.closed_form import VerifyCost, free_verification
+from app.model.arithmetic import closed_form
+from app.model.arithmetic.closed_form import VerifyCost, free_verification
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

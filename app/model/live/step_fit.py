@@ -7,7 +7,7 @@ overhead o per pass, a pass takes max(M / e_b, F / e_c) + o where M and F are it
 the peak figures; a row is the sum of its passes.  The fit minimises the squared relative error over a
 log-spaced grid of (e_b, e_c), refined around the best cell, with o solved in closed form at each point.
 
-The same rows also fit the named terms of :mod:`app.model.step_cost` (fixed, per sequence, per further
+The same rows also fit the named terms of :mod:`app.model.cost.step_cost` (fixed, per sequence, per further
 token, per draft step), which need no hardware figures: ``StepFit.step_cost``.
 
 Formats read: a CSV of ``batch, tokens, ms`` (tokens may be a mean over steps; an optional ``draft_steps``
@@ -27,10 +27,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from app.model import engines
-from app.model import step_cost as named_terms
+from app.model.cost import step_cost as named_terms
+from app.model.cost.regimes import RooflineSetup, model_step
+from app.model.cost.step_cost import StepCost, StepPoint
 from app.model.engines.step_times import MAX_ROWS, StepFitError, StepRow, step_row
-from app.model.regimes import RooflineSetup, model_step
-from app.model.step_cost import StepCost, StepPoint
 
 MAX_OVERHEAD_US = 100_000.0
 EFFICIENCY_FLOOR = 0.01

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.model.closed_form import expected_tokens as iid_expected_tokens
+from app.model.arithmetic.closed_form import expected_tokens as iid_expected_tokens
 
 
 def rho_bounds(p: float) -> tuple[float, float]:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from app.model import closed_form
-from app.model.closed_form import VerifyCost, free_verification
+from app.model.arithmetic import closed_form
+from app.model.arithmetic.closed_form import VerifyCost, free_verification
 from app.model.limits import MAX_DRAFT_COST
 
 SPEC_BENCH = "Spec-Bench leaderboard, RTX 3090 table (Xia et al., Findings of ACL 2024, arXiv:2401.07851)"
@@ -40,7 +40,7 @@ cycle's cost, drafting and verification together: tau / (d c + 1), which is the 
 unit of draft cost alone, (tau - 1) / (d c), leaves the verification pass out, so it ranks nearly free drafts
 (prompt lookup) first however few tokens they add."""
 SPEC_BENCH_HARNESS = "Spec-Bench evaluation scripts (github.com/hemingkx/Spec-Bench, evaluation/inference_*.py)"
-DATA = Path(__file__).with_name("data") / "draft_sources.json"  # each source's measured figures and their rows
+DATA = Path(__file__).parents[1] / "data" / "draft_sources.json"  # each source's measured figures and their rows
 
 
 @dataclass(frozen=True)

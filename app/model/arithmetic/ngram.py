@@ -29,8 +29,8 @@ from typing import Literal
 
 import numpy as np
 
-from app.model import bursty, closed_form
-from app.model.sampling import Chain, FloatArray, speculative_chain
+from app.model.arithmetic import bursty, closed_form
+from app.model.arithmetic.sampling import Chain, FloatArray, speculative_chain
 
 CORPUS_MODULES: tuple[str, ...] = (
     "argparse", "ast", "base64", "bisect", "calendar", "collections", "configparser",

@@ -9,7 +9,7 @@ read off them are neither p nor each other:
 Both are inverted here with the closed form.  A Prometheus text exposition
 scraped from a vLLM server is read by vLLM's adapter
 (:mod:`app.model.engines.vllm.reports`, on the one Prometheus text parser,
-:mod:`app.model.prometheus_text`); its spec-decode counters are turned here
+:mod:`app.model.counters.prometheus_text`); its spec-decode counters are turned here
 into p, the per-position acceptance and a measure of how far acceptance departs
 from i.i.d.
 
@@ -39,8 +39,8 @@ from enum import StrEnum
 import numpy as np
 from scipy import stats
 
-from app.model import closed_form, mixed_lengths
-from app.model.closed_form import VerifyCost, free_verification
+from app.model.arithmetic import closed_form, mixed_lengths
+from app.model.arithmetic.closed_form import VerifyCost, free_verification
 
 MAX_EXPOSITION_BYTES = 1_000_000
 MAX_POSITIONS = 64

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-# The family names of each target preset (app.model.presets.MODELS), folded as ``folded`` folds them.  Models
+# The family names of each target preset (app.model.cost.presets.MODELS), folded as ``folded`` folds them.  Models
 # listed together share the preset's shape (layers, heads, width): Llama 3, 3.1 and 3.3 at 70B; 3 and 3.1 at
 # 8B; DeepSeek-V3 and R1 (the DeepSeek-R1 report, section 2: R1 is trained from DeepSeek-V3-Base).
 FAMILY_NAMES: dict[str, tuple[str, ...]] = {

@@ -13,12 +13,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from app.model import engine_metrics, engines, prometheus_text
-from app.model.calibration import MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
-from app.model.capacity import max_batch_that_fits
+from app.model import engines
+from app.model.cost.capacity import max_batch_that_fits
+from app.model.cost.regimes import RooflineSetup, roofline_speedup
+from app.model.counters import prometheus_text
+from app.model.counters.calibration import MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
 from app.model.engines.base import EngineAdapter, RulesMetrics
 from app.model.engines.reports import EngineFormatError, Measurement, check_value, positions_in_order
-from app.model.regimes import RooflineSetup, roofline_speedup
+from app.model.live import engine_metrics
 
 DRIFT_LEVEL = 0.999
 

@@ -35,10 +35,11 @@ from enum import StrEnum
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from app.model import acceptance, closed_form, limits
-from app.model.acceptance import Acceptance
-from app.model.closed_form import VerifyCost
-from app.model.presets import ACCELERATORS, MODELS, Accelerator, ModelSpec
+from app.model import limits
+from app.model.arithmetic import acceptance, closed_form
+from app.model.arithmetic.acceptance import Acceptance
+from app.model.arithmetic.closed_form import VerifyCost
+from app.model.cost.presets import ACCELERATORS, MODELS, Accelerator, ModelSpec
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -303,7 +304,7 @@ def roofline_verification(setup: RooflineSetup, batch: int) -> VerifyCost:
 def roofline_speedup(p: Acceptance, k: int, setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
     """S(B) = E[T] t(B, 1) / (k t_draft(B, 1) + t(B, k + 1)), computed as E[T] / (k c + v).
 
-    ``p`` is the i.i.d. acceptance or a measured profile (:mod:`app.model.acceptance`)."""
+    ``p`` is the i.i.d. acceptance or a measured profile (:mod:`app.model.arithmetic.acceptance`)."""
     batch_array = np.asarray(batch, dtype=np.float64)
     if k == 0:
         return np.ones_like(batch_array)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from app.model.acceptance import Acceptance, iid_p
-from app.model.regimes import (
+from app.model.arithmetic.acceptance import Acceptance, iid_p
+from app.model.cost.regimes import (
     RooflineSetup,
     ScheduleStep,
     crossover_batch,

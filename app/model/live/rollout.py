@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 
 from scipy import stats
 
-from app.model import engine_metrics, rules
-from app.model.calibration import CalibrationError
+from app.model import rules
+from app.model.counters.calibration import CalibrationError
 from app.model.engines.base import DecodeTime
 from app.model.engines.reports import Measurement
-from app.model.watch import DRIFT_LEVEL
+from app.model.live import engine_metrics
+from app.model.live.watch import DRIFT_LEVEL
 
 LEVEL = 0.95  # the speedup interval's confidence
 MIN_INTERVALS = 3  # intervals with tokens on both sides before a speedup interval is drawn

@@ -1,7 +1,7 @@
 """What a sweep over draft length and batch size measured on a live engine: where speculation stops paying.
 
 Input: for each cell (k, B) of the sweep, the totals of B requests decoded together on one server (k = 0 is
-plain decoding), one :class:`~app.model.measure.Sample` per round.  The B requests of a cell decode in
+plain decoding), one :class:`~app.model.live.measure.Sample` per round.  The B requests of a cell decode in
 lockstep, so per cell (the fastest round, the least disturbed of a shared machine):
 
 - N decoding-phase tokens, A accepted draft tokens, G drafted tokens, T the requests' decode ms summed;
@@ -10,7 +10,7 @@ lockstep, so per cell (the fastest round, the least disturbed of a shared machin
   through the target per sequence n = 1 + G / steps;
 - the measured speedup S = (T / N at k = 0) / (T / N at k), at the same batch and round.
 
-Prediction: the step time is the cost model of :mod:`app.model.step_cost`, fitted over cells, and
+Prediction: the step time is the cost model of :mod:`app.model.cost.step_cost`, fitted over cells, and
 
     S_hat(k, B) = y_k t(B, 1) / t(B, n_k)
 
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.model import step_cost
-from app.model.measure import MeasureError, Sample, check_sample
-from app.model.regimes import crossover_batch
-from app.model.step_cost import StepCost, StepCostError, StepPoint
+from app.model.cost import step_cost
+from app.model.cost.regimes import crossover_batch
+from app.model.cost.step_cost import StepCost, StepCostError, StepPoint
+from app.model.live.measure import MeasureError, Sample, check_sample
 
 MAX_BATCH = 256
 MAX_PREDICTED_BATCH = 4096  # how far a predicted crossover is looked for
@@ -197,7 +197,7 @@ def analyze_batches(
     """Per cell the measured and predicted speedup, the fitted step cost, and each k's crossover batch.
 
     ``given``: step-cost terms from an earlier fit of the same engine and hardware, held by any fit here that
-    cannot identify them (see :func:`app.model.step_cost.fit`)."""
+    cannot identify them (see :func:`app.model.cost.step_cost.fit`)."""
     by_cell = _rounds_check(rounds)
     batches = sorted({batch for _k, batch in by_cell})
     ks = sorted({k for k, _batch in by_cell})

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from app.model import engines
+from app.model.arithmetic.trees import TreeShape
+from app.model.cost.regimes import ScheduleStep
 from app.model.engines.base import (
     ConfigRequest,
     ConfigRuleError,
@@ -21,8 +23,6 @@ from app.model.engines.base import (
     differences,
     tree_paths,
 )
-from app.model.regimes import ScheduleStep
-from app.model.trees import TreeShape
 
 __all__ = ["ConfigRuleError", "Exported", "export", "tree_paths"]
 

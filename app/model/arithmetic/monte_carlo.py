@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.model import bursty
-from app.model.closed_form import (
+from app.model.arithmetic import bursty
+from app.model.arithmetic.closed_form import (
     acceptance_from_mean_length,
     accepted_distribution,
     cost_per_cycle,

@@ -6,7 +6,7 @@ defined, the versions that write them and a reader; samples of each are in :mod:
 Here every format is reduced to the same counts of one class (one model, or one value of a label the user
 names): verifications (drafts), drafted tokens, accepted draft tokens and, where the engine has them, accepted
 tokens per draft position.  Those go through the calibration the rest of the product uses
-(:mod:`app.model.calibration`), and this
+(:mod:`app.model.counters.calibration`), and this
 module adds the 95% interval of p.
 """
 
@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from app.model import calibration, closed_form, engines, mixed_lengths
-from app.model.calibration import MAX_EXPOSITION_BYTES, MAX_POSITIONS, ErrorKind
+from app.model import engines
+from app.model.arithmetic import closed_form, mixed_lengths
+from app.model.counters import calibration
+from app.model.counters.calibration import MAX_EXPOSITION_BYTES, MAX_POSITIONS, ErrorKind
 from app.model.engines.reports import (
     MAX_CLASSES,
     MAX_JSON_ITEMS,

@@ -7,13 +7,13 @@ names the accelerator, the target, the draft, k and the batch, all of them prese
 (:func:`exclusion` says what is missing otherwise).  The draft is
 
 - ``eagle``, ``eagle2``, ``eagle3``, ``mtp``: a head on the target, priced from its shape by
-  :func:`app.model.presets.draft_head` (one layer, a fusion layer and an LM head), once per draft step;
+  :func:`app.model.cost.presets.draft_head` (one layer, a fusion layer and an LM head), once per draft step;
 - ``draft-model``: a separate model (``draft_preset``), a pass of its own per draft step;
 - ``draft-model-sparse-kv`` and ``self-speculation-sparse-kv``: a separate model, or the target itself, reading
   only ``draft_kv_budget`` tokens of each sequence's cache (StreamingLLM-style, as MagicDec does);
 - ``ngram``: a lookup in the context, priced at zero.
 
-The speedup at batch B is the closed form over the product's roofline (:mod:`app.model.regimes`):
+The speedup at batch B is the closed form over the product's roofline (:mod:`app.model.cost.regimes`):
 
     S = L t(B, 1) / (k t_draft(B, w) + t(B, n) + cycle + cycle_per_sequence B)
 
@@ -46,12 +46,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.model import limits
-from app.model.presets import ACCELERATOR_FAMILIES, ACCELERATORS, MODELS, ModelSpec, draft_head
-from app.model.regimes import RooflineSetup, crossover_batch, flops_per_token, kv_cache_bytes, weight_bytes_read
+from app.model.cost.presets import ACCELERATOR_FAMILIES, ACCELERATORS, MODELS, ModelSpec, draft_head
+from app.model.cost.regimes import RooflineSetup, crossover_batch, flops_per_token, kv_cache_bytes, weight_bytes_read
 
 FloatArray = NDArray[np.float64]
 
-DATA = Path(__file__).with_name("data") / "published_speedups.json"
+DATA = Path(__file__).parents[1] / "data" / "published_speedups.json"
 FIT = limits.PUBLISHED_FIT
 HEAD_METHODS = ("eagle", "eagle2", "eagle3", "mtp")
 MODEL_METHODS = ("draft-model", "draft-model-sparse-kv")

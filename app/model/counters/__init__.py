@@ -1,0 +1,2 @@
+"""What engines count: Prometheus exposition text, and the speculative-decoding counters read from it into an
+acceptance calibration."""
