@@ -265,14 +265,14 @@ def render_text(report: dict[str, Any]) -> str:
 
 def _pooled(samples: list[Any], k: int) -> Any:
     """One k's counters summed over every batch and round it drafted in (for --write-calibration)."""
+    from app.model.engines.base import SpecCounts
     from app.model.live.measure import Sample
-    from app.service.clients.measure import Counters
 
     mine = [sample for sample in samples if sample.k == k and sample.drafts > 0]
-    counters = Counters()
+    counters = SpecCounts()
     for sample in mine:
         counters = counters.plus(
-            Counters(sample.drafts, sample.draft_tokens, sample.accepted, sample.accepted_per_position)
+            SpecCounts(sample.drafts, sample.draft_tokens, sample.accepted, sample.accepted_per_position)
         )
     return Sample(
         k=k,

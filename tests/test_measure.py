@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from app.model.engines.base import SpecCounts
 from app.model.live.measure import MeasureError, Sample, analyze, metrics_delta, step_times_csv
 from app.model.live.step_fit import read_step_times
-from app.service.clients.measure import Counters, Record, Server, parse_metrics, samples_from
+from app.service.clients.measure import Record, Server, parse_metrics, samples_from
 
 T_PLAIN = 10.0  # ms per plain step
 C = 0.3
@@ -149,7 +150,7 @@ def test_the_metrics_delta_reads_back_and_calibrate_from_reads_it(
     sample = _sample(4)
     text = metrics_delta(sample)
     counters = parse_metrics(text)
-    assert counters == Counters(100, 400, sum(PER_POSITION[4]), PER_POSITION[4])
+    assert counters == SpecCounts(100, 400, sum(PER_POSITION[4]), PER_POSITION[4])
     path = tmp_path / "k4.prom"
     path.write_text(text)
     assert main(["calibrate", "--from", str(path), "--format", "json"]) == 0
@@ -173,14 +174,14 @@ def test_the_step_times_are_a_plain_step_and_each_verification_pass() -> None:
 
 def test_each_prompt_counts_its_fastest_round_with_that_requests_counts() -> None:
     servers = [Server("http://a", False, "plain", 0), Server("http://b", True, "draft-simple", 2)]
-    slow, fast = Counters(10, 20, 9, (6, 3)), Counters(10, 20, 9, (6, 3))
+    slow, fast = SpecCounts(10, 20, 9, (6, 3)), SpecCounts(10, 20, 9, (6, 3))
     records = [
-        Record(0, 0, 1, 33, 400.0, Counters(), prompt=0),
-        Record(0, 1, 1, 33, 320.0, Counters(), prompt=0),
+        Record(0, 0, 1, 33, 400.0, SpecCounts(), prompt=0),
+        Record(0, 1, 1, 33, 320.0, SpecCounts(), prompt=0),
         Record(1, 0, 1, 33, 250.0, slow, prompt=0),
         Record(1, 1, 1, 33, 900.0, fast, prompt=0),  # disturbed by someone else
-        Record(0, 0, 1, 17, 160.0, Counters(), prompt=1),
-        Record(1, 0, 1, 17, 120.0, Counters(5, 10, 2, (2, 0)), prompt=1),
+        Record(0, 0, 1, 17, 160.0, SpecCounts(), prompt=1),
+        Record(1, 0, 1, 17, 120.0, SpecCounts(5, 10, 2, (2, 0)), prompt=1),
     ]
     plain, speculative = samples_from(servers, records)
     assert (plain.requests, plain.generated, plain.decode_ms) == (2, 50, 480.0)

@@ -16,9 +16,10 @@ import httpx
 import pytest
 
 from app.cli import main
+from app.model.engines.base import SpecCounts
 from app.model.live.measure import Analysis, analyze
 from app.model.live.step_fit import read_step_times
-from app.service.clients.measure import Counters, Run, Sweep, parse_metrics
+from app.service.clients.measure import Run, Sweep, parse_metrics
 from tests.live_engine import NOVEL_PROMPT, REPEATING_PROMPT, Engine, Server, engine, llama_server
 
 KS = (1, 2, 4)
@@ -35,9 +36,9 @@ def _servers(per_k: dict[int, list[str]]) -> Iterator[dict[int, Server]]:
         yield {k: stack.enter_context(llama_server([*arguments, *FLAGS])) for k, arguments in per_k.items()}
 
 
-def _measure(servers: dict[int, Server], prompts: Sequence[str]) -> tuple[Run, dict[int, Counters]]:
+def _measure(servers: dict[int, Server], prompts: Sequence[str]) -> tuple[Run, dict[int, SpecCounts]]:
     """The sweep, with each server's own counters scraped when the measured requests start and after they end."""
-    started: dict[int, Counters] = {}
+    started: dict[int, SpecCounts] = {}
 
     def on_progress(done: int, total: int, label: str) -> None:
         if not started:  # the first call comes after the warm-up requests, before the first measured one
@@ -60,12 +61,12 @@ def _measure(servers: dict[int, Server], prompts: Sequence[str]) -> tuple[Run, d
     return run, deltas
 
 
-def _check(run: Run, deltas: dict[int, Counters], analysis: Analysis, kind: str, prompts: int) -> None:
+def _check(run: Run, deltas: dict[int, SpecCounts], analysis: Analysis, kind: str, prompts: int) -> None:
     assert {server.k: server.kind for server in run.servers} == {0: "plain", **{k: kind for k in KS}}
     plain = analysis.results[0]
     assert plain.k == 0 and plain.requests == prompts and plain.tokens == prompts * (N_PREDICT - 1)
     assert plain.ms_per_token > 0 and analysis.plain_ms_per_token == plain.ms_per_token
-    assert deltas[0] == Counters()
+    assert deltas[0] == SpecCounts()
     for result in analysis.results[1:]:
         engine_counts = deltas[result.k]
         assert engine_counts.drafts > 0

@@ -21,7 +21,10 @@ def test_corpus_is_large_in_the_alphabet_and_the_same_in_a_fresh_interpreter() -
     assert len(text) > 100_000
     assert set(text) <= set(ngram.ALPHABET)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    script = "import hashlib; from app.model.arithmetic import ngram; print(hashlib.sha256(ngram.corpus().encode()).hexdigest())"
+    script = (
+        "import hashlib; from app.model.arithmetic import ngram; "
+        "print(hashlib.sha256(ngram.corpus().encode()).hexdigest())"
+    )
     fresh = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert fresh.stdout.strip() == digest
 

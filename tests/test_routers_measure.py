@@ -80,11 +80,12 @@ def test_the_decide_view_says_whether_this_server_measures_and_labels_the_inputs
 
 
 def test_a_cells_time_per_token_is_one_sequences_and_its_rate_the_whole_batchs() -> None:
-    from app.service.clients.measure import Counters, Record, Server
+    from app.model.engines.base import SpecCounts
+    from app.service.clients.measure import Record, Server
     from app.service.measure_jobs import partial_cells
 
     # two requests decoded together, 10 tokens each, each taking 100 ms: 10 ms a token per sequence, 20 tokens
     # in 200 ms of wall clock
-    record = Record(0, 0, 2, 20, 200.0, Counters(5, 20, 8, ()), wall_ms=200.0)
+    record = Record(0, 0, 2, 20, 200.0, SpecCounts(5, 20, 8, ()), wall_ms=200.0)
     [cell] = partial_cells([Server("http://127.0.0.1:1", True, k=4)], [record])
     assert cell["ms_per_token"] == 10.0 and cell["tokens_per_s"] == 100.0 and cell["round"] == 1

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from app.model.counters.prometheus_text import Family, Labels, exposition
 from app.model.live.engine_metrics import REPORT_FORMATS
 
 
@@ -57,32 +58,25 @@ def prometheus_counters(
     ``stems`` maps 'drafts', 'draft_tokens', 'accepted', 'per_position' to the engine's metric stems (a
     missing key is not written); ``per_position_drafted`` names a drafted-per-position counter.
     """
-    lines: list[str] = []
+    given = tuple(re.findall(r'(\w+)="([^"]*)"', labels))
     draws = [sample_accepted(p, k, cycles, seed + index) for index in range(classes)]
+    classed = [(*given, ("model_name", f"model-{index}")) for index in range(classes)]
+    families: list[Family] = []
     for kind, stem in stems.items():
-        name = f"{prefix}{stem}_total"
-        lines += [f"# HELP {name} {kind.replace('_', ' ')}", f"# TYPE {name} counter"]
-        for index, accepted in enumerate(draws):
-            base = f'{labels}model_name="model-{index}"'
-            if kind == "drafts":
-                lines.append(f"{name}{{{base}}} {float(cycles)}")
-            elif kind == "draft_tokens":
-                lines.append(f"{name}{{{base}}} {float(cycles * k)}")
-            elif kind == "accepted":
-                lines.append(f"{name}{{{base}}} {float(accepted.sum())}")
-            elif kind == "per_position":
-                for position in range(k):
-                    value = float(np.sum(accepted > position))
-                    lines.append(f'{name}{{{base},{position_label}="{position}"}} {value}')
+        rows: list[tuple[Labels, float]] = []
+        for base, accepted in zip(classed, draws, strict=True):
+            if kind == "per_position":
+                rows += [((*base, (position_label, str(at))), float(np.sum(accepted > at))) for at in range(k)]
+            else:
+                total = {"drafts": cycles, "draft_tokens": cycles * k, "accepted": int(accepted.sum())}[kind]
+                rows.append((base, float(total)))
+        families.append(Family(f"{prefix}{stem}_total", "counter", tuple(rows), kind.replace("_", " ")))
     if per_position_drafted:
-        name = f"{prefix}{per_position_drafted}_total"
-        lines += [f"# TYPE {name} counter"]
-        for index in range(classes):
-            base = f'{labels}model_name="model-{index}"'
-            lines += [f'{name}{{{base},{position_label}="{position}"}} {float(cycles)}' for position in range(k)]
+        drafted = tuple(((*base, (position_label, str(at))), float(cycles)) for base in classed for at in range(k))
+        families.append(Family(f"{prefix}{per_position_drafted}_total", "counter", drafted))
     if running is not None:
-        lines += [f"# TYPE {prefix}{running[0]} gauge", f"{prefix}{running[0]}{{{labels.rstrip(',')}}} {running[1]}"]
-    return "\n".join(lines) + "\n"
+        families.append(Family(f"{prefix}{running[0]}", "gauge", ((given, running[1]),)))
+    return exposition(families)
 
 
 def vllm_metrics(p: float, k: int, cycles: int, seed: int, classes: int) -> str:

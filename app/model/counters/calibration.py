@@ -41,6 +41,7 @@ from scipy import stats
 
 from app.model.arithmetic import closed_form, mixed_lengths
 from app.model.arithmetic.closed_form import VerifyCost, free_verification
+from app.model.counters.prometheus_text import Family, exposition
 
 MAX_EXPOSITION_BYTES = 1_000_000
 MAX_POSITIONS = 64
@@ -626,37 +627,33 @@ def example_exposition(
         accepted_lengths = np.minimum(rng.geometric(1.0 - p, size=drafts) - 1, k) if p < 1 else np.full(drafts, k)
         at_least = [int(np.sum(accepted_lengths > i)) for i in range(k)]
     accepted = int(sum(at_least))
-    lines: list[str] = []
+    families: list[Family] = []
+    by_engine = [(("engine", str(engine)), ("model_name", model_name)) for engine in range(engines)]
 
     def split(total: int) -> list[int]:
         share, extra = divmod(total, engines)
         return [share + (1 if index < extra else 0) for index in range(engines)]
 
     def counter(name: str, help_text: str, total: int) -> None:
-        lines.append(f"# HELP vllm:{name}_total {help_text}")
-        lines.append(f"# TYPE vllm:{name}_total counter")
-        for engine, value in enumerate(split(total)):
-            lines.append(f'vllm:{name}_total{{engine="{engine}",model_name="{model_name}"}} {float(value)}')
-        lines.append(f"# HELP vllm:{name}_created {help_text}")
-        lines.append(f"# TYPE vllm:{name}_created gauge")
-        for engine in range(engines):
-            lines.append(f'vllm:{name}_created{{engine="{engine}",model_name="{model_name}"}} {CREATED_AT!r}')
+        values = tuple((labels, float(value)) for labels, value in zip(by_engine, split(total), strict=True))
+        families.append(Family(f"vllm:{name}_total", "counter", values, help_text))
+        created = tuple((labels, CREATED_AT) for labels in by_engine)
+        families.append(Family(f"vllm:{name}_created", "gauge", created, help_text))
 
-    lines.append("# HELP vllm:num_requests_running Number of requests in model execution batches.")
-    lines.append("# TYPE vllm:num_requests_running gauge")
-    lines.append(f'vllm:num_requests_running{{engine="0",model_name="{model_name}"}} 3.0')
+    running = ((by_engine[0], 3.0),)
+    families.append(
+        Family("vllm:num_requests_running", "gauge", running, "Number of requests in model execution batches.")
+    )
     if schema == "v1":
         counter(DRAFTS, "Number of spec decoding drafts.", drafts)
         counter(DRAFT_TOKENS, "Number of draft tokens.", drafts * k)
         counter(ACCEPTED, "Number of accepted tokens.", accepted)
-        lines.append(f"# HELP vllm:{PER_POSITION}_total Accepted tokens per draft position.")
-        lines.append(f"# TYPE vllm:{PER_POSITION}_total counter")
-        for position, total in enumerate(at_least):
-            for engine, value in enumerate(split(total)):
-                lines.append(
-                    f'vllm:{PER_POSITION}_total{{engine="{engine}",model_name="{model_name}",'
-                    f'position="{position}"}} {float(value)}'
-                )
+        at = tuple(
+            ((*labels, ("position", str(position))), float(value))
+            for position, total in enumerate(at_least)
+            for labels, value in zip(by_engine, split(total), strict=True)
+        )
+        families.append(Family(f"vllm:{PER_POSITION}_total", "counter", at, "Accepted tokens per draft position."))
     elif schema == "v0":
         # V0 counted every accepted position; under i.i.d. acceptance that is p per drafted token.
         emitted = accepted + drafts
@@ -669,9 +666,8 @@ def example_exposition(
         counter(ACCEPTED, "Number of accepted tokens.", any_position)
         counter(EMITTED, "Number of emitted tokens.", emitted)
         efficiency = emitted / (drafts * (k + 1)) if drafts else 0.0
-        lines.append(f"# HELP vllm:{EFFICIENCY} Speculative decoding system efficiency.")
-        lines.append(f"# TYPE vllm:{EFFICIENCY} gauge")
-        lines.append(f'vllm:{EFFICIENCY}{{model_name="{model_name}"}} {efficiency!r}')
+        gauge = (((("model_name", model_name),), efficiency),)
+        families.append(Family(f"vllm:{EFFICIENCY}", "gauge", gauge, "Speculative decoding system efficiency."))
     else:
         raise ValueError("schema must be 'v1' or 'v0'")
-    return "\n".join(lines) + "\n"
+    return exposition(families)

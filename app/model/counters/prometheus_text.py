@@ -1,9 +1,10 @@
-"""The one reader of Prometheus text expositions: every engine's /metrics is read through prometheus_client's
-parser here, and a scrape that does not parse is refused naming the line and quoting it whole."""
+"""The one reader and the one writer of Prometheus text expositions: every engine's /metrics is read through
+prometheus_client's parser here, and a scrape that does not parse is refused naming the line and quoting it whole;
+every exposition the product writes (a counter delta, an example report) is written by :func:`exposition`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -26,6 +27,38 @@ class Sample:
     name: str
     labels: dict[str, str]
     value: float
+
+
+Labels = tuple[tuple[str, str], ...]  # (name, value) in the order written
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric of an exposition: its name, type, help text (none: no HELP line) and samples."""
+
+    name: str
+    kind: str  # "counter" or "gauge"
+    samples: tuple[tuple[Labels, float], ...]
+    help: str | None = None
+
+
+def _number(value: float) -> str:
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+def exposition(families: Iterable[Family]) -> str:
+    """The families as Prometheus text: HELP and TYPE, then one line per sample (an int written as one)."""
+    lines: list[str] = []
+    for family in families:
+        if family.help is not None:
+            lines.append(f"# HELP {family.name} {family.help}")
+        lines.append(f"# TYPE {family.name} {family.kind}")
+        for labels, value in family.samples:
+            written = ",".join(f'{name}="{text}"' for name, text in labels)
+            lines.append(
+                f"{family.name}{{{written}}} {_number(value)}" if labels else f"{family.name} {_number(value)}"
+            )
+    return "\n".join(lines) + "\n"
 
 
 _PARSER_ERRORS = (ValueError, TypeError, KeyError, IndexError)

@@ -52,6 +52,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from app.model.counters.prometheus_text import Family, exposition
+
 MAX_SWEEP = 65  # k = 0..64
 MAX_COUNT = 1e15
 
@@ -351,14 +353,18 @@ def metrics_delta(sample: Sample, prefix: str = "llamacpp:") -> str:
         ("spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted", sample.accepted),
         ("spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps", sample.drafts),
     ]
-    lines = []
-    for name, description, value in counters:
-        lines += [f"# HELP {prefix}{name} {description}", f"# TYPE {prefix}{name} counter", f"{prefix}{name} {value}"]
+    families = [Family(f"{prefix}{name}", "counter", (((), value),), help) for name, help, value in counters]
     positions = list(sample.accepted_per_position) + [0] * (sample.k - len(sample.accepted_per_position))
-    name = f"{prefix}spec_decode_num_accepted_tokens_per_pos_total"
-    lines += [f"# HELP {name} Accepted tokens per draft position", f"# TYPE {name} counter"]
-    lines += [f'{name}{{position="{index}"}} {value}' for index, value in enumerate(positions)]
-    return "\n".join(lines) + "\n"
+    at = tuple(((("position", str(index)),), value) for index, value in enumerate(positions))
+    families.append(
+        Family(
+            f"{prefix}spec_decode_num_accepted_tokens_per_pos_total",
+            "counter",
+            at,
+            "Accepted tokens per draft position",
+        )
+    )
+    return exposition(families)
 
 
 def step_times_csv(analysis: Analysis) -> str:

@@ -66,48 +66,18 @@ class MeasureClientError(RuntimeError):
     """The servers cannot be measured, with the reason."""
 
 
-@dataclass(frozen=True)
-class Counters:
-    drafts: int = 0
-    draft_tokens: int = 0
-    accepted: int = 0
-    per_position: tuple[int, ...] = ()
-
-    def minus(self, before: Counters) -> Counters:
-        width = max(len(self.per_position), len(before.per_position))
-        now = self.per_position + (0,) * (width - len(self.per_position))
-        then = before.per_position + (0,) * (width - len(before.per_position))
-        delta = Counters(
-            self.drafts - before.drafts,
-            self.draft_tokens - before.draft_tokens,
-            self.accepted - before.accepted,
-            tuple(a - b for a, b in zip(now, then, strict=True)),
-        )
-        if min(delta.drafts, delta.draft_tokens, delta.accepted, *delta.per_position, 0) < 0:
-            raise MeasureClientError("a speculative counter went down: the server restarted during the measurement")
-        return delta
-
-    def plus(self, other: Counters) -> Counters:
-        width = max(len(self.per_position), len(other.per_position))
-        mine = self.per_position + (0,) * (width - len(self.per_position))
-        theirs = other.per_position + (0,) * (width - len(other.per_position))
-        return Counters(
-            self.drafts + other.drafts,
-            self.draft_tokens + other.draft_tokens,
-            self.accepted + other.accepted,
-            tuple(a + b for a, b in zip(mine, theirs, strict=True)),
-        )
+def counters_of(counts: SpecCounts | None) -> SpecCounts:
+    return SpecCounts() if counts is None else counts
 
 
-def counters_of(counts: SpecCounts | None) -> Counters:
-    return (
-        Counters()
-        if counts is None
-        else Counters(counts.drafts, counts.draft_tokens, counts.accepted, counts.per_position)
-    )
+def since(after: SpecCounts, before: SpecCounts) -> SpecCounts:
+    try:
+        return after.minus(before)
+    except ValueError as error:
+        raise MeasureClientError(str(error)) from None
 
 
-def parse_metrics(text: str) -> Counters:
+def parse_metrics(text: str) -> SpecCounts:
     """llama.cpp's speculative counters from a /metrics scrape (all 0 where the engine has not drafted)."""
     try:
         return counters_of(live.spec_counts(text))
@@ -115,12 +85,12 @@ def parse_metrics(text: str) -> Counters:
         raise MeasureClientError(str(error)) from None
 
 
-def first_tokens_off(server: Server, delta: Counters, requests: int) -> Counters:
+def first_tokens_off(server: Server, delta: SpecCounts, requests: int) -> SpecCounts:
     """The window's counts with each request's first token taken off the accepted ones, where the engine counts
     them there (SGLang's accepted = generated - verifications; see LiveFormat.first_tokens_in_accepted)."""
     if not server.live_format.first_tokens_in_accepted or not delta.drafts:
         return delta
-    return Counters(delta.drafts, delta.draft_tokens, max(delta.accepted - requests, 0), delta.per_position)
+    return SpecCounts(delta.drafts, delta.draft_tokens, max(delta.accepted - requests, 0), delta.per_position)
 
 
 def draft_time(text: str) -> tuple[int, float] | None:
@@ -179,7 +149,7 @@ class Server:
     model: str | None = None  # the served model's id, for the OpenAI endpoints
     version: str | None = None  # the engine's own version (/version), where it reports one
     log: _Log | None = None
-    counters: Counters = field(default_factory=Counters)  # cumulative, at the last scrape
+    counters: SpecCounts = field(default_factory=SpecCounts)  # cumulative, at the last scrape
     draft: tuple[int, float] | None = None  # cumulative (drafted tokens, draft ms) from the log
     requests: int = 0  # measured requests that count (every k ran that prompt in that round)
     mismatches: int = 0
@@ -205,7 +175,7 @@ class Record:
     batch: int
     generated: int
     decode_ms: float
-    delta: Counters
+    delta: SpecCounts
     prompt: int | None = None
     draft_ms: float = 0.0  # the engine's draft time from its log (one request at a time, with --server-log)
     wall_ms: float | None = None  # sending the cell's requests to the last answer
@@ -250,7 +220,7 @@ def samples_from(
     samples = []
     for index, server in enumerate(servers):
         mine = [record for (owner, _prompt), record in sorted(chosen.items()) if owner == index]
-        total = Counters()
+        total = SpecCounts()
         for record in mine:
             total = total.plus(record.delta)
         k = server.k or 0
@@ -338,7 +308,7 @@ class Sweep:
     def _remaining(self) -> float:
         return self.timeout - (time.monotonic() - self.started)
 
-    def _scrape(self, server: Server) -> Counters:
+    def _scrape(self, server: Server) -> SpecCounts:
         form = server.live_format
         response = self.client.get(f"{server.url}{form.metrics_path}", timeout=10.0)
         if response.status_code != 200:
@@ -653,7 +623,7 @@ class Sweep:
         timings = self._together(server, self._prompts_of(batch, prompt), self.n_predict, shown)
         wall_ms = (time.monotonic() - sent) * 1e3
         after = self._scrape(server)
-        delta = first_tokens_off(server, after.minus(before), batch)
+        delta = first_tokens_off(server, since(after, before), batch)
         cached = max(item.prompt_n for item in timings) if self.cache_prompt and server.live_format.native else 0
         if cached > MAX_CACHED_PROMPT_TOKENS:
             self.prompt_misses += 1
@@ -713,7 +683,7 @@ class Sweep:
                 label = f"{server.label} batch {batch}" if prompt is None else server.label
                 if self.progress is not None:
                     self.progress(done, planned, label)
-                cell = Record(servers.index(server), repeat, batch, 0, 0.0, Counters(), prompt)
+                cell = Record(servers.index(server), repeat, batch, 0, 0.0, SpecCounts(), prompt)
                 try:
                     record = self._measure(server, cell, (done, planned, label))
                 except httpx.TimeoutException:
