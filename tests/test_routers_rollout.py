@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from fastapi.testclient import TestClient
 
 from app.model.counters.calibration import MAX_EXPOSITION_BYTES
@@ -21,6 +25,26 @@ def test_a_pasted_scrape_with_two_classes_is_planned_in_rollout_order() -> None:
         ("code", rollout_plan.LEAVE_OFF),
     ]
     assert classes[0]["config"]["flags"] and classes[0]["gain"]["low"] > 1.0
+
+
+def test_the_plan_and_the_check_have_response_schemas_that_keep_every_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both answers are declared in the OpenAPI document, and the API drops nothing the command line's JSON (the
+    same report, built once in the application layer) holds."""
+    from app.cli import main
+
+    paths = app.openapi()["paths"]
+    for path, model in (("/api/v1/rollout/plan", "RolloutPlanOut"), ("/api/v1/rollout/check", "RolloutCheckOut")):
+        schema = paths[path]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert schema == {"$ref": f"#/components/schemas/{model}"}
+    scrape = tmp_path / "scrape.prom"
+    scrape.write_text(exposition(10.0))
+    assert main(["rollout", "plan", "--from", str(scrape), "--format", "json"]) == 0
+    by_cli = json.loads(capsys.readouterr().out)
+    answered = client.post("/api/v1/rollout/plan", content=exposition(10.0)).json()
+    assert by_cli.pop("queries") == []  # the command line adds the queries it asked of a Prometheus: none here
+    assert answered == by_cli
 
 
 def test_bad_bodies_get_a_422_naming_the_body() -> None:
@@ -59,6 +83,18 @@ def test_the_check_over_a_prometheus_answers_the_verdict_and_its_exit_code() -> 
         report = answered.json()
         assert report["verdict"] == "promote" and report["exit_code"] == 0
         assert report["classes"][0]["speedup"]["low"] > 1.0
+        # the response model drops nothing the application layer's report holds (read again at the same end)
+        from app.service.clients import rollout as rollout_client
+        from app.service.clients.prometheus import Prometheus
+
+        request = rollout_client.CheckRequest(canary='role="canary"', control='role="control"', window_s=600.0)
+        again = json.loads(json.dumps(rollout_client.check(Prometheus(url), request, clock=lambda: report["end"])))
+        # the engine is detected at the moment of asking: the first query's time is the clock's, not the window's
+        asked, asked_again = report.pop("queries"), again.pop("queries")
+        assert [item["query"] for item in asked] == [item["query"] for item in asked_again] and asked[
+            1:
+        ] == asked_again[1:]
+        assert again == report
         short = allowed.post("/api/v1/rollout/check", params={**params, "window": "2m"})
         assert short.status_code == 422 and short.json()["detail"][0]["loc"] == ["query", "window"]
         same = allowed.post("/api/v1/rollout/check", params={**params, "control": 'role="canary"'})

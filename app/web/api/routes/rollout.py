@@ -1,4 +1,5 @@
-"""Rollout per class: the rollout plan of a pasted scrape holding several classes."""
+"""Rollout per class: the rollout plan of a pasted scrape holding several classes, and the canary check over a
+Prometheus."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from app.service import rollout_plan as rollout_report
 from app.service.clients import rollout as rollout_check
 from app.service.clients.prometheus import Prometheus, PrometheusError
 from app.service.regimes import BuiltSetup
+from app.service.schemas.rollout import RolloutCheckOut, RolloutPlanOut
 from app.web.api.bodies import body_error, read_capped
 from app.web.api.inputs import takes
 from app.web.api.setup_params import RULES, SETUP_RULES, Setup
@@ -49,6 +51,7 @@ SCRAPE_BODY: dict[str, Any] = {
 @router.post(
     "/rollout/plan",
     summary="Per class: acceptance, batches, schedule, gain and a verdict, in rollout order",
+    response_model=RolloutPlanOut,
     dependencies=HEAVY,
     openapi_extra=SCRAPE_BODY,
     responses={422: {"description": "An empty, oversized or unreadable scrape, or one without spec-decode counters."}},
@@ -101,6 +104,7 @@ def _settings(request: Request) -> Settings:
 @router.post(
     "/rollout/check",
     summary="The canary check over a Prometheus: per class promote, roll back or hold",
+    response_model=RolloutCheckOut,
     dependencies=HEAVY,
     responses={422: {"description": "Refused input, a server that does not fetch, or a Prometheus that fails."}},
 )

@@ -1,0 +1,142 @@
+"""Responses of the rollout endpoints: the plan of a pasted scrape per class, and the canary check over a
+Prometheus.  The service builds them as dicts (the CLI writes the same as JSON); these models give them a schema
+in the OpenAPI document and hold every field the answers carry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# ---------------------------------------------------------------------------
+# POST /api/v1/rollout/plan
+
+
+class BatchesOut(BaseModel):
+    samples: int = Field(description="Readings of the number of requests running (the batch) in the window.")
+    histogram: dict[str, int] = Field(description="Readings per batch size.")
+    quantiles: dict[str, int] = Field(description="The batch at the 50th, 90th and 99th percentiles (p50, p90, p99).")
+
+
+class MeasuredAcceptanceOut(BaseModel):
+    p: float
+    low: float = Field(description="The 95% interval's lower end.")
+    high: float
+    k: int = Field(description="The draft length the class ran.")
+    profile: list[float] = Field(description="Share of drafts accepted at each position, where the counts give it.")
+
+
+class PlannedScheduleOut(BaseModel):
+    best_k: list[int] = Field(description="The best k at batch 1, 2, ... up to the schedule's last batch.")
+    off_from_batch: int | None = Field(description="The batch from which speculation stops paying (none: it pays).")
+    headline: str
+
+
+class PlannedConfigOut(BaseModel):
+    text: str = Field(description="The engine's config as written for it (a command line, a file).")
+    flags: list[str]
+    config: Any = Field(description="The config as data, as the engine reads it.")
+
+
+class GainOut(BaseModel):
+    point: float = Field(description="The speedup weighted over the batches the class ran, at the measured p.")
+    at_p_low: float
+    at_p_high: float
+    low: float = Field(description="The gain's lower end with the cost model's stated error.")
+    high: float
+    model_error: float = Field(description="The cost model's median error on published measurements.")
+
+
+class PlanClassOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    class_: str = Field(alias="class", description="The class's label value ('' for the whole server).")
+    intervals: list[dict[str, float] | None] = Field(description="Each interval's counts as read (null: not read).")
+    contradicting_intervals: int = Field(description="Replica intervals left out: their counts contradicted.")
+    batches: BatchesOut
+    acceptance: MeasuredAcceptanceOut | None
+    drafts: float | None = Field(description="Drafts (verifications) counted for the class.")
+    schedule: PlannedScheduleOut | None
+    config: PlannedConfigOut | None = Field(description="The config for the schedule, where the verdict turns it on.")
+    verdict: str = Field(description="turn on, leave off or measure first.")
+    reason: str
+    gain: GainOut | None
+
+
+class RolloutPlanOut(BaseModel):
+    engine: str
+    engine_version: str
+    label: str = Field(description="The label whose values are the classes.")
+    setup: str = Field(description="The setup the schedule was decided on, in words.")
+    cost_model: str = Field(description="Where the cost model's figures come from and how far off they are.")
+    classes: list[PlanClassOut] = Field(description="One per class, the surest gains first.")
+
+
+# ---------------------------------------------------------------------------
+# POST /api/v1/rollout/check
+
+
+class SpeedupCheckOut(BaseModel):
+    point: float | None = Field(description="The canary's speedup over control: the intervals' geometric mean.")
+    low: float | None
+    high: float | None
+    level: float = Field(description="The interval's confidence level.")
+    intervals: int = Field(description="Intervals with tokens decoded on both sides.")
+    ratios: list[float] = Field(description="Control's per-token time over the canary's, interval by interval.")
+
+
+class AcceptanceCheckOut(BaseModel):
+    status: str = Field(description="holds, fell, rose, unknown or not speculating.")
+    p: float | None = None
+    low: float | None = None
+    high: float | None = None
+    k: int | None = None
+    drafts: float = 0.0
+    calibrated: tuple[float, float] | None = None
+    calibrated_from: str = ""
+    message: str = ""
+    counts: dict[str, Any] | None = Field(
+        default=None, description="The canary's counts over each half of the window (drafts, tokens, per position)."
+    )
+
+
+class CheckClassOut(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    class_: str = Field(alias="class", description="The class's label value ('' for the whole server).")
+    verdict: str = Field(description="promote, roll back or hold.")
+    reason: str
+    notes: list[str]
+    more_intervals: int | None = Field(description="Intervals more that would let a held verdict be decided.")
+    more_seconds: float | None
+    speedup: SpeedupCheckOut
+    acceptance: AcceptanceCheckOut
+    intervals: list[dict[str, float | None]] = Field(description="Per interval: both sides' seconds and tokens.")
+
+
+class DecodeTimeOut(BaseModel):
+    seconds: str = Field(description="The engine's series of seconds spent decoding.")
+    tokens: str
+    first_tokens: str | None
+    per_request: bool
+    what: str = Field(description="What the ratio of the two measures, in words.")
+    sources: list[str] = Field(description="Engine source files (repository: path @ commit) that define the series.")
+
+
+class RolloutCheckOut(BaseModel):
+    verdict: str = Field(description="The overall verdict: promote, roll back or hold.")
+    exit_code: int = Field(description="As the command line exits: 0 promote, 1 roll back, 3 hold.")
+    prometheus: str
+    engine: str
+    engine_version: str
+    label: str
+    canary: str = Field(description="The canary's label matchers.")
+    control: str
+    window_s: float
+    interval_s: float
+    end: float = Field(description="The window's end, in seconds since the epoch.")
+    decode_time: DecodeTimeOut
+    replicas: dict[str, list[dict[str, str]]] = Field(description="The series each side's matchers selected.")
+    readings: dict[str, Any] = Field(description="The times read and what each side's queries answered.")
+    classes: list[CheckClassOut]
+    queries: list[dict[str, Any]] = Field(description="Every query asked of Prometheus, with what it answered.")
