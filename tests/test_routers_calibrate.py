@@ -87,6 +87,8 @@ def test_counters_endpoint(client: TestClient) -> None:
         ({"drafts": 10, "draft_tokens": 40, "accepted": 6, "per_position": "3,4,0,0"}, "per_position", "exceeds"),
         ({"drafts": 10, "draft_tokens": 40, "accepted": 6, "per_position": "3,x"}, "per_position", "comma-separated"),
         ({"drafts": 10, "draft_tokens": 35, "accepted": 6}, "draft_tokens", "give k"),
+        ({"drafts": 10, "draft_tokens": 5, "accepted": 2}, "draft_tokens", "fewer draft tokens"),
+        ({"drafts": 10, "draft_tokens": 40, "accepted": 6, "per_position": "3,2,0,0"}, "per_position", "sum to 5"),
         (
             {"drafts": 10, "draft_tokens": 40, "accepted": 6, "per_position": ",".join(["1"] * 65)},
             "per_position",

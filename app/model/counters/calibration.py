@@ -78,12 +78,14 @@ class ErrorKind(StrEnum):
 
 
 class CalibrationError(ValueError):
-    """A measurement that cannot be turned into p, with a message saying why."""
+    """A measurement that cannot be turned into p, with a message saying why and, where one count is at fault, the
+    count it is about (``field``: drafts, draft_tokens, accepted or per_position)."""
 
-    def __init__(self, kind: ErrorKind, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
+        self.field = field
 
 
 # ---------------------------------------------------------------------------
@@ -381,6 +383,7 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
         raise CalibrationError(
             ErrorKind.ZERO_DRAFTS,
             f"{counters.verifications} is 0: the server has not speculated yet, so nothing can be measured",
+            "drafts",
         )
     draft_tokens, accepted = counters.draft_tokens, counters.accepted_tokens
     per_position = counters.accepted_per_position
@@ -389,17 +392,20 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
         raise CalibrationError(
             ErrorKind.INCONSISTENT,
             f"accepted tokens ({accepted:g}) exceed drafted tokens ({draft_tokens:g}); counters are inconsistent",
+            "accepted",
         )
     if draft_tokens < drafts - _slack(drafts):
         raise CalibrationError(
             ErrorKind.INCONSISTENT,
             f"fewer draft tokens ({draft_tokens:g}) than drafts ({drafts:g}); every draft proposes at least one token",
+            "draft_tokens",
         )
     tokens_per_draft = draft_tokens / drafts
     if not math.isfinite(tokens_per_draft):
         raise CalibrationError(
             ErrorKind.INCONSISTENT,
             f"draft tokens per draft ({draft_tokens:g} / {drafts:g}) is not a finite number; counters are inconsistent",
+            "draft_tokens",
         )
     if per_position:
         positions_k = len(per_position)
@@ -407,6 +413,7 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
             raise CalibrationError(
                 ErrorKind.INCONSISTENT,
                 f"k = {k} was given but the exposition has per-position counters for k = {positions_k}",
+                "per_position",
             )
         k = positions_k
         chain = (drafts, *per_position)
@@ -417,12 +424,14 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
                     ErrorKind.INCONSISTENT,
                     f"accepted at position {index} ({chain[index + 1]:g}) exceeds {what} ({chain[index]:g}); "
                     "a token is accepted only after every token before it",
+                    "per_position",
                 )
         position_sum = float(sum(per_position))
         if abs(position_sum - accepted) > _slack(accepted):
             raise CalibrationError(
                 ErrorKind.INCONSISTENT,
                 f"per-position accepted counts sum to {position_sum:g} but accepted tokens are {accepted:g}",
+                "per_position",
             )
     elif k is None:
         nearest = round(tokens_per_draft)
@@ -431,15 +440,17 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
                 ErrorKind.UNKNOWN_K,
                 f"draft tokens per draft is {tokens_per_draft:.4f}, not a whole number, and there are no "
                 "per-position counters: give k (num_speculative_tokens)",
+                "draft_tokens",
             )
         k = int(nearest)
         notes.append(f"k = {k} inferred from draft tokens / drafts")
     if k < 1:
-        raise CalibrationError(ErrorKind.INCONSISTENT, "the counters imply k = 0: nothing was drafted")
+        raise CalibrationError(ErrorKind.INCONSISTENT, "the counters imply k = 0: nothing was drafted", "accepted")
     if tokens_per_draft > k + _slack(k * drafts) / drafts:
         raise CalibrationError(
             ErrorKind.INCONSISTENT,
             f"draft tokens per draft is {tokens_per_draft:.4f}, more than k = {k}",
+            "draft_tokens",
         )
     mixed = tokens_per_draft < k - 1e-6 or len(set(counters.draft_lengths)) > 1
     if mixed:
@@ -449,7 +460,7 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
         )
     if accepted > k * drafts + _slack(k * drafts):
         raise CalibrationError(
-            ErrorKind.INCONSISTENT, f"accepted tokens per draft ({accepted / drafts:.4f}) exceed k = {k}"
+            ErrorKind.INCONSISTENT, f"accepted tokens per draft ({accepted / drafts:.4f}) exceed k = {k}", "accepted"
         )
 
     length = min(1.0 + accepted / drafts, float(k + 1))
@@ -553,11 +564,13 @@ def _calibrate_v0(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
         raise CalibrationError(
             ErrorKind.ZERO_DRAFTS,
             f"{counters.verifications} is 0: the server has not speculated yet",
+            "drafts",
         )
     if accepted > draft_tokens + _slack(draft_tokens):
         raise CalibrationError(
             ErrorKind.INCONSISTENT,
             f"accepted tokens ({accepted:g}) exceed drafted tokens ({draft_tokens:g}); counters are inconsistent",
+            "accepted",
         )
     if k is None:
         k = _k_from_v0_efficiency(counters)
@@ -565,16 +578,20 @@ def _calibrate_v0(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
             raise CalibrationError(
                 ErrorKind.UNKNOWN_K,
                 "these older vLLM counters have no drafts counter: give k (num_speculative_tokens)",
+                "draft_tokens",
             )
         notes.append(f"k = {k} inferred from vllm:spec_decode_efficiency")
     cycles = draft_tokens / k
     if abs(cycles - round(cycles)) > 1e-6 * max(1.0, cycles):
-        raise CalibrationError(ErrorKind.INCONSISTENT, f"draft tokens ({draft_tokens:g}) are not a multiple of k = {k}")
+        raise CalibrationError(
+            ErrorKind.INCONSISTENT, f"draft tokens ({draft_tokens:g}) are not a multiple of k = {k}", "draft_tokens"
+        )
     if emitted < cycles - _slack(cycles) or emitted > (k + 1) * cycles + _slack((k + 1) * cycles):
         raise CalibrationError(
             ErrorKind.INCONSISTENT,
             f"emitted tokens ({emitted:g}) must lie between the number of cycles ({cycles:g}) "
             f"and {k + 1} per cycle ({(k + 1) * cycles:g})",
+            "accepted",
         )
     length = min(max(emitted / cycles, 1.0), float(k + 1))
     p = closed_form.acceptance_from_mean_length(length, k)

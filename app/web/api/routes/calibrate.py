@@ -121,15 +121,8 @@ def get_calibration_from_length(length: float, k: int, cost: Cost, k_max: int) -
 
 
 def _counter_parameter(error: CalibrationError) -> str:
-    if error.kind is ErrorKind.ZERO_DRAFTS:
-        return "drafts"
-    if error.kind is ErrorKind.UNKNOWN_K:
-        return "draft_tokens"  # draft tokens per draft is not a whole number and k was not given
-    if "position" in error.message:
-        return "per_position"
-    if "draft tokens" in error.message and "accepted" not in error.message:
-        return "draft_tokens"
-    return "accepted"
+    """The query parameter a refused count is about: the error names its count (accepted where it names none)."""
+    return error.field or "accepted"
 
 
 @calibration_route("/calibrate/counters", "Acceptance p from spec-decode counters")
