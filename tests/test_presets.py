@@ -139,8 +139,9 @@ def test_unknown_override_is_rejected() -> None:
     ],
 )
 def test_inconsistent_models_are_rejected(changes: dict[str, float], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(limits.FieldError, match=message) as refused:
         dataclasses.replace(MODELS["mixtral-8x7b"], **changes)
+    assert refused.value.field == message.split(" ", 1)[0]  # the field it is about, named by the error itself
 
 
 def test_nonpositive_accelerator_is_rejected() -> None:

@@ -6,6 +6,16 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+
+class FieldError(ValueError):
+    """A value that breaks a bound or a rule, naming the field it is about (``field``), so that the layers
+    above can blame the parameter or on-screen label without reading the message."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 # The seed demo's question (DESIGN.md section 1): its defaults are the API's defaults too.
 DEFAULT_P = 0.75
 DEFAULT_K = 6

@@ -48,6 +48,7 @@ from app.model.cost.regimes import (
     sweep_batches,
     target_step,
 )
+from app.model.limits import FieldError
 from app.service.schemas.fill import filled
 from app.service.schemas.regimes import (
     AcceleratorOut,
@@ -156,7 +157,7 @@ def _prefixed(overrides: Mapping[str, float | int | None], prefix: str) -> dict[
     return chosen
 
 
-# Fields tied together by each cross-field rule of ModelSpec, keyed by the field its message starts with.
+# Fields tied together by each cross-field rule of ModelSpec, keyed by the field its error names.
 RULE_FIELDS: dict[str, tuple[str, ...]] = {
     "active_params_b": ("active_params_b", "total_params_b", "experts_per_token", "experts"),
     "experts_per_token": ("experts_per_token", "experts"),
@@ -170,13 +171,13 @@ def _edited_model(
     changes = _prefixed(overrides, prefix)
     try:
         return with_overrides(base or MODELS[key], changes)
-    except ValueError as error:
-        message = str(error)
-        first_word = message.split(" ", 1)[0]
-        involved = RULE_FIELDS.get(first_word, (first_word,))
-        blamed = next((name for name in involved if name in changes), first_word)
+    except FieldError as error:
+        involved = RULE_FIELDS.get(error.field, (error.field,))
+        blamed = next((name for name in involved if name in changes), error.field)
         name = f"{prefix}_{blamed}" if blamed in MODEL_FIELDS else prefix
-        raise SetupError(name, message) from error
+        raise SetupError(name, str(error)) from error
+    except ValueError as error:  # a field the preset does not have
+        raise SetupError(prefix, str(error)) from error
 
 
 def _cost_terms(given: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -212,8 +213,10 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
             )
     except SetupError:
         raise
-    except ValueError as error:
-        raise SetupError(f"hw_{str(error).split(' ', 1)[0]}", str(error)) from error
+    except FieldError as error:
+        raise SetupError(f"hw_{error.field}", str(error)) from error
+    except ValueError as error:  # a field the preset does not have
+        raise SetupError("hw", str(error)) from error
     target = _edited_model("model", request.model, request.overrides)
     head = draft_preset(request.draft, request.model, target) if request.draft in DRAFT_HEADS else None
     draft = _edited_model("draft", request.draft, request.overrides, head)
@@ -232,8 +235,8 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
             step_overhead_us=request.overhead_us,
         )
         setup = replace(setup, **_cost_terms(request.cost_terms))  # type: ignore[arg-type]  # checked above
-    except ValueError as error:
-        raise SetupError(str(error).split(" ", 1)[0], str(error)) from error
+    except FieldError as error:
+        raise SetupError(error.field, str(error)) from error
     devices_auto = request.devices == 0
     if devices_auto:
         setup = replace(setup, devices=devices_to_fit(setup, 1, MAX_DEVICES) or MAX_DEVICES)
