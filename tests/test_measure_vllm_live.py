@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from app.cli import main
-from app.model.engines.vllm import live as vllm_live
+from app.model.engines.vllm import reports as vllm_reports
 from tests.live_engine import COPY_PROMPT
 from tests.live_vllm import NGRAM, VLLM_VERSION, VllmServer, vllm_servers
 from tests.support import answering
@@ -50,8 +50,8 @@ def test_vllm_reports_its_version_and_its_spec_series_as_measure_reads_them(
     for server in servers:
         assert httpx.get(f"{server.url}/version", timeout=10.0).json() == {"version": VLLM_VERSION}
         assert httpx.get(f"{server.url}/slots", timeout=10.0).status_code == 404  # how measure tells it from llama
-    assert vllm_live.spec_counts(_scrape(plain)) is None
-    counts = vllm_live.spec_counts(_scrape(ngram))
+    assert vllm_reports.spec_counts(_scrape(plain)) is None
+    counts = vllm_reports.spec_counts(_scrape(ngram))
     assert counts is not None and len(counts.per_position) == NGRAM["num_speculative_tokens"]
 
 
@@ -61,7 +61,7 @@ def test_a_batch_sweep_of_real_vllm_names_the_engine_and_moves_its_counters(
     plain, ngram = servers
     prompts = tmp_path / "prompts.txt"
     prompts.write_text(COPY_PROMPT.replace("\n", " ") + "\n")
-    before = vllm_live.spec_counts(_scrape(ngram))
+    before = vllm_reports.spec_counts(_scrape(ngram))
     arguments = [
         "measure",
         ngram.url,
@@ -70,7 +70,7 @@ def test_a_batch_sweep_of_real_vllm_names_the_engine_and_moves_its_counters(
         *("--repeats", "2", "--n-predict", str(N_PREDICT), "--format", "json", "--no-progress"),
     ]
     status = main(arguments)
-    after = vllm_live.spec_counts(_scrape(ngram))
+    after = vllm_reports.spec_counts(_scrape(ngram))
     report = json.loads(capsys.readouterr().out)
     assert status == 0, report.get("stopped")
     named = {server["url"]: server for server in report["servers"]}

@@ -14,9 +14,14 @@ import pytest
 from app.model import engines
 from app.model.engines import llamacpp
 from app.model.engines.base import Exported
-from app.model.engines.llamacpp.gguf_types import spec_types_from_gguf
-from app.model.engines.llamacpp.reports import unread_lines, unread_series, unread_timings
-from app.model.engines.llamacpp.statistics import last_statistics, unread_statistics
+from app.model.engines.llamacpp.config import spec_types_from_gguf
+from app.model.engines.llamacpp.reports import (
+    last_statistics,
+    unread_lines,
+    unread_series,
+    unread_statistics,
+    unread_timings,
+)
 from app.model.live import engine_metrics
 from app.service.clients.measure import draft_time
 from tests import live_engine

@@ -18,7 +18,7 @@ from app.model import engines
 from app.model.arithmetic import trees
 from app.model.engines import sglang
 from app.model.engines.base import ConfigRuleError, Exported
-from app.model.engines.sglang import config_reader
+from app.model.engines.sglang import config as sglang_config
 from app.model.engines.sglang import versions as sglang_versions
 from app.model.live import engine_config, engine_metrics
 from app.testing import engine_reports
@@ -174,8 +174,8 @@ def test_sglang_refuses_what_its_source_refuses(flags: list[str], files: dict[st
 def test_the_router_pads_a_batch_to_a_captured_graph_before_choosing_its_tier() -> None:
     # adaptive_step_router.py: batch 5 pads to the graph batch 8, whose tier is "8"
     tiers = {1: [5], 8: [2]}
-    assert config_reader._tier_step(tiers, [1, 8], [1, 2, 4, 8, 16], 5, 5) == 2
-    assert config_reader._tier_step(tiers, [1, 8], [1, 2, 4, 5, 8, 16], 5, 5) == 5
+    assert sglang_config._tier_step(tiers, [1, 8], [1, 2, 4, 8, 16], 5, 5) == 2
+    assert sglang_config._tier_step(tiers, [1, 8], [1, 2, 4, 5, 8, 16], 5, 5) == 5
 
 
 def test_adaptive_is_ignored_for_standalone_so_one_k_runs() -> None:

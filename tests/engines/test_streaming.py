@@ -1,5 +1,5 @@
 """The OpenAI-compatible stream as measure times it (app/model/engines/streaming.py), and vLLM's live counters
-(app/model/engines/vllm/live.py); both are also read from the real vLLM in tests/test_measure_vllm_live.py."""
+(app/model/engines/vllm/reports.py); both are also read from the real vLLM in tests/test_measure_vllm_live.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from app.model.engines import streaming
 from app.model.engines.live import LiveReadError
-from app.model.engines.vllm import live as vllm_live
+from app.model.engines.vllm import reports as vllm_reports
 
 
 def _chunk(text: str, usage: dict[str, int] | None = None) -> str:
@@ -59,9 +59,9 @@ def test_vllm_counters_sum_over_engines_and_count_positions() -> None:
             ),
         ]
     )
-    counts = vllm_live.spec_counts(scrape)
+    counts = vllm_reports.spec_counts(scrape)
     assert counts is not None
     assert (counts.drafts, counts.draft_tokens, counts.accepted, counts.per_position) == (6, 24, 10, (2, 2, 1, 0))
-    assert vllm_live.spec_counts('vllm:num_requests_running{engine="0"} 0') is None  # no speculation
+    assert vllm_reports.spec_counts('vllm:num_requests_running{engine="0"} 0') is None  # no speculation
     with pytest.raises(LiveReadError, match="no vllm"):
-        vllm_live.spec_counts("llamacpp:requests_processing 0")
+        vllm_reports.spec_counts("llamacpp:requests_processing 0")

@@ -5,10 +5,11 @@ newest when none is named); :func:`formats` lists every report format in the ord
 Adding an engine means adding a package that satisfies :class:`app.model.engines.base.EngineAdapter` and one
 line in ``ENGINES``, and its tests.
 
-Each engine's package holds one module per concept: ``versions`` (with the capabilities each has), ``methods``
-(the drafters), ``config_writer`` and ``config_reader`` (its config as the engine's own code reads it),
-``reports`` (report readers), ``step_times`` (step-time readers) and ``counters`` (the series the rules and the
-watch are built from); the package's ``__init__`` exposes what the typed base asks for.
+Each engine's package holds three modules: ``versions`` (with the capabilities each has and the sources that set
+each format), ``config`` (the drafters, the config written for a schedule and read back as the engine's own code
+reads it) and ``reports`` (what it reports: the series the rules, the watch and the canary read, its report and
+step-time formats, and LIVE, how measure drives a live server of it); the package's ``__init__`` exposes what the
+typed base asks for.
 """
 
 from __future__ import annotations

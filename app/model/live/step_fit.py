@@ -13,7 +13,7 @@ token, per draft step), which need no hardware figures: ``StepFit.step_cost``.
 Formats read: a CSV of ``batch, tokens, ms`` (tokens may be a mean over steps; an optional ``draft_steps``
 column makes a row a cycle of that many draft passes and the verification, as ``measure --batch`` writes
 for a draft model), and each engine's own files of step times, read by its package
-(``app/model/engines/<engine>/step_times.py``, listed by :func:`app.model.engines.step_time_formats`).
+(STEP_TIMES in ``app/model/engines/<engine>/reports.py``, listed by :func:`app.model.engines.step_time_formats`).
 """
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ from app.model import engines
 from app.model.engines import streaming
 from app.model.engines.base import LiveFormat, SpecCounts
 from app.model.engines.live import LiveReadError
-from app.model.engines.llamacpp import live
-from app.model.engines.llamacpp.statistics import last_statistics
+from app.model.engines.llamacpp import reports as llamacpp_reports
+from app.model.engines.llamacpp.reports import last_statistics
 from app.model.live.measure import Sample
 
 BUILTIN_PROMPTS = (
@@ -80,7 +80,7 @@ def since(after: SpecCounts, before: SpecCounts) -> SpecCounts:
 def parse_metrics(text: str) -> SpecCounts:
     """llama.cpp's speculative counters from a /metrics scrape (all 0 where the engine has not drafted)."""
     try:
-        return counters_of(live.spec_counts(text))
+        return counters_of(llamacpp_reports.spec_counts(text))
     except LiveReadError as error:
         raise MeasureClientError(str(error)) from None
 
@@ -145,7 +145,7 @@ class Server:
     speculative: bool
     kind: str = "none"
     k: int | None = None
-    live_format: LiveFormat = live.LIVE  # how the engine is driven and read (llama-server's own, by default)
+    live_format: LiveFormat = llamacpp_reports.LIVE  # how the engine is driven and read (by default llama-server's)
     model: str | None = None  # the served model's id, for the OpenAI endpoints
     version: str | None = None  # the engine's own version (/version), where it reports one
     log: _Log | None = None
@@ -332,7 +332,9 @@ class Sweep:
     def _slot(self, server: str) -> dict[str, Any]:
         return self._slots(server)[0]
 
-    def _complete(self, server: Server, prompt: str, n_predict: int) -> live.Timings | streaming.StreamTimings:
+    def _complete(
+        self, server: Server, prompt: str, n_predict: int
+    ) -> llamacpp_reports.Timings | streaming.StreamTimings:
         form = server.live_format
         body = form.body(prompt, n_predict, server.model, self.cache_prompt)
         if not form.native:
@@ -343,7 +345,7 @@ class Sweep:
             self.requests += 1
         result = _json(response, f"{server.url}")
         try:
-            return live.response_timings(result)
+            return llamacpp_reports.response_timings(result)
         except LiveReadError as error:
             raise MeasureClientError(f"{server.url}{form.completion_path}: {error}") from None
 
@@ -397,7 +399,7 @@ class Sweep:
                 raise MeasureClientError(f"{url}: no answer ({error})") from None
             if health.status_code != 200:
                 raise MeasureClientError(f"{url}/health: HTTP {health.status_code} (still loading?)")
-            if self.engine is not None and self.engine != live.LIVE.engine:
+            if self.engine is not None and self.engine != llamacpp_reports.LIVE.engine:
                 servers.append(self._openai_server(url, (engines.adapter(self.engine).LIVE,)))
                 continue
             slots = self.client.get(f"{url}/slots", timeout=self.probe_timeout)
@@ -603,7 +605,7 @@ class Sweep:
 
     def _together(
         self, server: Server, prompts: Sequence[str], n_predict: int, shown: tuple[int, int, str] | None = None
-    ) -> list[live.Timings | streaming.StreamTimings]:
+    ) -> list[llamacpp_reports.Timings | streaming.StreamTimings]:
         """The requests at once; with ``shown`` (done before, planned, label), the progress moves as each returns."""
         if len(prompts) == 1:
             return [self._complete(server, prompts[0], n_predict)]

@@ -1,21 +1,287 @@
-"""llama.cpp's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`)."""
+"""What llama.cpp reports and how the product reads it: its Prometheus series (for the rules, the watch and the canary's
+decode time), its report and step-time formats, and how measure drives a live server of it.
+
+The Prometheus series each llama.cpp version exports, for the rules and the watch, and what the
+off-schedule alert tells an operator to do.
+
+The series llama-server exports of its decoding time, for the canary check (app.model.live.rollout).
+
+llama.cpp's step times: llama-server writes no file of them; ``specdec-lab measure --batch`` times its
+passes and writes the CSV :mod:`app.model.live.step_fit` reads, so there is no format of its own here.
+
+llama.cpp's statistics line, the one reader of it for logs, reports and ``measure``.
+
+At ``-lv 4`` llama-server logs, per drafter (``common/speculative.cpp``), ``statistics <type>: #calls(b,g,a) =
+B G A, #gen drafts = ..., #acc drafts = ..., #gen tokens = ..., #acc tokens = ...`` (older builds print one
+``#calls``), and in build b11312 further fields and ``dur(b,g,a) = B, G, A ms``, the time spent beginning,
+generating and accepting drafts.  Every count is cumulative since the server started, so the last line of
+each drafter holds its total.
+
+Once a drafter has been verified (``n_call_accept > 0``) the line also carries ``#mean acc len = M, #acc rate/pos =
+(r1, r2, ...)``: ``common_speculative_print_stats`` in ggml-org/llama.cpp ``common/speculative.cpp`` @ 001d906a6d86
+(the stored commit read; b11312 prints the same, read in llama-cpp-python 0.3.36's sdist at common/speculative.cpp
+line 2964) prints
+``n_acc_tokens_per_pos[i] / n_call_accept`` with three decimals, where ``n_acc_tokens_per_pos[i]`` counts the
+verifications that accepted at least ``i + 1`` tokens.  So ``r_i * a`` (``a`` of ``#calls(b,g,a)``) is the count of
+position ``i + 1``, to within ``0.0005 * a``.
+
+What a live llama-server says of its speculation, as ``measure`` reads it between requests: the
+``llamacpp:spec_decode_*`` counters of ``/metrics`` (``tools/server/server-task.cpp``, with ``--metrics``), all
+0 until the server has drafted.
+
+llama.cpp's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`).
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from app.model.engines import reports
-from app.model.engines.llamacpp.statistics import (
-    STATISTICS_MENTION,
-    has_statistics,
-    last_statistics,
-    parse_rates,
-    unread_statistics,
-)
-from app.model.engines.llamacpp.versions import NAME
+from app.model.engines import base, reports, step_times
+from app.model.engines.base import LiveFormat, SpecCounts
+from app.model.engines.live import LiveReadError, prefixed_spec_counts
+from app.model.engines.llamacpp.versions import B11312, NAME, REPOSITORY, SERVER_CONTEXT, SERVER_TASK
 from app.model.engines.reports import ErrorKind, fail
+
+HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
+    "llama.cpp runs one k at every batch: restart llama-server with the flags specdec-lab config --engine "
+    "llamacpp writes for this batch (--spec-draft-n-max, or the n-gram size, at this k; without --spec-type when "
+    "it is 0)"
+)
+
+
+# PR #26389's /metrics spec counters (2026-10, build b11312); b11434 exports the same series
+# (tools/server/server-task.cpp of both builds' source packages).
+_SPEC_COUNTERS = base.RulesMetrics(
+    running="llamacpp:requests_processing",
+    scrape_format="llamacpp-metrics",
+    drafts="llamacpp:spec_decode_num_drafts_total",
+    draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
+    accepted="llamacpp:spec_decode_num_accepted_tokens_total",
+    per_position="llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+    k_from="positions",
+    loses=(
+        "llama-server exports /metrics only when started with --metrics",
+        "the per-position series appear once a request that drafted has finished: until then after a start "
+        "there is no p and no k",
+        "steps where the n-gram drafter found nothing to draft are plain decoding and are not verifications: "
+        "tokens per verification and the speedup cover the steps that drafted",
+    ),
+)
+
+
+RULES_METRICS = {
+    "2026-03": base.RulesMetrics(
+        running="llamacpp:requests_processing",
+        scrape_format="llamacpp-metrics",
+        missing="llama.cpp 2026-03 reports speculation only in its log: llamacpp:spec_decode_num_drafts_total, "
+        "llamacpp:spec_decode_num_accepted_tokens_total and llamacpp:spec_decode_num_accepted_tokens_per_pos_total "
+        "came with PR #26389 (2026-10, build b11312)",
+    ),
+    "2026-10": _SPEC_COUNTERS,
+    "b11434": _SPEC_COUNTERS,
+}
+
+
+SERVER_TASK_METRICS = base.Source(
+    REPOSITORY,
+    "tools/server/server-task.cpp",
+    B11312,
+    "/metrics counters tokens_predicted_total (metrics.predict.count) and tokens_predicted_seconds_total "
+    "(metrics.predict.time / 1e6), prefixed llamacpp:",
+)
+
+DECODE_TIME = base.DecodeTime(
+    seconds="llamacpp:tokens_predicted_seconds_total",
+    tokens="llamacpp:tokens_predicted_total",
+    sources=(SERVER_TASK_METRICS,),
+    note="seconds spent generating over tokens generated, added when each request finishes: an interval counts "
+    "the requests that finished in it",
+)
+
+
+STEP_TIMES: tuple[step_times.StepTimeFormat, ...] = ()
+
+
+STATISTICS_LINE = re.compile(
+    r"statistics\s+(?P<kind>[\w-]+)\s*:\s*#calls(?:\(b,g,a\))?\s*=\s*(?P<b>\d+)(?:\s+(?P<g>\d+)\s+(?P<a>\d+))?,\s*"
+    r"#gen drafts\s*=\s*(?P<drafts>\d+),\s*#acc drafts\s*=\s*(?P<acc_drafts>\d+),\s*"
+    r"#gen tokens\s*=\s*(?P<tokens>\d+),\s*#acc tokens\s*=\s*(?P<acc_tokens>\d+)"
+    r"(?:,\s*#mean acc len\s*=\s*(?P<mean>[0-9.]+))?(?:,\s*#acc rate/pos\s*=\s*\((?P<rates>[0-9.,\s]*)\))?"
+    r"(?:[^\n]*?dur\(b,g,a\)\s*=\s*(?P<dur_b>[0-9.]+),\s*(?P<dur_g>[0-9.]+),\s*(?P<dur_a>[0-9.]+)\s*ms)?"
+)
+
+
+# Any line that names a drafter's statistics, read or not: what ``unread_statistics`` holds to the pattern above.
+STATISTICS_MENTION = re.compile(r"(?m)^[^\n]*\bstatistics\s+[\w-]+\s*:[^\n]*$")
+
+
+# What may follow ``#acc tokens = N`` on a line read in full: the fields b11312 and b11434 print, in their order.
+_KNOWN_TAIL = re.compile(
+    r"(?:,\s*#mean acc len\s*=\s*[0-9.]+)?(?:,\s*#acc rate/pos\s*=\s*\([0-9.,\s]*\))?"
+    r"(?:,\s*dur\(b,g,a\)\s*=\s*[0-9.]+,\s*[0-9.]+,\s*[0-9.]+\s*ms)?\s*"
+)
+
+
+def unread_statistics(text: str) -> list[str]:
+    """The statistics lines this reader does not read in full: a field it does not know, or a line it does not
+    match at all (a build that prints them otherwise)."""
+    unread = []
+    for mention in STATISTICS_MENTION.finditer(text):
+        line = mention.group(0)
+        match = STATISTICS_LINE.search(line)
+        if match is None or _KNOWN_TAIL.fullmatch(line, match.end("acc_tokens")) is None:
+            unread.append(line.strip())
+    return unread
+
+
+@dataclass(frozen=True)
+class DrafterStatistics:
+    """One statistics line: one drafter's counts since the server started."""
+
+    drafter: str  # the speculative type: draft-simple, ngram-simple, ...
+    accept_calls: int | None  # the a of #calls(b,g,a): verifications; None where the build prints one count
+    drafts: int
+    accepted_drafts: int
+    tokens: int  # drafted tokens
+    accepted_tokens: int
+    draft_ms: float | None  # the g of dur(b,g,a): time generating drafts; None where the line has no dur
+    rates: tuple[float, ...] = ()  # #acc rate/pos: share of verifications accepting at least i + 1 tokens
+
+    def position_counts(self) -> tuple[float, ...] | None:
+        """Per-position accepted counts (verifications accepting at least i + 1 tokens); None where the line has no
+        rates although the drafter was verified, or rates that do not agree with its totals.
+
+        Position 1 is ``#acc drafts`` exactly (a draft counts as accepted when it accepts at least one token); the
+        others are ``#acc rate/pos`` times the verifications, whole numbers where that sums to ``#acc tokens``,
+        else scaled to it (the rates carry three decimals, so ``0.0005 * a`` per position)."""
+        calls = self.accept_calls
+        if calls is None:
+            return None
+        if calls == 0 or self.accepted_tokens == 0:
+            return tuple(0.0 for _ in self.rates)
+        if not self.rates:
+            return None
+        raw = [rate * calls for rate in self.rates]
+        if abs(sum(raw) - self.accepted_tokens) > 0.0005 * calls * len(raw) + 1.0:
+            return None
+        counts = [float(self.accepted_drafts), *(float(round(value)) for value in raw[1:])]
+        if sum(counts) == self.accepted_tokens:
+            return tuple(counts)
+        rest, target = sum(raw[1:]), self.accepted_tokens - self.accepted_drafts
+        if rest <= 0 or target < 0:
+            return None
+        return (
+            float(self.accepted_drafts),
+            *(min(value * target / rest, float(self.accepted_drafts)) for value in raw[1:]),
+        )
+
+
+def _read(match: re.Match[str]) -> DrafterStatistics:
+    return DrafterStatistics(
+        drafter=match["kind"],
+        accept_calls=int(match["a"]) if match["a"] is not None else None,
+        drafts=int(match["drafts"]),
+        accepted_drafts=int(match["acc_drafts"]),
+        tokens=int(match["tokens"]),
+        accepted_tokens=int(match["acc_tokens"]),
+        draft_ms=float(match["dur_g"]) if match["dur_g"] is not None else None,
+        rates=parse_rates(match["rates"]),
+    )
+
+
+def parse_rates(text: str | None) -> tuple[float, ...]:
+    """'0.881, 0.772, 0.744' -> (0.881, 0.772, 0.744); () for None or an empty list."""
+    if not text or not text.strip():
+        return ()
+    return tuple(float(item) for item in text.split(",") if item.strip())
+
+
+def has_statistics(text: str) -> bool:
+    return STATISTICS_LINE.search(text) is not None
+
+
+def last_statistics(text: str, *, timed: bool = False) -> dict[str, DrafterStatistics]:
+    """The last statistics line of each drafter (the totals), in the order the drafters first appear; with
+    ``timed``, the last line that has its dur(b,g,a)."""
+    last: dict[str, DrafterStatistics] = {}
+    for match in STATISTICS_LINE.finditer(text):
+        line = _read(match)
+        if not timed or line.draft_ms is not None:
+            last[line.drafter] = line
+    return last
+
+
+PREFIX = "llamacpp:"
+
+
+def spec_counts(text: str) -> SpecCounts:
+    """llama.cpp's speculative counters from a /metrics scrape (all 0 where the engine has not drafted)."""
+    counts = prefixed_spec_counts(text, PREFIX, "a llama-server started with --metrics")
+    return counts if counts is not None else SpecCounts(0, 0, 0, ())
+
+
+@dataclass(frozen=True)
+class Timings:
+    """A /completion response's ``timings`` (``tools/server/server-task.cpp``): tokens decoded and the time it
+    took, the prompt tokens evaluated (few when the prompt was cached), and the tokens drafted and accepted."""
+
+    predicted_n: int
+    predicted_ms: float
+    prompt_n: int = 0
+    draft_n: int = 0
+    draft_n_accepted: int = 0
+
+
+def response_timings(result: object) -> Timings:
+    """The timings of a /completion response; a LiveReadError when it has no timings.predicted_n/_ms."""
+    timings = result.get("timings") if isinstance(result, dict) else None
+    if not isinstance(timings, dict) or "predicted_n" not in timings or "predicted_ms" not in timings:
+        raise LiveReadError("the response has no timings.predicted_n/_ms")
+    return Timings(
+        predicted_n=int(timings["predicted_n"]),
+        predicted_ms=float(timings["predicted_ms"]),
+        prompt_n=int(timings.get("prompt_n", 0) or 0),
+        draft_n=int(timings.get("draft_n", 0) or 0),
+        draft_n_accepted=int(timings.get("draft_n_accepted", 0) or 0),
+    )
+
+
+def _k(text: str, counts: SpecCounts | None) -> int | None:
+    """llama-server's per-position series appear once it has drafted, one per position up to its n_max."""
+    return len(counts.per_position) if counts is not None and counts.per_position else None
+
+
+def completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:
+    """llama-server's own /completion request (``tools/server/server-task.cpp``): every token decoded, greedy."""
+    return {
+        "prompt": prompt,
+        "n_predict": n_predict,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "cache_prompt": cache_prompt,
+        "seed": 0,
+    }
+
+
+LIVE = LiveFormat(
+    engine="llamacpp",
+    title="llama.cpp",
+    metrics_path="/metrics",
+    marker=PREFIX,
+    native=True,
+    counts=spec_counts,
+    k_of=_k,
+    sources=(SERVER_TASK, SERVER_CONTEXT),
+    body=completion,
+    completion_path="/completion",
+    version_path=None,
+    batches_itself=False,
+    setup_hint="start llama-server with --metrics",
+)
+
 
 PROMETHEUS = reports.PrometheusNames(
     prefix="llamacpp",

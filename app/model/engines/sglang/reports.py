@@ -1,4 +1,28 @@
-"""SGLang's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`)."""
+"""What SGLang reports and how the product reads it: its Prometheus series (for the rules, the watch and the canary's
+decode time), its report and step-time formats, and how measure drives a live server of it.
+
+The Prometheus series each SGLang version exports, for the rules and the watch, and what the
+off-schedule alert tells an operator to do.
+
+The series SGLang exports of its decoding time, for the canary check (app.model.live.rollout).
+
+SGLang's step times: ``scripts/playground/bench_speculative.py`` JSON Lines (keys ``batch_size``,
+``steps``, ``topk``, ``num_draft_tokens``, ``step_time`` in seconds), one object or a list of them.
+
+What a live SGLang server says of its speculation, as ``measure`` reads it between requests.
+
+SGLang exports no per-position counts; since PR #25689 it counts its verifications, ``sglang:spec_verify_calls_total``,
+beside ``sglang:generation_tokens_total``, and since PR #25940 the draft length running now as the gauge
+``sglang:spec_num_steps`` (``python/sglang/srt/observability/metrics_collector.py``); the verifications are
+added when a request finishes, so a window's counts are whole once its requests have returned.  Every generated
+token is either a verification's own or an accepted draft token or a request's first (from its prompt's pass), so
+over a window the accepted draft tokens are the generated tokens less the verifications less the window's
+requests.  A release before those (2026-03) exports neither, and its speculating server cannot be told from a plain
+one here.  The ``sglang:spec_accept_length`` gauge covers SGLang's own logging interval, not a window of ours,
+and is not read.
+
+SGLang's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +34,153 @@ from typing import Any
 
 import numpy as np
 
-from app.model.engines import reports
+from app.model.engines import base, reports, step_times
+from app.model.engines.base import LiveFormat, SpecCounts
+from app.model.engines.live import samples, summed
 from app.model.engines.reports import ErrorKind, fail, has_key
-from app.model.engines.sglang.versions import NAME
+from app.model.engines.sglang.versions import METRICS, NAME
+from app.model.engines.step_times import StepFitError
+
+HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
+    "give SGLang the flags specdec-lab config --engine sglang writes (the adaptive config per batch tier, "
+    "--speculative-adaptive-config, or one draft length where the algorithm takes one)"
+)
+
+
+_GAUGES_LOSE = (
+    "no per-position counters: SGLang exports no acceptance per position, so the profile cannot be seen and p is "
+    "the i.i.d. p that gives the measured tokens per verification at the running k",
+)
+
+
+# the spec counters and the k gauge of 2026-05 (sglang:spec_verify_calls_total, sglang:spec_num_steps)
+_SINCE_2026_05 = base.RulesMetrics(
+    running="sglang:num_running_reqs",
+    scrape_format="sglang-metrics",
+    verify_calls="sglang:spec_verify_calls_total",
+    generated="sglang:generation_tokens_total",
+    accept_length="sglang:spec_accept_length",
+    running_k="sglang:spec_num_steps",
+    k_from="gauge",
+    loses=(
+        *_GAUGES_LOSE,
+        "no counter of drafted or accepted tokens: tokens per verification is sglang:generation_tokens_total / "
+        "sglang:spec_verify_calls_total (each request's first token, from prefill, counts too), and p has no "
+        "sampling interval",
+        "sglang:spec_num_steps is a gauge of the tier running at the scrape: tiers run between scrapes are not "
+        "seen, and a window whose batch crossed a tier mixes two k",
+    ),
+)
+
+
+RULES_METRICS = {
+    "2026-03": base.RulesMetrics(
+        running="sglang:num_running_reqs",
+        scrape_format="sglang-metrics",
+        accept_length="sglang:spec_accept_length",
+        missing="",
+        loses=(
+            *_GAUGES_LOSE,
+            "only gauges: sglang:spec_accept_length is the mean of the last logging interval, so the window's "
+            "tokens per verification is an unweighted mean of scraped values (busy and idle moments count alike, "
+            "intervals between scrapes are lost) with no count of verifications: no interval for p and no "
+            "minimum of drafts before an alert",
+            "no gauge of the k running: the schedule check cannot be made (SGLang 2026-05 has sglang:spec_num_steps)",
+        ),
+    ),
+    "2026-05": _SINCE_2026_05,
+    "2026-08": _SINCE_2026_05,  # PR #33518 added per-request counts; the series are 2026-05's
+}
+
+
+DECODE_TIME = base.DecodeTime(
+    seconds="sglang:inter_token_latency_seconds_sum",
+    tokens="sglang:inter_token_latency_seconds_count",
+    sources=(METRICS,),
+    note="TokenizerMetricsCollector.observe_inter_token_latency adds each interval to the histogram's sum and the "
+    "tokens it gave to its buckets, so the histogram's count is tokens and sum / count the per-token time",
+)
+
+
+def _detect(payload: Any) -> bool:
+    return (isinstance(payload, dict) and "step_time" in payload) or isinstance(payload, list)
+
+
+def _read(payload: Any) -> list[step_times.StepRow]:
+    records = [payload] if isinstance(payload, dict) else payload
+    rows = []
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            raise StepFitError(f"line {number}: each line must be a JSON object")
+        try:
+            batch = float(record["batch_size"])
+            steps = int(record.get("steps", 0) or 0)
+            topk = int(record.get("topk", 0) or 0)
+            draft_tokens = int(record.get("num_draft_tokens", 0) or 0)
+            seconds = float(record["step_time"])
+        except (KeyError, TypeError, ValueError):
+            raise StepFitError(f"line {number}: needs numeric batch_size and step_time (seconds)") from None
+        if steps < 0 or topk < 0 or draft_tokens < 0 or steps > 64:
+            raise StepFitError(f"line {number}: steps, topk and num_draft_tokens must be at least 0 (steps <= 64)")
+        tokens = draft_tokens if steps else 1
+        rows.append(step_times.step_row(batch, max(tokens, 1), seconds * 1e3, f"line {number}", steps, max(topk, 1)))
+    return rows
+
+
+STEP_TIMES = (
+    step_times.StepTimeFormat(
+        "sglang-bench-speculative",
+        NAME,
+        "SGLang bench_speculative.py JSON Lines: batch_size, steps, topk, num_draft_tokens, step_time (s)",
+        _detect,
+        _read,
+        fallback=True,  # any list of objects: tried after the formats that name a key of their own
+    ),
+)
+
+
+PREFIX = "sglang:"
+VERIFY = "sglang:spec_verify_calls_total"
+GENERATED = "sglang:generation_tokens_total"
+STEPS = "sglang:spec_num_steps"
+
+
+def _steps(text: str) -> int | None:
+    read = samples(text, PREFIX, "an SGLang server")
+    values = [sample.value for sample in read if sample.name == STEPS]
+    return round(max(values)) if values and max(values) >= 1 else None
+
+
+def spec_counts(text: str) -> SpecCounts | None:
+    """Verifications, draft tokens (verifications x the steps running) and generated tokens less verifications (each
+    request's first token still in it: see LiveFormat.first_tokens_in_accepted); None where it does not speculate."""
+    read = samples(text, PREFIX, "an SGLang server")
+    verify = summed(read, VERIFY)
+    if verify is None:  # no request has finished yet, or no speculation (or a release before 2026-05: no gauge)
+        return SpecCounts(0, 0, 0, ()) if _steps(text) else None
+    generated = summed(read, GENERATED) or 0.0
+    steps = _steps(text) or 0
+    return SpecCounts(int(verify), int(verify) * steps, int(generated - verify), ())
+
+
+def _k(text: str, counts: SpecCounts | None) -> int | None:
+    return _steps(text) if counts is not None else None
+
+
+LIVE = LiveFormat(
+    engine="sglang",
+    title="SGLang",
+    metrics_path="/metrics",
+    marker=PREFIX,
+    native=False,
+    counts=spec_counts,
+    k_of=_k,
+    sources=(METRICS,),
+    first_tokens_in_accepted=True,
+    version_path="/get_server_info",  # every server argument and "version"; no /version route at 0025436e
+    setup_hint="start SGLang with --enable-metrics (a release with sglang:spec_verify_calls_total and spec_num_steps)",
+)
+
 
 PROMETHEUS = reports.PrometheusNames(prefix="sglang", running="num_running_reqs", counters=("spec_verify_calls",))
 

@@ -22,21 +22,21 @@ Every config class is a StrictBaseModel: unknown keys are refused.
 
 from __future__ import annotations
 
-from app.model.engines.trtllm.config_reader import read_config as read_config
-from app.model.engines.trtllm.config_writer import TREE as TREE
-from app.model.engines.trtllm.config_writer import write_config as write_config
-from app.model.engines.trtllm.counters import HOW_TO_APPLY as HOW_TO_APPLY
-from app.model.engines.trtllm.counters import RULES_METRICS as RULES_METRICS
-from app.model.engines.trtllm.decode_time import DECODE_TIME as DECODE_TIME
-from app.model.engines.trtllm.live import LIVE as LIVE
-from app.model.engines.trtllm.methods import DECODING_TYPES as DECODING_TYPES
-from app.model.engines.trtllm.methods import METHOD_ALIAS as METHOD_ALIAS
-from app.model.engines.trtllm.methods import METHODS as METHODS
-from app.model.engines.trtllm.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
-from app.model.engines.trtllm.methods import choose_method as choose_method
+from app.model.engines.trtllm.config import DECODING_TYPES as DECODING_TYPES
+from app.model.engines.trtllm.config import METHOD_ALIAS as METHOD_ALIAS
+from app.model.engines.trtllm.config import METHODS as METHODS
+from app.model.engines.trtllm.config import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
+from app.model.engines.trtllm.config import TREE as TREE
+from app.model.engines.trtllm.config import choose_method as choose_method
+from app.model.engines.trtllm.config import read_config as read_config
+from app.model.engines.trtllm.config import write_config as write_config
+from app.model.engines.trtllm.reports import DECODE_TIME as DECODE_TIME
+from app.model.engines.trtllm.reports import HOW_TO_APPLY as HOW_TO_APPLY
+from app.model.engines.trtllm.reports import LIVE as LIVE
 from app.model.engines.trtllm.reports import PROMETHEUS as PROMETHEUS
 from app.model.engines.trtllm.reports import REPORTS as REPORTS
-from app.model.engines.trtllm.step_times import STEP_TIMES as STEP_TIMES
+from app.model.engines.trtllm.reports import RULES_METRICS as RULES_METRICS
+from app.model.engines.trtllm.reports import STEP_TIMES as STEP_TIMES
 from app.model.engines.trtllm.versions import ALIASES as ALIASES
 from app.model.engines.trtllm.versions import NAME as NAME
 from app.model.engines.trtllm.versions import TITLE as TITLE

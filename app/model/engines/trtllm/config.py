@@ -1,5 +1,13 @@
-"""TensorRT-LLM's config read back the way TensorRT-LLM's own code reads it: the k it runs at each batch, and
-every rule it applies, each naming the file it comes from."""
+"""TensorRT-LLM's drafters and its config: which methods it takes and how a request names them, its config read back the
+way its own code reads it, and written for a schedule.
+
+The drafters TensorRT-LLM takes, in its own words, and how a user's choice is read.
+
+TensorRT-LLM's config read back the way TensorRT-LLM's own code reads it: the k it runs at each batch, and
+every rule it applies, each naming the file it comes from.
+
+The product's schedule written in TensorRT-LLM's own configuration.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +20,6 @@ import yaml
 
 from app.model.engines import base
 from app.model.engines.base import ConfigRuleError
-from app.model.engines.trtllm.methods import DECODING_TYPES, DRAFTER_TYPES, NEEDS_MODEL, STAGE_ONE_DRAFTER_TYPES
 from app.model.engines.trtllm.versions import (
     LATE_FIRST_KEY,
     LLM_ARGS,
@@ -23,6 +30,65 @@ from app.model.engines.trtllm.versions import (
     TWO_MODEL_DRAFTER,
     UPPER_BOUND_KEYS,
 )
+
+DECODING_TYPES = ("Draft_Target", "Eagle3", "Eagle", "MTP", "NGram", "SA", "PARD", "DFlash", "DSpark", "AUTO")
+
+
+# interface.py @ 00b6d5a25c30 support_dynamic_draft_len leaves DSpark out: one max_draft_len at every batch;
+# AUTO (AutoDecodingConfig) chooses its own NGram setting (auto_heuristic.py), so no schedule is written for it
+STATIC_TYPES = ("DSpark",)
+
+
+CHOSEN_BY_ENGINE = ("AUTO",)
+
+
+WRITTEN_TYPES = tuple(name for name in DECODING_TYPES if name not in CHOSEN_BY_ENGINE)
+
+
+NEEDS_MODEL = ("Draft_Target", "Eagle", "Eagle3")
+
+
+# The Drafter path keeps the old lookup (last key <= batch) after PR #10860: NGram, and the two-model path of Eagle3
+# and MTP where the version has it (config_reader.two_model_path; the writer never writes that path).
+DRAFTER_TYPES = ("NGram",)
+
+
+# Where the one-model path runs no schedule (before PR #10860: versions without ONE_MODEL_SCHEDULE), a
+# draft_len_schedule runs only through a Drafter: utils.py get_spec_drafter of that era gives NGram an NGramDrafter
+# and Draft_Target a ModelDrafter (test_draft_len_schedule.py's Stage 1 drafts with both), and the two-model switches
+# give Eagle3 / MTP-Eagle one (config_reader.two_model_path); every other type is one-model there and runs its
+# max_draft_len at every batch (versions.STAGE_ONE_EXECUTOR).
+STAGE_ONE_DRAFTER_TYPES = ("NGram", "Draft_Target")
+
+
+PLACEHOLDER_MODEL = "<draft model: a path or hub name>"
+
+
+def decoding_type(given: str | None) -> str:
+    if given is None or not given.strip():
+        return "Draft_Target"
+    if given.strip().upper() in CHOSEN_BY_ENGINE:
+        raise ValueError(
+            "TensorRT-LLM decoding_type AUTO chooses its own drafter (auto_heuristic.py suggest_spec_config: NGram, "
+            "max_draft_len 5 up to max_batch_size 4 else 3, none above 32 requests), so no schedule can be written "
+            f"into it; pick one of {', '.join(WRITTEN_TYPES)} to run the schedule"
+        )
+    for name in WRITTEN_TYPES:
+        if given.strip().lower().replace("-", "_") in (name.lower(), name.lower().replace("_", "")):
+            return name
+    raise ValueError(f"TensorRT-LLM decoding_type must be one of {', '.join(WRITTEN_TYPES)}; got {given!r}")
+
+
+METHODS = WRITTEN_TYPES
+
+
+METHOD_ALIAS = "trtllm_decoding_type"  # the older query parameter for method=, kept as an alias
+
+
+def choose_method(given: str | None) -> str | None:
+    """The decoding_type as TensorRT-LLM spells it (None: Draft_Target)."""
+    return decoding_type(given) if given else None
+
 
 BASE_FIELDS = frozenset(
     {
@@ -268,3 +334,190 @@ def _check_tree(config: Mapping[str, Any], version: base.EngineVersion, where: s
                 f"dynamic_tree_max_topK * max_draft_len ({top_k * max_draft})]",
                 where,
             )
+
+
+TREE = base.TreeFormat(STATIC_TREES, lambda paths: paths)  # eagle_choices: the paths as they are (a list of lists)
+
+
+def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> base.Exported:
+    """extra_llm_api_options YAML: speculative_config with the schedule in this version's key meaning."""
+    best = list(request.best_k)
+    kind = decoding_type(request.method)
+    limit = request.batch_limit
+    if not best or max(best) == 0:
+        return base.Exported(None, [], "", ["no k pays at any batch that fits: leave speculative_config out"])
+    notes: list[str] = []
+    placeholders: tuple[str, ...] = ()
+    config: dict[str, Any] = {"decoding_type": kind}
+    if request.draft_path:
+        config["speculative_model"] = request.draft_path
+    elif kind in NEEDS_MODEL:
+        config["speculative_model"] = PLACEHOLDER_MODEL
+        placeholders = (PLACEHOLDER_MODEL,)
+        notes.append(f"fill in speculative_model: {kind} needs the draft model (TensorRT-LLM refuses it without)")
+    if request.tree is not None:
+        return _tree_config(request, version, config, notes, placeholders)
+    if kind in STATIC_TYPES:
+        why = f"{kind} ignores draft_len_schedule"
+        return _static_config(request, config, notes, placeholders, why)
+    if not version.can(ONE_MODEL_SCHEDULE) and kind not in STAGE_ONE_DRAFTER_TYPES:
+        # versions.STAGE_ONE_EXECUTOR: before PR #10860 only a Drafter applies draft_len_schedule; the one-model path
+        # (this type's default) has none, so a schedule written here would not run
+        why = (
+            f"TensorRT-LLM {version.name} runs {kind} on the one-model path, which applies no draft_len_schedule "
+            "(only the Drafter of NGram, Draft_Target and the two-model path does; PR #10860 brought it to the "
+            "one-model path)"
+        )
+        after: tuple[str, ...] = ()
+        if version.can(TWO_MODEL) and kind in ("Eagle", "Eagle3", "MTP"):
+            switch = "mtp_eagle_one_model" if kind == "MTP" else "eagle3_one_model"
+            after = (
+                f"{switch}: false would run the two-model Drafter, which applies a draft_len_schedule (each key the "
+                "first batch of its range); it is not written here",
+            )
+        return _static_config(request, config, notes, placeholders, why, after)
+    old_lookup = not version.can(UPPER_BOUND_KEYS) or kind in DRAFTER_TYPES
+    if old_lookup and not version.can(LATE_FIRST_KEY) and best[0] == 0:
+        schedule, runs, why = _upper_keys(best)  # key 1 is required before PR #10860: no later start either
+    else:
+        schedule, runs, why = (_from_keys if old_lookup else _upper_keys)(best)
+    if not schedule:
+        return base.Exported(
+            None, [], "", [why], runs=tuple([0] * limit), differs_at=base.differences(best, [0] * limit)
+        )
+    config["max_draft_len"] = schedule[min(schedule)]
+    config["draft_len_schedule"] = schedule
+    if why:
+        notes.append(why)
+    meaning = (
+        "a key is the first batch of its range (the Drafter lookup)"
+        if old_lookup
+        else "a key is the last batch of its range; batches above the last key run without speculation"
+    )
+    notes.append(f"draft_len_schedule for {version.name}: {meaning}")
+    if not old_lookup and version.can(TWO_MODEL) and kind in ("Eagle", "Eagle3", "MTP"):
+        # written for the one-model path (eagle3_one_model / mtp_eagle_one_model left at their default, true);
+        # the two-model path runs the Drafter's lookup (versions.TWO_MODEL_DRAFTER), which reads these keys otherwise
+        switch = "mtp_eagle_one_model" if kind == "MTP" else "eagle3_one_model"
+        notes.append(
+            f"written for the one-model path: keep {switch} true (its default); with {switch}: false "
+            f"TensorRT-LLM {version.name} runs the two-model Drafter, which reads each key as the first batch of its "
+            "range, so this schedule would not run"
+        )
+    return _document(request, config, notes, runs, placeholders)
+
+
+def _static_config(
+    request: base.ConfigRequest,
+    config: dict[str, Any],
+    notes: list[str],
+    placeholders: tuple[str, ...],
+    why: str,
+    after: tuple[str, ...] = (),
+) -> base.Exported:
+    """One max_draft_len at every batch, where a draft_len_schedule would be ignored (interface.py @ 00b6d5a25c30:
+    DSpark is not in support_dynamic_draft_len; before PR #10860, versions.STAGE_ONE_EXECUTOR: the one-model path):
+    the schedule's k at the user's batch, or no speculation there."""
+    batch, k = base.user_batch_k(request)
+    kind = config["decoding_type"]
+    if k == 0:
+        advice = f"leave speculative_config out ({why}: {kind} runs one max_draft_len at every batch)"
+        return base.off_at_user_batch(request, batch, advice)
+    config["max_draft_len"] = k
+    notes.append(f"{why}: one max_draft_len, k = {k}, the schedule's k at your batch {batch}")
+    notes.extend(after)
+    return _document(request, config, notes, [k] * request.batch_limit, placeholders)
+
+
+def _document(
+    request: base.ConfigRequest,
+    config: dict[str, Any],
+    notes: list[str],
+    runs: list[int],
+    placeholders: tuple[str, ...],
+) -> base.Exported:
+    """The YAML of max_batch_size and speculative_config, with the k TensorRT-LLM runs at each batch."""
+    limit = request.batch_limit
+    differ = base.differences(request.best_k, runs)
+    if differ:
+        notes.append(f"TensorRT-LLM runs another k than the schedule at batches {base.describe_batches(differ)}")
+    document = {"max_batch_size": limit, "speculative_config": config}
+    notes.append(f"max_batch_size {limit}: the largest batch whose weights and KV caches fit")
+    return base.Exported(
+        document, [], _yaml(document), notes, runs=tuple(runs), differs_at=differ, placeholders=placeholders
+    )
+
+
+def _upper_keys(best: list[int]) -> tuple[dict[int, int], list[int], str]:
+    """PR #10860: {last batch of a range: k}; the smallest key's k is max_draft_len and no k may exceed it."""
+    first = best[0]
+    if first == 0:
+        paying = [batch for batch, k in enumerate(best, start=1) if k > 0]
+        return (
+            {},
+            [0] * len(best),
+            "speculation loses at batch 1 and pays at batches "
+            f"{base.describe_batches(paying)}; TensorRT-LLM's schedule must give its first range max_draft_len > 0, "
+            "so it cannot turn speculation on above a batch where it is off: the closest config leaves it off",
+        )
+    clipped = [min(k, first) for k in best]
+    schedule = {last: k for _first, last, k in base.runs_of(clipped)}
+    why = ""
+    if clipped != best:
+        why = f"k above {first} at larger batches clipped: no value of draft_len_schedule may exceed max_draft_len"
+    return schedule, clipped, why
+
+
+def _from_keys(best: list[int]) -> tuple[dict[int, int], list[int], str]:
+    """The Drafter lookup (NGram, and every Drafter before PR #10860): {first batch of a range: k}; below the first
+    key, 0."""
+    on = [batch for batch, k in enumerate(best, start=1) if k > 0]
+    start = on[0]
+    first = best[start - 1]
+    clipped = [0 if batch < start else min(k, first) for batch, k in enumerate(best, start=1)]
+    schedule = {first_batch: k for first_batch, _last, k in base.runs_of(clipped) if first_batch >= start}
+    notes = []
+    if clipped != best:
+        notes.append(f"k above {first} clipped: no value of draft_len_schedule may exceed max_draft_len")
+    return schedule, clipped, "; ".join(notes)
+
+
+def _tree_config(
+    request: base.ConfigRequest,
+    version: base.EngineVersion,
+    config: dict[str, Any],
+    notes: list[str],
+    placeholders: tuple[str, ...],
+) -> base.Exported:
+    tree = request.tree
+    assert tree is not None
+    kind = config["decoding_type"] if config["decoding_type"] in ("Eagle3", "MTP") else "Eagle3"
+    if kind != config["decoding_type"]:
+        notes.append(f"trees belong to Eagle3 and MTP: decoding_type {kind}")
+    config["decoding_type"] = kind
+    if kind == "Eagle3" and "speculative_model" not in config:
+        config["speculative_model"] = PLACEHOLDER_MODEL
+        placeholders = (PLACEHOLDER_MODEL,)
+    paths = base.tree_paths(tree)
+    width = max(tree.ranks)
+    if not version.can(STATIC_TREES):
+        config["max_draft_len"] = tree.depth
+        config["use_dynamic_tree"] = True
+        config["dynamic_tree_max_topK"] = width
+        config["max_total_draft_tokens"] = min(max(len(paths), tree.depth), width * tree.depth)
+        notes.append(
+            "TensorRT-LLM removed static trees (eagle_choices, PR #18210): a dynamic tree of the same depth, width "
+            "and node budget is written; it picks its nodes by the draft's scores at run time"
+        )
+    else:
+        config["max_draft_len"] = tree.depth
+        config["max_total_draft_tokens"] = len(paths)
+        config[TREE.key] = TREE.write(paths)
+        notes.append("eagle_choices: a static tree, each node the 0-based ranks of the choices from the root")
+    document = {"max_batch_size": request.batch_limit, "speculative_config": config}
+    return base.Exported(document, [], _yaml(document), notes, placeholders=placeholders)
+
+
+def _yaml(document: dict[str, Any]) -> str:
+    text: str = yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
+    return text
