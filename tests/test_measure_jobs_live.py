@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.service.clients.measure import parse_metrics
-from tests.live_engine import Server, llama_server
+from tests.live_engine import COPY_PROMPT, Server, llama_server
 from tests.support import free_port, start_server, stop_server
 
 K = 8
@@ -34,8 +34,10 @@ def _servers() -> Iterator[tuple[Server, Server]]:
         yield plain, ngram
 
 
-def _start(app_url: str, servers: str, **query: Any) -> dict[str, Any]:
-    response = httpx.post(f"{app_url}/api/v1/measure", params={"servers": servers, **query}, timeout=30.0)
+def _start(app_url: str, servers: str, prompts: str = "", **query: Any) -> dict[str, Any]:
+    response = httpx.post(
+        f"{app_url}/api/v1/measure", params={"servers": servers, **query}, content=prompts.encode(), timeout=30.0
+    )
     assert response.status_code == 202, response.text
     job: dict[str, Any] = response.json()
     return job
@@ -68,7 +70,8 @@ def _first_cells(app_url: str, job_id: str) -> dict[str, Any]:
 def test_a_job_shows_its_progress_and_cells_while_it_runs_and_ends_with_the_report(app_url: str) -> None:
     with _servers() as (plain, ngram):
         before = parse_metrics(ngram.metrics())
-        job = _start(app_url, f"{plain.url}, {ngram.url}", batches="1,2", n_predict=16, repeats=2)
+        prompts = f"{COPY_PROMPT.replace(chr(10), ' ')}\nExplain in plain words why the sky is blue."
+        job = _start(app_url, f"{plain.url}, {ngram.url}", prompts, batches="1,2", n_predict=16, repeats=2)
         assert job["state"] == "running" and job["batches"] == [1, 2]
         assert {server["url"] for server in job["servers"]} == {plain.url, ngram.url}
         views = _poll(app_url, job["id"], 600.0)
@@ -90,6 +93,7 @@ def test_a_job_shows_its_progress_and_cells_while_it_runs_and_ends_with_the_repo
     assert {(cell["k"], cell["batch"]) for cell in report["cells"]} == {(0, 1), (0, 2), (K, 1), (K, 2)}
     assert [item["k"] for item in report["crossover"]] == [K]
     assert {server["engine"] for server in report["servers"]} == {"llamacpp"}
+    assert report["workload"]["prompts"] == 2  # the body's two lines, not the four built-in prompts
 
 
 def test_a_cancelled_job_keeps_its_cells_and_a_dead_server_is_named(app_url: str) -> None:

@@ -4,8 +4,10 @@ llama-servers in tests/test_measure_jobs_live.py.)"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -50,6 +52,36 @@ def test_bad_inputs_get_a_422_naming_the_input(
     assert field in _message(response) and said in _message(response), _message(response)
 
 
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("\n".join(f"prompt {index}" for index in range(65)), "at most 64 prompts"),
+        ("short\n" + "x" * 8_001, "line 2 has 8,001"),
+        ("y" * 65_537, "at most 65,536 bytes"),
+        (b"\xff\xfe", "UTF-8"),
+    ],
+)
+def test_bad_prompts_get_a_422_naming_the_body(allowed: TestClient, body: str | bytes, said: str) -> None:
+    servers = {"servers": "http://127.0.0.1:8 http://127.0.0.1:9"}
+    response = allowed.post("/api/v1/measure", params=servers, content=body, headers={"content-type": "text/plain"})
+    assert response.status_code == 422, response.text
+    [item] = response.json()["detail"]
+    assert item["loc"] == ["body", "prompts"] and item["msg"].startswith("prompts: ") and said in item["msg"], item
+
+
+def test_the_prompts_become_the_jobs_workload() -> None:
+    from app.service import live_inputs
+    from app.service.measure_jobs import JobRequest, _sweep
+
+    assert live_inputs.prompt_list("  \n\n") is None  # nothing given: the built-in prompts
+    prompts = live_inputs.prompt_list("one prompt\n\n  another  \n")
+    assert prompts == ("one prompt", "another")
+    request = JobRequest(("http://a:1", "http://b:2"), (1, 2), 16, 1, 100, 60.0, prompts=prompts)
+    with httpx.Client() as client:
+        sweep = _sweep(client, request, lambda done, total, label: None, threading.Event())
+    assert sweep.prompts == ["one prompt", "another"]
+
+
 def test_a_url_that_is_no_inference_server_is_named_at_once(allowed: TestClient) -> None:
     with answering(lambda path, query: (404, "text/plain", b"not here")) as address:
         other = f"http://{address}/x"
@@ -74,6 +106,7 @@ def test_the_decide_view_says_whether_this_server_measures_and_labels_the_inputs
         "max_requests": "Most requests",
         "timeout": "Timeout (s)",
         "engine": "Engine",
+        "prompts": "Prompts",
     }
     page = client.get("/decide").text
     assert 'id="measure-off"' in page and 'id="measure-form"' not in page

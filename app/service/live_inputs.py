@@ -95,6 +95,36 @@ MEASURE_ENGINE = Input(
     titles=lambda name: engines.adapter(name).TITLE,
 )
 MEASURE_JOB = (SERVERS, BATCHES, N_PREDICT, REPEATS, JOB_REQUESTS, JOB_TIMEOUT, MEASURE_ENGINE)
+# The workload of a job: the request body, one prompt per line (as `measure --prompts FILE` reads a file)
+MAX_JOB_PROMPT_BYTES = 65_536
+MAX_JOB_PROMPTS = 64
+MAX_JOB_PROMPT_CHARS = 8_000
+PROMPTS = Input(
+    "prompts",
+    "Prompts",
+    str,
+    None,
+    f"The workload, one prompt per line (at most {MAX_JOB_PROMPTS} of {MAX_JOB_PROMPT_CHARS:,} characters each); "
+    "empty: four built-in prompts. Acceptance depends on the text: measure with prompts like your traffic",
+    max_length=MAX_JOB_PROMPT_BYTES,
+)
+
+
+def prompt_list(text: str) -> tuple[str, ...] | None:
+    """A job's prompts, one per non-empty line; None (the built-in prompts) when there are none."""
+    prompts = [line.strip() for line in text.splitlines() if line.strip()]
+    if not prompts:
+        return None
+    if len(prompts) > MAX_JOB_PROMPTS:
+        raise InputError(PROMPTS.name, f"at most {MAX_JOB_PROMPTS} prompts, one per line; got {len(prompts)}")
+    longest = max(prompts, key=len)
+    if len(longest) > MAX_JOB_PROMPT_CHARS:
+        raise InputError(
+            PROMPTS.name,
+            f"each prompt at most {MAX_JOB_PROMPT_CHARS:,} characters; line {prompts.index(longest) + 1} has "
+            f"{len(longest):,}",
+        )
+    return tuple(prompts)
 
 
 def server_list(text: str) -> tuple[str, ...]:

@@ -160,6 +160,7 @@ class JobRequest:
     max_requests: int
     timeout: float
     engine: str | None = None  # named, not detected
+    prompts: tuple[str, ...] = BUILTIN_PROMPTS  # the workload, shared out over each batch's requests
 
 
 @dataclass
@@ -208,7 +209,7 @@ def _sweep(
     return Sweep(
         client,
         request.servers,
-        list(BUILTIN_PROMPTS),
+        list(request.prompts),
         batches=request.batches,
         n_predict=request.n_predict,
         repeats=request.repeats,
@@ -261,7 +262,7 @@ class Jobs:
 
     def _run(self, job: Job, sweep: Sweep, client: httpx.Client) -> None:
         request = job.request
-        workload = {"prompts": len(BUILTIN_PROMPTS), "n_predict": request.n_predict, "repeats": request.repeats}
+        workload = {"prompts": len(request.prompts), "n_predict": request.n_predict, "repeats": request.repeats}
         try:
             run = sweep.run()
             report, _analysis, failure = batch_report(run, request.batches, workload)

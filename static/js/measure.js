@@ -125,15 +125,21 @@ if (form) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const query = new URLSearchParams();
+    let prompts = ""; // the workload goes as the body, one prompt per line
     for (const [name, value] of new FormData(form)) {
-      if (value !== "") query.set(name, String(value)); // an empty choice: the server tells
+      if (name === "prompts") prompts = String(value);
+      else if (value !== "") query.set(name, String(value)); // an empty choice: the server tells
     }
     const error = document.getElementById("measure-error");
     for (const id of ["measure-error", "measure-result", "measure-progress", "measure-cells-box"]) {
       shown(document.getElementById(id), false); // nothing of an earlier measurement stays beside this one
     }
     finished(true);
-    const response = await fetch(`/api/v1/measure?${query}`, { method: "POST", headers: { accept: "application/json" } });
+    const response = await fetch(`/api/v1/measure?${query}`, {
+      method: "POST",
+      headers: { accept: "application/json", "content-type": "text/plain" },
+      body: prompts,
+    });
     if (response.status !== 202) {
       error.textContent = await errorText(response, labels);
       shown(error, true);

@@ -9,11 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
+from app.model import engines
 from app.service import live_inputs
 from app.service.inputs import InputError
 from app.service.measure_jobs import Job, JobError, JobRequest, Jobs
+from app.web.api.bodies import body_error, read_capped
 from app.web.api.inputs import refused, takes
 from app.web.core.config import Settings, get_settings
 from app.web.core.errors import parameter_error
@@ -27,7 +31,7 @@ class JobServer(BaseModel):
     kind: str = Field(description="What drafts: the engine's speculative types, 'plain' or 'speculative'")
     speculative: bool
     requests: int = Field(description="Requests measured on it so far")
-    engine: str = Field(description="llamacpp or vllm")
+    engine: str = Field(description=f"One of {', '.join(engines.ENGINES)}")
     version: str | None = Field(description="The engine's own version, where it reports one")
 
 
@@ -94,6 +98,7 @@ def start(request: Request, values: dict[str, Any]) -> Job:
             detail="this server does not drive inference servers (SPECDEC_ALLOW_MEASURE is off); run "
             "`specdec-lab measure URL ... --batch 1,2,4,8` where the servers are",
         )
+    prompts = live_inputs.prompt_list(str(values.get("prompts") or ""))  # the body's: its own 422
     try:
         job_request = JobRequest(
             servers=live_inputs.server_list(str(values["servers"])),
@@ -103,6 +108,7 @@ def start(request: Request, values: dict[str, Any]) -> Job:
             max_requests=int(values["max_requests"]),
             timeout=float(values["timeout"]),
             engine=values.get("engine") or None,
+            **({"prompts": prompts} if prompts else {}),
         )
     except InputError as error:
         raise refused(error) from None
@@ -121,9 +127,16 @@ def start(request: Request, values: dict[str, Any]) -> Job:
         403: {"description": "This deployment does not drive inference servers (SPECDEC_ALLOW_MEASURE)."},
         422: {"description": "An input out of bounds, or a server that is not an engine measure drives."},
     },
+    openapi_extra={
+        "requestBody": {
+            "required": False,
+            "description": live_inputs.PROMPTS.help,
+            "content": {"text/plain": {"schema": {"type": "string", "maxLength": live_inputs.MAX_JOB_PROMPT_BYTES}}},
+        }
+    },
 )
 @takes(*live_inputs.MEASURE_JOB)
-def start_measure(
+async def start_measure(
     request: Request,
     servers: str,
     batches: str,
@@ -132,11 +145,12 @@ def start_measure(
     max_requests: int,
     timeout: float,
     engine: str | None,
-) -> MeasureJob:
+) -> MeasureJob | JSONResponse:
     """The sweep of `specdec-lab measure --batch` as a job: each server is asked at once whether it is an engine
     this product drives (llama-server or vLLM) and whether it speculates; then B requests at once on each server
     per batch size, rounds interleaved.  Read its progress with GET /api/v1/measure/{id}; cancel it with POST
-    /api/v1/measure/{id}/cancel.  Only where the deployment allows it (SPECDEC_ALLOW_MEASURE), one at a time."""
+    /api/v1/measure/{id}/cancel.  Only where the deployment allows it (SPECDEC_ALLOW_MEASURE), one at a time.
+    The body, where given, is the workload: one prompt per line (text/plain); empty, four built-in prompts."""
     values = {
         "servers": servers,
         "batches": batches,
@@ -146,7 +160,18 @@ def start_measure(
         "timeout": timeout,
         "engine": engine,
     }
-    return _out(start(request, values))
+    body = await read_capped(request, live_inputs.MAX_JOB_PROMPT_BYTES)
+    if body is None:
+        return body_error("prompts", f"at most {live_inputs.MAX_JOB_PROMPT_BYTES:,} bytes", "too_large")
+    try:
+        values["prompts"] = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body_error("prompts", "must be UTF-8 text, one prompt per line", "encoding")
+    try:
+        job = await run_in_threadpool(start, request, values)  # asks each server at once: blocking calls
+    except InputError as error:  # the body's prompts
+        return body_error(error.name, error.message, "value")
+    return _out(job)
 
 
 @router.get(

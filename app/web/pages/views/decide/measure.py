@@ -18,6 +18,7 @@ INPUTS = (
     live_inputs.N_PREDICT,
     live_inputs.REPEATS,
     live_inputs.MEASURE_ENGINE,
+    live_inputs.PROMPTS,
 )
 
 
@@ -44,6 +45,6 @@ def measure_part() -> dict[str, Any]:
     return {
         "allowed": get_settings().allow_measure,
         "inputs": inputs,
-        "labels": {item.name: item.label for item in live_inputs.MEASURE_JOB},
+        "labels": {item.name: item.label for item in (*live_inputs.MEASURE_JOB, live_inputs.PROMPTS)},
         "command": "specdec-lab measure http://127.0.0.1:8080 http://127.0.0.1:8081 --batch 1,2,4,8",
     }
