@@ -4,7 +4,8 @@ then the same sweep by the command line (`specdec-lab measure --batch`) and by a
 
 Setup (tests/live_engine.py's engine: SmolLM2-135M F16 target, this machine's CPU, one thread): a server without
 speculation and one with n-gram lookup at k = 8 (ngram-simple, lookup of 1 token), both --parallel 16; batches 1,
-2, 4, 8, 16; ROUNDS rounds; the job polled every POLL_S seconds.
+2, 4, 8, 16; ROUNDS rounds; the job polled every POLL_S seconds.  The workload is PROMPTS, text that repeats (where
+n-gram lookup pays), given to the jobs as their body and to the command line as --prompts.
 
 RATIO measure_job_seconds      the job's wall-clock seconds over the 600 s budget (the target: at most 1)
 RATIO measure_job_progress_gap the longest time the shown progress stood still over the job's own length divided
@@ -22,13 +23,15 @@ import contextlib
 import io
 import itertools
 import json
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from app.cli import main as cli
-from tests.live_engine import llama_server
+from tests.live_engine import COPY_PROMPT, llama_server
 from tests.support import free_port, start_server, stop_server
 
 BATCHES = "1,2,4,8,16"
@@ -39,6 +42,7 @@ POLL_S = 0.5
 BUDGET_S = 600.0
 NGRAM = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1", "--spec-ngram-simple-size-m", str(K)]
 SLOTS = ["--parallel", "16", "--ctx-size", "8192"]
+PROMPTS = (COPY_PROMPT.replace("\n", " "), "Explain in plain words why the sky is blue and why sunsets are red.")
 
 
 def _job(client: httpx.Client, base: str, servers: str) -> tuple[dict[str, Any], float, list[float]]:
@@ -53,6 +57,7 @@ def _job(client: httpx.Client, base: str, servers: str) -> tuple[dict[str, Any],
             "repeats": ROUNDS,
             "timeout": BUDGET_S * 2,
         },
+        content="\n".join(PROMPTS).encode(),
         timeout=60.0,
     ).json()
     changes = [started]
@@ -68,9 +73,18 @@ def _job(client: httpx.Client, base: str, servers: str) -> tuple[dict[str, Any],
     return view, time.monotonic() - started, changes
 
 
-def _command_line(servers: str) -> dict[str, Any]:
+def _command_line(servers: str, prompts: Path) -> dict[str, Any]:
     out = io.StringIO()
-    arguments = ["measure", *servers.split(), "--batch", BATCHES, "--n-predict", str(N_PREDICT)]
+    arguments = [
+        "measure",
+        *servers.split(),
+        "--batch",
+        BATCHES,
+        "--n-predict",
+        str(N_PREDICT),
+        "--prompts",
+        str(prompts),
+    ]
     with contextlib.redirect_stdout(out):
         cli([*arguments, "--repeats", str(ROUNDS), "--timeout", str(BUDGET_S * 2), "--format", "json", "--no-progress"])
     report: dict[str, Any] = json.loads(out.getvalue())
@@ -95,7 +109,10 @@ def main() -> None:
             ngram = stack.enter_context(llama_server([*SLOTS, *NGRAM]))
             servers = f"{plain.url} {ngram.url}"
             view, elapsed, changes = _job(client, base, servers)
-            by_cli = _command_line(servers)
+            prompts = stack.enter_context(tempfile.TemporaryDirectory())
+            written = Path(prompts) / "prompts.txt"
+            written.write_text("\n".join(PROMPTS) + "\n", encoding="utf-8")
+            by_cli = _command_line(servers, written)
             again, _seconds, _changes = _job(client, base, servers)
     finally:
         stop_server(app)
