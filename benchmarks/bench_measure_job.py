@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 from app.cli import main as cli
-from tests.live_engine import COPY_PROMPT, llama_server
+from tests.live_engine import REPEATING_PROMPT, llama_server
 from tests.support import free_port, start_server, stop_server
 
 BATCHES = "1,2,4,8,16"
@@ -42,7 +42,7 @@ POLL_S = 0.5
 BUDGET_S = 600.0
 NGRAM = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "1", "--spec-ngram-simple-size-m", str(K)]
 SLOTS = ["--parallel", "16", "--ctx-size", "8192"]
-PROMPTS = (COPY_PROMPT.replace("\n", " "), "Explain in plain words why the sky is blue and why sunsets are red.")
+PROMPTS = (REPEATING_PROMPT,)  # one line: counting that repeats, which n-gram lookup drafts (bench batch_crossover's)
 
 
 def _job(client: httpx.Client, base: str, servers: str) -> tuple[dict[str, Any], float, list[float]]:

@@ -92,6 +92,13 @@ def test_each_round_keeps_its_own_speedup_and_the_fastest_round_counts() -> None
     one = next(cell for cell in analysis.cells if (cell.k, cell.batch) == (4, 1))
     assert one.speedup_rounds == pytest.approx((_speedup(4, 1) / 1.5, _speedup(4, 1)))
     assert one.measured_speedup == pytest.approx(_speedup(4, 1))
+    # the interval over the rounds: Student t with one degree of freedom on the two log ratios
+    half = 12.7062 * abs(math.log(1.5)) / 2
+    centre = math.log(_speedup(4, 1)) - math.log(1.5) / 2
+    assert one.measured_speedup_low == pytest.approx(math.exp(centre - half), rel=1e-4)
+    assert one.measured_speedup_high == pytest.approx(math.exp(centre + half), rel=1e-4)
+    single = analyze_batches([fast], draft_model=False).cells
+    assert all(cell.measured_speedup_low is None and cell.measured_speedup_high is None for cell in single)
 
 
 def test_the_end_to_end_speedup_takes_each_cells_own_least_disturbed_wall_clock() -> None:

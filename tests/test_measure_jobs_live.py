@@ -4,6 +4,7 @@ whose progress and partial table grow while it runs, which can be cancelled, and
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -143,6 +144,8 @@ def test_the_decide_page_measures_with_a_progress_bar_and_shows_the_result(app_u
         assert float(page.eval_on_selector("#measure-bar", "bar => bar.value")) == 1.0
         rows = page.locator("#measure-speedups tbody tr")
         assert rows.count() == 2  # k = 8 at batches 1 and 2
+        speedup = rows.first.locator("td").nth(2).text_content() or ""
+        assert re.fullmatch(r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]", speedup), speedup  # two rounds: an interval
         assert f"k = {K}" in (page.text_content("#measure-crossover") or "")
         assert page.is_hidden("#measure-cancel")
     finally:

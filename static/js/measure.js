@@ -76,7 +76,10 @@ function showReport(report) {
     .map((cell) => [
       String(cell.k),
       String(cell.batch),
-      number(cell.measured_speedup, 2),
+      number(cell.measured_speedup, 2) +
+        (cell.measured_speedup_low === null || cell.measured_speedup_low === undefined
+          ? ""
+          : ` [${number(cell.measured_speedup_low, 2)}, ${number(cell.measured_speedup_high, 2)}]`),
       number(cell.measured_speedup_end_to_end, 2),
       number(cell.tokens_per_verification, 2),
       number(cell.throughput_tokens_s, 1),

@@ -33,6 +33,7 @@ from app.model.cost import step_cost
 from app.model.cost.regimes import crossover_batch
 from app.model.cost.step_cost import StepCost, StepCostError, StepPoint
 from app.model.live.measure import MeasureError, Sample, check_sample
+from app.model.live.rollout import SpeedupEstimate, speedup_estimate
 
 MAX_BATCH = 256
 MAX_PREDICTED_BATCH = 4096  # how far a predicted crossover is looked for
@@ -71,6 +72,10 @@ class CellResult:
     # end to end, prompts included: plain's wall-clock time per output token over this cell's (measured_speedup is
     # the decoding phase's, time per output token after the first, which the crossover refers to)
     measured_speedup_end_to_end: float | None = None
+    # the 95% interval of the speedup over the rounds (Student t on their log ratios, around their geometric
+    # mean): how far the measurement would move on a rerun; None with fewer than two rounds
+    measured_speedup_low: float | None = None
+    measured_speedup_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -231,13 +236,12 @@ def analyze_batches(
         plain, mine = wall_per_token.get((0, batch)), wall_per_token.get((k, batch))
         return None if plain is None or mine is None else plain / mine
 
-    def per_round(k: int, batch: int) -> tuple[float, ...]:
-        values = []
-        for index, sample in enumerate(by_cell[(k, batch)]):
-            plain = by_cell.get((0, batch), [])
-            if index < len(plain):
-                values.append((plain[index].decode_ms / plain[index].tokens) / (sample.decode_ms / sample.tokens))
-        return tuple(values)
+    def per_round(k: int, batch: int) -> SpeedupEstimate:
+        """Each round's speedup taken alone (plain's time per token over this cell's, round by round)."""
+        paired = list(zip(by_cell.get((0, batch), []), by_cell[(k, batch)], strict=False))
+        plain = [base.decode_ms / base.tokens for base, _sample in paired]
+        mine = [sample.decode_ms / sample.tokens for _base, sample in paired]
+        return speedup_estimate(plain, mine, min_intervals=2)
 
     results: list[CellResult] = []
     loo: list[tuple[float, float]] = []
@@ -249,6 +253,7 @@ def analyze_batches(
         left_out = _fit(others, draft_model, given) if len(others) >= 2 else None
         batch_others = [other for other in cells if other.sample.batch != batch]
         measured = measured_speedup(k, batch, sample)
+        spread = per_round(k, batch)
         holdout = _predict(left_out, others, k, batch)
         batch_holdout = _predict(batch_fits[batch], batch_others, k, batch)
         if k > 0 and measured is not None:
@@ -274,7 +279,7 @@ def analyze_batches(
                 profile=tuple(count / sample.drafts for count in sample.accepted_per_position) if sample.drafts else (),
                 tokens_per_verification=1.0 + sample.accepted / sample.drafts if sample.drafts else None,
                 measured_speedup=measured,
-                speedup_rounds=per_round(k, batch),
+                speedup_rounds=spread.ratios,
                 predicted_step_ms=float(full.step_ms(batch, cell.n)),
                 predicted_step_ms_holdout=float(left_out.step_ms(batch, cell.n)) if left_out else None,
                 predicted_speedup=_predict(full, cells, k, batch),
@@ -283,6 +288,8 @@ def analyze_batches(
                 batch_holdout_kept=_lost(full, batch_fits[batch]),
                 batch_holdout_given=_lost(full, batch_fits[batch], given=True),
                 measured_speedup_end_to_end=end_to_end(k, batch),
+                measured_speedup_low=spread.low,
+                measured_speedup_high=spread.high,
             )
         )
 

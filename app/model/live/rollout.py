@@ -310,9 +310,13 @@ def per_token(seconds: float | None, tokens: float | None) -> float | None:
 
 
 def speedup_estimate(
-    control: Sequence[float | None], canary: Sequence[float | None], level: float = LEVEL
+    control: Sequence[float | None],
+    canary: Sequence[float | None],
+    level: float = LEVEL,
+    min_intervals: int = MIN_INTERVALS,
 ) -> SpeedupEstimate:
-    """The speedup from per-interval per-token times of control and canary (None: no tokens that interval)."""
+    """The speedup from per-interval per-token times of control and canary (None: no tokens that interval); its
+    interval once ``min_intervals`` intervals have tokens on both sides."""
     ratios = tuple(c / s for c, s in zip(control, canary, strict=True) if c is not None and s is not None)
     if not ratios:
         return SpeedupEstimate((), None, None, None, level)
@@ -322,7 +326,7 @@ def speedup_estimate(
         return SpeedupEstimate(ratios, math.exp(mean), None, None, level, mean, None)
     sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
     half = float(stats.t.ppf(0.5 + level / 2, len(logs) - 1)) * sd / math.sqrt(len(logs))
-    if len(ratios) < MIN_INTERVALS:
+    if len(ratios) < max(min_intervals, 2):
         return SpeedupEstimate(ratios, math.exp(mean), None, None, level, mean, sd)
     return SpeedupEstimate(ratios, math.exp(mean), math.exp(mean - half), math.exp(mean + half), level, mean, sd)
 
