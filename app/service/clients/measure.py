@@ -66,10 +66,6 @@ class MeasureClientError(RuntimeError):
     """The servers cannot be measured, with the reason."""
 
 
-def counters_of(counts: SpecCounts | None) -> SpecCounts:
-    return SpecCounts() if counts is None else counts
-
-
 def since(after: SpecCounts, before: SpecCounts) -> SpecCounts:
     try:
         return after.minus(before)
@@ -80,7 +76,7 @@ def since(after: SpecCounts, before: SpecCounts) -> SpecCounts:
 def parse_metrics(text: str) -> SpecCounts:
     """llama.cpp's speculative counters from a /metrics scrape (all 0 where the engine has not drafted)."""
     try:
-        return counters_of(llamacpp_reports.spec_counts(text))
+        return llamacpp_reports.spec_counts(text) or SpecCounts()
     except LiveReadError as error:
         raise MeasureClientError(str(error)) from None
 
@@ -321,7 +317,7 @@ class Sweep:
             counts = form.counts(response.text)
         except LiveReadError as error:
             raise MeasureClientError(f"{server.url}{form.metrics_path}: {error}") from None
-        return counters_of(counts)
+        return counts or SpecCounts()
 
     def _slots(self, server: str) -> list[dict[str, Any]]:
         slots = _json(self.client.get(f"{server}/slots", timeout=10.0), f"{server}/slots (llama-server's slots)")
