@@ -76,6 +76,7 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument("--prompts", metavar="FILE", help="workload, one prompt per line (default: built-in prompts)")
     add_inputs(parser, live_inputs.WORKLOAD)
     add_input(parser, live_inputs.MEASURE_ENGINE)
+    add_input(parser, live_inputs.MEASURE_METHOD)
     add_repeated(
         parser,
         "--server-log",
@@ -167,6 +168,8 @@ def run_measure(arguments: argparse.Namespace) -> int:
         return run_measure_batches(arguments)
     if arguments.given_step_cost:
         return _fail("--given-step-cost needs --batch: it holds terms of the step cost across batch sizes")
+    if arguments.method:
+        return _fail("--method needs --batch: it names the drafter in the config of the schedule measured over batches")
     try:
         prompts, run = _swept(arguments, Sweep, logs=arguments.server_log)
         notes = list(run.notes)
@@ -299,13 +302,17 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     except ValueError as error:
         return _fail(f"--given-step-cost {arguments.given_step_cost}: {error}")
     try:
+        drafter = live_inputs.drafter_for(arguments.engine, arguments.method)
+    except ValueError as error:
+        return _fail(f"--method {arguments.method}: {error}")
+    try:
         prompts, run = _swept(arguments, Sweep, batches=arguments.batch)
     except (MeasureClientError, httpx.HTTPError, OSError) as error:
         return _fail(_reason(error))
     said = ["--server-log not used with --batch: the draft time is inside each cell's step time"]
     workload = {"prompts": len(prompts), "n_predict": arguments.n_predict, "repeats": arguments.repeats}
     report, analysis, failure = batch_report(
-        run, arguments.batch, workload, given, said if arguments.server_log else ()
+        run, arguments.batch, workload, given, said if arguments.server_log else (), drafter
     )
     samples = [sample for round_ in run.rounds for sample in round_]
     try:
@@ -412,5 +419,11 @@ def render_batches(report: dict[str, Any]) -> str:
                 f"{error['kind']}: median error {error['median_abs_error']:.1%}, worst {error['max_abs_error']:.1%} "
                 f"over {error['cells']} cells"
             )
+    config = report.get("engine_config")
+    if config:
+        lines.append(f"the engine's config for the measured schedule ({config['title']} {config['version']}):")
+        written = config.get("text") or config.get("error") or "none written"
+        lines += [f"  {line}" for line in written.splitlines()]
+        lines += [f"  note: {note}" for note in config.get("notes", [])]
     lines += [f"note: {note}" for note in report["notes"]]
     return "\n".join(lines)

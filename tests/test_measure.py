@@ -225,5 +225,11 @@ def test_a_given_step_cost_that_cannot_be_used_is_refused_before_any_request(
     usable.write_text(json.dumps({"step_cost": {"fitted": ["multi_token_ms"], "multi_token_ms": 8.0}}), "utf-8")
     assert main(["measure", "http://127.0.0.1:9", "--given-step-cost", str(usable), "--no-progress"]) == 2
     assert "--given-step-cost needs --batch" in capsys.readouterr().err
+    assert main(["measure", "http://127.0.0.1:9", "--method", "ngram", "--no-progress"]) == 2
+    assert "--method needs --batch" in capsys.readouterr().err
+    argv = ["measure", "http://127.0.0.1:9", "--batch", "1,2", "--engine", "vllm", "--method", "ngram-simple"]
+    assert main(argv) == 2  # refused before any server is asked
+    error = capsys.readouterr().err
+    assert "--method ngram-simple: method: vLLM method must be one of" in error and "no answer" not in error, error
     assert main(["measure", "http://127.0.0.1:9", "--batch", "1,2", "--given-step-cost", str(usable)]) == 2
     assert "http://127.0.0.1:9: no answer" in capsys.readouterr().err  # read, then the sweep started

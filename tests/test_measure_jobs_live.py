@@ -95,6 +95,8 @@ def test_a_job_shows_its_progress_and_cells_while_it_runs_and_ends_with_the_repo
     assert [item["k"] for item in report["crossover"]] == [K]
     assert {server["engine"] for server in report["servers"]} == {"llamacpp"}
     assert report["workload"]["prompts"] == 2  # the body's two lines, not the four built-in prompts
+    config = report["engine_config"]  # the measured schedule in the measured engine's config
+    assert config["engine"] == "llamacpp" and config["method"] == "ngram-simple" and config["version"], config
 
 
 def test_a_cancelled_job_keeps_its_cells_and_a_dead_server_is_named(app_url: str) -> None:
@@ -147,6 +149,10 @@ def test_the_decide_page_measures_with_a_progress_bar_and_shows_the_result(app_u
         speedup = rows.first.locator("td").nth(2).text_content() or ""
         assert re.fullmatch(r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]", speedup), speedup  # two rounds: an interval
         assert f"k = {K}" in (page.text_content("#measure-crossover") or "")
+        assert page.is_visible("#measure-config-box")  # the measured schedule as llama-server takes it
+        assert "config for the measured schedule (llama.cpp" in (page.text_content("#measure-config-title") or "")
+        written = page.text_content("#measure-config-text") or ""
+        assert written.startswith("llama-server ") or written == "none written", written
         assert page.is_hidden("#measure-cancel")
     finally:
         page.close()

@@ -190,6 +190,27 @@ def test_a_batch_sweep_measures_every_cell_and_predicts_each_one_out_of_sample(
     assert {error["kind"] for error in report["holdout_errors"]} == {"leave-one-out", "leave-one-batch-out"}
     assert report["step_cost"]["fitted"] == ["fixed_ms", "multi_token_ms", "per_sequence_ms", "per_extra_token_ms"]
 
+    # the config for the measured schedule, for the measured server's drafter: the real llama-server takes it, with
+    # the drafter's match length the server does not report (the note says so), and runs what it says (its slots,
+    # the types it drafts with and the k its per-position counters show)
+    config = report["engine_config"]
+    assert config["engine"] == "llamacpp" and config["method"] == "ngram-simple", config
+    paying = [row["batch"] for row in report["best_k_by_batch"] if row["measured"] == BATCH_K]
+    assert config["batch"] == (paying[-1] if paying else BATCHES[-1]), config
+    if paying:
+        assert config["flags"][:2] == ["--spec-type", "ngram-simple"] and config["runs"][0] == BATCH_K, config
+        parallel = int(config["flags"][config["flags"].index("--parallel") + 1])
+        assert any("settings other than k" in note for note in config["notes"]), config
+        with llama_server([*config["flags"], *ngram[2:]]) as written:
+            answer = written.complete(REPEATING_PROMPT, 32)
+            slots = httpx.get(f"{written.url}/slots", timeout=10.0).json()
+            counted = parse_metrics(written.metrics())
+        assert "ngram-simple" in str(answer["generation_settings"]["speculative.types"])  # type: ignore[index]
+        assert len(slots) == parallel == config["batch"]
+        assert len(counted.per_position) == BATCH_K and counted.drafts > 0
+    else:  # n-gram lost at every batch here: no config, and the note says to run without speculation
+        assert config["flags"] == [] and any("without speculation" in note for note in config["notes"]), config
+
     # what it wrote is read back by step-fit and calibrate
     name, rows = read_step_times(steps.read_text())
     assert name == "csv" and sorted(row.batch for row in rows) == sorted(BATCHES * 2)

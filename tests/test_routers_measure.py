@@ -42,6 +42,11 @@ def test_measuring_is_refused_where_the_deployment_does_not_allow_it(client: Tes
         ({"servers": "http://127.0.0.1:8 http://127.0.0.1:9", "batches": "two"}, "batches", "not a whole number"),
         ({"servers": "http://127.0.0.1:8 http://127.0.0.1:9", "n_predict": "1"}, "n_predict", "from 2 to 4096"),
         ({"servers": "http://127.0.0.1:8 http://127.0.0.1:9", "timeout": "7200"}, "timeout", "from 1 to 3600"),
+        (
+            {"servers": "http://127.0.0.1:8 http://127.0.0.1:9", "engine": "vllm", "method": "ngram-simple"},
+            "method",
+            "vLLM method must be one of",
+        ),
     ],
 )
 def test_bad_inputs_get_a_422_naming_the_input(
@@ -106,6 +111,7 @@ def test_the_decide_view_says_whether_this_server_measures_and_labels_the_inputs
         "max_requests": "Most requests",
         "timeout": "Timeout (s)",
         "engine": "Engine",
+        "method": "Drafter",
         "prompts": "Prompts",
     }
     page = client.get("/decide").text

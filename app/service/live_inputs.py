@@ -94,7 +94,32 @@ MEASURE_ENGINE = Input(
     choices=lambda: engines.ENGINES,
     titles=lambda name: engines.adapter(name).TITLE,
 )
-MEASURE_JOB = (SERVERS, BATCHES, N_PREDICT, REPEATS, JOB_REQUESTS, JOB_TIMEOUT, MEASURE_ENGINE)
+MEASURE_METHOD = Input(
+    "method",
+    "Drafter",
+    str,
+    None,
+    "The drafter the speculative servers run, as their engine names it (vLLM's method, SGLang's algorithm, "
+    "TensorRT-LLM's decoding type, llama.cpp's --spec-type), for the config of the measured schedule (default: "
+    "llama-server's own, read from /slots; for the others, the config's default drafter)",
+    max_length=40,
+)
+MEASURE_JOB = (SERVERS, BATCHES, N_PREDICT, REPEATS, JOB_REQUESTS, JOB_TIMEOUT, MEASURE_ENGINE, MEASURE_METHOD)
+
+
+def drafter_for(engine: str | None, method: str | None) -> str | None:
+    """The drafter as given, checked against the engine where one is named (an InputError naming the Drafter
+    and the engine's choices where it does not take it)."""
+    if method is None or not method.strip():
+        return None
+    if engine:
+        try:
+            engines.adapter(engine).choose_method(method)
+        except ValueError as error:
+            raise InputError(MEASURE_METHOD.name, str(error), method) from None
+    return method.strip()
+
+
 # The workload of a job: the request body, one prompt per line (as `measure --prompts FILE` reads a file)
 MAX_JOB_PROMPT_BYTES = 65_536
 MAX_JOB_PROMPTS = 64

@@ -18,9 +18,11 @@ from typing import Any
 
 import httpx
 
+from app.model import engines
 from app.model.cost import step_cost
+from app.model.live import engine_config
 from app.model.live.measure import MeasureError
-from app.model.live.measure_batches import BatchAnalysis, analyze_batches
+from app.model.live.measure_batches import BatchAnalysis, analyze_batches, measured_schedule
 from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Record, Run, Server, Sweep
 
 MAX_JOBS_KEPT = 16  # finished jobs kept for reading, the oldest dropped first
@@ -86,12 +88,91 @@ def analysis_report(analysis: BatchAnalysis) -> dict[str, Any]:
     }
 
 
+def _version_of(engine: str, reported: str | None) -> tuple[str | None, list[str]]:
+    """The product's name for the version a server reported (its release, or that release's major.minor), or
+    None (the newest) with a note where the product does not know it."""
+    if not reported:
+        return None, [f"the server did not report its version: written for {engines.version(engine).name}, the newest"]
+    for name in (reported, ".".join(reported.split(".")[:2])):
+        try:
+            return engines.version(engine, name).name, []
+        except engines.UnknownVersionError:
+            continue
+    newest = engines.version(engine).name
+    return None, [f"version {reported} is not one the product knows for this engine: written for {newest}, the newest"]
+
+
+def measured_config(
+    servers: Sequence[Server], analysis: BatchAnalysis, method: str | None = None
+) -> dict[str, Any] | None:
+    """The engine's config for the schedule the sweep measured (best k per batch, see
+    :func:`~app.model.live.measure_batches.measured_schedule`), written for the measured server's engine and
+    version and read back the way that engine reads it.  ``method``: the drafter as the engine spells it; where
+    none is given, llama-server's own (from /slots), else the writer's default.  None without a speculative
+    server; a refusal of the engine (a drafter it does not take) is the entry's ``error``."""
+    speculative = [server for server in servers if server.speculative]
+    best_k, steps = measured_schedule(analysis)
+    if not speculative or not best_k:
+        return None
+    server = speculative[0]
+    engine = server.engine
+    drafter = method
+    if drafter is None and engine == "llamacpp" and "," not in server.kind and server.kind != "speculative":
+        drafter = server.kind
+    version, said = _version_of(engine, server.version)
+    # an engine that runs one k at every batch is written for the largest batch where speculation paid (llama.cpp's
+    # --parallel then keeps the server there), or the largest measured where it never did
+    paying = [batch for batch, k in enumerate(best_k, start=1) if k > 0]
+    top = paying[-1] if paying else len(best_k)
+    entry: dict[str, Any] = {
+        "engine": engine,
+        "title": engines.adapter(engine).TITLE,
+        "version": version or engines.version(engine).name,
+        "method": drafter,
+        "steps": [asdict(step) for step in steps],
+        "batch": top,
+    }
+    try:
+        written = engine_config.export(
+            engine,
+            best_k,
+            steps,
+            len(best_k),
+            batch=top,
+            method=drafter,
+            version=version,
+            limit_reason="the largest batch measured",
+        )
+    except ValueError as error:  # a drafter or a version the engine does not take
+        return {**entry, "error": str(error), "notes": said}
+    exported = written.exported
+    return {
+        **entry,
+        "config": exported.config,
+        "flags": exported.flags,
+        "text": exported.text,
+        "files": exported.files,
+        "runs": list(exported.runs),
+        "differs_at": list(exported.differs_at),
+        "placeholders": list(exported.placeholders),
+        "notes": [
+            f"the schedule measured at batches {', '.join(map(str, analysis.batches))}: a batch between two takes "
+            "the best k of the next measured batch up",
+            "the drafter's settings other than k (an n-gram's match length, a draft model's path) are not in what "
+            "a server reports: add those the measured server ran with",
+            *said,
+            *exported.notes,
+        ],
+    }
+
+
 def batch_report(
     run: Run,
     batches: Sequence[int],
     workload: dict[str, int],
     given: dict[str, float] | None = None,
     notes: Sequence[str] = (),
+    method: str | None = None,
 ) -> tuple[dict[str, Any], BatchAnalysis | None, str | None]:
     """The report of a batch sweep (what ``measure --batch --format json`` writes), its analysis where the
     cells allow one, and why it is incomplete (None when every cell was measured and analysed)."""
@@ -123,6 +204,7 @@ def batch_report(
         failure = f"{failure}; {error}" if failure else str(error)
     if analysis is not None:
         report.update(analysis_report(analysis))
+        report["engine_config"] = measured_config(run.servers, analysis, method)
         said += analysis.notes
     report["notes"] = said
     return report, analysis, failure
@@ -160,6 +242,7 @@ class JobRequest:
     max_requests: int
     timeout: float
     engine: str | None = None  # named, not detected
+    method: str | None = None  # the drafter, as the engine names it, for the measured schedule's config
     prompts: tuple[str, ...] = BUILTIN_PROMPTS  # the workload, shared out over each batch's requests
 
 
@@ -265,7 +348,7 @@ class Jobs:
         workload = {"prompts": len(request.prompts), "n_predict": request.n_predict, "repeats": request.repeats}
         try:
             run = sweep.run()
-            report, _analysis, failure = batch_report(run, request.batches, workload)
+            report, _analysis, failure = batch_report(run, request.batches, workload, method=request.method)
             job.report = report
             job.error = failure
             job.state = "cancelled" if job.cancel.is_set() else "incomplete" if failure else "done"

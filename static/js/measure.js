@@ -99,7 +99,26 @@ function showReport(report) {
       return li;
     }),
   );
+  showConfig(report.engine_config);
   shown(document.getElementById("measure-result"), true);
+}
+
+// The engine's config for the schedule the sweep measured, as the engine takes it, with its notes.
+function showConfig(config) {
+  const box = document.getElementById("measure-config-box");
+  if (!box) return;
+  shown(box, Boolean(config));
+  if (!config) return;
+  document.getElementById("measure-config-title").textContent =
+    `The config for the measured schedule (${config.title} ${config.version}):`;
+  document.getElementById("measure-config-text").textContent = config.text || config.error || "none written";
+  document.getElementById("measure-config-notes").replaceChildren(
+    ...(config.notes || []).map((note) => {
+      const li = document.createElement("li");
+      li.textContent = note;
+      return li;
+    }),
+  );
 }
 
 function finished(running) {

@@ -113,6 +113,8 @@ class ConfigRequest:
     method: str | None = None  # vLLM method, SGLang algorithm or TensorRT-LLM decoding type
     draft_path: str | None = None
     data_parallel: int = 1  # data-parallel ranks (vLLM drops its per-batch schedule above 1)
+    # what batch_limit is, as the config's note says it: a prediction's memory bound, or the largest batch measured
+    limit_reason: str = "the largest batch whose weights and KV caches fit"
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ def export(
     draft_path: str | None = None,
     version: str | None = None,
     data_parallel: int = 1,
+    limit_reason: str | None = None,
 ) -> EngineExport:
     """The engine's config for the schedule (best k per batch 1..batch_limit), read back as the engine reads it.
 
@@ -62,6 +63,7 @@ def export(
         method=method,
         draft_path=draft_path,
         data_parallel=max(1, data_parallel),
+        **({"limit_reason": limit_reason} if limit_reason else {}),
     )
     exported: Exported = module.write_config(request, chosen)
     if exported.config is None or exported.placeholders or batch_limit < 1:

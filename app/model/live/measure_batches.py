@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.model.cost import step_cost
-from app.model.cost.regimes import crossover_batch
+from app.model.cost.regimes import ScheduleStep, crossover_batch, schedule_from
 from app.model.cost.step_cost import StepCost, StepCostError, StepPoint
 from app.model.live.measure import MeasureError, Sample, check_sample
 from app.model.live.rollout import SpeedupEstimate, speedup_estimate
@@ -360,6 +360,28 @@ def _crossover(
         before = max((batch for batch in grid if batch < measured), default=0)
         inside = predicted is not None and before < predicted <= measured
     return Crossover(k, measured, predicted, tuple(below), inside)
+
+
+def measured_schedule(analysis: BatchAnalysis) -> tuple[list[int], list[ScheduleStep]]:
+    """The schedule the sweep measured, over batch 1..the largest measured: each batch runs the best k measured
+    at the nearest measured batch at or above it, so that speculation is off from just past the last measured
+    batch where it paid (a batch between two measured ones is not interpolated).  Returns the k per batch and
+    its steps, each step's speedups the measured ones at those grid batches."""
+    grid = sorted(analysis.best_k_measured)
+    if not grid:
+        return [], []
+    speedup = {
+        (cell.k, cell.batch): cell.measured_speedup for cell in analysis.cells if cell.measured_speedup is not None
+    }
+    best_k: list[int] = []
+    best_speedup: list[float] = []
+    for batch in range(1, grid[-1] + 1):
+        at = next(measured for measured in grid if measured >= batch)
+        k = analysis.best_k_measured[at]
+        best_k.append(k)
+        best_speedup.append(speedup.get((k, at)) or 1.0)
+    batches = np.arange(1, grid[-1] + 1, dtype=np.int64)
+    return best_k, schedule_from(batches, np.array(best_k), np.array(best_speedup))
 
 
 def batch_step_times_csv(analysis: BatchAnalysis) -> str:

@@ -391,7 +391,7 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         config["cuda_graph_bs"] = graphs
     flags += ["--max-running-requests", str(limit)]
     config["max_running_requests"] = limit
-    notes.append(f"--max-running-requests {limit}: the largest batch whose weights and KV caches fit")
+    notes.append(f"--max-running-requests {limit}: {request.limit_reason}")
     differ = base.differences(best, runs) if request.tree is None else ()
     if differ:
         notes.append(f"SGLang runs another k than the schedule at batches {base.describe_batches(differ)}")
@@ -476,7 +476,7 @@ def _block_config(request: base.ConfigRequest, version: base.EngineVersion, algo
             config["speculative_draft_model_path"] = draft
     flags += ["--max-running-requests", str(limit)]
     config["max_running_requests"] = limit
-    notes.append(f"--max-running-requests {limit}: the largest batch whose weights and KV caches fit")
+    notes.append(f"--max-running-requests {limit}: {request.limit_reason}")
     runs = [k] * limit
     differ = base.differences(request.best_k, runs)
     notes.append(f"SGLang's {algorithm} has one block width: k = {k}, the schedule's k at your batch {batch}")

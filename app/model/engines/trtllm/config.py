@@ -442,7 +442,7 @@ def _document(
     if differ:
         notes.append(f"TensorRT-LLM runs another k than the schedule at batches {base.describe_batches(differ)}")
     document = {"max_batch_size": limit, "speculative_config": config}
-    notes.append(f"max_batch_size {limit}: the largest batch whose weights and KV caches fit")
+    notes.append(f"max_batch_size {limit}: {request.limit_reason}")
     return base.Exported(
         document, [], _yaml(document), notes, runs=tuple(runs), differs_at=differ, placeholders=placeholders
     )

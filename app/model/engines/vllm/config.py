@@ -333,7 +333,7 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     flags = ["--speculative-config", json.dumps(config, separators=(",", ":")), "--max-num-seqs", str(limit)]
     if request.data_parallel > 1:
         flags += ["--data-parallel-size", str(request.data_parallel)]
-    notes.append(f"--max-num-seqs {limit}: the largest batch whose weights and KV caches fit")
+    notes.append(f"--max-num-seqs {limit}: {request.limit_reason}")
     differ = base.differences(best, runs) if request.tree is None else ()
     if differ:
         notes.append(f"vLLM {version.name} runs another k than the schedule at batches {base.describe_batches(differ)}")

@@ -108,6 +108,7 @@ def start(request: Request, values: dict[str, Any]) -> Job:
             max_requests=int(values["max_requests"]),
             timeout=float(values["timeout"]),
             engine=values.get("engine") or None,
+            method=live_inputs.drafter_for(values.get("engine") or None, values.get("method")),
             **({"prompts": prompts} if prompts else {}),
         )
     except InputError as error:
@@ -145,6 +146,7 @@ async def start_measure(
     max_requests: int,
     timeout: float,
     engine: str | None,
+    method: str | None,
 ) -> MeasureJob | JSONResponse:
     """The sweep of `specdec-lab measure --batch` as a job: each server is asked at once whether it is an engine
     this product drives (llama-server or vLLM) and whether it speculates; then B requests at once on each server
@@ -159,6 +161,7 @@ async def start_measure(
         "max_requests": max_requests,
         "timeout": timeout,
         "engine": engine,
+        "method": method,
     }
     body = await read_capped(request, live_inputs.MAX_JOB_PROMPT_BYTES)
     if body is None:

@@ -18,6 +18,7 @@ INPUTS = (
     live_inputs.N_PREDICT,
     live_inputs.REPEATS,
     live_inputs.MEASURE_ENGINE,
+    live_inputs.MEASURE_METHOD,
     live_inputs.PROMPTS,
 )
 
