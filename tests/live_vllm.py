@@ -119,3 +119,41 @@ def vllm_servers(*configs: Mapping[str, object] | None) -> Iterator[list[VllmSer
                 os.killpg(server.process.pid, 9)
                 server.process.wait()
             log_file.close()  # type: ignore[attr-defined]
+
+
+# vLLM's own reading of a --speculative-config: EngineArgs builds the engine's config as `vllm serve` does
+# (vllm/engine/arg_utils.py), and build_dynamic_sd_schedule_lookup (vllm/v1/spec_decode/dynamic/utils.py) is the
+# batch size -> k table its scheduler looks up; both from the installed vLLM, no server started.
+_READ_BACK = """
+import json, sys
+from vllm.engine.arg_utils import EngineArgs
+from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+model, raw, seqs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+config = EngineArgs(model=model, speculative_config=json.loads(raw), max_model_len=2048, max_num_seqs=seqs)
+built = config.create_engine_config()
+spec = built.speculative_config
+if spec.num_speculative_tokens_per_batch_size is None:
+    runs = [spec.num_speculative_tokens] * seqs
+else:
+    runs = build_dynamic_sd_schedule_lookup(
+        spec.num_speculative_tokens_per_batch_size, built.scheduler_config.max_num_seqs, spec.num_speculative_tokens
+    )[1:]
+print(json.dumps({"method": spec.method, "runs": runs, "max_num_seqs": built.scheduler_config.max_num_seqs}))
+"""
+
+
+def read_back(speculative_config: str, max_num_seqs: int) -> dict[str, object]:
+    """What the installed vLLM makes of a --speculative-config and --max-num-seqs: its method and k per batch."""
+    found = manifest()
+    done = subprocess.run(
+        [found["python"], "-c", _READ_BACK, found["model"], speculative_config, str(max_num_seqs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_environment(found),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"vLLM refused the config:\n{done.stderr[-3000:]}")
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result

@@ -17,7 +17,7 @@ import pytest
 from app.cli import main
 from app.model.engines.vllm import reports as vllm_reports
 from tests.live_engine import COPY_PROMPT
-from tests.live_vllm import NGRAM, VLLM_VERSION, VllmServer, vllm_servers
+from tests.live_vllm import NGRAM, VLLM_VERSION, VllmServer, read_back, vllm_servers
 from tests.support import answering
 
 BATCHES = (1, 2)
@@ -67,7 +67,8 @@ def test_a_batch_sweep_of_real_vllm_names_the_engine_and_moves_its_counters(
         ngram.url,
         plain.url,
         *("--batch", ",".join(map(str, BATCHES)), "--k", "0,4", "--prompts", str(prompts)),
-        *("--repeats", "2", "--n-predict", str(N_PREDICT), "--format", "json", "--no-progress"),
+        *("--repeats", "2", "--n-predict", str(N_PREDICT), "--method", "ngram"),
+        *("--format", "json", "--no-progress"),
     ]
     status = main(arguments)
     after = vllm_reports.spec_counts(_scrape(ngram))
@@ -94,6 +95,21 @@ def test_a_batch_sweep_of_real_vllm_names_the_engine_and_moves_its_counters(
         else:
             assert cell["drafts"] > 0 and cell["tokens_per_step"] > 1.0 and len(cell["profile"]) == 4
             assert cell["measured_speedup"] > 0
+    # the config for the measured schedule, named by the version the server reported, as vLLM itself reads it
+    config = report["engine_config"]
+    assert config["engine"] == "vllm" and config["version"] == "2026-08" and config["method"] == "ngram", config
+    assert not any("not one the product knows" in note for note in config["notes"]), config
+    best = [row["measured"] for row in report["best_k_by_batch"]]
+    if config["config"] is not None:
+        flags = config["flags"]
+        raw = flags[flags.index("--speculative-config") + 1]
+        seqs = int(flags[flags.index("--max-num-seqs") + 1])
+        assert seqs == BATCHES[-1]
+        read = read_back(raw, seqs)
+        assert read["method"] == "ngram" and read["runs"] == config["runs"], (read, config)
+        assert [read["runs"][batch - 1] for batch in BATCHES] == best  # type: ignore[index]
+    else:  # n-gram paid at no batch: no config, and the notes say to run without it
+        assert set(best) == {0} and any("run vLLM without" in note for note in config["notes"]), config
     # the text report names the engine by its own version
     assert main([*arguments[:-3], "--no-progress"]) == 0
     text = capsys.readouterr().out

@@ -92,3 +92,14 @@ def test_a_drafter_the_engine_does_not_take_is_the_entrys_error() -> None:
     config = measured_config(_servers("vllm"), _falling(), "ngram-simple")
     assert config is not None and "vLLM method must be one of" in config["error"]
     assert measured_config(_servers("vllm")[:1], _falling()) is None  # no speculative server: nothing to write
+
+
+@pytest.mark.parametrize(("engine", "said"), [("vllm", "run vLLM without"), ("llamacpp", "without speculation")])
+def test_where_speculation_paid_at_no_batch_no_config_is_written_and_the_note_says_so(engine: str, said: str) -> None:
+    losing = analyze_batches(
+        [[cell for batch in BATCHES for cell in (_cell(0, batch), _cell(4, batch, slower=5.0))]], draft_model=False
+    )
+    assert set(measured_schedule(losing)[0]) == {0}
+    config = measured_config(_servers(engine, kind="ngram-simple"), losing, "ngram" if engine == "vllm" else None)
+    assert config is not None and config["config"] is None and config["flags"] == []
+    assert any(said in note for note in config["notes"]), config["notes"]
