@@ -1,7 +1,7 @@
 """One declaration per input: its name, on-screen label, type, bounds, default, help and older names.
 
 The API's query parameters (app.web.api.inputs), the pages' controls (app.web.pages.inputs) and the command
-line's options (app.cli_arguments) are generated from these declarations, so that a bound or a default is
+line's options (app.cli.arguments) are generated from these declarations, so that a bound or a default is
 written once.  Choices that come from a registry (the engines) are read each time they are asked for, so that
 an engine registered later is offered everywhere.
 """

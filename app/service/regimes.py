@@ -10,7 +10,7 @@ import csv
 import io
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -648,97 +648,3 @@ def p_values_for(p_min: float, p_max: float, p_step: float, max_rows: int) -> np
     if rows > max_rows:
         raise SetupError("p_step", f"gives {rows} rows; at most {max_rows} (raise p_step or narrow p_min..p_max)")
     return acceptance_grid(p_min, p_max, p_step)
-
-
-# ---------------------------------------------------------------------------
-# Terminal text
-
-GREEN, RED, BOLD, DIM, RESET = "\x1b[32m", "\x1b[31m", "\x1b[1m", "\x1b[2m", "\x1b[0m"
-
-
-def _paint(text: str, style: str, color: bool) -> str:
-    return f"{style}{text}{RESET}" if color and style else text
-
-
-def _speedup_style(value: float) -> str:
-    return GREEN if value > 1.0 else RED if value < 1.0 else ""
-
-
-def describe_setup_line(setup: SetupOut) -> str:
-    terms = [
-        f"{term.label.split(' (')[0].lower()} {getattr(setup, term.name):g} us"
-        for term in limits.COST_TERMS
-        if getattr(setup, term.name) not in (None, term.default)
-    ]
-    return (
-        f"{setup.accelerator.name} x{setup.devices}, {setup.target.name} ({setup.weights}) drafted by "
-        f"{setup.draft.name} ({setup.draft_weights}), context {setup.context_tokens:,}, "
-        f"efficiency {setup.bandwidth_efficiency:g} bandwidth / {setup.compute_efficiency:g} compute, "
-        f"overhead {setup.step_overhead_us:g} us" + "".join(f", {term}" for term in terms)
-    )
-
-
-def render_table_text(table: TableOut, color: bool) -> str:
-    """Both regimes' p x k speedups as aligned tables; green wins, red losses."""
-    width = 7
-    lines: list[str] = []
-    highlight = table.highlight
-    for regime, grid in ((table.regime_a, table.speedup_a), (table.regime_b, table.speedup_b)):
-        lines.append(_paint(f"{regime.label}, c = {regime.draft_cost:.4g}", BOLD, color))
-        lines.append("p \\ k".rjust(6) + "".join(f"{k:>{width}d}" for k in table.k_values))
-        for p, row in zip(table.p_values, grid, strict=True):
-            cells = []
-            for k, value in zip(table.k_values, row, strict=True):
-                text = f"{value:.2f}x".rjust(width)
-                style = _speedup_style(value)
-                if highlight and highlight.p == p and highlight.k == k:
-                    style += BOLD
-                cells.append(_paint(text, style, color))
-            lines.append(f"{p:>6.2f}" + "".join(cells))
-        lines.append("")
-    if highlight:
-        lines.append(
-            f"win to loss: at p = {highlight.p:g}, k = {highlight.k}: {highlight.speedup_a:.2f}x under "
-            f"{table.regime_a.name} becomes {highlight.speedup_b:.2f}x under {table.regime_b.name} "
-            f"({table.win_to_loss_cells} cells flip)"
-        )
-    else:
-        lines.append("no cell wins under the first regime and loses under the second")
-    if table.setup is not None:
-        lines.append(_paint("roofline: " + describe_setup_line(table.setup), DIM, color))
-    return "\n".join(lines) + "\n"
-
-
-def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
-    """The schedule as aligned rows: batch range, k (off when 0), speedup at both ends."""
-    lines = [
-        _paint(f"Best draft length by batch size at p = {schedule.p:g} (k up to {schedule.k_max})", BOLD, color),
-        _paint(describe_setup_line(schedule.setup), DIM, color),
-        f"{'batch':>13}  {'k':>3}  {'speedup':>15}",
-    ]
-    for step in schedule.steps:
-        batches = f"{step.batch_from}-{step.batch_to}" if step.batch_to > step.batch_from else str(step.batch_from)
-        k_text = (str(step.k) + ("+" if step.limit_reached else "")) if step.k else "off"
-        speedups = f"{step.speedup_at_from:.2f}x-{step.speedup_at_to:.2f}x"
-        style = _speedup_style(step.speedup_at_to) if step.k else RED
-        lines.append(f"{batches:>13}  {_paint(f'{k_text:>3}', style, color)}  {speedups:>15}")
-    interval = off_range_text(schedule.off_range_low, schedule.off_range_high)
-    if schedule.off_from_batch is not None:
-        lines.append(f"speculation off from batch {schedule.off_from_batch}" + (f" ({interval})" if interval else ""))
-    elif schedule.batch_limit:
-        lines.append(f"speculation still pays at batch {schedule.batch_limit}" + (f" ({interval})" if interval else ""))
-    lines.append(schedule.headline)
-    if schedule.limit_reached:
-        lines.append(
-            f"limit reached: k+ is k_max = {schedule.k_search_max}, the longest draft searched; "
-            "a longer draft may do better (raise --k-max)"
-        )
-    if schedule.accuracy is not None:
-        # the defaults are the fitted terms; the plain roofline's, to see what they change
-        terms = " ".join(
-            f"--{name.replace('_', '-')} {value:g}" for name, value in asdict(published.PLAIN_ROOFLINE).items()
-        )
-        lines.append(_paint(schedule.accuracy.summary, DIM, color))
-        if schedule.accuracy.source == "defaults":
-            lines.append(_paint(f"the plain roofline, to compare: {terms}", DIM, color))
-    return "\n".join(lines) + "\n"

@@ -13,9 +13,14 @@ import json
 import sys
 from collections.abc import Callable
 
-from app.cli_arguments import add_input
+from app.cli.arguments import add_input
+from app.model.counters.calibration import MAX_EXPOSITION_BYTES, CalibrationError
+from app.model.engines import UnknownVersionError
 from app.model.live import rollout
-from app.service import plan_inputs, rollout_inputs
+from app.service import plan_inputs, rollout_inputs, rollout_plan
+from app.service.clients import rollout as rollout_client
+from app.service.clients.prometheus import Prometheus, PrometheusError
+from app.service.regimes import SetupError, SetupRequest, build_setup
 
 
 def add_command(
@@ -100,9 +105,6 @@ def _refuse(message: str, as_json: bool) -> int:
 
 
 def run_check(arguments: argparse.Namespace) -> int:
-    from app.model.engines import UnknownVersionError
-    from app.service.clients import rollout as rollout_client
-    from app.service.clients.prometheus import Prometheus, PrometheusError
 
     as_json = arguments.format == "json"
     try:
@@ -141,11 +143,6 @@ def run_check(arguments: argparse.Namespace) -> int:
 
 
 def run_plan(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
-    from app.model.counters.calibration import CalibrationError
-    from app.model.engines import UnknownVersionError
-    from app.service import rollout_plan
-    from app.service.clients.prometheus import Prometheus, PrometheusError
-    from app.service.regimes import SetupError, SetupRequest, build_setup
 
     as_json = arguments.format == "json"
     try:
@@ -184,7 +181,6 @@ def run_plan(arguments: argparse.Namespace, setup_request: Callable[[argparse.Na
 
 def _read(path: str) -> str:
     """The file's text, at most one byte past the largest exposition read (which then says it is too large)."""
-    from app.model.counters.calibration import MAX_EXPOSITION_BYTES
 
     with open(path, encoding="utf-8", errors="replace") as handle:
         return handle.read(MAX_EXPOSITION_BYTES + 1)

@@ -16,10 +16,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from app.cli_arguments import add_input, add_inputs, add_repeated
-from app.cli_arguments import bounded as _bounded
+import httpx
+
+from app.cli.arguments import add_input, add_inputs, add_repeated
+from app.cli.arguments import bounded as _bounded
+from app.model.cost import step_cost
+from app.model.engines.base import SpecCounts
+from app.model.live.measure import MeasureError, Sample, analyze, metrics_delta, step_times_csv
+from app.model.live.measure_batches import batch_step_times_csv
 from app.service import live_inputs
+from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Sweep, read_prompts, stderr_progress
 from app.service.live_inputs import MAX_SWEEP_BATCH, MAX_SWEEP_K
+from app.service.measure_jobs import batch_report
 
 Measured = TypeVar("Measured")
 Measured_co = TypeVar("Measured_co", covariant=True)
@@ -122,9 +130,6 @@ def _swept(
     arguments: argparse.Namespace, sweep: Callable[..., _Measures[Measured]], **particular: Any
 ) -> tuple[list[str], Measured]:
     """The prompts read and what the sweep measured, over the servers, workload and bounds the arguments give."""
-    import httpx
-
-    from app.service.clients.measure import BUILTIN_PROMPTS, read_prompts, stderr_progress
 
     prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
     with httpx.Client() as client:
@@ -146,7 +151,6 @@ def _swept(
 
 def _reason(error: Exception) -> str:
     """What a failed sweep says: the HTTP error, the file and why it failed, or the measurement's own message."""
-    import httpx
 
     if isinstance(error, httpx.HTTPError):
         return f"HTTP: {error}"
@@ -156,13 +160,6 @@ def _reason(error: Exception) -> str:
 
 
 def run_measure(arguments: argparse.Namespace) -> int:
-    try:
-        import httpx
-    except ImportError:  # a dependency of the test extra in pyproject.toml, not of the server
-        return _fail("this command needs httpx: pip install httpx")
-
-    from app.model.live.measure import MeasureError, analyze, metrics_delta, step_times_csv
-    from app.service.clients.measure import MeasureClientError, Sweep
 
     if arguments.batch:
         return run_measure_batches(arguments)
@@ -268,8 +265,6 @@ def render_text(report: dict[str, Any]) -> str:
 
 def _pooled(samples: list[Any], k: int) -> Any:
     """One k's counters summed over every batch and round it drafted in (for --write-calibration)."""
-    from app.model.engines.base import SpecCounts
-    from app.model.live.measure import Sample
 
     mine = [sample for sample in samples if sample.k == k and sample.drafts > 0]
     counters = SpecCounts()
@@ -290,12 +285,6 @@ def _pooled(samples: list[Any], k: int) -> Any:
 
 
 def run_measure_batches(arguments: argparse.Namespace) -> int:
-    import httpx
-
-    from app.model.live.measure import MeasureError, metrics_delta
-    from app.model.live.measure_batches import batch_step_times_csv
-    from app.service.clients.measure import MeasureClientError, Sweep
-    from app.service.measure_jobs import batch_report
 
     try:
         given = _given_step_cost(arguments.given_step_cost) if arguments.given_step_cost else None
@@ -344,7 +333,6 @@ def _batch_holdout_mark(cell: dict[str, Any]) -> str:
 
 def _given_step_cost(path: str) -> dict[str, float]:
     """The fitted terms of an earlier `measure --batch --format json` (its "step_cost"), by name."""
-    from app.model.cost import step_cost
 
     try:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -360,7 +348,6 @@ def _given_step_cost(path: str) -> dict[str, float]:
 
 
 def render_batches(report: dict[str, Any]) -> str:
-    from app.model.cost import step_cost
 
     cost = report["step_cost"]
     titles = {"llamacpp": "llama-server", "vllm": "vLLM"}

@@ -8,13 +8,24 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from app.cli_arguments import add_input, add_inputs, input_values
-from app.service import decision_inputs, live_inputs, plan_inputs, rollout_inputs
-
-if TYPE_CHECKING:
-    from app.service.plan import PlanRequest
+from app.cli.arguments import add_input, add_inputs, input_values
+from app.model import rules
+from app.model.cost import step_cost
+from app.model.counters.calibration import CalibrationError
+from app.model.engines import UnknownVersionError
+from app.model.live.watch import format_line, interval_report, read_scrape
+from app.service import decision_inputs, live_inputs, plan, plan_inputs, rollout_inputs
+from app.service.clients import prometheus as prometheus_watch
+from app.service.decision import cost_regime
+from app.service.engines import calibrate_report
+from app.service.fetch import MAX_FETCH_BYTES, FetchError, check_url, fetch_text
+from app.service.inputs import InputError
+from app.service.plan import PlanRequest
+from app.service.plan_inputs import PLAN, WATCH
+from app.service.regimes import SetupError, SetupRequest, build_setup
+from app.service.step_fit import StepFitError, fitted_setup, step_fit_out
 
 
 def _draft_lengths(text: str | None) -> tuple[int, ...]:
@@ -28,7 +39,6 @@ def _draft_lengths(text: str | None) -> tuple[int, ...]:
 
 def read_source(source: str) -> str:
     """A report from a file, '-' (stdin) or an http(s) URL fetched from this machine (timeout and size cap)."""
-    from app.service.fetch import MAX_FETCH_BYTES, fetch_text
 
     if source.startswith(("http://", "https://")):
         return fetch_text(source)
@@ -42,9 +52,6 @@ def read_source(source: str) -> str:
 
 def run_calibrate_from(arguments: argparse.Namespace) -> int:
     """`specdec-lab calibrate --from FILE_OR_URL`: any engine's report, detected by format."""
-    from app.model.counters.calibration import CalibrationError
-    from app.service.decision import cost_regime
-    from app.service.engines import calibrate_report
 
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     try:
@@ -105,7 +112,6 @@ def step_fitted(arguments: argparse.Namespace, built: Any, command: str) -> Any:
     message."""
     if not getattr(arguments, "step_fit", None):
         return built
-    from app.service.step_fit import StepFitError, fitted_setup
 
     try:
         return fitted_setup(read_source(arguments.step_fit), built)[1]
@@ -176,7 +182,6 @@ def add_commands(
 def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """What one plan depends on (app.service.plan_inputs.PLAN): config, rules and dashboard take the same inputs
     as the API, and a report to calibrate from."""
-    from app.service.plan_inputs import PLAN
 
     add_inputs(parser, PLAN)
     parser.add_argument(
@@ -188,7 +193,6 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.service.plan_inputs import WATCH
 
     _add_plan_arguments(parser)
     add_inputs(parser, WATCH)
@@ -198,9 +202,6 @@ def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
 def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[PlanRequest, str] | None:
     """The plan request of config, rules or dashboard, and where its acceptance came from; None (with the
     reason on stderr) when the report, the profile, the tree or the rules' inputs cannot be read."""
-    from app.model.counters.calibration import CalibrationError
-    from app.service import plan_inputs
-    from app.service.inputs import InputError
 
     watching = name != "config"
     values = input_values(arguments, (*plan_inputs.PLAN, *(plan_inputs.WATCH if watching else ())))
@@ -221,8 +222,6 @@ def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[PlanRequest
 
 def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
     """`specdec-lab rules` (YAML, or JSON as the API with --format json) and `specdec-lab dashboard` (JSON)."""
-    from app.model import rules
-    from app.service import plan
 
     name = arguments.command
     built = _built(arguments, setup_request, name)
@@ -262,7 +261,6 @@ def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
 
 
 def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object], name: str) -> Any:
-    from app.service.regimes import SetupError, SetupRequest, build_setup
 
     try:
         request = setup_request(arguments)
@@ -276,8 +274,6 @@ def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Name
 
 def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ...], str]:
     """p and the per-position profile of an engine report, and a line saying where they came from."""
-    from app.service.decision import cost_regime
-    from app.service.engines import calibrate_report
 
     report = calibrate_report(read_source(source), cost_regime("memory-bound", 0.0), k_max).out
     profile = tuple(position.rate for position in report.calibration.positions)
@@ -286,7 +282,6 @@ def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ..
 
 
 def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
-    from app.service import plan
 
     built = _built(arguments, setup_request, "config")
     if built is None:
@@ -316,8 +311,6 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
 
 
 def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
-    from app.model.cost import step_cost
-    from app.service.step_fit import StepFitError, step_fit_out
 
     built = _built(arguments, setup_request, "step-fit")
     if built is None:
@@ -376,9 +369,6 @@ class _Gauges:
 
 
 def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
-    from app.model.counters.calibration import CalibrationError
-    from app.model.live.watch import format_line, interval_report, read_scrape
-    from app.service.fetch import FetchError, check_url, fetch_text
 
     if arguments.prometheus is not None and arguments.url is not None:
         print("specdec-lab watch: error: give a /metrics URL or --prometheus URL, not both", file=sys.stderr)
@@ -456,8 +446,6 @@ def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
 
 def run_watch_prometheus(arguments: argparse.Namespace, setup: Any, calibrated: tuple[float, float] | None) -> int:
     """`specdec-lab watch --prometheus URL`: every instance and class from Prometheus, one line per class."""
-    from app.model.engines import UnknownVersionError
-    from app.service.clients import prometheus as prometheus_watch
 
     if arguments.engine_version and not arguments.engine:
         print("specdec-lab watch: error: --engine-version needs --engine", file=sys.stderr)

@@ -6,16 +6,35 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from app.cli_arguments import add_input, add_inputs, add_repeated, input_values
-from app.cli_engines import add_step_fit_argument, step_fitted
+from app.cli import engines as cli_engines
+from app.cli import measure as cli_measure
+from app.cli import render as cli_render
+from app.cli import rollout as cli_rollout
+from app.cli.arguments import add_input, add_inputs, add_repeated, input_values
+from app.cli.engines import add_step_fit_argument, run_calibrate_from, step_fitted
 from app.model import limits
-from app.service import core_inputs, decision_inputs, plan_inputs, regime_inputs
-from app.service.inputs import Input
-
-if TYPE_CHECKING:
-    from app.service.regimes import SetupRequest
+from app.model.arithmetic import draft_sources, trees
+from app.model.cost.regimes import RegimeName
+from app.model.counters import calibration
+from app.service import core_inputs, decision_inputs, plan_inputs, regime_inputs, regimes, setup_inputs
+from app.service.core import build_curve, build_optimal_k, build_speedup
+from app.service.decision import (
+    calibration_out,
+    cost_regime,
+    sources_out,
+    trees_out,
+)
+from app.service.engines import calibrate_scrape
+from app.service.inputs import Input, InputError
+from app.service.regimes import (
+    SetupError,
+    SetupRequest,
+    build_setup,
+    schedule_csv,
+    schedule_out,
+)
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -74,7 +93,6 @@ def _write_report(arguments: argparse.Namespace, report: Any, text: Callable[[],
 
 
 def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.service import setup_inputs
 
     group = parser.add_argument_group("roofline: presets, formats and serving conditions")
     add_inputs(group, setup_inputs.SERVING)
@@ -90,8 +108,6 @@ def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup_request(arguments: argparse.Namespace) -> SetupRequest:
-    from app.service import setup_inputs
-    from app.service.regimes import SetupError
 
     overrides: dict[str, float | int | None] = {}
     for item in arguments.overrides:
@@ -139,8 +155,6 @@ def _write_roofline(
 
 
 def run_table(arguments: argparse.Namespace) -> int:
-    from app.model.cost.regimes import RegimeName
-    from app.service import regimes
 
     try:
         built = regimes.build_setup(_setup_request(arguments))
@@ -161,7 +175,7 @@ def run_table(arguments: argparse.Namespace) -> int:
         for side in ("a", "b")
     )
     table = regimes.table_out(rows, arguments.k_max, side_a, side_b, built)
-    return _write_roofline(arguments, table, regimes.table_csv, regimes.render_table_text)
+    return _write_roofline(arguments, table, regimes.table_csv, cli_render.render_table_text)
 
 
 def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -177,15 +191,6 @@ def add_schedule_command(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 
 def run_schedule(arguments: argparse.Namespace) -> int:
-    from app.service.inputs import InputError
-    from app.service.regimes import (
-        SetupError,
-        SetupRequest,
-        build_setup,
-        render_schedule_text,
-        schedule_csv,
-        schedule_out,
-    )
 
     try:
         request = _setup_request(arguments)
@@ -204,7 +209,7 @@ def run_schedule(arguments: argparse.Namespace) -> int:
     if built is None:
         return 2
     schedule = schedule_out(acceptance, arguments.k_max, arguments.batch_max, built)
-    return _write_roofline(arguments, schedule, schedule_csv, render_schedule_text)
+    return _write_roofline(arguments, schedule, schedule_csv, cli_render.render_schedule_text)
 
 
 # ---------------------------------------------------------------------------
@@ -259,13 +264,8 @@ def _read_text(path: str) -> str:
 
 
 def run_calibrate(arguments: argparse.Namespace) -> int:
-    from app.model.counters import calibration
-    from app.service.decision import calibration_out, cost_regime, render_calibration_text
-    from app.service.engines import calibrate_scrape
 
     if arguments.source is not None:
-        from app.cli_engines import run_calibrate_from
-
         return run_calibrate_from(arguments)
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     try:
@@ -293,7 +293,7 @@ def run_calibrate(arguments: argparse.Namespace) -> int:
         print(f"specdec-lab calibrate: error: {error}", file=sys.stderr)
         return 2
     report = calibration_out(result, regime)
-    return _write_report(arguments, report, lambda: render_calibration_text(report))
+    return _write_report(arguments, report, lambda: cli_render.render_calibration_text(report))
 
 
 def add_sources_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -309,8 +309,6 @@ def add_sources_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def run_sources(arguments: argparse.Namespace) -> int:
-    from app.model.arithmetic import draft_sources
-    from app.service.decision import cost_regime, render_sources_text, sources_out
 
     try:
         overrides = draft_sources.parse_overrides(",".join(arguments.override))
@@ -320,7 +318,7 @@ def run_sources(arguments: argparse.Namespace) -> int:
         return 2
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     report = sources_out(arguments.k_max, regime, overrides)
-    return _write_report(arguments, report, lambda: render_sources_text(report))
+    return _write_report(arguments, report, lambda: cli_render.render_sources_text(report))
 
 
 def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -333,8 +331,6 @@ def add_trees_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def run_trees(arguments: argparse.Namespace) -> int:
-    from app.model.arithmetic import trees
-    from app.service.decision import cost_regime, render_trees_text, trees_out
 
     try:
         acceptance = trees.positional_acceptance(
@@ -350,7 +346,7 @@ def run_trees(arguments: argparse.Namespace) -> int:
         return 2
     regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
     report = trees_out(acceptance, arguments.budget, regime, widths)
-    return _write_report(arguments, report, lambda: render_trees_text(report, arguments.every))
+    return _write_report(arguments, report, lambda: cli_render.render_trees_text(report, arguments.every))
 
 
 # ---------------------------------------------------------------------------
@@ -374,7 +370,6 @@ def add_speedup_command(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def run_speedup(arguments: argparse.Namespace) -> int:
-    from app.service.core import build_speedup
 
     result = build_speedup(arguments.p, arguments.k, arguments.c)
     return _write_report(
@@ -407,7 +402,6 @@ def add_optimal_k_command(subparsers: argparse._SubParsersAction[argparse.Argume
 
 
 def run_optimal_k(arguments: argparse.Namespace) -> int:
-    from app.service.core import build_optimal_k
 
     result = build_optimal_k(arguments.p, arguments.c, arguments.k_max)
     line = _best_k_text(result.best_k, result.speedup, result.k_search_max, result.limit_reached)
@@ -429,7 +423,6 @@ def _maybe(value: float | None, digits: int = 4) -> str:
 
 
 def run_curve(arguments: argparse.Namespace) -> int:
-    from app.service.core import build_curve
 
     curve = build_curve(arguments.p, arguments.k, arguments.c, arguments.k_max, arguments.band, arguments.c_ops)
     if arguments.format == "json":
@@ -466,13 +459,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibrate_command(subparsers)
     add_sources_command(subparsers)
     add_trees_command(subparsers)
-    from app import cli_engines
 
     cli_engines.add_commands(subparsers, _add_roofline_arguments, _setup_request)
-    from app import cli_measure
 
     cli_measure.add_command(subparsers)
-    from app import cli_rollout
 
     cli_rollout.add_command(subparsers, _add_roofline_arguments, _setup_request)
     for command in subparsers.choices.values():  # every --help shows the defaults, whichever module added it
@@ -488,7 +478,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
     handler: Handler = arguments.handler
     return handler(arguments)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Every rendering of the command line for a terminal: the regimes' tables and schedule (with colour), the
+calibration, the draft sources and the trees.  The application layer answers records; only this module writes
+them as text for a person at a terminal."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from app.model import limits
+from app.model.arithmetic import trees
+from app.model.cost import published
+from app.service.regimes import off_range_text
+from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
+from app.service.schemas.regimes import ScheduleOut, SetupOut, TableOut
+
+# ---------------------------------------------------------------------------
+# The regimes: the p x k table and the schedule
+
+GREEN, RED, BOLD, DIM, RESET = "\x1b[32m", "\x1b[31m", "\x1b[1m", "\x1b[2m", "\x1b[0m"
+
+
+def _paint(text: str, style: str, color: bool) -> str:
+    return f"{style}{text}{RESET}" if color and style else text
+
+
+def _speedup_style(value: float) -> str:
+    return GREEN if value > 1.0 else RED if value < 1.0 else ""
+
+
+def describe_setup_line(setup: SetupOut) -> str:
+    terms = [
+        f"{term.label.split(' (')[0].lower()} {getattr(setup, term.name):g} us"
+        for term in limits.COST_TERMS
+        if getattr(setup, term.name) not in (None, term.default)
+    ]
+    return (
+        f"{setup.accelerator.name} x{setup.devices}, {setup.target.name} ({setup.weights}) drafted by "
+        f"{setup.draft.name} ({setup.draft_weights}), context {setup.context_tokens:,}, "
+        f"efficiency {setup.bandwidth_efficiency:g} bandwidth / {setup.compute_efficiency:g} compute, "
+        f"overhead {setup.step_overhead_us:g} us" + "".join(f", {term}" for term in terms)
+    )
+
+
+def render_table_text(table: TableOut, color: bool) -> str:
+    """Both regimes' p x k speedups as aligned tables; green wins, red losses."""
+    width = 7
+    lines: list[str] = []
+    highlight = table.highlight
+    for regime, grid in ((table.regime_a, table.speedup_a), (table.regime_b, table.speedup_b)):
+        lines.append(_paint(f"{regime.label}, c = {regime.draft_cost:.4g}", BOLD, color))
+        lines.append("p \\ k".rjust(6) + "".join(f"{k:>{width}d}" for k in table.k_values))
+        for p, row in zip(table.p_values, grid, strict=True):
+            cells = []
+            for k, value in zip(table.k_values, row, strict=True):
+                text = f"{value:.2f}x".rjust(width)
+                style = _speedup_style(value)
+                if highlight and highlight.p == p and highlight.k == k:
+                    style += BOLD
+                cells.append(_paint(text, style, color))
+            lines.append(f"{p:>6.2f}" + "".join(cells))
+        lines.append("")
+    if highlight:
+        lines.append(
+            f"win to loss: at p = {highlight.p:g}, k = {highlight.k}: {highlight.speedup_a:.2f}x under "
+            f"{table.regime_a.name} becomes {highlight.speedup_b:.2f}x under {table.regime_b.name} "
+            f"({table.win_to_loss_cells} cells flip)"
+        )
+    else:
+        lines.append("no cell wins under the first regime and loses under the second")
+    if table.setup is not None:
+        lines.append(_paint("roofline: " + describe_setup_line(table.setup), DIM, color))
+    return "\n".join(lines) + "\n"
+
+
+def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
+    """The schedule as aligned rows: batch range, k (off when 0), speedup at both ends."""
+    lines = [
+        _paint(f"Best draft length by batch size at p = {schedule.p:g} (k up to {schedule.k_max})", BOLD, color),
+        _paint(describe_setup_line(schedule.setup), DIM, color),
+        f"{'batch':>13}  {'k':>3}  {'speedup':>15}",
+    ]
+    for step in schedule.steps:
+        batches = f"{step.batch_from}-{step.batch_to}" if step.batch_to > step.batch_from else str(step.batch_from)
+        k_text = (str(step.k) + ("+" if step.limit_reached else "")) if step.k else "off"
+        speedups = f"{step.speedup_at_from:.2f}x-{step.speedup_at_to:.2f}x"
+        style = _speedup_style(step.speedup_at_to) if step.k else RED
+        lines.append(f"{batches:>13}  {_paint(f'{k_text:>3}', style, color)}  {speedups:>15}")
+    interval = off_range_text(schedule.off_range_low, schedule.off_range_high)
+    if schedule.off_from_batch is not None:
+        lines.append(f"speculation off from batch {schedule.off_from_batch}" + (f" ({interval})" if interval else ""))
+    elif schedule.batch_limit:
+        lines.append(f"speculation still pays at batch {schedule.batch_limit}" + (f" ({interval})" if interval else ""))
+    lines.append(schedule.headline)
+    if schedule.limit_reached:
+        lines.append(
+            f"limit reached: k+ is k_max = {schedule.k_search_max}, the longest draft searched; "
+            "a longer draft may do better (raise --k-max)"
+        )
+    if schedule.accuracy is not None:
+        # the defaults are the fitted terms; the plain roofline's, to see what they change
+        terms = " ".join(
+            f"--{name.replace('_', '-')} {value:g}" for name, value in asdict(published.PLAIN_ROOFLINE).items()
+        )
+        lines.append(_paint(schedule.accuracy.summary, DIM, color))
+        if schedule.accuracy.source == "defaults":
+            lines.append(_paint(f"the plain roofline, to compare: {terms}", DIM, color))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# The calibration, the draft sources and the trees
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def render_calibration_text(result: CalibrationOut) -> str:
+    lines = [
+        f"p = {result.acceptance:.4f}  (from {result.source} at k = {result.k}; {result.estimator})",
+        f"draft acceptance rate {result.draft_acceptance_rate:.4f}, mean acceptance length "
+        f"{result.mean_acceptance_length:.4f} tokens per verification",
+        f"regime: {result.regime.label}, c = {result.regime.c:g}",
+    ]
+    if result.best_k:
+        lines.append(f"recommended k = {result.best_k}: speedup {result.best_speedup:.3f}x")
+        if result.limit_reached:
+            lines.append(
+                f"limit reached: k_max = {result.k_search_max} is the longest draft searched; a longer one may do "
+                "better (raise --k-max)"
+            )
+    else:
+        lines.append("recommended: do not speculate (no k beats plain decoding)")
+    if result.positions:
+        lines.append("")
+        lines.append("position  accepted/draft  conditional  i.i.d. p^i")
+        for position in result.positions:
+            lines.append(
+                f"{position.position:>8}  {position.rate:>14.4f}  "
+                f"{_number(position.conditional, 4):>11}  {position.iid_rate:>10.4f}"
+            )
+    if result.departure is not None:
+        departure = result.departure
+        verdict = {True: "consistent with", False: "departs from", None: "cannot be tested against"}[
+            departure.consistent_with_iid
+        ]
+        lines.append(
+            f"acceptance {verdict} i.i.d.: chi-square {_number(departure.chi_square, 2)} on "
+            f"{departure.degrees_of_freedom} df, p-value {_number(departure.p_value, 4)}, "
+            f"max |conditional - p| {departure.max_conditional_deviation:.4f}"
+        )
+    lines.append("")
+    lines.append("   k  tokens/cycle  cost/cycle  speedup")
+    for row in result.predictions:
+        marker = "  <- best" if row.k == result.best_k and row.k else ""
+        lines.append(
+            f"{row.k:>4}  {row.expected_tokens:>12.3f}  {row.cost_per_cycle:>10.3f}  {row.speedup:>7.3f}{marker}"
+        )
+    lines.extend(f"note: {note}" for note in result.notes)
+    return "\n".join(lines)
+
+
+def render_sources_text(result: DraftSourcesOut) -> str:
+    lines = [
+        f"regime: {result.regime.label}; k searched up to {result.k_max}",
+        "",
+        f"{'source':<48} {'tau':>5} {'S meas':>6} {'d':>3} {'p':>6} {'c':>6} "
+        f"{'acc/cost':>8} {'best k':>6} {'S best':>6}",
+    ]
+    for row in result.sources:
+        per_cost = _number(row.accepted_per_draft_cost, 2)
+        name = row.name + (" (edited)" if row.edited else "")
+        lines.append(
+            f"{name:<48} {row.mean_accepted_tokens:>5.2f} {row.measured_speedup:>6.2f} {row.reference_depth:>3} "
+            f"{row.acceptance:>6.3f} {row.draft_cost:>6.3f} {per_cost:>8} {row.best_k:>6} {row.best_speedup:>6.3f}"
+        )
+    limited = [row.id for row in result.sources if row.limit_reached]
+    if limited:
+        lines.append(
+            f"limit reached for {', '.join(limited)}: best k is k_max = {result.k_max}, the longest draft searched "
+            "(raise --k-max)"
+        )
+    lines.append("")
+    lines.append(
+        "acc/cost: accepted drafts per unit of draft cost at the measured depth d; it leaves the verification pass "
+        "out, so sources are ranked by speedup (tokens per unit of draft and verification cost)"
+    )
+    lines.extend(
+        f"{row.id}: {row.method}. Measured: {row.measurement}; depth: {row.depth_source}" for row in result.sources
+    )
+    return "\n".join(lines)
+
+
+def render_trees_text(result: TreesOut, every: int = 8) -> str:
+    lines = [
+        f"positional acceptance P = {', '.join(f'{value:g}' for value in result.acceptance)}; "
+        f"regime: {result.regime.label}, c = {result.regime.c:g} per tree level",
+        f"bounds: chain 1/(1-P1) = {_number(result.chain_bound)}, binary tree 1/(1-(P1+P2)) = "
+        f"{_number(result.binary_tree_bound)}, any tree 1/(1-sum P) = {_number(result.full_bound)}",
+        f"verification: {result.verification_assumption}",
+        "",
+        "expected tokens per verification by budget n (drafted tokens):",
+    ]
+    budgets = sorted({*range(0, result.budget + 1, every), result.budget})
+    header = f"{'tree':<28}" + "".join(f"{n:>8}" for n in budgets)
+    lines.append(header)
+    for family in result.families:
+        values = result.most_tokens_values if family.kind == "best_speedup" else family.values
+        name = f"{trees.MOST_TOKENS_TREE} (any depth)" if family.kind == "best_speedup" else family.name
+        lines.append(f"{name:<28}" + "".join(f"{values[n]:>8.3f}" for n in budgets))
+    lines.append("")
+    lines.append(
+        f"speedup by budget (the {trees.BEST_SPEEDUP_TREE}: depth chosen for speed, one draft step per level):"
+    )
+    lines.append(header)
+    for family in result.families:
+        lines.append(f"{family.name:<28}" + "".join(f"{family.speedups[n]:>8.3f}" for n in budgets))
+    lines.append("")
+    lines.append(
+        f"best: {result.best_family} with {result.best_budget} drafted tokens, speedup {result.best_speedup:.3f}x; "
+        f"the {trees.BEST_SPEEDUP_TREE} there has depth {result.best_speedup_shape.depth}"
+    )
+    return "\n".join(lines)
