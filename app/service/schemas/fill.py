@@ -1,10 +1,45 @@
-"""Build a response model from result objects whose attributes carry the model's field names."""
+"""Build response models from the model's records: a model made from a frozen dataclass (``record_model``), and a
+model filled from result objects whose attributes carry its field names (``filled``)."""
 
+import dataclasses
+import typing
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def record_model(
+    record: type,
+    /,
+    name: str,
+    descriptions: Mapping[str, str],
+    *,
+    renames: Mapping[str, str] | None = None,
+    omit: Sequence[str] = (),
+    extra: Mapping[str, tuple[Any, Any]] | None = None,
+) -> type[BaseModel]:
+    """The response model of a frozen dataclass: each of its fields with its type, its default and its description
+    from ``descriptions`` (keyed by the name the response uses); ``renames`` gives a field another name in the
+    response, ``omit`` leaves fields out, and ``extra`` adds derived fields as (type, Field(...))."""
+    hints = typing.get_type_hints(record)
+    renamed = dict(renames or {})
+    fields: dict[str, Any] = {}
+    for item in dataclasses.fields(record):
+        if item.name in omit:
+            continue
+        shown = renamed.get(item.name, item.name)
+        default: Any = item.default if item.default is not dataclasses.MISSING else ...
+        fields[shown] = (hints[item.name], Field(default, description=descriptions.get(shown)))
+    unknown = set(descriptions) - set(fields) - set(extra or {})
+    if unknown:
+        raise ValueError(f"{name}: descriptions of no field: {', '.join(sorted(unknown))}")
+    fields.update(extra or {})
+    build: Any = create_model  # its typed overloads do not take fields given as a mapping
+    model: type[BaseModel] = build(name, **fields)
+    return model
 
 
 def filled(model: type[M], /, *sources: object, **given: Any) -> M:

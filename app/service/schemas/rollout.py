@@ -8,6 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.model.live.rollout import AcceptanceCheck, SpeedupEstimate
+from app.service.schemas.fill import record_model
+
 # ---------------------------------------------------------------------------
 # POST /api/v1/rollout/plan
 
@@ -76,28 +79,34 @@ class RolloutPlanOut(BaseModel):
 # POST /api/v1/rollout/check
 
 
-class SpeedupCheckOut(BaseModel):
-    point: float | None = Field(description="The canary's speedup over control: the intervals' geometric mean.")
-    low: float | None
-    high: float | None
-    level: float = Field(description="The interval's confidence level.")
-    intervals: int = Field(description="Intervals with tokens decoded on both sides.")
-    ratios: list[float] = Field(description="Control's per-token time over the canary's, interval by interval.")
+SpeedupCheckOut = record_model(
+    SpeedupEstimate,
+    "SpeedupCheckOut",
+    {
+        "point": "The canary's speedup over control: the intervals' geometric mean.",
+        "level": "The interval's confidence level.",
+        "intervals": "Intervals with tokens decoded on both sides.",
+        "ratios": "Control's per-token time over the canary's, interval by interval.",
+    },
+    renames={"speedup": "point"},
+    omit=("log_mean", "log_sd"),
+    extra={"intervals": (int, Field(description="Intervals with tokens decoded on both sides."))},
+)
 
-
-class AcceptanceCheckOut(BaseModel):
-    status: str = Field(description="holds, fell, rose, unknown or not speculating.")
-    p: float | None = None
-    low: float | None = None
-    high: float | None = None
-    k: int | None = None
-    drafts: float = 0.0
-    calibrated: tuple[float, float] | None = None
-    calibrated_from: str = ""
-    message: str = ""
-    counts: dict[str, Any] | None = Field(
-        default=None, description="The canary's counts over each half of the window (drafts, tokens, per position)."
-    )
+AcceptanceCheckOut = record_model(
+    AcceptanceCheck,
+    "AcceptanceCheckOut",
+    {"status": "holds, fell, rose, unknown or not speculating."},
+    extra={
+        "counts": (
+            dict[str, Any] | None,
+            Field(
+                default=None,
+                description="The canary's counts over each half of the window (drafts, tokens, per position).",
+            ),
+        )
+    },
+)
 
 
 class CheckClassOut(BaseModel):
@@ -109,8 +118,8 @@ class CheckClassOut(BaseModel):
     notes: list[str]
     more_intervals: int | None = Field(description="Intervals more that would let a held verdict be decided.")
     more_seconds: float | None
-    speedup: SpeedupCheckOut
-    acceptance: AcceptanceCheckOut
+    speedup: SpeedupCheckOut  # type: ignore[valid-type]  # made from the model's record (record_model)
+    acceptance: AcceptanceCheckOut  # type: ignore[valid-type]
     intervals: list[dict[str, float | None]] = Field(description="Per interval: both sides' seconds and tokens.")
 
 

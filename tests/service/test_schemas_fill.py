@@ -1,0 +1,54 @@
+"""Response models made from the model's records: every field of the dataclass with its type and default, renamed,
+left out or added only where said."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from pydantic import Field, ValidationError
+
+from app.model.live.rollout import AcceptanceCheck
+from app.service.schemas.fill import record_model
+from app.service.schemas.rollout import AcceptanceCheckOut
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    value: float | None
+    low: float | None
+    level: float = 0.95
+    internal: str = ""
+
+
+def test_a_records_fields_become_the_models_with_their_types_defaults_and_descriptions() -> None:
+    model = record_model(
+        _Estimate,
+        "EstimateOut",
+        {"point": "The estimate.", "size": "How many."},
+        renames={"value": "point"},
+        omit=("internal",),
+        extra={"size": (int, Field(description="How many."))},
+    )
+    fields = model.model_fields
+    assert list(fields) == ["point", "low", "level", "size"]
+    assert fields["point"].description == "The estimate." and fields["point"].is_required()
+    assert fields["level"].default == 0.95 and not fields["level"].is_required()
+    assert model.model_validate({"point": None, "low": 0.5, "size": 3}).model_dump() == {
+        "point": None,
+        "low": 0.5,
+        "level": 0.95,
+        "size": 3,
+    }
+    with pytest.raises(ValidationError):
+        model.model_validate({"point": "high", "low": None, "size": 1})
+
+
+def test_a_description_of_no_field_is_refused() -> None:
+    with pytest.raises(ValueError, match="descriptions of no field: value"):
+        record_model(_Estimate, "EstimateOut", {"value": "renamed away"}, renames={"value": "point"})
+
+
+def test_the_canary_checks_acceptance_model_holds_every_field_of_the_record() -> None:
+    record = {name for name in AcceptanceCheck.__dataclass_fields__}
+    assert set(AcceptanceCheckOut.model_fields) == record | {"counts"}
