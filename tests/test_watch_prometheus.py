@@ -178,3 +178,25 @@ def test_every_engine_is_watched_in_a_bounded_number_of_queries_that_the_rules_r
             made = planned_rules(rules.RulesRequest(engine=engine, version=version), SETUP)
             assert set(read) <= set(made.records), (engine, version, read)
             assert set(target.queries(60.0)) == set(read)
+
+
+def test_a_range_querys_samples_are_aligned_to_the_times_asked() -> None:
+    """The one range reader the watch, the rollout check and plan and the spec counts share: each series's samples
+    at the times asked, None where Prometheus has none or answers no finite number."""
+    asked: list[tuple[str, float, float, float]] = []
+
+    def query_range(expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        asked.append((expr, start, end, step))
+        return [
+            {"metric": {"instance": "a:1", "class": "chat"}, "values": [[100.0, "1.5"], [120.0, "NaN"], [130.0, "4"]]},
+            {"metric": {"instance": "b:1"}, "values": [[110.0000001, "+Inf"], [115.0, "7"], [120, "2"]]},
+            {"values": [[100.0, "x"]]},
+        ]
+
+    found = prometheus_watch.range_series(query_range, "up", [100.0, 110.0, 120.0], 10.0)
+    assert asked == [("up", 100.0, 120.0, 10.0)]
+    assert [(series.labels, series.values) for series in found] == [
+        ({"instance": "a:1", "class": "chat"}, [1.5, None, None]),  # 130 was not asked; NaN is no number
+        ({"instance": "b:1"}, [None, None, 2.0]),  # 115 is between the times; +Inf is no number
+        ({}, [None, None, None]),
+    ]

@@ -89,11 +89,6 @@ class PlanRequest:
             control=self.control,
         )
 
-    def schedule_query(self) -> str:
-        """The schedule's own parameters (acceptance, k searched, batches decided), as /regimes/schedule takes
-        them; the config's and the rules' queries start with these."""
-        return query_text(self.schedule_pairs())
-
     def schedule_pairs(self) -> list[tuple[str, str]]:
         pairs: list[tuple[str, str]] = [("p", repr(self.p)), ("k_max", str(self.k_max))]
         if self.profile:

@@ -27,7 +27,7 @@ from app.model.live import rollout, rollout_plan
 from app.model.live.watch import read_scrape
 from app.service import plan
 from app.service.clients import spec_counts
-from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number, detect
+from app.service.clients.prometheus import Prometheus, PrometheusError, detect, labels_of, number
 from app.service.regimes import BuiltSetup
 
 QUERIES = 8
@@ -86,9 +86,9 @@ def from_prometheus(
             measurements[name], unread[name] = None, error.message
     running: dict[str, list[float]] = {}
     for item in query_range(f"sum by (instance, {label}) ({m.running})", end - step_s * (intervals - 1), end, step_s):
-        key = _metric(item).get(label, "")
+        key = labels_of(item).get(label, "")
         running.setdefault(key, []).extend(
-            v for v in (_number(raw) for _, raw in item.get("values", [])) if v is not None
+            v for v in (number(raw) for _, raw in item.get("values", [])) if v is not None
         )
     classes = []
     for name in sorted(set(measurements) | set(running))[:MAX_CLASSES]:

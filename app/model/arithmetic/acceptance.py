@@ -59,9 +59,6 @@ class AcceptanceProfile:
         geometric = float(extra) if q >= 1.0 else q * (1.0 - q**extra) / (1.0 - q)
         return 1.0 + sum(self.measured) + self.measured[-1] * geometric
 
-    def measured_up_to(self) -> int:
-        return len(self.measured)
-
     def describe(self) -> str:
         if not self.measured:
             return f"the i.i.d. model at p = {self.p:.3f} (no profile measured)"

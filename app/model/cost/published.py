@@ -365,15 +365,8 @@ class SpecCosts:
     cycle_overhead_per_sequence_us: float = limits.FITTED_TERMS["cycle_overhead_per_sequence_us"]
     allreduce_us: float = limits.FITTED_TERMS["allreduce_us"]  # per all-reduce over the devices; two per layer per pass
 
-    def as_vector(self) -> list[float]:
-        return [getattr(self, name) for name in TERM_NAMES]
-
     def terms(self) -> dict[str, float]:
         return {name: getattr(self, name) for name in TERM_NAMES}
-
-    @classmethod
-    def from_vector(cls, values: Sequence[float]) -> SpecCosts:
-        return cls(**{name: float(value) for name, value in zip(TERM_NAMES, values, strict=True)})
 
 
 # The plain roofline: vendor peaks at fixed efficiencies, one overhead per pass (the draft's as the target's), no
@@ -937,13 +930,6 @@ def published_fit() -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------
 # What every answer from the defaults says about them
-
-
-@dataclass(frozen=True)
-class ClassError:
-    points: int
-    median_error: float | None
-    worst_error: float | None
 
 
 @dataclass(frozen=True)

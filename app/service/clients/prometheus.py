@@ -109,6 +109,32 @@ class Prometheus:
         return list(data["result"])
 
 
+QueryRange = Callable[[str, float, float, float], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class RangeSeries:
+    """One series of a range query: its labels, and its value at each time asked (None where it has none)."""
+
+    labels: dict[str, str]
+    values: list[float | None]
+
+
+def range_series(query_range: QueryRange, expr: str, times: Sequence[float], step: float) -> list[RangeSeries]:
+    """Each series ``expr`` gives over ``times`` (from the first to the last, every ``step`` seconds), its samples
+    aligned to those times: what the fleet watch, the rollout check and plan and the spec counts read."""
+    index_of = {round(at, 3): index for index, at in enumerate(times)}
+    found = []
+    for item in query_range(expr, times[0], times[-1], step):
+        values: list[float | None] = [None] * len(times)
+        for at, raw in item.get("values", []):
+            index = index_of.get(round(float(at), 3))
+            if index is not None:
+                values[index] = number(raw)
+        found.append(RangeSeries(labels_of(item), values))
+    return found
+
+
 def _vector(data: Any, url: str) -> list[dict[str, Any]]:
     if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
         raise PrometheusError(f"Prometheus at {url} answered an instant query without a vector")
@@ -202,7 +228,7 @@ def detect(prometheus: Prometheus, engine: str | None, version: str | None, labe
     }
     names = "|".join(identifying)
     found = prometheus.query(f'count by (__name__) ({{__name__=~"{names}"}})', time.time())
-    names_found = {_metric(item).get("__name__", "") for item in found}
+    names_found = {labels_of(item).get("__name__", "") for item in found}
     present = sorted({identifying[name] for name in names_found if name in identifying})
     if not present:
         which = ", ".join(engines.adapter(name).TITLE for name in candidates)
@@ -228,7 +254,7 @@ def _rules_files(prometheus: Prometheus, engine: str, metrics: RulesMetrics, lab
     by = promql.RULES_LABEL if label == "instance" else f"{promql.RULES_LABEL}, {label}"
     pattern = rules_id_pattern(engine)
     files = [
-        _metric(item)
+        labels_of(item)
         for item in prometheus.query(
             f'count by ({by}) ({promql.TOKENS}{{{promql.RULES_LABEL}=~"{pattern}"}})', time.time()
         )
@@ -236,7 +262,7 @@ def _rules_files(prometheus: Prometheus, engine: str, metrics: RulesMetrics, lab
     if files and label != "instance":
         counter = promql.Series(metrics, label, "1s").verifications_counter()[0]
         labelled = any(
-            _metric(item).get(label) for item in prometheus.query(f"count by ({label}) ({counter})", time.time())
+            labels_of(item).get(label) for item in prometheus.query(f"count by ({label}) ({counter})", time.time())
         )
         files = [item for item in files if item.get(label) or not labelled]
     return tuple(sorted({item.get(promql.RULES_LABEL, "") for item in files} - {""}))
@@ -269,7 +295,8 @@ def _key(metric: dict[str, str], label: str) -> Key:
     return metric.get("instance", ""), "" if label == "instance" else metric.get(label, "")
 
 
-def _number(raw: Any) -> float | None:
+def number(raw: Any) -> float | None:
+    """A sample's value as a finite number; None where it is not one (NaN, +Inf, not a number)."""
     try:
         value = float(raw)
     except (TypeError, ValueError):
@@ -278,7 +305,7 @@ def _number(raw: Any) -> float | None:
 
 
 def _store(interval: Interval, name: str, metric: dict[str, str], raw: Any, label: str) -> None:
-    value = _number(raw)
+    value = number(raw)
     if value is None:
         return
     key = _key(metric, label)
@@ -290,7 +317,8 @@ def _store(interval: Interval, name: str, metric: dict[str, str], raw: Any, labe
         interval.values.setdefault(name, {})[key] = value
 
 
-def _metric(item: Any) -> dict[str, str]:
+def labels_of(item: Any) -> dict[str, str]:
+    """A series' labels as Prometheus answered them ({} where it gave none)."""
     metric = item.get("metric") if isinstance(item, dict) else None
     return {str(key): str(value) for key, value in metric.items()} if isinstance(metric, dict) else {}
 
@@ -311,14 +339,11 @@ def _evaluate(prometheus: Prometheus, target: Target, seconds: float, times: Seq
     for name, expr in target.queries(seconds).items():
         if len(times) == 1:
             for item in prometheus.query(expr, times[0]):
-                _store(intervals[0], name, _metric(item), item.get("value", [0, None])[1], target.label)
+                _store(intervals[0], name, labels_of(item), item.get("value", [0, None])[1], target.label)
             continue
-        index_of = {round(at, 3): index for index, at in enumerate(times)}
-        for item in prometheus.query_range(expr, times[0], times[-1], seconds):
-            for at, raw in item.get("values", []):
-                index = index_of.get(round(float(at), 3))
-                if index is not None:
-                    _store(intervals[index], name, _metric(item), raw, target.label)
+        for series in range_series(prometheus.query_range, expr, times, seconds):
+            for index, value in enumerate(series.values):
+                _store(intervals[index], name, series.labels, value, target.label)
     return intervals
 
 

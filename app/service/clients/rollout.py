@@ -22,7 +22,7 @@ from app.model.engines.base import DecodeTime, RulesMetrics
 from app.model.engines.reports import EngineFormatError, Measurement
 from app.model.live import rollout
 from app.service.clients import spec_counts
-from app.service.clients.prometheus import Prometheus, PrometheusError, _metric, _number
+from app.service.clients.prometheus import Prometheus, PrometheusError, labels_of, range_series
 
 QUERIES = 12
 MAX_CLASSES = 32
@@ -73,7 +73,7 @@ def _engine(reader: _Reader, given: str | None) -> tuple[str, DecodeTime]:
         raise PrometheusError(missing[given] or f"{engines.adapter(given).TITLE} exports no decode-time series")
     wanted = {found.seconds: name for name, found in series.items() if name not in missing}
     answered = reader.query(f'count by (__name__) ({{__name__=~"{"|".join(wanted)}"}})', time.time())
-    present = sorted({wanted[item] for item in (_metric(x).get("__name__", "") for x in answered) if item in wanted})
+    present = sorted({wanted[item] for item in (labels_of(x).get("__name__", "") for x in answered) if item in wanted})
     if not present:
         raise PrometheusError(
             f"Prometheus at {reader.prometheus.url} holds none of the decode-time series "
@@ -88,7 +88,7 @@ def _engine(reader: _Reader, given: str | None) -> tuple[str, DecodeTime]:
 
 
 def _selected(reader: _Reader, series: DecodeTime, option: str, match: str, at: float) -> list[dict[str, str]]:
-    found = [_metric(item) for item in reader.query(f"{series.seconds}{{{match}}}", at)]
+    found = [labels_of(item) for item in reader.query(f"{series.seconds}{{{match}}}", at)]
     if not found:
         raise rollout.RolloutInputError(
             option,
@@ -102,16 +102,13 @@ def _per_replica_range(
     reader: _Reader, expr: str, label: str, start: float, end: float, step: float, times: list[float]
 ) -> dict[tuple[str, str], list[float | None]]:
     """(instance, class) -> one value per time (None where Prometheus has none)."""
-    index_of = {round(at, 3): index for index, at in enumerate(times)}
     values: dict[tuple[str, str], list[float | None]] = {}
-    for item in reader.query_range(expr, start, end, step):
-        labels = _metric(item)
-        key = (labels.get("instance", ""), "" if label == "instance" else labels.get(label, ""))
+    for series in range_series(reader.query_range, expr, times, step):
+        key = (series.labels.get("instance", ""), "" if label == "instance" else series.labels.get(label, ""))
         row = values.setdefault(key, [None] * len(times))
-        for at, raw in item.get("values", []):
-            index = index_of.get(round(float(at), 3))
-            if index is not None:
-                row[index] = _number(raw)
+        for index, value in enumerate(series.values):
+            if value is not None:
+                row[index] = value
     return values
 
 
@@ -198,7 +195,7 @@ def check(
     if metrics is not None and counted:
         counter = metrics.drafts or metrics.drafted_per_position or metrics.verify_calls
         speculating = {
-            _metric(item).get(label, "")
+            labels_of(item).get(label, "")
             for item in reader.query(f"count by ({label}) ({counter}{{{request.canary}}} > 0)", end)
         }
         half = count // 2  # intervals: the first half calibrates, the second is judged; both, against a given one

@@ -11,16 +11,12 @@ its gauge showed in each interval.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from app.model.engines.base import RulesMetrics
 from app.model.engines.reports import Measurement, increase_measurement, verification_measurement
 from app.model.live import rollout
-from app.service.clients.prometheus import _metric, _number
-
-QueryRange = Callable[[str, float, float, float], list[dict[str, Any]]]
+from app.service.clients.prometheus import QueryRange, range_series
 
 DRAFTS, DRAFT_TOKENS, VERIFICATIONS, GENERATED = "drafts", "draft tokens", "verifications", "generated"
 AT_POSITION = "accepted at position "  # followed by the position
@@ -68,11 +64,10 @@ def read(
 ) -> dict[str, ClassCounts]:
     """Class -> its counts in each interval between ``times`` (at least two readings, evenly spaced)."""
     step = times[1] - times[0]
-    index_of = {round(at, 3): index for index, at in enumerate(times)}
     replicas: dict[tuple[str, str], dict[str, list[float | None]]] = {}
     for name, (expr, positional) in counters(metrics, label, match).items():
-        for item in query_range(expr, times[0], times[-1], step):
-            labels = _metric(item)
+        for answer in range_series(query_range, expr, times, step):
+            labels = answer.labels
             key = name
             if positional:
                 raw = labels.get(metrics.position_label, "")
@@ -81,10 +76,9 @@ def read(
                 key = f"{AT_POSITION}{int(raw)}"
             replica = (labels.get("instance", ""), "" if label == "instance" else labels.get(label, ""))
             row = replicas.setdefault(replica, {}).setdefault(key, [None] * len(times))
-            for at, value in item.get("values", []):
-                index = index_of.get(round(float(at), 3))
-                if index is not None:
-                    row[index] = _number(value)
+            for index, value in enumerate(answer.values):
+                if value is not None:
+                    row[index] = value
     intervals = len(times) - 1
     per_class: dict[str, list[list[dict[str, float] | None]]] = {}
     contradicting: dict[str, int] = {}
@@ -102,12 +96,12 @@ def read(
         window = f"{max(1, round(step))}s"
         for found, how in ((k_lowest, "min"), (k_highest, "max")):
             expr = f"{how} by ({label}) ({how}_over_time({metrics.running_k}{{{match}}}[{window}]))"
-            for item in query_range(expr, times[1], times[-1], step):
-                row = found.setdefault(_metric(item).get(label, ""), [None] * intervals)
-                for at, value in item.get("values", []):
-                    index = index_of.get(round(float(at), 3))
-                    if index:  # the gauge over the interval that ends at this reading
-                        row[index - 1] = _number(value)
+            # the gauge over each interval, read at the interval's end (times[1:])
+            for answer in range_series(query_range, expr, times[1:], step):
+                row = found.setdefault(answer.labels.get(label, ""), [None] * intervals)
+                for index, value in enumerate(answer.values):
+                    if value is not None:
+                        row[index] = value
     return {
         name: ClassCounts(
             rollout.class_counts(rows, intervals),
