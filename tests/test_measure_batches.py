@@ -138,7 +138,7 @@ def test_sweeps_that_cannot_be_analysed_are_refused(rounds: list[list[Sample]], 
 
 
 def test_the_table_names_each_crossover_and_the_out_of_sample_error() -> None:
-    from app.cli.measure import render_batches
+    from app.cli.render import render_batches
     from app.service.measure_jobs import analysis_report
 
     analysis = analyze_batches([[_cell(k, batch) for k in (0, 4) for batch in BATCHES]], draft_model=False)
@@ -173,7 +173,7 @@ def test_a_batch_whose_prediction_lacks_a_term_says_which() -> None:
     cell measures one, so that batch's predictions price it as a pass over several tokens, and say so."""
     from dataclasses import replace
 
-    from app.cli.measure import render_batches
+    from app.cli.render import render_batches
     from app.service.measure_jobs import analysis_report
 
     jump = 8.0  # ms a pass over several tokens costs more than the one-token pass
@@ -205,7 +205,7 @@ def test_a_term_given_from_an_earlier_sweep_is_held_where_these_batches_cannot_i
     predicted with it, and says so; a fit that identifies the term keeps its own value."""
     from dataclasses import replace
 
-    from app.cli.measure import render_batches
+    from app.cli.render import render_batches
     from app.service.measure_jobs import analysis_report
 
     jump = 8.0

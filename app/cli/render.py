@@ -1,14 +1,15 @@
-"""Every rendering of the command line for a terminal: the regimes' tables and schedule (with colour), the
-calibration, the draft sources and the trees.  The application layer answers records; only this module writes
-them as text for a person at a terminal."""
+"""The command line's renderings for a terminal: the regimes' tables and schedule (with colour), the calibration,
+the draft sources and the trees, and what measure measured (one request at a time, or over batches).  The
+application layer answers records; the command line writes them as text for a person at a terminal."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from app.model import limits
 from app.model.arithmetic import trees
-from app.model.cost import published
+from app.model.cost import published, step_cost
 from app.service.regimes import off_range_text
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 from app.service.schemas.regimes import ScheduleOut, SetupOut, TableOut
@@ -220,4 +221,117 @@ def render_trees_text(result: TreesOut, every: int = 8) -> str:
         f"best: {result.best_family} with {result.best_budget} drafted tokens, speedup {result.best_speedup:.3f}x; "
         f"the {trees.BEST_SPEEDUP_TREE} there has depth {result.best_speedup_shape.depth}"
     )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# measure: one request at a time, and over batches
+
+
+def render_text(report: dict[str, Any]) -> str:
+    kinds = {server["k"]: server["kind"] for server in report["servers"]}
+    lines = [
+        f"plain decoding: {report['plain_ms_per_token']:.2f} ms per token; {report['requests']} requests in "
+        f"{report['seconds']:.0f} s",
+        f"c: {_number(report['c'])} ({report['c_source']})",
+        f"cost model: {report['cost_model']}"
+        + (
+            f": v0 = {report['v0']:.3f}, beta = {report['beta']:.3f}"
+            if report["v0"] is not None
+            else f": a = {report['cycle_intercept']:.3f}, gamma = {report['cycle_slope']:.3f}"
+        ),
+        "",
+        f"{'k':>3}  {'drafter':<13} {'tok/verif':>9} {'L':>5} {'share':>5} {'c':>6} {'v(k)':>6} {'v model':>7} "
+        f"{'measured':>8} {'predicted':>9} {'mixed':>6} {'holdout':>7}  profile",
+    ]
+    for item in report["results"]:
+        profile = " ".join(f"{value:.2f}" for value in item["profile"][:12])
+        lines.append(
+            f"{item['k']:>3}  {kinds.get(item['k'], '?'):<13} {_number(item['tokens_per_verification']):>9} "
+            f"{_number(item['mean_draft_length'], 2):>5} {_number(item['draft_share'], 2):>5} "
+            f"{_number(item['c']):>6} {_number(item['v'], 2):>6} {_number(item['v_model'], 2):>7} "
+            f"{_number(item['measured_speedup']):>8} {_number(item['predicted_speedup']):>9} "
+            f"{_number(item['predicted_speedup_mixed']):>6} {_number(item['predicted_speedup_holdout']):>7}  {profile}"
+        )
+    lines += [
+        "",
+        f"best k: measured {report['best_k_measured']}, predicted {report['best_k_predicted']} (closed form), "
+        f"{report['best_k_predicted_mixed']} (with the steps that had no draft)",
+        "share: verifications over decoding steps; mixed: the prediction with that share, the rest plain steps; "
+        "holdout: v(k) fitted without that k",
+    ]
+    lines += [f"note: {note}" for note in report["notes"]]
+    return "\n".join(lines)
+
+
+def _batch_holdout_mark(cell: dict[str, Any]) -> str:
+    return "*" if cell["batch_holdout_kept"] else "+" if cell.get("batch_holdout_given") else ""
+
+
+def render_batches(report: dict[str, Any]) -> str:
+
+    cost = report["step_cost"]
+    titles = {"llamacpp": "llama-server", "vllm": "vLLM"}
+    served = "; ".join(
+        f"{server['url']}: {titles.get(server['engine'], server['engine'])}"
+        + (f" {server['version']}" if server.get("version") else "")
+        + (f", k = {server['k']}" if server["speculative"] else ", no speculation")
+        for server in report.get("servers", [])
+    )
+    lines = [
+        *([f"servers: {served}"] if served else []),
+        f"{report['requests']} requests in {report['seconds']:.0f} s; step cost fitted on every cell: "
+        + step_cost.terms_text(cost, [*cost["fitted"], *cost.get("given", {})]),
+        "",
+        f"{'k':>3} {'batch':>5} {'tok/s':>8} {'step ms':>8} {'tok/step':>8} {'measured':>8} {'spread':>11} "
+        f"{'e2e':>6} {'holdout':>7} {'batch-out':>9}  profile",
+    ]
+    for cell in report["cells"]:
+        spread = cell["speedup_rounds"]
+        profile = " ".join(f"{value:.2f}" for value in cell["profile"][:8])
+        lines.append(
+            f"{cell['k']:>3} {cell['batch']:>5} {cell['throughput_tokens_s']:>8.1f} {cell['step_ms']:>8.2f} "
+            f"{cell['tokens_per_step']:>8.2f} {_number(cell['measured_speedup']):>8} "
+            f"{(f'{min(spread):.2f}..{max(spread):.2f}' if spread else '-'):>11} "
+            f"{_number(cell.get('measured_speedup_end_to_end')):>6} "
+            f"{_number(cell['predicted_speedup_holdout']):>7} "
+            f"{_number(cell['predicted_speedup_batch_holdout']) + _batch_holdout_mark(cell):>9}"
+            f"  {profile}"
+        )
+    lost = {why for cell in report["cells"] for why in cell["batch_holdout_kept"].values()}
+    if lost:
+        lines.append("* predicted without a term the other batches cannot identify: " + "; ".join(sorted(lost)))
+    held = sorted({name for cell in report["cells"] for name in cell.get("batch_holdout_given", {})})
+    if held:
+        lines.append("+ predicted with given terms the other batches cannot identify: " + ", ".join(held))
+    lines.append("")
+    for item in report["crossover"]:
+        measured = item["crossover_batch_measured"]
+        predicted = item["crossover_batch_predicted"]
+        fitted = ",".join(map(str, item["fitted_on_batches"])) or "-"
+        lines.append(
+            f"k = {item['k']}: stops paying at batch {measured if measured is not None else '- (pays at every batch)'}"
+            f" measured, {predicted if predicted is not None else '-'} predicted from batches {fitted}"
+            + (f" ({item['note']})" if item["note"] else "")
+        )
+    if any(cell.get("measured_speedup_end_to_end") is not None for cell in report["cells"]):
+        lines.append(
+            "measured is the decoding phase's speedup (time per output token after the first), which the crossover "
+            "refers to; e2e is end to end (wall-clock per output token, prompts included)"
+        )
+    best = ", ".join(f"{row['batch']}: {row['measured']} ({row['predicted']})" for row in report["best_k_by_batch"])
+    lines.append(f"best k per batch, measured (predicted with that batch left out): {best}")
+    for error in report["holdout_errors"]:
+        if error["cells"]:
+            lines.append(
+                f"{error['kind']}: median error {error['median_abs_error']:.1%}, worst {error['max_abs_error']:.1%} "
+                f"over {error['cells']} cells"
+            )
+    config = report.get("engine_config")
+    if config:
+        lines.append(f"the engine's config for the measured schedule ({config['title']} {config['version']}):")
+        written = config.get("text") or config.get("error") or "none written"
+        lines += [f"  {line}" for line in written.splitlines()]
+        lines += [f"  note: {note}" for note in config.get("notes", [])]
+    lines += [f"note: {note}" for note in report["notes"]]
     return "\n".join(lines)
