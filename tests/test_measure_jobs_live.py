@@ -133,6 +133,7 @@ def test_the_decide_page_measures_with_a_progress_bar_and_shows_the_result(app_u
             page.fill("#measure-servers", f"{plain.url} {ngram.url}")
             page.fill("#measure-batches", "1,2")
             page.fill("#measure-n_predict", "16")
+            page.fill("#measure-method", "ngram-simple")  # the drafter, typed as llama-server names it
             page.click("#measure-start")
             page.wait_for_selector("#measure-progress:not([hidden])")
             assert page.is_hidden("#measure-error")
@@ -152,7 +153,8 @@ def test_the_decide_page_measures_with_a_progress_bar_and_shows_the_result(app_u
         assert page.is_visible("#measure-config-box")  # the measured schedule as llama-server takes it
         assert "config for the measured schedule (llama.cpp" in (page.text_content("#measure-config-title") or "")
         written = page.text_content("#measure-config-text") or ""
-        assert written.startswith("llama-server ") or written == "none written", written
+        assert written.startswith("llama-server -m ") or written == "none written", written
+        assert "--spec-type ngram-simple" in written or written == "none written", written
         assert page.is_hidden("#measure-cancel")
     finally:
         page.close()

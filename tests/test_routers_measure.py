@@ -4,6 +4,7 @@ llama-servers in tests/test_measure_jobs_live.py.)"""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 
@@ -93,6 +94,24 @@ def test_a_url_that_is_no_inference_server_is_named_at_once(allowed: TestClient)
         response = allowed.post("/api/v1/measure", params={"servers": f"http://{address} {other}"})
     assert response.status_code == 422
     assert f"http://{address}/health: HTTP 404" in _message(response) and "servers" in _message(response)
+
+
+def test_the_forms_text_inputs_are_text_boxes_and_its_numbers_number_boxes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.web.core.config import get_settings
+
+    monkeypatch.setenv("SPECDEC_ALLOW_MEASURE", "true")  # the page reads the deployment's settings
+    get_settings.cache_clear()
+    try:
+        with TestClient(create_app()) as client:
+            page = client.get("/decide").text
+    finally:
+        monkeypatch.delenv("SPECDEC_ALLOW_MEASURE")
+        get_settings.cache_clear()
+    assert 'id="measure-form"' in page
+    for name in ("batches", "method"):  # a drafter such as ngram cannot be typed into a number box
+        assert re.search(rf'<input type="text" id="measure-{name}"', page), name
+    for name in ("n_predict", "repeats"):
+        assert re.search(rf'<input type="number" id="measure-{name}"', page), name
 
 
 def test_an_unknown_job_is_a_404(allowed: TestClient) -> None:

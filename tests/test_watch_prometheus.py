@@ -181,7 +181,7 @@ def test_every_engine_is_watched_in_a_bounded_number_of_queries_that_the_rules_r
 
 
 def test_a_range_querys_samples_are_aligned_to_the_times_asked() -> None:
-    """The one range reader the watch, the rollout check and plan and the spec counts share: each series's samples
+    """The one range reader the watch, the rollout check and the spec counts share: each series's samples
     at the times asked, None where Prometheus has none or answers no finite number."""
     asked: list[tuple[str, float, float, float]] = []
 

@@ -88,6 +88,9 @@ def analysis_report(analysis: BatchAnalysis) -> dict[str, Any]:
     }
 
 
+NAME_IT = "name the drafter: Drafter on /decide, method in the API, --method on the command line"
+
+
 def _version_of(engine: str, reported: str | None) -> tuple[str | None, list[str]]:
     """The product's name for the version a server reported (its release, or that release's major.minor), or
     None (the newest) with a note where the product does not know it."""
@@ -117,9 +120,16 @@ def measured_config(
     server = speculative[0]
     engine = server.engine
     drafter = method
-    if drafter is None and engine == "llamacpp" and "," not in server.kind and server.kind != "speculative":
-        drafter = server.kind
     version, said = _version_of(engine, server.version)
+    if drafter is None and engine == "llamacpp":
+        kinds = [kind for kind in server.kind.split(",") if kind and kind != "speculative"]
+        drafter = kinds[0] if kinds else None
+        if len(kinds) > 1:
+            said.append(
+                f"the server drafts with {', '.join(kinds)}: written for {kinds[0]} (name another with --method)"
+            )
+    if drafter is None:
+        said.append(f"the server does not name its drafter: written with the engine's default ({NAME_IT})")
     # an engine that runs one k at every batch is written for the largest batch where speculation paid (llama.cpp's
     # --parallel then keeps the server there), or the largest measured where it never did
     paying = [batch for batch, k in enumerate(best_k, start=1) if k > 0]

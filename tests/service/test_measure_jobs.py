@@ -88,6 +88,16 @@ def test_a_version_the_product_does_not_know_is_said_and_the_newest_written() ->
     assert known is not None and known["version"] == "2026-08" and not any("0.32" in n for n in known["notes"])
 
 
+def test_a_server_that_names_several_drafters_or_none_is_written_for_one_and_says_so() -> None:
+    several = measured_config(_servers("llamacpp", "b11312", "ngram-simple,ngram-mod"), _stopping())
+    assert several is not None and several["method"] == "ngram-simple"
+    assert several["flags"][:2] == ["--spec-type", "ngram-simple"]
+    assert any("drafts with ngram-simple, ngram-mod: written for ngram-simple" in n for n in several["notes"])
+    unnamed = measured_config(_servers("vllm", "0.32.0"), _falling())
+    assert unnamed is not None and unnamed["method"] is None
+    assert any("does not name its drafter" in note and "Drafter on /decide" in note for note in unnamed["notes"])
+
+
 def test_a_drafter_the_engine_does_not_take_is_the_entrys_error() -> None:
     config = measured_config(_servers("vllm"), _falling(), "ngram-simple")
     assert config is not None and "vLLM method must be one of" in config["error"]

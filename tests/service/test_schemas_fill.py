@@ -3,7 +3,7 @@ left out or added only where said."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from pydantic import Field, ValidationError
@@ -44,9 +44,23 @@ def test_a_records_fields_become_the_models_with_their_types_defaults_and_descri
         model.model_validate({"point": "high", "low": None, "size": 1})
 
 
-def test_a_description_of_no_field_is_refused() -> None:
+def test_a_description_rename_or_omission_of_no_field_is_refused() -> None:
     with pytest.raises(ValueError, match="descriptions of no field: value"):
         record_model(_Estimate, "EstimateOut", {"value": "renamed away"}, renames={"value": "point"})
+    with pytest.raises(ValueError, match="renames or omits no field of _Estimate: spread"):
+        record_model(_Estimate, "EstimateOut", {}, omit=("spread",))
+
+
+@dataclass(frozen=True)
+class _Listed:
+    items: tuple[int, ...]
+    notes: list[str] = field(default_factory=list)
+
+
+def test_a_field_made_by_a_factory_keeps_it_as_its_default() -> None:
+    model = record_model(_Listed, "ListedOut", {})
+    assert not model.model_fields["notes"].is_required()
+    assert model.model_validate({"items": [1, 2]}).model_dump() == {"items": (1, 2), "notes": []}
 
 
 def test_the_canary_checks_acceptance_model_holds_every_field_of_the_record() -> None:

@@ -122,7 +122,7 @@ class RangeSeries:
 
 def range_series(query_range: QueryRange, expr: str, times: Sequence[float], step: float) -> list[RangeSeries]:
     """Each series ``expr`` gives over ``times`` (from the first to the last, every ``step`` seconds), its samples
-    aligned to those times: what the fleet watch, the rollout check and plan and the spec counts read."""
+    aligned to those times: what the fleet watch, the rollout check and the spec counts (for the plan too) read."""
     index_of = {round(at, 3): index for index, at in enumerate(times)}
     found = []
     for item in query_range(expr, times[0], times[-1], step):

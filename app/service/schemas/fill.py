@@ -26,13 +26,20 @@ def record_model(
     response, ``omit`` leaves fields out, and ``extra`` adds derived fields as (type, Field(...))."""
     hints = typing.get_type_hints(record)
     renamed = dict(renames or {})
+    strays = (set(renamed) | set(omit)) - {item.name for item in dataclasses.fields(record)}
+    if strays:
+        raise ValueError(f"{name}: renames or omits no field of {record.__name__}: {', '.join(sorted(strays))}")
     fields: dict[str, Any] = {}
     for item in dataclasses.fields(record):
         if item.name in omit:
             continue
         shown = renamed.get(item.name, item.name)
+        described = descriptions.get(shown)
+        if item.default_factory is not dataclasses.MISSING:
+            fields[shown] = (hints[item.name], Field(default_factory=item.default_factory, description=described))
+            continue
         default: Any = item.default if item.default is not dataclasses.MISSING else ...
-        fields[shown] = (hints[item.name], Field(default, description=descriptions.get(shown)))
+        fields[shown] = (hints[item.name], Field(default, description=described))
     unknown = set(descriptions) - set(fields) - set(extra or {})
     if unknown:
         raise ValueError(f"{name}: descriptions of no field: {', '.join(sorted(unknown))}")

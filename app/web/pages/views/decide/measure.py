@@ -34,6 +34,7 @@ def measure_part() -> dict[str, Any]:
             "low": item.low,
             "high": item.high,
             "max_length": item.max_length,
+            "text": item.kind is str,  # a text box; numbers get a number box with their bounds
             "choices": (
                 [{"value": "", "title": "told by the server"}]
                 + [{"value": name, "title": item.titles(name) if item.titles else name} for name in item.choices()]
