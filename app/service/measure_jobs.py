@@ -125,9 +125,7 @@ def measured_config(
         kinds = [kind for kind in server.kind.split(",") if kind and kind != "speculative"]
         drafter = kinds[0] if kinds else None
         if len(kinds) > 1:
-            said.append(
-                f"the server drafts with {', '.join(kinds)}: written for {kinds[0]} (name another with --method)"
-            )
+            said.append(f"the server drafts with {', '.join(kinds)}: written for {kinds[0]} ({NAME_IT} for another)")
     if drafter is None:
         said.append(f"the server does not name its drafter: written with the engine's default ({NAME_IT})")
     # an engine that runs one k at every batch is written for the largest batch where speculation paid (llama.cpp's
