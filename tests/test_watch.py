@@ -16,7 +16,17 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from app.cli import main
 from app.model.counters.calibration import ErrorKind
 from app.model.engines.reports import EngineFormatError
-from app.model.live.watch import Scrape, draft_lengths, interval_report, read_scrape, went_down
+from app.model.live.watch import (
+    IntervalReport,
+    Scrape,
+    ScrapeFailed,
+    WatchState,
+    draft_lengths,
+    interval_report,
+    read_scrape,
+    watch_scrapes,
+    went_down,
+)
 from app.service.regimes import SetupRequest, build_setup
 from app.testing.engine_reports import sample_accepted
 
@@ -237,3 +247,59 @@ def test_a_scrape_without_counters_of_drafts_or_of_the_class_asked_says_so() -> 
     with pytest.raises(EngineFormatError) as caught:
         read_scrape(_trtllm_scrape(1.0), value="another")
     assert caught.value.kind == ErrorKind.AMBIGUOUS_MODEL and "model_name='another'" in caught.value.message
+
+
+def test_one_evaluator_calibrates_each_class_once_and_counts_regressions() -> None:
+    """The evaluator both watches share: a class given no interval is calibrated by its first measured interval,
+    and later intervals are judged against that one; a class given one keeps it."""
+    state = WatchState(None)
+    state.index = 1
+    first = IntervalReport("ok", p=0.8, p_low=0.75, p_high=0.85, k=4, batch=2, speedup=1.5, drafts=100, message="ok")
+    seen: list[tuple[float, float] | None] = []
+
+    def report(given: tuple[float, float] | None, out: IntervalReport = first) -> IntervalReport:
+        seen.append(given)
+        return out
+
+    _, text = state.judge(("a", ""), report, who="a")
+    assert text.startswith("interval    1 a: p 0.800") and text.endswith("; calibrated interval [0.750, 0.850]")
+    dropped = IntervalReport("acceptance-dropped", p=0.5, p_low=0.45, p_high=0.55, k=4, batch=2, speedup=1.1)
+    _, text = state.judge(("a", ""), lambda given: report(given, dropped), who="a")
+    _, other = state.judge(("b", ""), report)
+    assert seen == [None, (0.75, 0.85), None] and "calibrated interval" not in text
+    assert other.startswith("interval    1: ") and state.regressions == 1
+    given = WatchState((0.1, 0.2))
+    given.judge(("a", ""), report)
+    assert seen[-1] == (0.1, 0.2) and given.per_class == {}
+
+
+def test_the_metrics_watch_judges_consecutive_scrapes_and_says_which_failed() -> None:
+    setup = build_setup(SetupRequest()).setup
+    scrapes: list[Scrape | None] = [
+        Scrape(1000, 4000, 3000, (900, 800, 700, 600), 4),
+        None,
+        Scrape(3000, 12000, 9000, (2700, 2400, 2100, 1800), 4),
+        Scrape(5000, 20000, 11000, (3500, 3000, 2500, 2000), 4),
+    ]
+
+    def read() -> Scrape:
+        scrape = scrapes.pop(0)
+        if scrape is None:
+            raise ScrapeFailed("connection refused")
+        return scrape
+
+    lines: list[str] = []
+    reports: list[IntervalReport] = []
+    state = watch_scrapes(
+        read,
+        setup,
+        interval=0.0,
+        samples=3,
+        calibrated=None,
+        emit=lines.append,
+        on_reports=lambda given, _state: reports.extend(given),
+        sleep=lambda seconds: None,
+    )
+    assert lines[0] == "interval    1: scrape failed: connection refused"
+    assert "calibrated interval" in lines[1] and "acceptance dropped below its calibrated" in lines[2]
+    assert reports[0].status == "ok" and state.regressions == 1 and state.index == 3

@@ -5,17 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from app.cli.arguments import add_input, add_inputs, input_values
 from app.model import rules
 from app.model.cost import step_cost
+from app.model.cost.regimes import RooflineSetup
 from app.model.counters.calibration import CalibrationError
 from app.model.engines import UnknownVersionError
-from app.model.live.watch import format_line, interval_report, read_scrape
+from app.model.live.rollout import RolloutInputError, calibrated_interval
+from app.model.live.watch import IntervalReport, Scrape, ScrapeFailed, WatchState, read_scrape, watch_scrapes
 from app.service import decision_inputs, live_inputs, plan, plan_inputs, rollout_inputs
 from app.service.clients import prometheus as prometheus_watch
 from app.service.decision import cost_regime
@@ -362,10 +364,30 @@ class _Gauges:
         self.server = result[0] if isinstance(result, tuple) else None
         self.port = self.server.server_address[1] if self.server is not None else port
 
+    def show(self, reports: list[IntervalReport], state: WatchState) -> None:
+        """The interval's reports on the gauges: with several classes, the one that pays least."""
+        measured = [report for report in reports if report.speedup is not None]
+        if not measured:
+            return
+        worst = min(measured, key=lambda report: report.speedup or 0.0)
+        self.speedup.set(worst.speedup or 0.0)
+        self.acceptance.set(worst.p or 0.0)
+        self.batch.set(worst.batch or 0)
+        self.pays.set(1.0 if (worst.speedup or 0.0) > 1 else 0.0)
+        self.regression.set(1.0 if state.regressions else 0.0)
+
     def close(self) -> None:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+
+def _gauges(arguments: argparse.Namespace) -> _Gauges | None:
+    if arguments.serve_port is None:
+        return None
+    gauges = _Gauges(arguments.serve_port)
+    print(f"serving specdec_lab_* gauges on http://127.0.0.1:{gauges.port}/metrics", flush=True)
+    return gauges
 
 
 def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
@@ -376,119 +398,36 @@ def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     if arguments.prometheus is None and arguments.url is None:
         print("specdec-lab watch: error: give the server's /metrics URL, or --prometheus URL", file=sys.stderr)
         return 2
+    if arguments.prometheus is not None and arguments.engine_version and not arguments.engine:
+        print("specdec-lab watch: error: --engine-version needs --engine", file=sys.stderr)
+        return 2
     built = _built(arguments, setup_request, "watch")
     if built is None:
         return 2
-    calibrated: tuple[float, float] | None = None
-    if arguments.calibrated:
-        try:
-            low, high = (float(part) for part in arguments.calibrated.split(","))
-            if not 0 <= low <= high <= 1:
-                raise ValueError
-        except ValueError:
-            print("specdec-lab watch: error: --calibrated must be LOW,HIGH with 0 <= LOW <= HIGH <= 1", file=sys.stderr)
-            return 2
-        calibrated = (low, high)
-    if arguments.prometheus is not None:
-        return run_watch_prometheus(arguments, built.setup, calibrated)
     try:
-        check_url(arguments.url)
-    except FetchError as error:
+        calibrated = calibrated_interval(arguments.calibrated)
+        if arguments.url is not None:
+            check_url(arguments.url)
+    except (RolloutInputError, FetchError) as error:
         print(f"specdec-lab watch: error: {error}", file=sys.stderr)
-        return 2
-    gauges = _Gauges(arguments.serve_port) if arguments.serve_port is not None else None
-    if gauges is not None:
-        print(f"serving specdec_lab_* gauges on http://127.0.0.1:{gauges.port}/metrics", flush=True)
-    regressions = 0
-    previous = None
-    index = 0
-    timeout = min(5.0, max(arguments.interval, 0.5))
-    try:
-        while index < arguments.samples:
-            try:
-                scrape = read_scrape(fetch_text(arguments.url, timeout=timeout), arguments.label, arguments.label_value)
-            except (FetchError, CalibrationError) as error:
-                message = error.message if isinstance(error, CalibrationError) else str(error)
-                index += 1
-                print(f"interval {index:>4}: scrape failed: {message}", flush=True)
-                time.sleep(arguments.interval)
-                continue
-            if previous is not None:
-                index += 1
-                report = interval_report(previous, scrape, built.setup, calibrated)
-                if calibrated is None and report.status == "ok" and report.p_low is not None:
-                    assert report.p_high is not None
-                    calibrated = (report.p_low, report.p_high)
-                    report_line = (
-                        format_line(index, report) + f"; calibrated interval [{report.p_low:.3f}, {report.p_high:.3f}]"
-                    )
-                else:
-                    report_line = format_line(index, report)
-                print(report_line, flush=True)
-                if report.regression:
-                    regressions += 1
-                if gauges is not None and report.speedup is not None:
-                    gauges.speedup.set(report.speedup)
-                    gauges.acceptance.set(report.p or 0.0)
-                    gauges.batch.set(report.batch or 0)
-                    gauges.pays.set(1.0 if report.speedup > 1 else 0.0)
-                    gauges.regression.set(1.0 if regressions else 0.0)
-            previous = scrape
-            if index < arguments.samples:
-                time.sleep(arguments.interval)
-    finally:
-        if gauges is not None:
-            gauges.close()
-    if regressions:
-        print(f"{regressions} of {index} intervals regressed", flush=True)
-    return 1 if regressions and arguments.fail_on_regression else 0
-
-
-def run_watch_prometheus(arguments: argparse.Namespace, setup: Any, calibrated: tuple[float, float] | None) -> int:
-    """`specdec-lab watch --prometheus URL`: every instance and class from Prometheus, one line per class."""
-
-    if arguments.engine_version and not arguments.engine:
-        print("specdec-lab watch: error: --engine-version needs --engine", file=sys.stderr)
         return 2
     gauges = None
     try:
-        prometheus = prometheus_watch.Prometheus(arguments.prometheus, timeout=min(10.0, max(arguments.interval, 1.0)))
-        target = prometheus_watch.detect(
-            prometheus, arguments.engine, arguments.engine_version, arguments.label, arguments.label_value
-        )
-        print(
-            f"watching {target.engine} {target.version} in Prometheus at {prometheus.url} every "
-            f"{arguments.interval:g} s, per instance and {arguments.label}",
-            flush=True,
-        )
-        gauges = _Gauges(arguments.serve_port) if arguments.serve_port is not None else None
-        if gauges is not None:
-            print(f"serving specdec_lab_* gauges on http://127.0.0.1:{gauges.port}/metrics", flush=True)
-        seen: list[int] = [0]
-
-        def on_reports(reports: list[Any]) -> None:
-            measured = [report for report in reports if report.speedup is not None]
-            seen[0] += sum(1 for report in reports if report.regression)
-            if gauges is None or not measured:
-                return
-            worst = min(measured, key=lambda report: report.speedup)  # several classes: the one that pays least
-            gauges.speedup.set(worst.speedup)
-            gauges.acceptance.set(worst.p or 0.0)
-            gauges.batch.set(worst.batch or 0)
-            gauges.pays.set(1.0 if worst.speedup > 1 else 0.0)
-            gauges.regression.set(1.0 if seen[0] else 0.0)
-
-        state = prometheus_watch.run(
-            prometheus,
-            target,
-            setup,
-            interval=arguments.interval,
-            samples=arguments.samples,
-            since=arguments.since,
-            calibrated=calibrated,
-            emit=lambda text: print(text, flush=True),
-            on_reports=on_reports,
-        )
+        gauges = _gauges(arguments)
+        if arguments.prometheus is not None:
+            state = _watch_prometheus(arguments, built.setup, calibrated, gauges)
+            what = "class intervals"
+        else:
+            state = watch_scrapes(
+                partial(_scrape, arguments, timeout=min(5.0, max(arguments.interval, 0.5))),
+                built.setup,
+                interval=arguments.interval,
+                samples=arguments.samples,
+                calibrated=calibrated,
+                emit=lambda text: print(text, flush=True),
+                on_reports=gauges.show if gauges is not None else lambda reports, state: None,
+            )
+            what = "intervals"
     except (prometheus_watch.PrometheusError, UnknownVersionError) as error:
         print(f"specdec-lab watch: error: {error}", file=sys.stderr)
         return 2
@@ -496,5 +435,40 @@ def run_watch_prometheus(arguments: argparse.Namespace, setup: Any, calibrated: 
         if gauges is not None:
             gauges.close()
     if state.regressions:
-        print(f"{state.regressions} of {state.index} class intervals regressed", flush=True)
+        print(f"{state.regressions} of {state.index} {what} regressed", flush=True)
     return 1 if state.regressions and arguments.fail_on_regression else 0
+
+
+def _scrape(arguments: argparse.Namespace, timeout: float) -> Scrape:
+    try:
+        return read_scrape(fetch_text(arguments.url, timeout=timeout), arguments.label, arguments.label_value)
+    except FetchError as error:
+        raise ScrapeFailed(str(error)) from None
+    except CalibrationError as error:
+        raise ScrapeFailed(error.message) from None
+
+
+def _watch_prometheus(
+    arguments: argparse.Namespace, setup: RooflineSetup, calibrated: tuple[float, float] | None, gauges: _Gauges | None
+) -> WatchState:
+    """`specdec-lab watch --prometheus URL`: every instance and class from Prometheus, one line per class."""
+    prometheus = prometheus_watch.Prometheus(arguments.prometheus, timeout=min(10.0, max(arguments.interval, 1.0)))
+    target = prometheus_watch.detect(
+        prometheus, arguments.engine, arguments.engine_version, arguments.label, arguments.label_value
+    )
+    print(
+        f"watching {target.engine} {target.version} in Prometheus at {prometheus.url} every "
+        f"{arguments.interval:g} s, per instance and {arguments.label}",
+        flush=True,
+    )
+    return prometheus_watch.run(
+        prometheus,
+        target,
+        setup,
+        interval=arguments.interval,
+        samples=arguments.samples,
+        since=arguments.since,
+        calibrated=calibrated,
+        emit=lambda text: print(text, flush=True),
+        on_reports=gauges.show if gauges is not None else lambda reports, state: None,
+    )

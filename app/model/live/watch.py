@@ -10,8 +10,10 @@ the baseline.  An interval without drafts says so.  The batch is the engine's ru
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+import time
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 from app.model import engines
 from app.model.cost.capacity import max_batch_that_fits
@@ -253,5 +255,70 @@ def described(report: IntervalReport) -> str:
     )
 
 
-def format_line(index: int, report: IntervalReport) -> str:
-    return f"interval {index:>4}: {described(report)}"
+@dataclass
+class WatchState:
+    """Across intervals, whatever the source (one /metrics, or every class in Prometheus): each class's calibrated
+    acceptance interval (the one given, else the first it measured), the regressions seen, the intervals read."""
+
+    calibrated: tuple[float, float] | None
+    per_class: dict[Hashable, tuple[float, float]] = field(default_factory=dict)
+    regressions: int = 0
+    index: int = 0
+    failures: int = 0
+
+    def judge(
+        self,
+        key: Hashable,
+        report_for: Callable[[tuple[float, float] | None], IntervalReport],
+        who: str = "",
+        tail: str = "",
+    ) -> tuple[IntervalReport, str]:
+        """One class's interval judged against its calibrated interval, and its line; the first interval that
+        measures acceptance calibrates a class that was given none."""
+        calibrated = self.calibrated or self.per_class.get(key)
+        report = report_for(calibrated)
+        text = f"interval {self.index:>4}{' ' + who if who else ''}: {described(report)}{tail}"
+        if calibrated is None and report.status == "ok" and report.p_low is not None and report.p_high is not None:
+            self.per_class[key] = (report.p_low, report.p_high)
+            text += f"; calibrated interval [{report.p_low:.3f}, {report.p_high:.3f}]"
+        if report.regression:
+            self.regressions += 1
+        return report, text
+
+
+class ScrapeFailed(Exception):
+    """A /metrics read that failed (unreachable, refused, not an engine's text): the interval says so."""
+
+
+def watch_scrapes(
+    read: Callable[[], Scrape],
+    setup: RooflineSetup,
+    *,
+    interval: float,
+    samples: int,
+    calibrated: tuple[float, float] | None,
+    emit: Callable[[str], None],
+    on_reports: Callable[[list[IntervalReport], WatchState], None] = lambda reports, state: None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> WatchState:
+    """`watch URL`: ``samples`` intervals between consecutive scrapes of one /metrics, each judged as the
+    Prometheus watch judges each class's (``WatchState.judge``); a failed scrape is an interval that says so."""
+    state = WatchState(calibrated)
+    previous: Scrape | None = None
+    while state.index < samples:
+        try:
+            scrape = read()
+        except ScrapeFailed as error:
+            state.index += 1
+            emit(f"interval {state.index:>4}: scrape failed: {error}")
+            sleep(interval)
+            continue
+        if previous is not None:
+            state.index += 1
+            report, text = state.judge("", partial(interval_report, previous, scrape, setup))
+            emit(text)
+            on_reports([report], state)
+        previous = scrape
+        if state.index < samples:
+            sleep(interval)
+    return state

@@ -25,6 +25,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,7 +36,7 @@ from app.model.cost.regimes import RooflineSetup
 from app.model.counters.calibration import CalibrationError
 from app.model.engines.base import RulesMetrics
 from app.model.engines.reports import Measurement, mean_only
-from app.model.live.watch import IntervalReport, described, measured_report
+from app.model.live.watch import IntervalReport, WatchState, measured_report
 from app.model.rules import promql
 from app.model.rules.file import rules_id_pattern
 
@@ -403,22 +404,6 @@ def who(key: Key, label: str) -> str:
     return f"{instance}" if label == "instance" or not value else f"{instance} {label}={value}"
 
 
-def line(index: int, key: Key, label: str, report: IntervalReport, reset: bool) -> str:
-    tail = "; counters reset in the window read (restart?): increase() counts across it" if reset else ""
-    return f"interval {index:>4} {who(key, label)}: {described(report)}{tail}"
-
-
-@dataclass
-class WatchState:
-    """Across intervals: each class's calibrated interval, the regressions seen, the intervals reported."""
-
-    calibrated: tuple[float, float] | None
-    per_class: dict[Key, tuple[float, float]] = field(default_factory=dict)
-    regressions: int = 0
-    index: int = 0
-    failures: int = 0
-
-
 def report_interval(
     interval: Interval,
     target: Target,
@@ -426,7 +411,7 @@ def report_interval(
     state: WatchState,
     emit: Callable[[str], None],
 ) -> list[IntervalReport]:
-    """One line per class; updates the calibrated intervals and the count of regressions."""
+    """One line per class, each judged by the watch's one evaluator (``WatchState.judge``)."""
     state.index += 1
     classes = interval.classes()
     if not classes:
@@ -437,16 +422,14 @@ def report_interval(
         classes = classes[:MAX_CLASSES]
     reports = []
     for key in classes:
-        calibrated = state.calibrated or state.per_class.get(key)
-        report = class_report(interval, key, target, setup, calibrated)
         reset = interval.values.get(promql.COUNTER_RESETS, {}).get(key, 0.0) > 0
-        text = line(state.index, key, target.label, report, reset)
-        if calibrated is None and report.status == "ok" and report.p_low is not None and report.p_high is not None:
-            state.per_class[key] = (report.p_low, report.p_high)
-            text += f"; calibrated interval [{report.p_low:.3f}, {report.p_high:.3f}]"
+        report, text = state.judge(
+            key,
+            partial(class_report, interval, key, target, setup),
+            who=who(key, target.label),
+            tail="; counters reset in the window read (restart?): increase() counts across it" if reset else "",
+        )
         emit(text)
-        if report.regression:
-            state.regressions += 1
         reports.append(report)
     return reports
 
@@ -461,7 +444,7 @@ def run(
     since: float,
     calibrated: tuple[float, float] | None,
     emit: Callable[[str], None],
-    on_reports: Callable[[list[IntervalReport]], None] = lambda reports: None,
+    on_reports: Callable[[list[IntervalReport], WatchState], None] = lambda reports, state: None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> WatchState:
@@ -475,7 +458,7 @@ def run(
     if steps >= 1:
         times = [start - interval * (steps - index) for index in range(steps)]
         for answered in evaluate(prometheus, target, interval, times):
-            on_reports(report_interval(answered, target, setup, state, emit))
+            on_reports(report_interval(answered, target, setup, state, emit), state)
     for sample in range(samples):
         due = start + interval * sample
         wait = due - clock()
@@ -491,5 +474,5 @@ def run(
                 raise PrometheusError(f"{error} ({state.failures} intervals in a row)") from None
             continue
         state.failures = 0
-        on_reports(report_interval(answered, target, setup, state, emit))
+        on_reports(report_interval(answered, target, setup, state, emit), state)
     return state
