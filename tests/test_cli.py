@@ -158,10 +158,6 @@ def test_schedule_takes_the_acceptance_as_the_api_does(capsys: pytest.CaptureFix
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["schedule", "--set", "model_layers=0"], "model_layers: layers must be at least 1"),
-        (["schedule", "--set", "wings=2"], "wings: is not a preset field"),
-        (["schedule", "--set", "model_layers"], "expected FIELD=VALUE"),
-        (["schedule", "--set", "hw_memory_gb=lots"], "'lots' is not a number"),
         (["schedule", "--model", "mixtral-8x7b", "--set", "model_experts_per_token=4"], "model_experts_per_token"),
         (["table", "--p-min", "0.9", "--p-max", "0.2"], "p_max: must be at least p_min"),
     ],
@@ -170,6 +166,28 @@ def test_bad_setups_exit_2_with_a_message(capsys: pytest.CaptureFixture[str], ar
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["schedule", "--set", "model_layers=0"], "model_layers: must be from 1 to 10,000; got 0"),
+        (["schedule", "--set", "wings=2"], "wings: is not a preset field; one of hw_bandwidth_tb_s"),
+        (["schedule", "--set", "model_layers"], "expected FIELD=VALUE"),
+        (["schedule", "--set", "hw_memory_gb=lots"], "hw_memory_gb: 'lots' is not a number"),
+        (["schedule", "--set", "model_layers=40.5"], "model_layers: '40.5' is not an integer"),
+        (["watch", "http://127.0.0.1:9/metrics", "--calibrated", "0.9,0.2"], "--calibrated: must be LOW,HIGH"),
+    ],
+)
+def test_set_and_calibrated_are_bounded_when_the_command_line_is_read(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """--set FIELD=VALUE and --calibrated LOW,HIGH are read by the fields' declarations with the other options:
+    a refusal is argparse's (exit 2, the option and the bounds named) before any setup is built."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    captured = capsys.readouterr()
+    assert exited.value.code == 2 and captured.out == "" and message in captured.err
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from app.cli import engines as cli_engines
 from app.cli import measure as cli_measure
 from app.cli import render as cli_render
 from app.cli import rollout as cli_rollout
-from app.cli.arguments import add_input, add_inputs, add_repeated, input_values
+from app.cli.arguments import add_input, add_inputs, add_repeated, assignment, input_values
 from app.cli.engines import add_step_fit_argument, run_calibrate_from, step_fitted
 from app.model import limits
 from app.model.arithmetic import draft_sources, trees
@@ -102,27 +102,15 @@ def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
         "FIELD=VALUE",
         "override one preset field, as in the API: hw_bandwidth_tb_s=4, model_layers=40, draft_total_params_b=3",
         dest="overrides",
+        type=assignment(setup_inputs.OVERRIDES, "preset field"),
     )
     parser.add_argument("--format", choices=["text", "csv", "json"], default="text", help="output format")
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto", help="colour in text output")
 
 
 def _setup_request(arguments: argparse.Namespace) -> SetupRequest:
-
-    overrides: dict[str, float | int | None] = {}
-    for item in arguments.overrides:
-        name, equals, raw = item.partition("=")
-        if not equals:
-            raise SetupError(item, "expected FIELD=VALUE")
-        try:
-            number = float(raw)
-        except ValueError:
-            raise SetupError(name, f"{raw!r} is not a number") from None
-        overrides[name] = int(number) if number.is_integer() and name.split("_", 1)[-1] in INTEGER_FIELDS else number
-    return setup_inputs.request(input_values(arguments, setup_inputs.SERVING), overrides)
-
-
-INTEGER_FIELDS = ("layers", "query_heads", "kv_heads", "head_dim", "kv_tensors", "experts", "experts_per_token")
+    """The setup of the options and of each --set (read and bounded by the preset fields' declarations)."""
+    return setup_inputs.request({**input_values(arguments, setup_inputs.SERVING), **dict(arguments.overrides)})
 
 
 def _use_color(arguments: argparse.Namespace) -> bool:

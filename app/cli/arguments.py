@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.service.inputs import Input, InputError
+from app.service.inputs import Input, InputError, by_name
 
 
 def bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[[str], float | int]:
@@ -44,6 +44,39 @@ def _typed(item: Input) -> Callable[[str], Any]:
             return item.check(value)
         except InputError as error:
             raise argparse.ArgumentTypeError(error.message) from None
+
+    return parse
+
+
+def read_as(item: Input, read: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An option's type: the text checked as ``item`` (its length, its pattern), then ``read`` into its value,
+    when the command line is read; a ValueError of ``read`` is the option's error."""
+    checked = _typed(item)
+
+    def parse(text: str) -> Any:
+        try:
+            return read(checked(text))
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(getattr(error, "message", error))) from None
+
+    return parse
+
+
+def assignment(inputs: Sequence[Input], what: str) -> Callable[[str], tuple[str, Any]]:
+    """An option's type for FIELD=VALUE, FIELD one of ``inputs`` by name: (FIELD, the value as that input's kind,
+    within its bounds), read when the command line is, before anything is built."""
+    known = by_name(inputs)
+
+    def parse(text: str) -> tuple[str, Any]:
+        name, equals, raw = text.partition("=")
+        if not equals:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected FIELD=VALUE")
+        if name not in known:
+            raise argparse.ArgumentTypeError(f"{name}: is not a {what}; one of {', '.join(known)}")
+        try:
+            return name, _typed(known[name])(raw)
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentTypeError(f"{name}: {error}") from None
 
     return parse
 

@@ -10,13 +10,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app.cli.arguments import add_input, add_inputs, input_values
+from app.cli.arguments import add_input, add_inputs, input_values, read_as
 from app.model import rules
 from app.model.cost import step_cost
 from app.model.cost.regimes import RooflineSetup
 from app.model.counters.calibration import CalibrationError
 from app.model.engines import UnknownVersionError
-from app.model.live.rollout import RolloutInputError, calibrated_interval
+from app.model.live.rollout import calibrated_interval
 from app.model.live.watch import IntervalReport, Scrape, ScrapeFailed, WatchState, read_scrape, watch_scrapes
 from app.service import decision_inputs, live_inputs, plan, plan_inputs, rollout_inputs
 from app.service.clients import prometheus as prometheus_watch
@@ -162,7 +162,10 @@ def add_commands(
     add_inputs(watch, live_inputs.WATCH)
     watch.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a regression was seen")
     add_input(
-        watch, rollout_inputs.CALIBRATED, help="LOW,HIGH: acceptance interval to hold (default: the first interval's)"
+        watch,
+        rollout_inputs.CALIBRATED,
+        help="LOW,HIGH: acceptance interval to hold (default: the first interval's)",
+        type=read_as(rollout_inputs.CALIBRATED, calibrated_interval),
     )
     add_input(watch, decision_inputs.CLASS_LABEL)
     watch.add_argument("--label-value", help="watch only this value of --label")
@@ -401,15 +404,15 @@ def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     if arguments.prometheus is not None and arguments.engine_version and not arguments.engine:
         print("specdec-lab watch: error: --engine-version needs --engine", file=sys.stderr)
         return 2
-    built = _built(arguments, setup_request, "watch")
-    if built is None:
-        return 2
+    calibrated = arguments.calibrated
     try:
-        calibrated = calibrated_interval(arguments.calibrated)
         if arguments.url is not None:
             check_url(arguments.url)
-    except (RolloutInputError, FetchError) as error:
+    except FetchError as error:
         print(f"specdec-lab watch: error: {error}", file=sys.stderr)
+        return 2
+    built = _built(arguments, setup_request, "watch")
+    if built is None:
         return 2
     gauges = None
     try:

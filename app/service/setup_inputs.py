@@ -211,9 +211,8 @@ SERVING: tuple[Input, ...] = (*SETUP, DRAFT_WEIGHTS)
 ROOFLINE: tuple[Input, ...] = (*SERVING, *MEASURED, *OVERRIDES)
 
 
-def request(given: Mapping[str, Any], overrides: Mapping[str, float | int | None] | None = None) -> SetupRequest:
-    """The setup's request from the values of ROOFLINE (each at its default when not given); ``overrides`` adds
-    preset fields named as in the API (the command line's --set), which the model checks."""
+def request(given: Mapping[str, Any]) -> SetupRequest:
+    """The setup's request from the values of ROOFLINE (each at its default when not given)."""
     values = checked(ROOFLINE, given)
     edited = {item.name: values[item.name] for item in OVERRIDES if values[item.name] is not None}
     return SetupRequest(
@@ -228,7 +227,7 @@ def request(given: Mapping[str, Any], overrides: Mapping[str, float | int | None
         bandwidth_efficiency=values["bandwidth_efficiency"],
         compute_efficiency=values["compute_efficiency"],
         overhead_us=values["overhead_us"],
-        overrides={**edited, **(overrides or {})},
+        overrides=edited,
         cost_terms={item.name: values[item.name] for item in COST_TERMS if values[item.name] != item.default},
         measured=measured(values),
     )
