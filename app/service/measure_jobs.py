@@ -96,11 +96,10 @@ def _version_of(engine: str, reported: str | None) -> tuple[str | None, list[str
     None (the newest) with a note where the product does not know it."""
     if not reported:
         return None, [f"the server did not report its version: written for {engines.version(engine).name}, the newest"]
-    for name in (reported, ".".join(reported.split(".")[:2])):
-        try:
-            return engines.version(engine, name).name, []
-        except engines.UnknownVersionError:
-            continue
+    try:
+        return engines.version(engine, reported).name, []
+    except engines.UnknownVersionError:
+        pass
     newest = engines.version(engine).name
     return None, [f"version {reported} is not one the product knows for this engine: written for {newest}, the newest"]
 

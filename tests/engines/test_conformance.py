@@ -29,6 +29,18 @@ def test_each_version_is_covered_by_an_oracle(engine: str, version: str) -> None
     assert suite.oracles_for(engine, version), f"{engine} {version}: no oracle (tests/engines/oracles.py)"
 
 
+@pytest.mark.parametrize("engine", sorted({e for e, _ in suite.registered_versions()}))
+def test_a_patch_release_reads_as_its_major_minor_where_only_that_is_named(engine: str) -> None:
+    """What a server reports (vLLM's /version says 0.32.0) is looked up as given, then as its major.minor; a
+    release the engine's registry does not name at all is refused with the names it knows."""
+    for alias, name in engines.adapter(engine).ALIASES.items():
+        if re.fullmatch(r"\d+\.\d+", alias):
+            assert engines.version(engine, f"{alias}.7").name == engines.version(engine, name).name
+    with pytest.raises(engines.UnknownVersionError) as refused:
+        engines.version(engine, "9999.1.2")
+    assert "9999.1.2" in str(refused.value)
+
+
 def test_every_oracle_names_a_registered_version_and_says_what_the_engine_does() -> None:
     known = {(engine, version.name) for engine, version in suite.registered_versions()}
     for oracle in ORACLES:

@@ -64,15 +64,18 @@ def versions(engine: str) -> tuple[EngineVersion, ...]:
 
 
 def version(engine: str, name: str | None = None) -> EngineVersion:
-    """The version ``name`` of ``engine`` (an alias such as a build tag also works); the newest when None."""
+    """The version ``name`` of ``engine`` (an alias such as a build tag also works, and a patch release such as
+    vLLM's 0.32.0 is read as its major.minor where only that is known); the newest when None."""
     module = adapter(engine)
     known: tuple[EngineVersion, ...] = module.VERSIONS
     if name is None or not name.strip():
         return known[-1]
-    wanted = module.ALIASES.get(name.strip(), name.strip())
-    for candidate in known:
-        if candidate.name == wanted:
-            return candidate
+    given = name.strip()
+    for wanted in (given, ".".join(given.split(".")[:2])):
+        wanted = module.ALIASES.get(wanted, wanted)
+        for candidate in known:
+            if candidate.name == wanted:
+                return candidate
     raise UnknownVersionError(engine, name, [v.name for v in known] + list(module.ALIASES))
 
 
