@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.arguments import add_input, add_inputs, input_values, read_as
+from app.cli.command import Refused
 from app.model import rules
 from app.model.cost import step_cost
 from app.model.cost.regimes import RooflineSetup
@@ -20,13 +21,14 @@ from app.model.live.rollout import calibrated_interval
 from app.model.live.watch import IntervalReport, Scrape, ScrapeFailed, WatchState, read_scrape, watch_scrapes
 from app.service import decision_inputs, live_inputs, plan, plan_inputs, rollout_inputs
 from app.service.clients import prometheus as prometheus_watch
-from app.service.decision import cost_regime
+from app.service.decision import CostRegime, cost_regime
 from app.service.engines import calibrate_report
 from app.service.fetch import MAX_FETCH_BYTES, FetchError, check_url, fetch_text
 from app.service.inputs import InputError
 from app.service.plan import PlanRequest
 from app.service.plan_inputs import PLAN, WATCH
-from app.service.regimes import SetupError, SetupRequest, build_setup
+from app.service.regimes import BuiltSetup, SetupError, SetupRequest, build_setup
+from app.service.schemas.engines import EngineCalibrationOut
 from app.service.step_fit import StepFitError, fitted_setup, step_fit_out
 
 
@@ -52,51 +54,21 @@ def read_source(source: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def run_calibrate_from(arguments: argparse.Namespace) -> int:
+def calibrate_from(arguments: argparse.Namespace, regime: CostRegime) -> EngineCalibrationOut:
     """`specdec-lab calibrate --from FILE_OR_URL`: any engine's report, detected by format."""
-
-    regime = cost_regime(arguments.regime, arguments.c, beta=arguments.beta, batch=arguments.batch)
-    try:
-        text = read_source(arguments.source)
-        if getattr(arguments, "baseline", None):
-            text = json.dumps({"report": text, "baseline": read_source(arguments.baseline)})
-        report = calibrate_report(
-            text,
-            regime,
-            arguments.k_max,
-            k=arguments.k,
-            label=arguments.label,
-            cycles=arguments.cycles,
-            draft_lengths=_draft_lengths(getattr(arguments, "draft_lengths", None)),
-            engine_version=getattr(arguments, "engine_version", None),
-        ).out
-    except (OSError, ValueError) as error:  # FetchError and CalibrationError are ValueErrors
-        message = error.message if isinstance(error, CalibrationError) else str(error)
-        print(f"specdec-lab calibrate: error: {message}", file=sys.stderr)
-        return 2
-    if arguments.format == "json":
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
-        return 0
-    version = f" {report.engine_version}" if report.engine_version else ""
-    lines = [f"{report.format_description} ({report.engine}{version})"]
-    for item in report.classes if len(report.classes) > 1 else []:
-        lines.append(f"  {report.label_name}={item.label}: {_p_text(item.p, item.p_low, item.p_high)}, k = {item.k}")
-    lines.append(f"p = {_p_text(report.p, report.p_low, report.p_high)} at k = {report.k} ({report.k_source})")
-    departure = report.calibration.departure
-    if departure is not None and departure.p_value is not None:
-        verdict = "consistent with" if departure.consistent_with_iid else "departs from"
-        lines.append(f"per-position acceptance {verdict} i.i.d. (chi-square p-value {departure.p_value:.3g})")
-    best = report.calibration
-    lines.append(f"best k: {best.best_k} ({best.best_speedup:.2f}x) under {best.regime.label}")
-    lines += [f"note: {note}" for note in report.notes]
-    sys.stdout.write("\n".join(lines) + "\n")
-    return 0
-
-
-def _p_text(p: float, low: float | None, high: float | None) -> str:
-    return (
-        f"{p:.4f} [{low:.4f}, {high:.4f}] (95%)" if low is not None and high is not None else f"{p:.4f} (no interval)"
-    )
+    text = read_source(arguments.source)
+    if getattr(arguments, "baseline", None):
+        text = json.dumps({"report": text, "baseline": read_source(arguments.baseline)})
+    return calibrate_report(
+        text,
+        regime,
+        arguments.k_max,
+        k=arguments.k,
+        label=arguments.label,
+        cycles=arguments.cycles,
+        draft_lengths=_draft_lengths(getattr(arguments, "draft_lengths", None)),
+        engine_version=getattr(arguments, "engine_version", None),
+    ).out
 
 
 def add_step_fit_argument(parser: argparse.ArgumentParser) -> None:
@@ -109,21 +81,19 @@ def add_step_fit_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def step_fitted(arguments: argparse.Namespace, built: Any, command: str) -> Any:
-    """The setup with the terms fitted to --step-fit's measured steps (as given without it); None after an error
-    message."""
+def step_fitted(arguments: argparse.Namespace, built: BuiltSetup) -> BuiltSetup:
+    """The setup with the terms fitted to --step-fit's measured steps (as given without it); Refused with the
+    reason where they cannot be read or fitted."""
     if not getattr(arguments, "step_fit", None):
         return built
-
     try:
         return fitted_setup(read_source(arguments.step_fit), built)[1]
     except OSError as error:
-        print(f"specdec-lab {command}: error: --step-fit: {error.strerror}: {arguments.step_fit}", file=sys.stderr)
+        raise Refused(f"--step-fit: {error.strerror}: {arguments.step_fit}") from None
     except StepFitError as error:
-        print(f"specdec-lab {command}: error: --step-fit {arguments.step_fit}: {error}", file=sys.stderr)
+        raise Refused(f"--step-fit {arguments.step_fit}: {error}") from None
     except ValueError as error:  # larger than the cap, or a URL that could not be read
-        print(f"specdec-lab {command}: error: --step-fit: {error}", file=sys.stderr)
-    return None
+        raise Refused(f"--step-fit: {error}") from None
 
 
 def add_commands(
@@ -271,10 +241,10 @@ def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Name
         request = setup_request(arguments)
         assert isinstance(request, SetupRequest)
         built = build_setup(request)
-    except SetupError as error:
+        return step_fitted(arguments, built)
+    except (SetupError, Refused) as error:
         print(f"specdec-lab {name}: error: {error}", file=sys.stderr)
         return None
-    return step_fitted(arguments, built, name)
 
 
 def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ...], str]:

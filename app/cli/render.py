@@ -11,7 +11,9 @@ from app.model import limits
 from app.model.arithmetic import trees
 from app.model.cost import published, step_cost
 from app.service.regimes import off_range_text
+from app.service.schemas.core import Curve, OptimalK, Speedup
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
+from app.service.schemas.engines import EngineCalibrationOut
 from app.service.schemas.regimes import ScheduleOut, SetupOut, TableOut
 
 # ---------------------------------------------------------------------------
@@ -335,3 +337,79 @@ def render_batches(report: dict[str, Any]) -> str:
         lines += [f"  note: {note}" for note in config.get("notes", [])]
     lines += [f"note: {note}" for note in report["notes"]]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# The closed form: speedup, optimal k and the curve
+
+
+def _best_k_text(best_k: int, speedup: float, k_search_max: int, limit_reached: bool) -> str:
+    if best_k == 0:
+        return f"best k: do not speculate (no k in 1..{k_search_max} beats plain decoding)"
+    text = f"best k = {best_k} of 1..{k_search_max}: speedup {speedup:.4f}x"
+    if limit_reached:
+        text += (
+            f"\nlimit reached: best k is k_max = {k_search_max}, the longest draft searched; a longer one may do better"
+        )
+    return text
+
+
+def render_speedup(result: Speedup) -> str:
+    return (
+        f"p = {result.p:g}, k = {result.k}, c = {result.c:g}: {result.expected_tokens:.4f} tokens per cycle, "
+        f"{result.cost_per_cycle:.4f} target passes, speedup {result.speedup:.4f}x"
+    )
+
+
+def render_optimal_k(result: OptimalK) -> str:
+    line = _best_k_text(result.best_k, result.speedup, result.k_search_max, result.limit_reached)
+    return f"p = {result.p:g}, c = {result.c:g}: {line}"
+
+
+def _maybe(value: float | None, digits: int = 4) -> str:
+    return "none" if value is None else f"{value:.{digits}f}"
+
+
+def render_curve(curve: Curve) -> str:
+    lines = [
+        f"p = {curve.p:g} (band {curve.p_low:g} to {curve.p_high:g}), k = {curve.k}, c = {curve.c:g}",
+        f"tokens per cycle {curve.expected_tokens:.4f}, target passes {curve.cost_per_cycle:.4f}, "
+        f"speedup {curve.speedup:.4f}x",
+        _best_k_text(curve.best_k, curve.best_speedup, curve.k_search_max, curve.limit_reached),
+        f"break-even acceptance {_maybe(curve.break_even_acceptance)}, largest draft cost that breaks even "
+        f"{_maybe(curve.max_draft_cost)}, operations x{curve.operations_increase:.4f} at c_ops = {curve.c_ops:g}",
+        "",
+        f"{'k':>3}  {'speedup':>8}  {'low':>8}  {'high':>8}  {'tokens':>8}  {'cost':>8}",
+    ]
+    for point in curve.points:
+        lines.append(
+            f"{point.k:>3}  {point.speedup:>8.4f}  {point.speedup_low:>8.4f}  {point.speedup_high:>8.4f}  "
+            f"{point.expected_tokens:>8.4f}  {point.cost_per_cycle:>8.4f}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# An engine's report calibrated (calibrate --from)
+
+
+def _p_text(p: float, low: float | None, high: float | None) -> str:
+    return (
+        f"{p:.4f} [{low:.4f}, {high:.4f}] (95%)" if low is not None and high is not None else f"{p:.4f} (no interval)"
+    )
+
+
+def render_engine_calibration(report: EngineCalibrationOut) -> str:
+    version = f" {report.engine_version}" if report.engine_version else ""
+    lines = [f"{report.format_description} ({report.engine}{version})"]
+    for item in report.classes if len(report.classes) > 1 else []:
+        lines.append(f"  {report.label_name}={item.label}: {_p_text(item.p, item.p_low, item.p_high)}, k = {item.k}")
+    lines.append(f"p = {_p_text(report.p, report.p_low, report.p_high)} at k = {report.k} ({report.k_source})")
+    departure = report.calibration.departure
+    if departure is not None and departure.p_value is not None:
+        verdict = "consistent with" if departure.consistent_with_iid else "departs from"
+        lines.append(f"per-position acceptance {verdict} i.i.d. (chi-square p-value {departure.p_value:.3g})")
+    best = report.calibration
+    lines.append(f"best k: {best.best_k} ({best.best_speedup:.2f}x) under {best.regime.label}")
+    lines += [f"note: {note}" for note in report.notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,77 @@
+"""A command of `specdec-lab` as one declaration: its name, its options, the service call that answers it and the
+terminal rendering of that answer.  One executor reads the options, calls the service, maps a refusal to an
+exit 2 naming what was refused, and writes the answer as the API's JSON, as CSV or as text."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.service.inputs import InputError
+from app.service.regimes import SetupError
+
+
+class Refused(Exception):
+    """A command's refusal, in the words written after ``error:``."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """``answer`` reads the parsed options and returns the service's report (a pydantic model); ``text`` renders it
+    for a terminal; ``csv``, where given, as CSV.  --format offers json and text, and csv where there is one."""
+
+    name: str
+    help: str
+    options: Callable[[argparse.ArgumentParser], None]
+    answer: Callable[[argparse.Namespace], Any]
+    text: Callable[[argparse.Namespace, Any], str]
+    csv: Callable[[Any], str] | None = None
+    format_help: str = "output format"
+
+
+def refusal(error: Exception) -> str:
+    """What a refusal says: an input by its option, a file by its name, any other by its own words."""
+    if isinstance(error, InputError):
+        return f"--{error.name.replace('_', '-')}: {error.message}"
+    if isinstance(error, OSError) and error.strerror:
+        return f"cannot read {error.filename}: {error.strerror}"
+    return str(error)
+
+
+def execute(command: Command, arguments: argparse.Namespace) -> int:
+    try:
+        report = command.answer(arguments)
+    except (Refused, SetupError, InputError, OSError, ValueError) as error:
+        print(f"specdec-lab {command.name}: error: {refusal(error)}", file=sys.stderr)
+        return 2
+    if arguments.format == "json":
+        written = report.model_dump_json(indent=2)
+    elif arguments.format == "csv" and command.csv is not None:
+        written = command.csv(report)
+    else:
+        written = command.text(arguments, report)
+    sys.stdout.write(written if written.endswith("\n") else written + "\n")
+    return 0
+
+
+def use_color(arguments: argparse.Namespace) -> bool:
+    """--color always or never as given; auto: on a terminal, unless NO_COLOR is set."""
+    if arguments.color != "auto":
+        return bool(arguments.color == "always")
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    command: Command,
+    formatter: type[argparse.HelpFormatter],
+) -> None:
+    parser = subparsers.add_parser(command.name, help=command.help, description=command.help, formatter_class=formatter)
+    command.options(parser)
+    formats = ["text", "csv", "json"] if command.csv is not None else ["text", "json"]
+    parser.add_argument("--format", choices=formats, default="text", help=command.format_help)
+    parser.set_defaults(handler=lambda arguments: execute(command, arguments))
