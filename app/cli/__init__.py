@@ -11,14 +11,22 @@ from app.cli import engines as cli_engines
 from app.cli import measure as cli_measure
 from app.cli import render as cli_render
 from app.cli import rollout as cli_rollout
-from app.cli.arguments import add_input, add_inputs, add_repeated, assignment, input_values
+from app.cli.arguments import (
+    add_color,
+    add_input,
+    add_inputs,
+    add_repeated,
+    add_setup_arguments,
+    add_step_fit_argument,
+    built_setup,
+)
 from app.cli.command import Command, Refused, register, use_color
-from app.cli.engines import add_step_fit_argument, calibrate_from, step_fitted
+from app.cli.engines import calibrate_from
 from app.model import limits
 from app.model.arithmetic import draft_sources, trees
 from app.model.cost.regimes import RegimeName
 from app.model.counters import calibration
-from app.service import core_inputs, decision_inputs, plan_inputs, regime_inputs, regimes, setup_inputs
+from app.service import core_inputs, decision_inputs, plan_inputs, regime_inputs, regimes
 from app.service.core import build_curve, build_optimal_k, build_speedup
 from app.service.decision import (
     CostRegime,
@@ -29,7 +37,7 @@ from app.service.decision import (
 )
 from app.service.engines import calibrate_scrape
 from app.service.inputs import Input
-from app.service.regimes import SetupRequest, build_setup, schedule_csv, schedule_out
+from app.service.regimes import schedule_csv, schedule_out
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 from app.service.schemas.engines import EngineCalibrationOut
 from app.service.schemas.regimes import ScheduleOut, TableOut
@@ -84,44 +92,15 @@ def run_serve(arguments: argparse.Namespace) -> int:
 # table and schedule: cost regimes, batch size and the roofline
 
 
-def _add_setup_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("roofline: presets, formats and serving conditions")
-    add_inputs(group, setup_inputs.SERVING)
-    add_repeated(
-        group,
-        "--set",
-        "FIELD=VALUE",
-        "override one preset field, as in the API: hw_bandwidth_tb_s=4, model_layers=40, draft_total_params_b=3",
-        dest="overrides",
-        type=assignment(setup_inputs.OVERRIDES, "preset field"),
-    )
-
-
-def _add_color(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--color", choices=["auto", "always", "never"], default="auto", help="colour in text output")
-
-
-def _add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
-    """The setup, --format (text, csv or json) and --color, for the commands that write their own output."""
-    _add_setup_arguments(parser)
-    parser.add_argument("--format", choices=["text", "csv", "json"], default="text", help="output format")
-    _add_color(parser)
-
-
-def _setup_request(arguments: argparse.Namespace) -> SetupRequest:
-    """The setup of the options and of each --set (read and bounded by the preset fields' declarations)."""
-    return setup_inputs.request({**input_values(arguments, setup_inputs.SERVING), **dict(arguments.overrides)})
-
-
 def _table_options(parser: argparse.ArgumentParser) -> None:
     # the left-hand table, then the right
     add_inputs(parser, (*regime_inputs.LEFT, *regime_inputs.RIGHT, regime_inputs.C, *regime_inputs.ROWS))
-    _add_setup_arguments(parser)
-    _add_color(parser)
+    add_setup_arguments(parser)
+    add_color(parser)
 
 
 def _table(arguments: argparse.Namespace) -> TableOut:
-    built = regimes.build_setup(_setup_request(arguments))
+    built = built_setup(arguments)
     rows = regimes.p_values_for(arguments.p_min, arguments.p_max, arguments.p_step, regimes.MAX_TABLE_ROWS)
     side_a, side_b = (
         regimes.build_regime(
@@ -144,17 +123,17 @@ def _schedule_options(parser: argparse.ArgumentParser) -> None:
     add_inputs(acceptance, (plan_inputs.RATE, plan_inputs.MEAN_LENGTH, plan_inputs.K, plan_inputs.PROFILE))
     add_input(parser, core_inputs.K_MAX)
     add_input(parser, plan_inputs.BATCH_MAX)
-    _add_setup_arguments(parser)
-    _add_color(parser)
+    add_setup_arguments(parser)
+    add_color(parser)
     add_step_fit_argument(parser)
 
 
 def _schedule(arguments: argparse.Namespace) -> ScheduleOut:
-    built = build_setup(_setup_request(arguments))
+    built = built_setup(arguments)
     acceptance = plan_inputs.measured_acceptance(
         arguments.p, arguments.rate, arguments.mean_length, arguments.k, arguments.profile
     )
-    return schedule_out(acceptance, arguments.k_max, arguments.batch_max, step_fitted(arguments, built))
+    return schedule_out(acceptance, arguments.k_max, arguments.batch_max, built)
 
 
 # ---------------------------------------------------------------------------
@@ -344,11 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
     for declared in COMMANDS:
         register(subparsers, declared, DefaultsFormatter)
 
-    cli_engines.add_commands(subparsers, _add_roofline_arguments, _setup_request)
+    cli_engines.add_commands(subparsers)
 
     cli_measure.add_command(subparsers)
 
-    cli_rollout.add_command(subparsers, _add_roofline_arguments, _setup_request)
+    cli_rollout.add_command(subparsers)
     for command in subparsers.choices.values():  # every --help shows the defaults, whichever module added it
         command.formatter_class = DefaultsFormatter
         for action in command._actions:  # and those of a command's own commands (rollout check, rollout plan)

@@ -4,10 +4,17 @@ the options generated from the inputs declared in app.service (one declaration f
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from app.cli.command import Refused
+from app.service import setup_inputs
+from app.service.fetch import MAX_FETCH_BYTES, fetch_text
 from app.service.inputs import Input, InputError, by_name
+from app.service.regimes import BuiltSetup, SetupRequest, build_setup
+from app.service.step_fit import StepFitError, fitted_setup
 
 
 def bounded(kind: type[float] | type[int], low: float, high: float) -> Callable[[str], float | int]:
@@ -105,3 +112,79 @@ def add_inputs(parser: argparse.ArgumentParser | argparse._ArgumentGroup, inputs
 def input_values(arguments: argparse.Namespace, inputs: Sequence[Input]) -> dict[str, Any]:
     """The values of the inputs' options, by input name."""
     return {item.name: getattr(arguments, item.name) for item in inputs}
+
+
+# ---------------------------------------------------------------------------
+# The setup every roofline command prices, and --step-fit's measured terms
+
+
+def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("roofline: presets, formats and serving conditions")
+    add_inputs(group, setup_inputs.SERVING)
+    add_repeated(
+        group,
+        "--set",
+        "FIELD=VALUE",
+        "override one preset field, as in the API: hw_bandwidth_tb_s=4, model_layers=40, draft_total_params_b=3",
+        dest="overrides",
+        type=assignment(setup_inputs.OVERRIDES, "preset field"),
+    )
+
+
+def add_color(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--color", choices=["auto", "always", "never"], default="auto", help="colour in text output")
+
+
+def add_roofline_arguments(parser: argparse.ArgumentParser) -> None:
+    """The setup, --format (text, csv or json) and --color, for the commands that write their own output."""
+    add_setup_arguments(parser)
+    parser.add_argument("--format", choices=["text", "csv", "json"], default="text", help="output format")
+    add_color(parser)
+
+
+def setup_request(arguments: argparse.Namespace) -> SetupRequest:
+    """The setup of the options and of each --set (read and bounded by the preset fields' declarations)."""
+    return setup_inputs.request({**input_values(arguments, setup_inputs.SERVING), **dict(arguments.overrides)})
+
+
+def read_source(source: str) -> str:
+    """A report from a file, '-' (stdin) or an http(s) URL fetched from this machine (timeout and size cap)."""
+
+    if source.startswith(("http://", "https://")):
+        return fetch_text(source)
+    if source == "-":
+        return sys.stdin.read(MAX_FETCH_BYTES + 1)
+    path = Path(source)
+    if path.stat().st_size > MAX_FETCH_BYTES:
+        raise ValueError(f"{source} is larger than {MAX_FETCH_BYTES:,} bytes")
+    return path.read_text(encoding="utf-8")
+
+
+def add_step_fit_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--step-fit",
+        metavar="FILE",
+        help="measured step times (the step-fit input measure --batch writes, CSV of batch, tokens, ms, or an "
+        "engine's step statistics; - for stdin): the efficiencies and overheads are fitted to them on this setup "
+        "and used in place of the defaults, and the answer says measured, with the fit's out-of-sample error",
+    )
+
+
+def step_fitted(arguments: argparse.Namespace, built: BuiltSetup) -> BuiltSetup:
+    """The setup with the terms fitted to --step-fit's measured steps (as given without it); Refused with the
+    reason where they cannot be read or fitted."""
+    if not getattr(arguments, "step_fit", None):
+        return built
+    try:
+        return fitted_setup(read_source(arguments.step_fit), built)[1]
+    except OSError as error:
+        raise Refused(f"--step-fit: {error.strerror}: {arguments.step_fit}") from None
+    except StepFitError as error:
+        raise Refused(f"--step-fit {arguments.step_fit}: {error}") from None
+    except ValueError as error:  # larger than the cap, or a URL that could not be read
+        raise Refused(f"--step-fit: {error}") from None
+
+
+def built_setup(arguments: argparse.Namespace) -> BuiltSetup:
+    """The setup of the options, with --step-fit's terms where given; SetupError or Refused where it cannot be."""
+    return step_fitted(arguments, build_setup(setup_request(arguments)))

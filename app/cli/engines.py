@@ -5,12 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from app.cli.arguments import add_input, add_inputs, input_values, read_as
+from app.cli.arguments import (
+    add_input,
+    add_inputs,
+    add_roofline_arguments,
+    add_step_fit_argument,
+    built_setup,
+    input_values,
+    read_as,
+    read_source,
+)
 from app.cli.command import Refused
 from app.model import rules
 from app.model.cost import step_cost
@@ -23,13 +30,13 @@ from app.service import decision_inputs, live_inputs, plan, plan_inputs, rollout
 from app.service.clients import prometheus as prometheus_watch
 from app.service.decision import CostRegime, cost_regime
 from app.service.engines import calibrate_report
-from app.service.fetch import MAX_FETCH_BYTES, FetchError, check_url, fetch_text
+from app.service.fetch import FetchError, check_url, fetch_text
 from app.service.inputs import InputError
 from app.service.plan import PlanRequest
 from app.service.plan_inputs import PLAN, WATCH
-from app.service.regimes import BuiltSetup, SetupError, SetupRequest, build_setup
+from app.service.regimes import BuiltSetup, SetupError
 from app.service.schemas.engines import EngineCalibrationOut
-from app.service.step_fit import StepFitError, fitted_setup, step_fit_out
+from app.service.step_fit import StepFitError, step_fit_out
 
 
 def _draft_lengths(text: str | None) -> tuple[int, ...]:
@@ -39,19 +46,6 @@ def _draft_lengths(text: str | None) -> tuple[int, ...]:
     if any(not 1 <= length <= 64 for length in lengths):
         raise ValueError(f"--draft-lengths: each must be 1 to 64; got {text!r}")
     return lengths
-
-
-def read_source(source: str) -> str:
-    """A report from a file, '-' (stdin) or an http(s) URL fetched from this machine (timeout and size cap)."""
-
-    if source.startswith(("http://", "https://")):
-        return fetch_text(source)
-    if source == "-":
-        return sys.stdin.read(MAX_FETCH_BYTES + 1)
-    path = Path(source)
-    if path.stat().st_size > MAX_FETCH_BYTES:
-        raise ValueError(f"{source} is larger than {MAX_FETCH_BYTES:,} bytes")
-    return path.read_text(encoding="utf-8")
 
 
 def calibrate_from(arguments: argparse.Namespace, regime: CostRegime) -> EngineCalibrationOut:
@@ -71,36 +65,7 @@ def calibrate_from(arguments: argparse.Namespace, regime: CostRegime) -> EngineC
     ).out
 
 
-def add_step_fit_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--step-fit",
-        metavar="FILE",
-        help="measured step times (the step-fit input measure --batch writes, CSV of batch, tokens, ms, or an "
-        "engine's step statistics; - for stdin): the efficiencies and overheads are fitted to them on this setup "
-        "and used in place of the defaults, and the answer says measured, with the fit's out-of-sample error",
-    )
-
-
-def step_fitted(arguments: argparse.Namespace, built: BuiltSetup) -> BuiltSetup:
-    """The setup with the terms fitted to --step-fit's measured steps (as given without it); Refused with the
-    reason where they cannot be read or fitted."""
-    if not getattr(arguments, "step_fit", None):
-        return built
-    try:
-        return fitted_setup(read_source(arguments.step_fit), built)[1]
-    except OSError as error:
-        raise Refused(f"--step-fit: {error.strerror}: {arguments.step_fit}") from None
-    except StepFitError as error:
-        raise Refused(f"--step-fit {arguments.step_fit}: {error}") from None
-    except ValueError as error:  # larger than the cap, or a URL that could not be read
-        raise Refused(f"--step-fit: {error}") from None
-
-
-def add_commands(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-    add_roofline_arguments: Callable[[argparse.ArgumentParser], None],
-    setup_request: Callable[[argparse.Namespace], object],
-) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register config, step-fit and watch; they take the same setup arguments as `schedule`."""
     config = subparsers.add_parser(
         "config", help="the schedule on your setup as vLLM, SGLang, TensorRT-LLM or llama.cpp take it"
@@ -108,13 +73,13 @@ def add_commands(
     _add_plan_arguments(config)
     add_roofline_arguments(config)
     add_step_fit_argument(config)
-    config.set_defaults(handler=lambda arguments: run_config(arguments, setup_request))
+    config.set_defaults(handler=run_config)
 
     fit = subparsers.add_parser("step-fit", help="fit efficiencies and overhead to measured step times")
     fit.add_argument("source", metavar="FILE", help="CSV (batch,tokens,ms), vLLM dynamic config JSON or SGLang JSONL")
     add_inputs(fit, decision_inputs.STEP_FIT)
     add_roofline_arguments(fit)
-    fit.set_defaults(handler=lambda arguments: run_step_fit(arguments, setup_request))
+    fit.set_defaults(handler=run_step_fit)
 
     watch = subparsers.add_parser("watch", help="poll a live vLLM /metrics and say when speculation stops paying")
     watch.add_argument("url", nargs="?", help="http(s) URL of the server's /metrics (or give --prometheus)")
@@ -141,7 +106,7 @@ def add_commands(
     watch.add_argument("--label-value", help="watch only this value of --label")
     add_input(watch, live_inputs.SERVE_PORT)
     add_roofline_arguments(watch)
-    watch.set_defaults(handler=lambda arguments: run_watch(arguments, setup_request))
+    watch.set_defaults(handler=run_watch)
 
     for name, help_text in (
         ("rules", "Prometheus recording and alerting rules for your setup and schedule (YAML)"),
@@ -151,7 +116,7 @@ def add_commands(
         _add_rules_arguments(command)
         add_roofline_arguments(command)
         add_step_fit_argument(command)
-        command.set_defaults(handler=lambda arguments: run_rules(arguments, setup_request))
+        command.set_defaults(handler=run_rules)
 
 
 def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
@@ -195,11 +160,11 @@ def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[PlanRequest
     return None
 
 
-def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+def run_rules(arguments: argparse.Namespace) -> int:
     """`specdec-lab rules` (YAML, or JSON as the API with --format json) and `specdec-lab dashboard` (JSON)."""
 
     name = arguments.command
-    built = _built(arguments, setup_request, name)
+    built = _built(arguments, name)
     if built is None:
         return 2
     if arguments.format == "csv":
@@ -235,13 +200,10 @@ def run_rules(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     return 0
 
 
-def _built(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object], name: str) -> Any:
-
+def _built(arguments: argparse.Namespace, name: str) -> BuiltSetup | None:
+    """The setup of the options (and --step-fit's terms); None after writing why it cannot be built."""
     try:
-        request = setup_request(arguments)
-        assert isinstance(request, SetupRequest)
-        built = build_setup(request)
-        return step_fitted(arguments, built)
+        return built_setup(arguments)
     except (SetupError, Refused) as error:
         print(f"specdec-lab {name}: error: {error}", file=sys.stderr)
         return None
@@ -256,9 +218,9 @@ def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ..
     return report.p, profile, where + (f", profile measured up to k = {len(profile)}" if profile else "")
 
 
-def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+def run_config(arguments: argparse.Namespace) -> int:
 
-    built = _built(arguments, setup_request, "config")
+    built = _built(arguments, "config")
     if built is None:
         return 2
     planned = _plan_request(arguments, "config")
@@ -285,9 +247,9 @@ def run_config(arguments: argparse.Namespace, setup_request: Callable[[argparse.
     return 0
 
 
-def run_step_fit(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+def run_step_fit(arguments: argparse.Namespace) -> int:
 
-    built = _built(arguments, setup_request, "step-fit")
+    built = _built(arguments, "step-fit")
     if built is None:
         return 2
     try:
@@ -363,7 +325,7 @@ def _gauges(arguments: argparse.Namespace) -> _Gauges | None:
     return gauges
 
 
-def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+def run_watch(arguments: argparse.Namespace) -> int:
 
     if arguments.prometheus is not None and arguments.url is not None:
         print("specdec-lab watch: error: give a /metrics URL or --prometheus URL, not both", file=sys.stderr)
@@ -381,7 +343,7 @@ def run_watch(arguments: argparse.Namespace, setup_request: Callable[[argparse.N
     except FetchError as error:
         print(f"specdec-lab watch: error: {error}", file=sys.stderr)
         return 2
-    built = _built(arguments, setup_request, "watch")
+    built = _built(arguments, "watch")
     if built is None:
         return 2
     gauges = None

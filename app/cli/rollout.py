@@ -11,23 +11,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 
-from app.cli.arguments import add_input
+from app.cli.arguments import add_input, add_roofline_arguments, setup_request
 from app.model.counters.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines import UnknownVersionError
 from app.model.live import rollout
 from app.service import plan_inputs, rollout_inputs, rollout_plan
 from app.service.clients import rollout as rollout_client
 from app.service.clients.prometheus import Prometheus, PrometheusError
-from app.service.regimes import SetupError, SetupRequest, build_setup
+from app.service.regimes import SetupError, build_setup
 
 
-def add_command(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-    add_roofline_arguments: Callable[[argparse.ArgumentParser], None],
-    setup_request: Callable[[argparse.Namespace], object],
-) -> None:
+def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "rollout", help="roll speculation out per class: a canary check over Prometheus", description=__doc__
     )
@@ -88,7 +83,7 @@ def add_command(
     _add_engine(planned, "with --prometheus: the engine")
     planned.add_argument("--timeout", type=float, default=10.0, help="seconds each query may take")
     add_roofline_arguments(planned)
-    planned.set_defaults(handler=lambda arguments: run_plan(arguments, setup_request))
+    planned.set_defaults(handler=run_plan)
 
 
 def _add_engine(parser: argparse.ArgumentParser, help: str) -> None:
@@ -142,16 +137,14 @@ def run_check(arguments: argparse.Namespace) -> int:
     return code
 
 
-def run_plan(arguments: argparse.Namespace, setup_request: Callable[[argparse.Namespace], object]) -> int:
+def run_plan(arguments: argparse.Namespace) -> int:
 
     as_json = arguments.format == "json"
     try:
         if arguments.engine_version and not arguments.engine:
             raise rollout.RolloutInputError("--engine-version", "needs --engine")
         rollout.class_label("--label", arguments.label)
-        request = setup_request(arguments)
-        assert isinstance(request, SetupRequest)
-        built = build_setup(request)
+        built = build_setup(setup_request(arguments))
         if arguments.prometheus is not None:
             interval = rollout.duration(
                 "--interval", arguments.interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S
