@@ -1,4 +1,4 @@
-"""Response models made from the model's records: every field of the dataclass with its type and default, renamed,
+"""Response models declared on the model's records: every field of the dataclass with its type and default, renamed,
 left out or added only where said."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from pydantic import Field, ValidationError
 
 from app.model.live.rollout import AcceptanceCheck
-from app.service.schemas.fill import record_model
+from app.service.schemas.fill import RecordOut
 from app.service.schemas.rollout import AcceptanceCheckOut
 
 
@@ -22,18 +22,21 @@ class _Estimate:
 
 
 def test_a_records_fields_become_the_models_with_their_types_defaults_and_descriptions() -> None:
-    model = record_model(
-        _Estimate,
-        "EstimateOut",
-        {"point": "The estimate.", "size": "How many."},
+    class EstimateOut(
+        RecordOut,
+        record=_Estimate,
+        descriptions={"point": "The estimate."},
         renames={"value": "point"},
         omit=("internal",),
-        extra={"size": (int, Field(description="How many."))},
-    )
+    ):
+        size: int = Field(description="How many.")
+
+    model = EstimateOut
     fields = model.model_fields
     assert list(fields) == ["point", "low", "level", "size"]
     assert fields["point"].description == "The estimate." and fields["point"].is_required()
     assert fields["level"].default == 0.95 and not fields["level"].is_required()
+    assert fields["size"].description == "How many."
     assert model.model_validate({"point": None, "low": 0.5, "size": 3}).model_dump() == {
         "point": None,
         "low": 0.5,
@@ -46,9 +49,14 @@ def test_a_records_fields_become_the_models_with_their_types_defaults_and_descri
 
 def test_a_description_rename_or_omission_of_no_field_is_refused() -> None:
     with pytest.raises(ValueError, match="descriptions of no field: value"):
-        record_model(_Estimate, "EstimateOut", {"value": "renamed away"}, renames={"value": "point"})
+
+        class Renamed(RecordOut, record=_Estimate, descriptions={"value": "renamed away"}, renames={"value": "point"}):
+            pass
+
     with pytest.raises(ValueError, match="renames or omits no field of _Estimate: spread"):
-        record_model(_Estimate, "EstimateOut", {}, omit=("spread",))
+
+        class Omitted(RecordOut, record=_Estimate, omit=("spread",)):
+            pass
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,10 @@ class _Listed:
 
 
 def test_a_field_made_by_a_factory_keeps_it_as_its_default() -> None:
-    model = record_model(_Listed, "ListedOut", {})
+    class ListedOut(RecordOut, record=_Listed):
+        pass
+
+    model = ListedOut
     assert not model.model_fields["notes"].is_required()
     assert model.model_validate({"items": [1, 2]}).model_dump() == {"items": (1, 2), "notes": []}
 

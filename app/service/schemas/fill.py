@@ -1,4 +1,4 @@
-"""Build response models from the model's records: a model made from a frozen dataclass (``record_model``), and a
+"""Build response models from the model's records: a model declared on a frozen dataclass (``RecordOut``), and a
 model filled from result objects whose attributes carry its field names (``filled``)."""
 
 import dataclasses
@@ -6,47 +6,73 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field
+from pydantic._internal._model_construction import ModelMetaclass
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def record_model(
+def record_fields(
     record: type,
-    /,
     name: str,
     descriptions: Mapping[str, str],
-    *,
-    renames: Mapping[str, str] | None = None,
-    omit: Sequence[str] = (),
-    extra: Mapping[str, tuple[Any, Any]] | None = None,
-) -> type[BaseModel]:
-    """The response model of a frozen dataclass: each of its fields with its type, its default and its description
-    from ``descriptions`` (keyed by the name the response uses); ``renames`` gives a field another name in the
-    response, ``omit`` leaves fields out, and ``extra`` adds derived fields as (type, Field(...))."""
+    renames: Mapping[str, str],
+    omit: Sequence[str],
+    own: Sequence[str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The annotations and Field()s of a frozen dataclass's fields, as a response names them: each with its type,
+    its default and its description from ``descriptions`` (keyed by the response's name); ``renames`` gives a field
+    another name, ``omit`` leaves fields out; ``own`` are the fields the response declares itself."""
     hints = typing.get_type_hints(record)
-    renamed = dict(renames or {})
-    strays = (set(renamed) | set(omit)) - {item.name for item in dataclasses.fields(record)}
+    strays = (set(renames) | set(omit)) - {item.name for item in dataclasses.fields(record)}
     if strays:
         raise ValueError(f"{name}: renames or omits no field of {record.__name__}: {', '.join(sorted(strays))}")
-    fields: dict[str, Any] = {}
+    annotations: dict[str, Any] = {}
+    values: dict[str, Any] = {}
     for item in dataclasses.fields(record):
         if item.name in omit:
             continue
-        shown = renamed.get(item.name, item.name)
-        described = descriptions.get(shown)
+        shown = renames.get(item.name, item.name)
+        annotations[shown] = hints[item.name]
         if item.default_factory is not dataclasses.MISSING:
-            fields[shown] = (hints[item.name], Field(default_factory=item.default_factory, description=described))
+            values[shown] = Field(default_factory=item.default_factory, description=descriptions.get(shown))
             continue
         default: Any = item.default if item.default is not dataclasses.MISSING else ...
-        fields[shown] = (hints[item.name], Field(default, description=described))
-    unknown = set(descriptions) - set(fields) - set(extra or {})
+        values[shown] = Field(default, description=descriptions.get(shown))
+    unknown = set(descriptions) - set(annotations) - set(own)
     if unknown:
         raise ValueError(f"{name}: descriptions of no field: {', '.join(sorted(unknown))}")
-    fields.update(extra or {})
-    build: Any = create_model  # its typed overloads do not take fields given as a mapping
-    model: type[BaseModel] = build(name, **fields)
-    return model
+    return annotations, values
+
+
+class _RecordMeta(ModelMetaclass):
+    def __new__(
+        mcs,
+        cls_name: str,
+        bases: tuple[type[Any], ...],
+        namespace: dict[str, Any],
+        record: type | None = None,
+        descriptions: Mapping[str, str] | None = None,
+        renames: Mapping[str, str] | None = None,
+        omit: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> type:
+        if record is not None:
+            own = dict(namespace.get("__annotations__", {}))
+            annotations, values = record_fields(record, cls_name, descriptions or {}, renames or {}, omit, list(own))
+            namespace = {**namespace, **{name: value for name, value in values.items() if name not in own}}
+            namespace["__annotations__"] = {**annotations, **own}
+        made: type = super().__new__(mcs, cls_name, bases, namespace, **kwargs)
+        return made
+
+
+class RecordOut(BaseModel, metaclass=_RecordMeta):
+    """A response model on one of the model's frozen dataclasses: ``class XOut(RecordOut, record=X, descriptions=
+    {...}, renames={...}, omit=(...))`` has every field of X with its type and default (and the description given
+    by the response's name), and the fields its body declares (derived ones) after them."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:  # the keywords are the metaclass's
+        super().__init_subclass__()
 
 
 def filled(model: type[M], /, *sources: object, **given: Any) -> M:

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.model.live.rollout import AcceptanceCheck, SpeedupEstimate
-from app.service.schemas.fill import record_model
+from app.service.schemas.fill import RecordOut
 
 # ---------------------------------------------------------------------------
 # POST /api/v1/rollout/plan
@@ -79,34 +79,26 @@ class RolloutPlanOut(BaseModel):
 # POST /api/v1/rollout/check
 
 
-SpeedupCheckOut = record_model(
-    SpeedupEstimate,
-    "SpeedupCheckOut",
-    {
+class SpeedupCheckOut(
+    RecordOut,
+    record=SpeedupEstimate,
+    descriptions={
         "point": "The canary's speedup over control: the intervals' geometric mean.",
         "level": "The interval's confidence level.",
-        "intervals": "Intervals with tokens decoded on both sides.",
         "ratios": "Control's per-token time over the canary's, interval by interval.",
     },
     renames={"speedup": "point"},
     omit=("log_mean", "log_sd"),
-    extra={"intervals": (int, Field(description="Intervals with tokens decoded on both sides."))},
-)
+):
+    intervals: int = Field(description="Intervals with tokens decoded on both sides.")
 
-AcceptanceCheckOut = record_model(
-    AcceptanceCheck,
-    "AcceptanceCheckOut",
-    {"status": "holds, fell, rose, unknown or not speculating."},
-    extra={
-        "counts": (
-            dict[str, Any] | None,
-            Field(
-                default=None,
-                description="The canary's counts over each half of the window (drafts, tokens, per position).",
-            ),
-        )
-    },
-)
+
+class AcceptanceCheckOut(
+    RecordOut, record=AcceptanceCheck, descriptions={"status": "holds, fell, rose, unknown or not speculating."}
+):
+    counts: dict[str, Any] | None = Field(
+        default=None, description="The canary's counts over each half of the window (drafts, tokens, per position)."
+    )
 
 
 class CheckClassOut(BaseModel):
@@ -118,8 +110,8 @@ class CheckClassOut(BaseModel):
     notes: list[str]
     more_intervals: int | None = Field(description="Intervals more that would let a held verdict be decided.")
     more_seconds: float | None
-    speedup: SpeedupCheckOut  # type: ignore[valid-type]  # made from the model's record (record_model)
-    acceptance: AcceptanceCheckOut  # type: ignore[valid-type]
+    speedup: SpeedupCheckOut
+    acceptance: AcceptanceCheckOut
     intervals: list[dict[str, float | None]] = Field(description="Per interval: both sides' seconds and tokens.")
 
 
