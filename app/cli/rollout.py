@@ -160,13 +160,13 @@ def run_plan(arguments: argparse.Namespace) -> int:
             engine, version, classes = rollout_plan.from_scrape(text, arguments.label)
             asked = []
         report = rollout_plan.plan_classes(engine, version, classes, built, arguments.label, arguments.k_max)
-        report["queries"] = asked
+        report.queries = asked
     except rollout.RolloutInputError as error:
         return _refuse(str(error), as_json)
     except (PrometheusError, UnknownVersionError, SetupError, CalibrationError, OSError) as error:
         return _refuse(str(error), as_json)
     if as_json:
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        sys.stdout.write(report.model_dump_json(indent=2, by_alias=True) + "\n")
     else:
         sys.stdout.write(rollout_plan.described(report) + "\n")
     return 0

@@ -29,6 +29,15 @@ from app.service import plan
 from app.service.clients import spec_counts
 from app.service.clients.prometheus import Prometheus, PrometheusError, detect, labels_of, number
 from app.service.regimes import BuiltSetup
+from app.service.schemas.rollout import (
+    BatchesOut,
+    GainOut,
+    MeasuredAcceptanceOut,
+    PlanClassOut,
+    PlannedConfigOut,
+    PlannedScheduleOut,
+    RolloutPlanOut,
+)
 
 QUERIES = 8
 MAX_CLASSES = 32
@@ -195,25 +204,15 @@ def plan_classes(
     built: BuiltSetup,
     label: str,
     k_max: int,
-) -> dict[str, Any]:
+) -> RolloutPlanOut:
     """Per class: acceptance, batches, schedule, gain, verdict and config; in rollout order."""
     accuracy = published.shipped_accuracy()
     error = accuracy.median_error or 0.0
-    rows = []
+    rows: list[tuple[tuple[int, float], PlanClassOut]] = []
     for measured in classes:
-        row: dict[str, Any] = {
-            "class": measured.name,
-            "intervals": list(measured.intervals),  # every interval's counts as read, None where none read cleanly
-            "contradicting_intervals": measured.contradicting,
-            "batches": {
-                "samples": measured.batches.samples,
-                "histogram": {str(b): n for b, n in measured.batches.counts.items()},
-                "quantiles": measured.batches.quantiles(),
-            },
-        }
         m = measured.measurement
         found = rollout.acceptance_or_why(m) if m is not None else measured.unread or None
-        gain = None
+        gain = acceptance = schedule = config = None
         if m is None or isinstance(found, str) or found is None:
             drafts = (m.cycles or 0.0) if m is not None else 0.0
             verdict = (  # counts seen and not read say why
@@ -221,7 +220,6 @@ def plan_classes(
                 if isinstance(found, str)
                 else rollout_plan.judge(None, drafts, m is not None)
             )
-            row |= {"acceptance": None, "drafts": m.cycles if m is not None else 0.0, "schedule": None, "config": None}
         else:
             p, low, high, k = found
             profile = _profile(m)
@@ -233,69 +231,73 @@ def plan_classes(
                 decision.best_k, decision.best_speedup, built.setup, measured.batches, low, high, error
             )
             verdict = rollout_plan.judge(gain, m.cycles or 0.0, True)
-            config = made.config_out()
-            row |= {
-                "acceptance": {"p": p, "low": low, "high": high, "k": k, "profile": list(profile)},
-                "drafts": m.cycles,
-                "schedule": {
-                    "best_k": decision.best_k,
-                    "off_from_batch": decision.off_from_batch,
-                    "headline": decision.headline,
-                },
-                "config": {"text": config.text, "flags": config.flags, "config": config.config}
-                if verdict.verdict == rollout_plan.TURN_ON
-                else None,
-            }
-        row |= {
-            "verdict": verdict.verdict,
-            "reason": verdict.reason,
-            "gain": None
+            acceptance = MeasuredAcceptanceOut(p=p, low=low, high=high, k=k, profile=list(profile))
+            schedule = PlannedScheduleOut(
+                best_k=list(decision.best_k), off_from_batch=decision.off_from_batch, headline=decision.headline
+            )
+            if verdict.verdict == rollout_plan.TURN_ON:
+                made_config = made.config_out()
+                config = PlannedConfigOut(text=made_config.text, flags=made_config.flags, config=made_config.config)
+        row = PlanClassOut(
+            class_=measured.name,
+            intervals=list(measured.intervals),  # every interval's counts as read, None where none read cleanly
+            contradicting_intervals=measured.contradicting,
+            batches=BatchesOut(
+                samples=measured.batches.samples,
+                histogram={str(b): n for b, n in measured.batches.counts.items()},
+                quantiles=measured.batches.quantiles(),
+            ),
+            acceptance=acceptance,
+            drafts=m.cycles if m is not None else 0.0,
+            schedule=schedule,
+            config=config,
+            verdict=verdict.verdict,
+            reason=verdict.reason,
+            gain=None
             if gain is None
-            else {
-                "point": gain.point,
-                "at_p_low": gain.at_low,
-                "at_p_high": gain.at_high,
-                "low": gain.low,
-                "high": gain.high,
-                "model_error": gain.model_error,
-            },
-            "_key": rollout_plan.order_key(verdict.verdict, gain),
-        }
-        rows.append(row)
-    rows.sort(key=lambda row: row.pop("_key"))
-    return {
-        "engine": engine,
-        "engine_version": version,
-        "label": label,
-        "setup": rules.setup_text(built.setup),
-        "cost_model": accuracy.sentence,
-        "classes": rows,
-    }
+            else GainOut(
+                point=gain.point,
+                at_p_low=gain.at_low,
+                at_p_high=gain.at_high,
+                low=gain.low,
+                high=gain.high,
+                model_error=gain.model_error,
+            ),
+        )
+        rows.append((rollout_plan.order_key(verdict.verdict, gain), row))
+    return RolloutPlanOut(
+        engine=engine,
+        engine_version=version,
+        label=label,
+        setup=rules.setup_text(built.setup),
+        cost_model=accuracy.sentence,
+        classes=[row for _key, row in sorted(rows, key=lambda item: item[0])],
+    )
 
 
-def acceptance_seen(row: dict[str, Any], number: Callable[[float], str]) -> str:
+def acceptance_seen(row: PlanClassOut, number: Callable[[float], str]) -> str:
     """A planned class's measured acceptance with its interval, each written by ``number``, or "not measured"."""
-    acceptance = row["acceptance"]
-    if not acceptance:
+    acceptance = row.acceptance
+    if acceptance is None:
         return "not measured"
-    return f"{number(acceptance['p'])} [{number(acceptance['low'])}, {number(acceptance['high'])}]"
+    return f"{number(acceptance.p)} [{number(acceptance.low)}, {number(acceptance.high)}]"
 
 
-def batches_seen(row: dict[str, Any]) -> str:
+def batches_seen(row: PlanClassOut) -> str:
     """A planned class's batch quantiles as "p50 8, p90 32", or "none seen"."""
-    return ", ".join(f"{key} {value}" for key, value in row["batches"]["quantiles"].items()) or "none seen"
+    return ", ".join(f"{key} {value}" for key, value in row.batches.quantiles.items()) or "none seen"
 
 
-def described(report: dict[str, Any]) -> str:
+def described(report: RolloutPlanOut) -> str:
     lines = [
-        f"rollout plan for {report['engine']} {report['engine_version']} per {report['label']} on {report['setup']}",
-        f"cost model: {report['cost_model']}",
+        f"rollout plan for {report.engine} {report.engine_version} per {report.label} on {report.setup}",
+        f"cost model: {report.cost_model}",
     ]
-    for index, row in enumerate(report["classes"], start=1):
-        name = row["class"] or "(no class label)"
+    for index, row in enumerate(report.classes, start=1):
+        name = row.class_ or "(no class label)"
         seen = acceptance_seen(row, lambda value: f"{value:.3f}")
-        lines.append(f"{index}. {report['label']}={name}: {row['verdict']}: {row['reason']}")
-        lines.append(f"   p {seen}, {row['drafts']:,.0f} drafts; batches {batches_seen(row)}")
-        if row["config"]:
-            lines.append(f"   config: {' '.join(row['config']['flags']) or row['config']['text']}")
+        lines.append(f"{index}. {report.label}={name}: {row.verdict}: {row.reason}")
+        lines.append(f"   p {seen}, {row.drafts or 0.0:,.0f} drafts; batches {batches_seen(row)}")
+        if row.config is not None:
+            lines.append(f"   config: {' '.join(row.config.flags) or row.config.text}")
     return "\n".join(lines)

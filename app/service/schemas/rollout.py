@@ -73,6 +73,9 @@ class RolloutPlanOut(BaseModel):
     setup: str = Field(description="The setup the schedule was decided on, in words.")
     cost_model: str = Field(description="Where the cost model's figures come from and how far off they are.")
     classes: list[PlanClassOut] = Field(description="One per class, the surest gains first.")
+    queries: list[str] = Field(
+        default_factory=list, description="Every PromQL query asked of Prometheus (none for a pasted scrape)."
+    )
 
 
 # ---------------------------------------------------------------------------

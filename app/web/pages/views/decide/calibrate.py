@@ -380,13 +380,13 @@ def rollout_table(reading: Reading, built: BuiltSetup) -> dict[str, Any]:
     except (CalibrationError, ValueError):
         return {"columns": ROLLOUT_COLUMNS, "rows": []}
     rows = []
-    for row in planned["classes"]:
+    for row in planned.classes:
         seen = rollout_plan.acceptance_seen(row, lambda value: fixed(value, 3))
         batches = rollout_plan.batches_seen(row)
-        gain = row["gain"]
-        shown = f"{gain['point']:.2f}× [{gain['low']:.2f}, {gain['high']:.2f}]" if gain else "–"
-        config = " ".join(row["config"]["flags"]) if row["config"] else "–"
-        made = cells(row["class"] or "(none)", seen, batches, row["verdict"], shown, config, header=True)
+        gain = row.gain
+        shown = f"{gain.point:.2f}× [{gain.low:.2f}, {gain.high:.2f}]" if gain else "–"
+        config = " ".join(row.config.flags) if row.config else "–"
+        made = cells(row.class_ or "(none)", seen, batches, row.verdict, shown, config, header=True)
         made["cells"][-1]["class"] = "config"  # flags read left to right, in the font they are typed in
         rows.append(made)
     return {"columns": ROLLOUT_COLUMNS, "rows": rows}
