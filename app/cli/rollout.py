@@ -130,11 +130,10 @@ def run_check(arguments: argparse.Namespace) -> int:
     except (PrometheusError, UnknownVersionError) as error:
         return _refuse(str(error), as_json)
     if as_json:
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        sys.stdout.write(report.model_dump_json(indent=2, by_alias=True) + "\n")
     else:
         sys.stdout.write(rollout_client.described(report) + "\n")
-    code: int = report["exit_code"]
-    return code
+    return report.exit_code
 
 
 def run_plan(arguments: argparse.Namespace) -> int:

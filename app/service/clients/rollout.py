@@ -13,7 +13,7 @@ counts drafts for; and the canary's spec-decode counters read at every interval'
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,6 +23,13 @@ from app.model.engines.reports import EngineFormatError, Measurement
 from app.model.live import rollout
 from app.service.clients import spec_counts
 from app.service.clients.prometheus import Prometheus, PrometheusError, labels_of, range_series
+from app.service.schemas.rollout import (
+    AcceptanceCheckOut,
+    CheckClassOut,
+    DecodeTimeOut,
+    RolloutCheckOut,
+    SpeedupCheckOut,
+)
 
 QUERIES = 12
 MAX_CLASSES = 32
@@ -158,7 +165,7 @@ def check(
     prometheus: Prometheus,
     request: CheckRequest,
     clock: Callable[[], float] = time.time,
-) -> dict[str, Any]:
+) -> RolloutCheckOut:
     """The canary check's report: per class the per-interval decode times of both sides, the speedup with its
     interval, the canary's acceptance against its calibrated interval and the verdict; the overall verdict and its
     exit code; every query asked."""
@@ -211,7 +218,7 @@ def check(
                     stretches[key][name] = spec_counts.measurement(engine, metrics, counts, start, stop)
                 except EngineFormatError as error:
                     stretches[key][name] = f"the canary's counts are not read: {error.message}"
-    per_class: list[dict[str, Any]] = []
+    per_class: list[CheckClassOut] = []
     for key in classes:
         rows = []
         control_times, canary_times = [], []
@@ -249,51 +256,55 @@ def check(
             acceptance = rollout.AcceptanceCheck("unknown", message=f"acceptance not judged: {why}")
         verdict = rollout.verdict(estimate, acceptance, step, key in speculating)
         per_class.append(
-            {
-                "class": key,
-                "verdict": verdict.status,
-                "reason": verdict.reason,
-                "notes": list(verdict.notes),
-                "more_intervals": verdict.more_intervals,
-                "more_seconds": verdict.more_seconds,
-                "speedup": {
-                    "point": estimate.speedup,
-                    "low": estimate.low,
-                    "high": estimate.high,
-                    "level": estimate.level,
-                    "intervals": estimate.intervals,
-                    "ratios": list(estimate.ratios),
-                },
-                "acceptance": {**asdict(acceptance), "counts": _measured([first, second])},
-                "intervals": rows,
-            }
+            CheckClassOut(
+                class_=key,
+                verdict=verdict.status,
+                reason=verdict.reason,
+                notes=list(verdict.notes),
+                more_intervals=verdict.more_intervals,
+                more_seconds=verdict.more_seconds,
+                speedup=SpeedupCheckOut.model_validate(
+                    {
+                        "point": estimate.speedup,
+                        "low": estimate.low,
+                        "high": estimate.high,
+                        "level": estimate.level,
+                        "intervals": estimate.intervals,
+                        "ratios": list(estimate.ratios),
+                    }
+                ),
+                acceptance=AcceptanceCheckOut.model_validate(
+                    {**asdict(acceptance), "counts": _measured([first, second])}
+                ),
+                intervals=rows,
+            )
         )
-    status = rollout.overall([item["verdict"] for item in per_class])
-    return {
-        "verdict": status,
-        "exit_code": rollout.EXIT_CODES[status],
-        "prometheus": prometheus.url,
-        "engine": engine,
-        "engine_version": version.name,
-        "label": label,
-        "canary": request.canary,
-        "control": request.control,
-        "window_s": request.window_s,
-        "interval_s": step,
-        "end": end,
-        "decode_time": {
-            "seconds": series.seconds,
-            "tokens": series.tokens,
-            "first_tokens": series.first_tokens or None,
-            "per_request": series.per_request,
-            "what": series.note,
-            "sources": series.cite(),
-        },
-        "replicas": {"canary": canary_series, "control": control_series},
-        "readings": {"times": times, **readings},
-        "classes": per_class,
-        "queries": reader.asked,
-    }
+    status = rollout.overall([item.verdict for item in per_class])
+    return RolloutCheckOut(
+        verdict=status,
+        exit_code=rollout.EXIT_CODES[status],
+        prometheus=prometheus.url,
+        engine=engine,
+        engine_version=version.name,
+        label=label,
+        canary=request.canary,
+        control=request.control,
+        window_s=request.window_s,
+        interval_s=step,
+        end=end,
+        decode_time=DecodeTimeOut(
+            seconds=series.seconds,
+            tokens=series.tokens,
+            first_tokens=series.first_tokens or None,
+            per_request=series.per_request,
+            what=series.note,
+            sources=series.cite(),
+        ),
+        replicas={"canary": canary_series, "control": control_series},
+        readings={"times": times, **readings},
+        classes=per_class,
+        queries=reader.asked,
+    )
 
 
 def _counts(found: Measurement | str | None) -> Measurement | None:
@@ -301,17 +312,17 @@ def _counts(found: Measurement | str | None) -> Measurement | None:
     return found if isinstance(found, Measurement) else None
 
 
-def described(report: Mapping[str, Any]) -> str:
+def described(report: RolloutCheckOut) -> str:
     """The report in words: one line per class, then the verdict."""
+    decode = report.decode_time
     lines = [
-        f"canary {report['canary']} against control {report['control']} per {report['label']}, "
-        f"{report['window_s']:g} s in {report['interval_s']:g} s intervals; per-token decode time from "
-        f"{report['decode_time']['seconds']} over {report['decode_time']['tokens']}"
-        + (f" less {report['decode_time']['first_tokens']}" if report["decode_time"]["first_tokens"] else "")
+        f"canary {report.canary} against control {report.control} per {report.label}, "
+        f"{report.window_s:g} s in {report.interval_s:g} s intervals; per-token decode time from "
+        f"{decode.seconds} over {decode.tokens}" + (f" less {decode.first_tokens}" if decode.first_tokens else "")
     ]
-    for item in report["classes"]:
-        name = item["class"] or "(no class label)"
-        lines.append(f"{report['label']}={name}: {item['verdict']}: {item['reason']}")
-        lines += [f"  note: {note}" for note in item["notes"]]
-    lines.append(f"verdict: {report['verdict']} (exit {report['exit_code']})")
+    for item in report.classes:
+        name = item.class_ or "(no class label)"
+        lines.append(f"{report.label}={name}: {item.verdict}: {item.reason}")
+        lines += [f"  note: {note}" for note in item.notes]
+    lines.append(f"verdict: {report.verdict} (exit {report.exit_code})")
     return "\n".join(lines)
