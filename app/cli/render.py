@@ -114,8 +114,8 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
 # The calibration, the draft sources and the trees
 
 
-def _number(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+def _number(value: float | None, digits: int = 3, missing: str = "-") -> str:
+    return missing if value is None else f"{value:.{digits}f}"
 
 
 def render_calibration_text(result: CalibrationOut) -> str:
@@ -366,18 +366,14 @@ def render_optimal_k(result: OptimalK) -> str:
     return f"p = {result.p:g}, c = {result.c:g}: {line}"
 
 
-def _maybe(value: float | None, digits: int = 4) -> str:
-    return "none" if value is None else f"{value:.{digits}f}"
-
-
 def render_curve(curve: Curve) -> str:
     lines = [
         f"p = {curve.p:g} (band {curve.p_low:g} to {curve.p_high:g}), k = {curve.k}, c = {curve.c:g}",
         f"tokens per cycle {curve.expected_tokens:.4f}, target passes {curve.cost_per_cycle:.4f}, "
         f"speedup {curve.speedup:.4f}x",
         _best_k_text(curve.best_k, curve.best_speedup, curve.k_search_max, curve.limit_reached),
-        f"break-even acceptance {_maybe(curve.break_even_acceptance)}, largest draft cost that breaks even "
-        f"{_maybe(curve.max_draft_cost)}, operations x{curve.operations_increase:.4f} at c_ops = {curve.c_ops:g}",
+        f"break-even acceptance {_number(curve.break_even_acceptance, 4, "none")}, largest draft cost that breaks even "
+        f"{_number(curve.max_draft_cost, 4, "none")}, operations x{curve.operations_increase:.4f} at c_ops = {curve.c_ops:g}",
         "",
         f"{'k':>3}  {'speedup':>8}  {'low':>8}  {'high':>8}  {'tokens':>8}  {'cost':>8}",
     ]
