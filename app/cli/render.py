@@ -372,8 +372,9 @@ def render_curve(curve: Curve) -> str:
         f"tokens per cycle {curve.expected_tokens:.4f}, target passes {curve.cost_per_cycle:.4f}, "
         f"speedup {curve.speedup:.4f}x",
         _best_k_text(curve.best_k, curve.best_speedup, curve.k_search_max, curve.limit_reached),
-        f"break-even acceptance {_number(curve.break_even_acceptance, 4, "none")}, largest draft cost that breaks even "
-        f"{_number(curve.max_draft_cost, 4, "none")}, operations x{curve.operations_increase:.4f} at c_ops = {curve.c_ops:g}",
+        f"break-even acceptance {_number(curve.break_even_acceptance, 4, 'none')}, largest draft cost that breaks "
+        f"even {_number(curve.max_draft_cost, 4, 'none')}, operations x{curve.operations_increase:.4f} at c_ops = "
+        f"{curve.c_ops:g}",
         "",
         f"{'k':>3}  {'speedup':>8}  {'low':>8}  {'high':>8}  {'tokens':>8}  {'cost':>8}",
     ]
