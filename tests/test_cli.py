@@ -159,6 +159,7 @@ def test_schedule_takes_the_acceptance_as_the_api_does(capsys: pytest.CaptureFix
     ("argv", "message"),
     [
         (["schedule", "--model", "mixtral-8x7b", "--set", "model_experts_per_token=4"], "model_experts_per_token"),
+        (["calibrate", "--from", "/nonexistent/report.prom"], "cannot read /nonexistent/report.prom: No such file"),
         (["table", "--p-min", "0.9", "--p-max", "0.2"], "p_max: must be at least p_min"),
     ],
 )
@@ -166,6 +167,11 @@ def test_bad_setups_exit_2_with_a_message(capsys: pytest.CaptureFixture[str], ar
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert message in err
+
+
+def test_an_integer_field_takes_an_integral_number_as_json_writes_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "schedule", "--set", "model_layers=40.0", "--format", "json")
+    assert code == 0 and json.loads(out)["setup"]["target"]["layers"] == 40
 
 
 @pytest.mark.parametrize(

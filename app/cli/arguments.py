@@ -61,6 +61,8 @@ def read_as(item: Input, read: Callable[[str], Any]) -> Callable[[str], Any]:
     checked = _typed(item)
 
     def parse(text: str) -> Any:
+        if not text.strip():
+            return None  # given empty: as if not given
         try:
             return read(checked(text))
         except ValueError as error:
@@ -80,8 +82,11 @@ def assignment(inputs: Sequence[Input], what: str) -> Callable[[str], tuple[str,
             raise argparse.ArgumentTypeError(f"{text!r}: expected FIELD=VALUE")
         if name not in known:
             raise argparse.ArgumentTypeError(f"{name}: is not a {what}; one of {', '.join(known)}")
+        item = known[name]
         try:
-            return name, _typed(known[name])(raw)
+            if item.kind is int and raw.strip().replace(".", "", 1).isdigit() and float(raw).is_integer():
+                raw = str(int(float(raw)))  # 40.0 for an integer field, as the API's JSON may write it
+            return name, _typed(item)(raw)
         except argparse.ArgumentTypeError as error:
             raise argparse.ArgumentTypeError(f"{name}: {error}") from None
 

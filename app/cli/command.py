@@ -38,7 +38,7 @@ def refusal(error: Exception) -> str:
     if isinstance(error, InputError):
         return f"--{error.name.replace('_', '-')}: {error.message}"
     if isinstance(error, OSError) and error.strerror:
-        return f"cannot read {error.filename}: {error.strerror}"
+        return f"cannot read {error.filename or 'the input'}: {error.strerror}"
     return str(error)
 
 

@@ -346,13 +346,13 @@ def run_watch(arguments: argparse.Namespace) -> int:
     built = _built(arguments, "watch")
     if built is None:
         return 2
-    gauges = None
+    gauges: list[_Gauges] = []  # opened once the source is known to answer (the Prometheus found)
     try:
-        gauges = _gauges(arguments)
         if arguments.prometheus is not None:
             state = _watch_prometheus(arguments, built.setup, calibrated, gauges)
             what = "class intervals"
         else:
+            gauges += [g for g in (_gauges(arguments),) if g is not None]
             state = watch_scrapes(
                 partial(_scrape, arguments, timeout=min(5.0, max(arguments.interval, 0.5))),
                 built.setup,
@@ -360,15 +360,15 @@ def run_watch(arguments: argparse.Namespace) -> int:
                 samples=arguments.samples,
                 calibrated=calibrated,
                 emit=lambda text: print(text, flush=True),
-                on_reports=gauges.show if gauges is not None else lambda reports, state: None,
+                on_reports=gauges[0].show if gauges else lambda reports, state: None,
             )
             what = "intervals"
     except (prometheus_watch.PrometheusError, UnknownVersionError) as error:
         print(f"specdec-lab watch: error: {error}", file=sys.stderr)
         return 2
     finally:
-        if gauges is not None:
-            gauges.close()
+        for opened in gauges:
+            opened.close()
     if state.regressions:
         print(f"{state.regressions} of {state.index} {what} regressed", flush=True)
     return 1 if state.regressions and arguments.fail_on_regression else 0
@@ -384,7 +384,7 @@ def _scrape(arguments: argparse.Namespace, timeout: float) -> Scrape:
 
 
 def _watch_prometheus(
-    arguments: argparse.Namespace, setup: RooflineSetup, calibrated: tuple[float, float] | None, gauges: _Gauges | None
+    arguments: argparse.Namespace, setup: RooflineSetup, calibrated: tuple[float, float] | None, gauges: list[_Gauges]
 ) -> WatchState:
     """`specdec-lab watch --prometheus URL`: every instance and class from Prometheus, one line per class."""
     prometheus = prometheus_watch.Prometheus(arguments.prometheus, timeout=min(10.0, max(arguments.interval, 1.0)))
@@ -396,6 +396,7 @@ def _watch_prometheus(
         f"{arguments.interval:g} s, per instance and {arguments.label}",
         flush=True,
     )
+    gauges += [g for g in (_gauges(arguments),) if g is not None]
     return prometheus_watch.run(
         prometheus,
         target,
@@ -405,5 +406,5 @@ def _watch_prometheus(
         since=arguments.since,
         calibrated=calibrated,
         emit=lambda text: print(text, flush=True),
-        on_reports=gauges.show if gauges is not None else lambda reports, state: None,
+        on_reports=gauges[0].show if gauges else lambda reports, state: None,
     )

@@ -15,6 +15,7 @@ typed base asks for.
 from __future__ import annotations
 
 import importlib
+import re
 from typing import TYPE_CHECKING, Any
 
 from app.model.engines.base import EngineAdapter, EngineVersion, UnknownVersionError
@@ -71,7 +72,8 @@ def version(engine: str, name: str | None = None) -> EngineVersion:
     if name is None or not name.strip():
         return known[-1]
     given = name.strip()
-    for wanted in (given, ".".join(given.split(".")[:2])):
+    release = re.fullmatch(r"(\d+\.\d+)\.\d+", given)
+    for wanted in (given, *([release.group(1)] if release else [])):
         wanted = module.ALIASES.get(wanted, wanted)
         for candidate in known:
             if candidate.name == wanted:

@@ -273,8 +273,9 @@ class WatchState:
         who: str = "",
         tail: str = "",
     ) -> tuple[IntervalReport, str]:
-        """One class's interval judged against its calibrated interval, and its line; the first interval that
-        measures acceptance calibrates a class that was given none."""
+        """One class's interval judged against its calibrated interval, and its line (numbered ``index``, which
+        the caller advances once per interval); the first interval that measures acceptance calibrates a class that
+        was given none.  ``failures`` counts the Prometheus watch's failed queries in a row."""
         calibrated = self.calibrated or self.per_class.get(key)
         report = report_for(calibrated)
         text = f"interval {self.index:>4}{' ' + who if who else ''}: {described(report)}{tail}"
@@ -311,7 +312,8 @@ def watch_scrapes(
         except ScrapeFailed as error:
             state.index += 1
             emit(f"interval {state.index:>4}: scrape failed: {error}")
-            sleep(interval)
+            if state.index < samples:
+                sleep(interval)
             continue
         if previous is not None:
             state.index += 1

@@ -45,7 +45,7 @@ def record_fields(
     return annotations, values
 
 
-class _RecordMeta(ModelMetaclass):
+class _RecordMeta(ModelMetaclass):  # pydantic's model metaclass (it exports no public name for it)
     def __new__(
         mcs,
         cls_name: str,
@@ -70,9 +70,6 @@ class RecordOut(BaseModel, metaclass=_RecordMeta):
     """A response model on one of the model's frozen dataclasses: ``class XOut(RecordOut, record=X, descriptions=
     {...}, renames={...}, omit=(...))`` has every field of X with its type and default (and the description given
     by the response's name), and the fields its body declares (derived ones) after them."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:  # the keywords are the metaclass's
-        super().__init_subclass__()
 
 
 def filled(model: type[M], /, *sources: object, **given: Any) -> M:
