@@ -259,6 +259,7 @@ COMMANDS: tuple[Command, ...] = (
         lambda a: build_speedup(a.p, a.k, a.c),
         lambda a, report: cli_render.render_speedup(report),
         format_help=AS_THE_API,
+        refusals=(),
     ),
     Command(
         "curve",
@@ -267,6 +268,7 @@ COMMANDS: tuple[Command, ...] = (
         lambda a: build_curve(a.p, a.k, a.c, a.k_max, a.band, a.c_ops),
         lambda a, report: cli_render.render_curve(report),
         format_help=AS_THE_API,
+        refusals=(),
     ),
     Command(
         "optimal-k",
@@ -275,6 +277,7 @@ COMMANDS: tuple[Command, ...] = (
         lambda a: build_optimal_k(a.p, a.c, a.k_max),
         lambda a, report: cli_render.render_optimal_k(report),
         format_help=AS_THE_API,
+        refusals=(),
     ),
     Command(
         "table",

@@ -19,6 +19,10 @@ class Refused(Exception):
     """A command's refusal, in the words written after ``error:``."""
 
 
+# What a command's answer raises for input it refuses (exit 2); anything else is a fault and shows its traceback.
+REFUSALS: tuple[type[Exception], ...] = (Refused, SetupError, InputError, OSError, ValueError)
+
+
 @dataclass(frozen=True)
 class Command:
     """``answer`` reads the parsed options and returns the service's report (a pydantic model); ``text`` renders it
@@ -31,6 +35,7 @@ class Command:
     text: Callable[[argparse.Namespace, Any], str]
     csv: Callable[[Any], str] | None = None
     format_help: str = "output format"
+    refusals: tuple[type[Exception], ...] = REFUSALS  # none where the options' own bounds are the only refusal
 
 
 def refusal(error: Exception) -> str:
@@ -45,7 +50,7 @@ def refusal(error: Exception) -> str:
 def execute(command: Command, arguments: argparse.Namespace) -> int:
     try:
         report = command.answer(arguments)
-    except (Refused, SetupError, InputError, OSError, ValueError) as error:
+    except command.refusals as error:
         print(f"specdec-lab {command.name}: error: {refusal(error)}", file=sys.stderr)
         return 2
     if arguments.format == "json":
