@@ -82,19 +82,6 @@ WEIGHT_BYTES = {
     "nvfp4": 9 / 16,
     "mlx-8bit-g64": 68 / 64,
 }
-METHOD_NAMES = {
-    "eagle": "EAGLE",
-    "eagle2": "EAGLE-2",
-    "eagle3": "EAGLE-3",
-    "mtp": "MTP",
-    "ngram": "n-gram lookup",
-    "draft-model": "a draft model",
-    "draft-model-sparse-kv": "a draft model with a sparse KV cache",
-    "self-speculation-sparse-kv": "self-speculation with a sparse KV cache",
-    "mtp-relaxed": "MTP with relaxed acceptance",
-    "block-diffusion": "a block-diffusion drafter (DFlash)",
-    "parallel-draft": "parallel drafting (P-EAGLE)",
-}
 LONG_CONTEXT = 8000  # tokens from which a point's context is long: the KV read rivals the weights' at batch 8
 
 
