@@ -16,9 +16,9 @@ from app.service import plan
 from app.service.decision import cost_regime
 from app.service.engines import calibrate_report
 from app.service.regimes import SetupRequest, build_setup, schedule_out
-from app.testing.step_times import example_step_times
 from benchmarks.bench_decision import large_exposition
 from benchmarks.timing import best_time
+from tests.samples.step_times import example_step_times
 
 REPEATS = 5
 FIT_BUDGET_SECONDS = 1.0

@@ -109,8 +109,8 @@ def test_schedule_takes_a_measured_sweep_and_says_measured(
     from fastapi.testclient import TestClient
 
     from app.model.cost.regimes import default_setup
-    from app.testing.step_times import example_step_times
     from app.web.main import create_app
+    from tests.samples.step_times import example_step_times
 
     server = dataclasses.replace(default_setup(), bandwidth_efficiency=0.5, compute_efficiency=0.2, step_overhead_us=40)
     steps = example_step_times(server, [1, 2, 4, 8, 16, 32, 64, 128], [1, 3, 5], noise=0.02, seed=3)

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.cli import main
-from app.testing import engine_reports
+from tests.samples import engine_reports
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 
 from app.model.counters.calibration import CalibrationError
 from app.model.live import engine_metrics as em
-from app.testing import engine_reports
 from app.web.core.config import Settings
 from app.web.main import create_app
+from tests.samples import engine_reports
 
 CALIBRATE = "/api/v1/calibrate"
 ALL_FORMATS = sorted(em.FORMATS)

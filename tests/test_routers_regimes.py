@@ -348,7 +348,7 @@ def _measured_sweep_query(client: TestClient) -> tuple[str, dict[str, Any]]:
     import dataclasses
 
     from app.model.cost.regimes import default_setup
-    from app.testing.step_times import example_step_times
+    from tests.samples.step_times import example_step_times
 
     server = dataclasses.replace(
         default_setup(), bandwidth_efficiency=0.5, compute_efficiency=0.2, step_overhead_us=40.0

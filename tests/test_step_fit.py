@@ -13,7 +13,7 @@ from app.cli import main
 from app.model.cost.regimes import draft_step, target_step
 from app.model.live.step_fit import fit_step_times, read_step_times
 from app.service.regimes import SetupRequest, build_setup
-from app.testing.step_times import example_step_times
+from tests.samples.step_times import example_step_times
 
 FIT = "/api/v1/step-fit"
 # the terms a step fit recovers (the others 0: the fit's own family)

@@ -28,7 +28,7 @@ from app.model.live.watch import (
     went_down,
 )
 from app.service.regimes import SetupRequest, build_setup
-from app.testing.engine_reports import sample_accepted
+from tests.samples.engine_reports import sample_accepted
 
 K = 4
 

@@ -17,11 +17,11 @@ from playwright.sync_api import Browser, Page, expect
 
 from app.model.arithmetic import closed_form as cf
 from app.model.cost.regimes import default_setup, sweep_batches
-from app.testing.step_times import example_step_times
 from app.web.pages.text import fixed
 from app.web.pages.views.batch import K_SEARCH_MAX
 from tests.browser.test_accessibility import blocking_violations
 from tests.conftest import PageWatch
+from tests.samples.step_times import example_step_times
 from tests.support import wait_until
 from tests.web.pages.test_batch_view import DEFAULT_VERIFICATION_AT_BATCH_ONE
 

@@ -14,8 +14,8 @@ from playwright.sync_api import Browser, Page, Route, expect
 
 from app.model.arithmetic import closed_form, draft_sources
 from app.model.counters import calibration
-from app.testing import engine_reports
 from tests.conftest import PageWatch
+from tests.samples import engine_reports
 from tests.support import wait_until
 
 pytestmark = pytest.mark.browser

@@ -102,7 +102,7 @@ def test_step_fit_reads_the_files_of_an_engine_registered_later(monkeypatch: pyt
 
 def test_a_baseline_is_subtracted_only_from_the_formats_whose_package_can() -> None:
     from app.model.live import engine_metrics
-    from app.testing import engine_reports
+    from tests.samples import engine_reports
 
     takers = sorted(name for name, report in engine_metrics.REPORT_FORMATS.items() if report.subtract_baseline)
     assert takers == ["vllm-metrics", "vllm-metrics-v0"]

@@ -22,7 +22,7 @@ from app.model.engines.base import LiveFormat
 from app.model.engines.live import LiveReadError
 from app.service.clients.measure import Sweep
 from app.service.measure_jobs import batch_report
-from app.testing import engine_reports
+from tests.samples import engine_reports
 
 REGISTRY = {adapter.NAME: adapter.LIVE for adapter in engines.REGISTRY}
 SAMPLES = {

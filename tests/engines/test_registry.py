@@ -9,7 +9,7 @@ from app.model import engines
 from app.model.engines import doc
 from app.model.engines.base import EngineAdapter
 from app.model.live import engine_metrics
-from app.testing import engine_reports
+from tests.samples import engine_reports
 
 REQUIRED = (
     "NAME",

@@ -21,8 +21,8 @@ from app.model.engines.base import ConfigRuleError, Exported
 from app.model.engines.sglang import config as sglang_config
 from app.model.engines.sglang import versions as sglang_versions
 from app.model.live import engine_config, engine_metrics
-from app.testing import engine_reports
 from tests.engines import engine_reading, suite
+from tests.samples import engine_reports
 
 NEWEST = engines.version("sglang")
 ADAPTIVE_TIERS = sglang_versions.ADAPTIVE_TIERS

@@ -18,8 +18,8 @@ from app.model.engines import trtllm
 from app.model.engines.base import ConfigRuleError, Exported
 from app.model.engines.trtllm import versions as trtllm_versions
 from app.model.live import engine_config, engine_metrics
-from app.testing import engine_reports
 from tests.engines import suite
+from tests.samples import engine_reports
 
 NEWEST = engines.version("trtllm")
 OLDEST = engines.version("trtllm", "2025-10")

@@ -17,8 +17,8 @@ from app.model.engines import vllm
 from app.model.engines.base import SCHEDULE_PER_BATCH, ConfigRuleError, Exported
 from app.model.engines.vllm import versions as vllm_versions
 from app.model.live import engine_config, engine_metrics
-from app.testing import engine_reports
 from tests.engines import suite
+from tests.samples import engine_reports
 
 NEWEST = engines.version("vllm")
 # the registry's versions, by whether one config holds a draft length per batch size

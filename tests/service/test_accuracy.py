@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from app.cli import main
 from app.model.cost import published
 from app.model.cost.regimes import default_setup
-from app.testing.step_times import example_step_times
+from tests.samples.step_times import example_step_times
 
 PLAN = "engine=vllm&model=dense-70b&p=0.8"
 PREDICTING = (

@@ -8,9 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.model import engines
-from app.testing import engine_reports
 from app.web.main import api_routes, app
 from app.web.pages.registry import PAGES
+from tests.samples import engine_reports
 
 METHODS = {"get", "post", "put", "patch", "delete"}
 

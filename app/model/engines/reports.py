@@ -64,7 +64,7 @@ class ReadOptions:
 
 @dataclass(frozen=True)
 class ReportFormat:
-    """One report format of one engine: how to recognise it and read it (its samples are in app.testing)."""
+    """One report format of one engine: how to recognise it and read it (its samples are in tests.samples)."""
 
     name: str
     engine: str

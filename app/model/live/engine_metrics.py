@@ -2,7 +2,7 @@
 interval.
 
 Each engine's formats live in its package (``app/model/engines/<engine>/``: the names, where they are
-defined, the versions that write them and a reader; samples of each are in :mod:`app.testing.engine_reports`).
+defined, the versions that write them and a reader; samples of each are in :mod:`tests.samples.engine_reports`).
 Here every format is reduced to the same counts of one class (one model, or one value of a label the user
 names): verifications (drafts), drafted tokens, accepted draft tokens and, where the engine has them, accepted
 tokens per draft position.  Those go through the calibration the rest of the product uses

@@ -597,7 +597,7 @@ def test_a_marker_at_either_end_of_the_batch_axis_is_drawn_whole() -> None:
 def _measured_query(client: TestClient) -> dict[str, str]:
     """The query POST step-fit gives for a sweep measured on a server slower than the defaults."""
     from app.model.cost.regimes import default_setup
-    from app.testing.step_times import example_step_times
+    from tests.samples.step_times import example_step_times
 
     server = dataclasses.replace(default_setup(), bandwidth_efficiency=0.5, compute_efficiency=0.2, step_overhead_us=40)
     steps = example_step_times(server, [1, 2, 4, 8, 16, 32, 64, 128], [1, 3, 5], noise=0.02, seed=3)

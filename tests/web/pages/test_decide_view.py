@@ -15,13 +15,13 @@ from starlette.datastructures import QueryParams
 from app.model.arithmetic import closed_form, draft_sources
 from app.model.counters import calibration
 from app.model.limits import DEFAULT_C
-from app.testing import engine_reports
 from app.web.core.config import Settings, get_settings
 from app.web.main import create_app
 from app.web.pages.controls import ControlError
 from app.web.pages.views import decide
 from app.web.pages.views.decide import EXAMPLE_DRAFTS, EXAMPLE_K, EXAMPLE_P, EXAMPLE_SEED, PAGE
 from app.web.pages.views.decide.calibrate import example_scrape
+from tests.samples import engine_reports
 from tests.support import answering
 
 VIEW = "/api/v1/views/decide"
