@@ -39,15 +39,6 @@ from app.service.schemas.engines import EngineCalibrationOut
 from app.service.step_fit import StepFitError, step_fit_out
 
 
-def _draft_lengths(text: str | None) -> tuple[int, ...]:
-    if not text:
-        return ()
-    lengths = tuple(int(item) for item in text.split(",") if item.strip())
-    if any(not 1 <= length <= 64 for length in lengths):
-        raise ValueError(f"--draft-lengths: each must be 1 to 64; got {text!r}")
-    return lengths
-
-
 def calibrate_from(arguments: argparse.Namespace, regime: CostRegime) -> EngineCalibrationOut:
     """`specdec-lab calibrate --from FILE_OR_URL`: any engine's report, detected by format."""
     text = read_source(arguments.source)
@@ -60,7 +51,7 @@ def calibrate_from(arguments: argparse.Namespace, regime: CostRegime) -> EngineC
         k=arguments.k,
         label=arguments.label,
         cycles=arguments.cycles,
-        draft_lengths=_draft_lengths(getattr(arguments, "draft_lengths", None)),
+        draft_lengths=decision_inputs.draft_lengths(getattr(arguments, "draft_lengths", None)),
         engine_version=getattr(arguments, "engine_version", None),
     ).out
 

@@ -13,7 +13,7 @@ from app.model import limits, rules
 from app.model.arithmetic import draft_sources, trees
 from app.model.counters import calibration
 from app.service import core_inputs, plan_inputs
-from app.service.inputs import Input
+from app.service.inputs import Input, InputError
 
 MAX_TEXT = 1_000  # characters of a list
 MAX_URL = 2_000
@@ -193,6 +193,15 @@ DRAFT_LENGTHS = Input(
     max_length=plan_inputs.MAX_LABEL,
     pattern=DRAFT_LENGTHS_PATTERN,
 )
+
+
+def draft_lengths(text: str | None) -> tuple[int, ...]:
+    """The draft lengths of ``DRAFT_LENGTHS`` (none when empty), each from 1 to the longest draft searched."""
+    lengths = tuple(int(item) for item in (text or "").split(",") if item.strip())
+    if any(not 1 <= length <= limits.K_MAX_LIMIT for length in lengths):
+        raise InputError("draft_lengths", f"each must be 1 to {limits.K_MAX_LIMIT}; got {text!r}", text)
+    return lengths
+
 
 # --- draft sources and trees ---------------------------------------------------------------------------------
 

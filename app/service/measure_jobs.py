@@ -27,7 +27,6 @@ from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Rec
 
 MAX_JOBS_KEPT = 16  # finished jobs kept for reading, the oldest dropped first
 MAX_RUNNING = 1  # sweeps at once per worker: two would share, and so disturb, what each measures
-STATES = ("running", "done", "incomplete", "failed", "cancelled")
 
 
 class JobError(ValueError):

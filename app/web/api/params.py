@@ -18,9 +18,7 @@ __all__ = ["K_MAX_LIMIT", "MAX_CYCLES", "MAX_SEED", "MAX_TOKENS"]
 P = Annotated[float, query(core_inputs.P)]
 K = Annotated[int, query(core_inputs.K)]
 C = Annotated[float, query(core_inputs.C)]
-KMax = Annotated[int, query(core_inputs.K_MAX)]
 Seed = Annotated[int, query(core_inputs.SEED)]
-Rho = Annotated[float, query(core_inputs.RHO)]
 # The cost of a cycle (c, regime, beta, batch), as the calibration endpoints take it.
 Cost = Annotated[core_inputs.CostChoice, Depends(dependency(core_inputs.COST, core_inputs.cost_choice))]
 

@@ -20,24 +20,11 @@ from app.service import plan, plan_inputs
 from app.service.inputs import InputError
 from app.service.plan_inputs import ACCEPTANCE_RULES, MAX_LABEL, PLAN, PLAN_RULES, PROFILE_RULE, WATCH
 from app.service.regimes import BuiltSetup
-from app.web.api.inputs import dependency, query, refused
+from app.web.api.inputs import dependency, refused
 from app.web.api.params import P
 from app.web.core.errors import parameter_error
 
 __all__ = ["ACCEPTANCE_RULES", "MAX_LABEL", "PLAN_RULES", "PROFILE_RULE"]
-
-OptionalK = Annotated[int | None, query(plan_inputs.K)]
-RateQuery = Annotated[float | None, query(plan_inputs.RATE)]
-MeanLengthQuery = Annotated[float | None, query(plan_inputs.MEAN_LENGTH)]
-ProfileQuery = Annotated[str, query(plan_inputs.PROFILE)]
-EngineVersionQuery = Annotated[str | None, query(plan_inputs.ENGINE_VERSION)]
-
-
-def profile_shares(text: str) -> tuple[float, ...]:
-    try:
-        return plan_inputs.profile_shares(text)
-    except InputError as error:
-        raise refused(error) from None
 
 
 def _given_p(request: Request, p: P = plan_inputs.DEFAULT_P) -> float | None:

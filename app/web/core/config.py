@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from starlette.requests import Request
 
 # A CSP source expression for frame-ancestors / an origin for CORS: '*', a scheme ("https:"), or
 # scheme://host[:port] with an optional leading "*." wildcard. Nothing that could end the header value.
@@ -101,3 +102,9 @@ class Settings(BaseSettings):
 @cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def app_settings(request: Request) -> Settings:
+    """The settings the app was made with (``create_app``'s), else those of the environment."""
+    settings = getattr(request.app.state, "settings", None)
+    return settings if isinstance(settings, Settings) else get_settings()

@@ -19,15 +19,16 @@ from app.service import plan_inputs
 from app.service.decision import CostRegime, calibration_out
 from app.service.engines import BaselineError, calibrate_report, calibrate_scrape
 from app.service.fetch import FetchError, fetch_text
+from app.service.inputs import InputError
 from app.service.schemas.decision import CalibrationOut
 from app.service.schemas.engines import EngineCalibrationOut
 from app.web.api.bodies import body_error, body_text, read_capped
-from app.web.api.inputs import takes
-from app.web.api.params import K_MAX_LIMIT, Cost
+from app.web.api.inputs import refused, takes
+from app.web.api.params import Cost
 from app.web.api.plan_params import checked_engine_version
 from app.web.api.setup_params import RULES
 from app.web.api.text_params import check_format, numbers, text_parameter
-from app.web.core.config import Settings, get_settings
+from app.web.core.config import app_settings
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
 
@@ -284,18 +285,6 @@ def get_example_metrics(
 # From any engine's report, its format detected
 
 
-def _draft_lengths(text: str) -> tuple[int, ...]:
-    lengths = tuple(int(item) for item in text.split(",") if item.strip())
-    if any(not 1 <= length <= K_MAX_LIMIT for length in lengths):
-        raise parameter_error("draft_lengths", f"each must be 1 to {K_MAX_LIMIT}; got {text!r}", text)
-    return lengths
-
-
-def _settings(request: Request) -> Settings:
-    settings = getattr(request.app.state, "settings", None)
-    return settings if isinstance(settings, Settings) else get_settings()
-
-
 @router.post(
     "/calibrate",
     tags=[ENGINES],
@@ -332,7 +321,7 @@ async def calibrate_any(
     if isinstance(body, JSONResponse):
         return body
     if url is not None:
-        if not _settings(request).allow_fetch:
+        if not app_settings(request).allow_fetch:
             raise parameter_error(
                 "url", "this server does not fetch URLs (SPECDEC_ALLOW_FETCH is off): paste the report as the body"
             )
@@ -342,7 +331,10 @@ async def calibrate_any(
             body = await run_in_threadpool(fetch_text, url)
         except FetchError as error:
             raise parameter_error("url", str(error)) from None
-    lengths = _draft_lengths(draft_lengths)
+    try:
+        lengths = inputs.draft_lengths(draft_lengths)
+    except InputError as error:
+        raise refused(error) from None
     return await run_in_threadpool(_calibrate, body, chosen, k_max, k, label, cycles, lengths, engine_version)
 
 

@@ -19,7 +19,7 @@ from app.service.inputs import InputError
 from app.service.measure_jobs import Job, JobError, JobRequest, Jobs
 from app.web.api.bodies import body_error, read_capped
 from app.web.api.inputs import refused, takes
-from app.web.core.config import Settings, get_settings
+from app.web.core.config import app_settings
 from app.web.core.errors import parameter_error
 
 router = APIRouter(prefix="/api/v1", tags=["measure"])
@@ -65,11 +65,6 @@ class MeasureJob(BaseModel):
     error: str | None = Field(description="Why it failed or stopped early, naming the server")
 
 
-def _settings(request: Request) -> Settings:
-    settings = getattr(request.app.state, "settings", None)
-    return settings if isinstance(settings, Settings) else get_settings()
-
-
 def jobs(request: Request) -> Jobs:
     """The worker's jobs (made on first use)."""
     found = getattr(request.app.state, "measure_jobs", None)
@@ -92,7 +87,7 @@ def _job(request: Request, job_id: str) -> Job:
 
 def start(request: Request, values: dict[str, Any]) -> Job:
     """A job started from the inputs' values; 403 where measuring is not allowed, 422 naming the input."""
-    if not _settings(request).allow_measure:
+    if not app_settings(request).allow_measure:
         raise HTTPException(
             status_code=403,
             detail="this server does not drive inference servers (SPECDEC_ALLOW_MEASURE is off); run "

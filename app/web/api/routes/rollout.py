@@ -19,7 +19,7 @@ from app.service.schemas.rollout import RolloutCheckOut, RolloutPlanOut
 from app.web.api.bodies import body_error, read_capped
 from app.web.api.inputs import takes
 from app.web.api.setup_params import RULES, SETUP_RULES, Setup
-from app.web.core.config import Settings, get_settings
+from app.web.core.config import app_settings
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY
 
@@ -96,11 +96,6 @@ CHECK_RULES = RULES + (
 )
 
 
-def _settings(request: Request) -> Settings:
-    settings = getattr(request.app.state, "settings", None)
-    return settings if isinstance(settings, Settings) else get_settings()
-
-
 @router.post(
     "/rollout/check",
     summary="The canary check over a Prometheus: per class promote, roll back or hold",
@@ -123,7 +118,7 @@ async def post_rollout_check(
     """Per class, the canary's speedup over control from the engine's own decode-time series (a 95% interval
     over intervals), its acceptance against its calibrated interval, and the verdict with ``exit_code`` as the
     command line's (0 promote, 1 roll back, 3 hold).  Prometheus is read only where the server allows it."""
-    if not _settings(request).allow_fetch:
+    if not app_settings(request).allow_fetch:
         raise parameter_error(
             "prometheus", "this server does not fetch URLs (SPECDEC_ALLOW_FETCH is off): run specdec-lab rollout check"
         )

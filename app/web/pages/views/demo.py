@@ -34,9 +34,6 @@ CONTROLS = (
 )
 
 
-STAR_EDGE = {"color": COLORS["ink"], "width": 1}
-
-
 def _none_or_fixed(value: float | None, none: str = "none") -> str:
     return none if value is None else fixed(value, 2)
 
