@@ -66,6 +66,21 @@ def test_calibrate_from_reports_bad_input_plainly(tmp_path: Path, capsys: pytest
     assert main(["calibrate", "--rate", "0.5", "--k", "4"]) == 0  # the old way still works
 
 
+def test_draft_lengths_out_of_range_are_refused_by_name_in_the_cli_and_the_api(
+    tmp_path: Path, client: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = engine_reports.example_report("vllm-metrics", 0.8, 4, 5000, 2)
+    path = tmp_path / "metrics.txt"
+    path.write_text(text)
+    assert main(["calibrate", "--from", str(path), "--draft-lengths", "4,65"]) == 2
+    assert "--draft-lengths: each must be 1 to 64; got '4,65'" in capsys.readouterr().err
+    response = client.post("/api/v1/calibrate", content=text, params={"draft_lengths": "4,65"})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"][-1] == "draft_lengths"
+    assert "each must be 1 to 64" in response.json()["detail"][0]["msg"]
+    assert main(["calibrate", "--from", str(path), "--draft-lengths", "4,2", "--format", "json"]) == 0
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])
 def test_config_command_matches_the_api(engine: str, client: TestClient, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["config", "--engine", engine, "--model", "dense-70b", "--p", "0.75", "--format", "json"]) == 0
