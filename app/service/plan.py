@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
@@ -72,22 +72,8 @@ class PlanRequest:
     control: str = ""
 
     def rules_request(self) -> rules.RulesRequest:
-        return rules.RulesRequest(
-            engine=self.engine,
-            version=self.version,
-            p=self.p,
-            p_low=self.p_low,
-            k_max=self.k_max,
-            batch_max=self.batch_max,
-            batch=self.batch,
-            method=self.method,
-            label=self.label,
-            window=self.window,
-            hold=self.hold,
-            match=self.match,
-            canary=self.canary,
-            control=self.control,
-        )
+        """The rules' request: this request's fields of the same names (every field of RulesRequest)."""
+        return rules.RulesRequest(**{item.name: getattr(self, item.name) for item in fields(rules.RulesRequest)})
 
     def schedule_pairs(self) -> list[tuple[str, str]]:
         pairs: list[tuple[str, str]] = [("p", repr(self.p)), ("k_max", str(self.k_max))]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.model.cost import published
+from app.service.schemas.fill import filled
 from app.service.schemas.published import (
     PublishedClassOut,
     PublishedCrossoverOut,
@@ -20,30 +21,16 @@ def published_out() -> PublishedOut:
         row = rows.get(point.id)
         predicted = row["predicted"] if row else None
         points.append(
-            PublishedPointOut(
-                id=point.id,
-                sweep=point.sweep,
-                citation=point.citation,
+            filled(  # the point's own fields by name, and these
+                PublishedPointOut,
+                point,
                 url=point.url.split(" ", 1)[0],
-                location=point.location,
                 setup_class=published.point_class(point).label if point.priced else None,
-                hardware=point.hardware,
-                devices=point.devices,
-                engine=point.engine,
-                target=point.target,
-                draft_method=point.draft_method,
-                draft=point.draft,
-                k=point.k,
-                batch=point.batch,
-                context=point.context,
                 measured=point.speedup,
                 predicted=predicted,
                 error=None if predicted is None or not point.speedup else predicted / point.speedup - 1,
-                priced=point.priced,
                 sets_acceptance=bool(row and row["sets_acceptance"]),
                 excluded_because=published.exclusion(point),
-                quote=point.quote,
-                notes=point.notes,
             )
         )
     classes = [

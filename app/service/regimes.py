@@ -252,24 +252,16 @@ def model_out(key: str, model: ModelSpec) -> ModelOut:
 
 
 def describe_setup(setup: RooflineSetup, request: SetupRequest, devices_auto: bool) -> SetupOut:
-    return SetupOut(
+    return filled(  # the setup's own fields by name (bytes per value, devices, efficiencies, terms), and these
+        SetupOut,
+        setup,
         accelerator=accelerator_out(request.hw, setup.accelerator),
         target=model_out(request.model, setup.target),
         draft=model_out(request.draft, setup.draft),
         weights=request.weights,
         draft_weights=request.weights if request.draft_weights is None else request.draft_weights,
         kv_cache=request.kv_cache,
-        target_bytes_per_param=setup.target_bytes_per_param,
-        draft_bytes_per_param=setup.draft_bytes_per_param,
-        kv_bytes_per_value=setup.kv_bytes_per_value,
-        devices=setup.devices,
         devices_auto=devices_auto,
-        context_tokens=setup.context_tokens,
-        bandwidth_efficiency=setup.bandwidth_efficiency,
-        compute_efficiency=setup.compute_efficiency,
-        step_overhead_us=setup.step_overhead_us,
-        **{term.name: getattr(setup, term.name) for term in limits.COST_TERMS},
-        draft_step_overhead_us=setup.draft_step_overhead_us,
         effective_bandwidth_tb_s=setup.bandwidth_bytes_s / 1e12,
         effective_tflops=setup.compute_flops_s / 1e12,
         memory_capacity_gb=memory_capacity_gb(setup),
@@ -293,13 +285,7 @@ def presets_out() -> PresetList:
 
 
 def regime_out(regime: Regime) -> RegimeOut:
-    return RegimeOut(
-        name=regime.name.value,
-        label=regime.label,
-        draft_cost=regime.draft_cost,
-        beta=regime.beta,
-        batch=regime.batch,
-    )
+    return filled(RegimeOut, regime, name=regime.name.value)
 
 
 def verification_out(regime: Regime, p: float, k: int, k_max: int, built: BuiltSetup | None) -> VerificationCostOut:
