@@ -31,12 +31,13 @@ def body_error(field: str, message: str, kind: str) -> JSONResponse:
     )
 
 
-async def body_text(request: Request, limit: int) -> str | JSONResponse:
-    """The body as UTF-8 text of at most ``limit`` bytes, or the 422 naming "body" that says why not."""
+async def body_text(request: Request, limit: int, name: str = "body") -> str | JSONResponse:
+    """The body as UTF-8 text of at most ``limit`` bytes, or the 422 naming ``name`` (what the body holds) that
+    says why not."""
     body = await read_capped(request, limit)
     if body is None:
-        return body_error("body", f"must be at most {limit:,} bytes", "too_large")
+        return body_error(name, f"must be at most {limit:,} bytes", "too_large")
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:
-        return body_error("body", "must be UTF-8 text", "encoding")
+        return body_error(name, "must be UTF-8 text", "encoding")

@@ -41,7 +41,7 @@ from typing import Any
 
 from app.model.engines import base, reports, step_times
 from app.model.engines.base import LiveFormat, SpecCounts
-from app.model.engines.live import LiveReadError, prefixed_spec_counts
+from app.model.engines.live import LiveReadError, per_position_k, prefixed_spec_counts
 from app.model.engines.llamacpp.versions import B11312, NAME, REPOSITORY, SERVER_CONTEXT, SERVER_TASK
 from app.model.engines.reports import ErrorKind, fail
 
@@ -249,11 +249,6 @@ def response_timings(result: object) -> Timings:
     )
 
 
-def _k(text: str, counts: SpecCounts | None) -> int | None:
-    """llama-server's per-position series appear once it has drafted, one per position up to its n_max."""
-    return len(counts.per_position) if counts is not None and counts.per_position else None
-
-
 def completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:
     """llama-server's own /completion request (``tools/server/server-task.cpp``): every token decoded, greedy."""
     return {
@@ -273,7 +268,7 @@ LIVE = LiveFormat(
     marker=PREFIX,
     native=True,
     counts=spec_counts,
-    k_of=_k,
+    k_of=per_position_k,  # its per-position series appear once it has drafted, one per position up to n_max
     sources=(SERVER_TASK, SERVER_CONTEXT),
     body=completion,
     completion_path="/completion",

@@ -17,7 +17,7 @@ from app.model import engines
 from app.service import live_inputs
 from app.service.inputs import InputError
 from app.service.measure_jobs import Job, JobError, JobRequest, Jobs
-from app.web.api.bodies import body_error, read_capped
+from app.web.api.bodies import body_error, body_text
 from app.web.api.inputs import refused, takes
 from app.web.core.config import app_settings
 from app.web.core.errors import parameter_error
@@ -158,13 +158,10 @@ async def start_measure(
         "engine": engine,
         "method": method,
     }
-    body = await read_capped(request, live_inputs.MAX_JOB_PROMPT_BYTES)
-    if body is None:
-        return body_error("prompts", f"at most {live_inputs.MAX_JOB_PROMPT_BYTES:,} bytes", "too_large")
-    try:
-        values["prompts"] = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return body_error("prompts", "must be UTF-8 text, one prompt per line", "encoding")
+    prompts = await body_text(request, live_inputs.MAX_JOB_PROMPT_BYTES, "prompts")
+    if isinstance(prompts, JSONResponse):
+        return prompts
+    values["prompts"] = prompts
     try:
         job = await run_in_threadpool(start, request, values)  # asks each server at once: blocking calls
     except InputError as error:  # the body's prompts

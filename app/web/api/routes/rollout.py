@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.model.counters.calibration import MAX_EXPOSITION_BYTES, CalibrationError
@@ -16,7 +17,7 @@ from app.service.clients import rollout as rollout_check
 from app.service.clients.prometheus import Prometheus, PrometheusError
 from app.service.regimes import BuiltSetup
 from app.service.schemas.rollout import RolloutCheckOut, RolloutPlanOut
-from app.web.api.bodies import body_error, read_capped
+from app.web.api.bodies import body_error, body_text
 from app.web.api.inputs import takes
 from app.web.api.setup_params import RULES, SETUP_RULES, Setup
 from app.web.core.config import app_settings
@@ -66,13 +67,9 @@ async def post_rollout_plan(request: Request, built: Setup, label: str, k_max: i
     """The rollout plan of a pasted scrape: per class (``label``) the measured acceptance with its interval, the
     batches it ran, the schedule and config for it on this setup, the gain weighted over those batches with the
     cost model's stated error, and a verdict (turn on, leave off, measure first); the surest gains first."""
-    body = await read_capped(request, MAX_EXPOSITION_BYTES)
-    if body is None:
-        return body_error("metrics", f"the body must be at most {MAX_EXPOSITION_BYTES:,} bytes", "too_large")
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return body_error("metrics", "must be UTF-8 text", "encoding")
+    text = await body_text(request, MAX_EXPOSITION_BYTES, "metrics")
+    if isinstance(text, JSONResponse):
+        return text
     if not text.strip():
         return body_error("metrics", "is required: the /metrics text", "missing")
     return await run_in_threadpool(_planned, text, built, _label(label), k_max)

@@ -570,10 +570,6 @@ def table_summary(table: TableOut) -> str:
     )
 
 
-def _link(path: str, params: list[tuple[str, str]]) -> str:
-    return link(path, params)
-
-
 def _changed(reading: Reading, controls: tuple[Control, ...]) -> list[tuple[str, Any]]:
     """The controls' values that differ from their defaults, for the links to the API (same names)."""
     return [(control.name, reading[control.name]) for control in controls if reading[control.name] != control.default]
@@ -631,12 +627,12 @@ def build(reading: Reading) -> View:
         "summary": table_summary(table),
         "schedule_headline": schedule.headline,
         "links": {
-            "sweep": _link("/api/v1/regimes/speedup-vs-batch", sweep_params),
-            "schedule_csv": _link("/api/v1/regimes/schedule", [*schedule_params, ("format", "csv")]),
-            "schedule_json": _link("/api/v1/regimes/schedule", schedule_params),
-            "table_csv": _link("/api/v1/regimes/table", [*table_params, ("format", "csv")]),
-            "table_json": _link("/api/v1/regimes/table", table_params),
-            "fitted_terms": _link("/batch", fitted_terms_params(reading, edits)),
+            "sweep": link("/api/v1/regimes/speedup-vs-batch", sweep_params),
+            "schedule_csv": link("/api/v1/regimes/schedule", [*schedule_params, ("format", "csv")]),
+            "schedule_json": link("/api/v1/regimes/schedule", schedule_params),
+            "table_csv": link("/api/v1/regimes/table", [*table_params, ("format", "csv")]),
+            "table_json": link("/api/v1/regimes/table", table_params),
+            "fitted_terms": link("/batch", fitted_terms_params(reading, edits)),
         },
     }
 
