@@ -39,15 +39,8 @@ class JobError(ValueError):
 
 
 def server_summary(server: Server) -> dict[str, Any]:
-    return {
-        "url": server.url,
-        "k": server.k,
-        "kind": server.kind,
-        "speculative": server.speculative,
-        "requests": server.requests,
-        "engine": server.engine,
-        "version": server.version,
-    }
+    names = ("url", "k", "kind", "speculative", "requests", "engine", "version")
+    return {name: getattr(server, name) for name in names}
 
 
 def analysis_report(analysis: BatchAnalysis) -> dict[str, Any]:

@@ -513,25 +513,19 @@ def off_range_text(low: int | None, high: int | None) -> str:
 
 
 def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
-    p, k_max, batch_max = decision.p, decision.k_max, decision.batch_max
+    k_max = decision.k_max
     accuracy = accuracy_out(built.setup, built.measured)
     low, high = off_range(decision, accuracy)
-    return ScheduleOut(
-        p=p,
-        k_max=k_max,
-        batch_max=batch_max,
-        max_batch_that_fits=decision.max_batch_that_fits,
-        batch_limit=decision.batch_limit,
+    return filled(  # the decision's own fields by name (p, k_max, batch_max, limits, off batch, headline), and these
+        ScheduleOut,
+        decision,
         steps=[
             filled(ScheduleStepOut, step, limit_reached=closed_form.limit_reached(step.k, k_max))
             for step in decision.steps
         ],
         thresholds={str(step.batch_from): step.k for step in decision.steps},
-        off_from_batch=decision.off_from_batch,
         off_range_low=low,
         off_range_high=high,
-        loses_at_batch_one=decision.loses_at_batch_one,
-        headline=decision.headline,
         k_search_max=k_max,
         limit_reached=any(closed_form.limit_reached(step.k, k_max) for step in decision.steps),
         setup=built.description,

@@ -47,21 +47,12 @@ NGRAM_RULES = (
 def _rule_outcome(result: sampling.RuleResult, shown: np.ndarray) -> RuleOutcome:
     empirical = result.empirical
     shown_mass = float(empirical[shown].sum())
-    return RuleOutcome(
-        rule=result.rule,
+    return filled(  # the result's and its test's own fields by name, and these
+        RuleOutcome,
+        result,
+        result.test,
         description=RULE_DESCRIPTIONS[result.rule],
-        trials=result.trials,
-        accepted=result.accepted,
-        acceptance=result.acceptance,
-        acceptance_standard_error=result.acceptance_standard_error,
-        acceptance_expected=result.acceptance_expected,
-        bias=result.bias,
-        measured_bias=result.measured_bias,
         chi_square=result.test.statistic,
-        degrees_of_freedom=result.test.degrees_of_freedom,
-        p_value=result.test.p_value,
-        bins=result.test.bins,
-        passes=result.passes,
         histogram=empirical[shown].tolist(),
         histogram_rest=max(0.0, 1.0 - shown_mass),
     )
