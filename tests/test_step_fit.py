@@ -121,6 +121,14 @@ def test_cli_step_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "bandwidth efficiency 0.55" in out and "fit error" in out
     named = next(line for line in out.splitlines() if line.startswith("named terms: "))
     assert "ms (fixed time per step)" in named and "ms (time per further verified token of a sequence)" in named
+    assert main(["step-fit", str(path), "--p", "0.8", "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["format"] == "csv" and round(body["bandwidth_efficiency"], 2) == 0.55
+    assert main(["step-fit", str(tmp_path / "missing.csv")]) == 2
+    assert "step-fit: error: cannot read" in capsys.readouterr().err
+    path.write_text("batch,tokens,ms\nx,1,2\n")
+    assert main(["step-fit", str(path)]) == 2
+    assert "numbers" in capsys.readouterr().err
 
 
 def test_trtllm_iteration_stats_decode_iterations_are_step_times() -> None:

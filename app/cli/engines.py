@@ -9,16 +9,18 @@ from functools import partial
 from pathlib import Path
 
 from app.cli.arguments import (
+    add_color,
     add_input,
     add_inputs,
     add_roofline_arguments,
+    add_setup_arguments,
     add_step_fit_argument,
     built_setup,
     input_values,
     read_as,
     read_source,
 )
-from app.cli.command import Refused
+from app.cli.command import Command, Refused, register
 from app.model import rules
 from app.model.cost import step_cost
 from app.model.cost.regimes import RooflineSetup
@@ -35,8 +37,8 @@ from app.service.inputs import InputError
 from app.service.plan import PlanRequest
 from app.service.plan_inputs import PLAN, WATCH
 from app.service.regimes import BuiltSetup, SetupError
-from app.service.schemas.engines import EngineCalibrationOut
-from app.service.step_fit import StepFitError, step_fit_out
+from app.service.schemas.engines import EngineCalibrationOut, StepFitOut
+from app.service.step_fit import step_fit_out
 
 
 def calibrate_from(arguments: argparse.Namespace, regime: CostRegime) -> EngineCalibrationOut:
@@ -66,11 +68,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     add_step_fit_argument(config)
     config.set_defaults(handler=run_config)
 
-    fit = subparsers.add_parser("step-fit", help="fit efficiencies and overhead to measured step times")
-    fit.add_argument("source", metavar="FILE", help="CSV (batch,tokens,ms), vLLM dynamic config JSON or SGLang JSONL")
-    add_inputs(fit, decision_inputs.STEP_FIT)
-    add_roofline_arguments(fit)
-    fit.set_defaults(handler=run_step_fit)
+    register(subparsers, STEP_FIT, argparse.HelpFormatter)
 
     watch = subparsers.add_parser("watch", help="poll a live vLLM /metrics and say when speculation stops paying")
     watch.add_argument("url", nargs="?", help="http(s) URL of the server's /metrics (or give --prometheus)")
@@ -238,20 +236,21 @@ def run_config(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def run_step_fit(arguments: argparse.Namespace) -> int:
+def _step_fit_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "source", metavar="FILE", help="CSV (batch,tokens,ms), vLLM dynamic config JSON or SGLang JSONL"
+    )
+    add_inputs(parser, decision_inputs.STEP_FIT)
+    add_setup_arguments(parser)
+    add_color(parser)
 
-    built = _built(arguments, "step-fit")
-    if built is None:
-        return 2
-    try:
-        text = read_source(arguments.source)
-        out = step_fit_out(text, built, arguments.p, arguments.k_max, arguments.batch_max)
-    except (OSError, StepFitError, ValueError) as error:
-        print(f"specdec-lab step-fit: error: {error}", file=sys.stderr)
-        return 2
-    if arguments.format == "json":
-        sys.stdout.write(out.model_dump_json(indent=2) + "\n")
-        return 0
+
+def _step_fit(arguments: argparse.Namespace) -> StepFitOut:
+    built = built_setup(arguments)
+    return step_fit_out(read_source(arguments.source), built, arguments.p, arguments.k_max, arguments.batch_max)
+
+
+def _step_fit_text(arguments: argparse.Namespace, out: StepFitOut) -> str:
     lines = [
         f"{out.rows} rows ({out.format}): bandwidth efficiency {out.bandwidth_efficiency:.3f}, "
         f"compute efficiency {out.compute_efficiency:.3f}, overhead {out.overhead_us:.1f} us per pass",
@@ -266,8 +265,12 @@ def run_step_fit(arguments: argparse.Namespace) -> int:
     if out.schedule is not None:
         lines.append(out.schedule.headline)
     lines += [f"note: {note}" for note in out.notes]
-    sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+    return "\n".join(lines)
+
+
+STEP_FIT = Command(
+    "step-fit", "fit efficiencies and overhead to measured step times", _step_fit_options, _step_fit, _step_fit_text
+)
 
 
 class _Gauges:
