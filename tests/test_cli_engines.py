@@ -121,6 +121,10 @@ def test_config_from_a_report_calibrates_and_configures_in_one_step(
     report.write_text(engine_reports.example_report("vllm-metrics", 0.75, 4, 4000, 5))
     arguments = ["config", "--engine", "vllm", "--from", str(report), "--draft-path", "org/draft", "--format", "json"]
     assert main(arguments) == 0
-    body = json.loads(capsys.readouterr().out)
+    written = capsys.readouterr()
+    body = json.loads(written.out)
     assert 0.72 < body["p"] < 0.78 and "measured profile up to k = 4" in body["acceptance_model"]
+    assert written.err.startswith("p = 0.7") and "profile measured up to k = 4" in written.err  # where p came from
+    assert main([*arguments[:-2], "--from", str(tmp_path / "missing.txt")]) == 2
+    assert "config: error: cannot read" in capsys.readouterr().err
     assert body["config"]["model"] == "org/draft"

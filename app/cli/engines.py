@@ -20,7 +20,7 @@ from app.cli.arguments import (
     read_as,
     read_source,
 )
-from app.cli.command import Command, Refused, register
+from app.cli.command import REFUSALS, Command, Refused, refusal, register
 from app.model import rules
 from app.model.cost import step_cost
 from app.model.cost.regimes import RooflineSetup
@@ -33,11 +33,9 @@ from app.service.clients import prometheus as prometheus_watch
 from app.service.decision import CostRegime, cost_regime
 from app.service.engines import calibrate_report
 from app.service.fetch import FetchError, check_url, fetch_text
-from app.service.inputs import InputError
-from app.service.plan import PlanRequest
 from app.service.plan_inputs import PLAN, WATCH
-from app.service.regimes import BuiltSetup, SetupError
-from app.service.schemas.engines import EngineCalibrationOut, StepFitOut
+from app.service.regimes import SetupError
+from app.service.schemas.engines import EngineCalibrationOut, EngineConfigOut, StepFitOut
 from app.service.step_fit import step_fit_out
 
 
@@ -60,14 +58,7 @@ def calibrate_from(arguments: argparse.Namespace, regime: CostRegime) -> EngineC
 
 def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register config, step-fit and watch; they take the same setup arguments as `schedule`."""
-    config = subparsers.add_parser(
-        "config", help="the schedule on your setup as vLLM, SGLang, TensorRT-LLM or llama.cpp take it"
-    )
-    _add_plan_arguments(config)
-    add_roofline_arguments(config)
-    add_step_fit_argument(config)
-    config.set_defaults(handler=run_config)
-
+    register(subparsers, CONFIG, argparse.HelpFormatter)
     register(subparsers, STEP_FIT, argparse.HelpFormatter)
 
     watch = subparsers.add_parser("watch", help="poll a live vLLM /metrics and say when speculation stops paying")
@@ -128,48 +119,36 @@ def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", metavar="FILE", help="write to FILE instead of standard output")
 
 
-def _plan_request(arguments: argparse.Namespace, name: str) -> tuple[PlanRequest, str] | None:
-    """The plan request of config, rules or dashboard, and where its acceptance came from; None (with the
-    reason on stderr) when the report, the profile, the tree or the rules' inputs cannot be read."""
-
-    watching = name != "config"
+def _plan(arguments: argparse.Namespace, watching: bool) -> plan.Plan:
+    """The plan of config (``watching`` False), rules or dashboard, from the options and the setup; with --from,
+    calibrated from that report first (where p came from is said on stderr).  Raises what the executor refuses:
+    the report, the profile, the tree or the rules' inputs that cannot be read."""
+    built = built_setup(arguments)
     values = input_values(arguments, (*plan_inputs.PLAN, *(plan_inputs.WATCH if watching else ())))
-    where, profile = "", None
-    try:
-        if arguments.source:
-            values["p"], measured, where = _calibrated_profile(arguments.source, arguments.k_max)
-            profile = None if arguments.profile else measured  # --profile, when given, is the one
-        build = plan_inputs.watch_request if watching else plan_inputs.request
-        return build(values, profile), where
-    except InputError as error:
-        print(f"specdec-lab {name}: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
-    except (OSError, ValueError) as error:
-        message = error.message if isinstance(error, CalibrationError) else str(error)
-        print(f"specdec-lab {name}: error: {message}", file=sys.stderr)
-    return None
+    profile = None
+    if arguments.source:
+        values["p"], measured, where = _calibrated_profile(arguments.source, arguments.k_max)
+        profile = None if arguments.profile else measured  # --profile, when given, is the one
+        print(where, file=sys.stderr)
+    build = plan_inputs.watch_request if watching else plan_inputs.request
+    return plan.build(build(values, profile), built)
 
 
 def run_rules(arguments: argparse.Namespace) -> int:
     """`specdec-lab rules` (YAML, or JSON as the API with --format json) and `specdec-lab dashboard` (JSON)."""
 
     name = arguments.command
-    built = _built(arguments, name)
-    if built is None:
-        return 2
     if arguments.format == "csv":
         print(f"specdec-lab {name}: error: --format must be text or json", file=sys.stderr)
         return 2
-    planned = _plan_request(arguments, name)
-    if planned is None:
-        return 2
     try:
-        decided = plan.build(planned[0], built)
+        decided = _plan(arguments, watching=True)
         made = decided.rules
     except rules.RulesError as error:
         print(f"specdec-lab {name}: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
         return 2
-    except ValueError as error:  # an unknown version, method or tree: the message names it
-        print(f"specdec-lab {name}: error: {error}", file=sys.stderr)
+    except REFUSALS as error:  # an unknown version, method or tree, a report or setup refused: named
+        print(f"specdec-lab {name}: error: {refusal(error)}", file=sys.stderr)
         return 2
     if name == "dashboard":
         text = decided.dashboard_text()
@@ -189,15 +168,6 @@ def run_rules(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _built(arguments: argparse.Namespace, name: str) -> BuiltSetup | None:
-    """The setup of the options (and --step-fit's terms); None after writing why it cannot be built."""
-    try:
-        return built_setup(arguments)
-    except (SetupError, Refused) as error:
-        print(f"specdec-lab {name}: error: {error}", file=sys.stderr)
-        return None
-
-
 def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ...], str]:
     """p and the per-position profile of an engine report, and a line saying where they came from."""
 
@@ -207,33 +177,30 @@ def _calibrated_profile(source: str, k_max: int) -> tuple[float, tuple[float, ..
     return report.p, profile, where + (f", profile measured up to k = {len(profile)}" if profile else "")
 
 
-def run_config(arguments: argparse.Namespace) -> int:
+def _config_options(parser: argparse.ArgumentParser) -> None:
+    _add_plan_arguments(parser)
+    add_setup_arguments(parser)
+    add_color(parser)
+    add_step_fit_argument(parser)
 
-    built = _built(arguments, "config")
-    if built is None:
-        return 2
-    planned = _plan_request(arguments, "config")
-    if planned is None:
-        return 2
-    request, where = planned
-    try:
-        out = plan.build(request, built).config_out()
-    except ValueError as error:  # an unknown version, method or tree: the message names it
-        print(f"specdec-lab config: error: {error}", file=sys.stderr)
-        return 2
-    if arguments.format == "json":
-        sys.stdout.write(out.model_dump_json(indent=2) + "\n")
-        return 0
+
+def _config_text(arguments: argparse.Namespace, out: EngineConfigOut) -> str:
     lines = [out.headline, f"{out.engine} {out.engine_version} (known: {', '.join(out.engine_versions)})", ""]
-    if where:
-        lines.insert(0, where)
     lines.append(out.text.rstrip() if out.speculate else "(leave speculation off)")
     lines += [f"note: {note}" for note in out.notes]
     if out.accuracy is not None:
         lines.append(f"how good: {out.accuracy.summary}")
     lines += [f"keys checked against {source}" for source in out.sources]
-    sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+    return "\n".join(lines)
+
+
+CONFIG = Command(
+    "config",
+    "the schedule on your setup as vLLM, SGLang, TensorRT-LLM or llama.cpp take it",
+    _config_options,
+    lambda arguments: _plan(arguments, watching=False).config_out(),
+    _config_text,
+)
 
 
 def _step_fit_options(parser: argparse.ArgumentParser) -> None:
@@ -334,11 +301,9 @@ def run_watch(arguments: argparse.Namespace) -> int:
     try:
         if arguments.url is not None:
             check_url(arguments.url)
-    except FetchError as error:
+        built = built_setup(arguments)
+    except (FetchError, SetupError, Refused) as error:
         print(f"specdec-lab watch: error: {error}", file=sys.stderr)
-        return 2
-    built = _built(arguments, "watch")
-    if built is None:
         return 2
     gauges: list[_Gauges] = []  # opened once the source is known to answer (the Prometheus found)
     try:
