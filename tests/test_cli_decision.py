@@ -47,7 +47,9 @@ def test_calibrate_text_shows_positions_and_the_iid_verdict(tmp_path: Path, caps
         (["calibrate", "--length", "7", "--k", "5"], "mean acceptance length must lie in [1, k + 1]"),
         (["sources", "--override", "gpt:0.5:0.1"], "unknown draft source gpt"),
         (["trees", "--acceptance", "0.2,0.5"], "must not increase"),
-        (["trees", "--widths", "1"], "widths must be from 2"),
+        (["trees", "--widths", "1"], "--widths: each width must be an integer from 2 to 16; got 1"),  # as the API
+        (["trees", "--widths", "2,3,4,5,6"], "--widths: takes at most 4 numbers; got 5"),
+        (["trees", "--acceptance", "0.6,x"], "--acceptance: must be comma-separated numbers; got 'x'"),
     ],
 )
 def test_errors_exit_2_with_a_message(arguments: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:

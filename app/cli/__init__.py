@@ -22,8 +22,7 @@ from app.cli.arguments import (
 )
 from app.cli.command import Command, Refused, register, use_color
 from app.cli.engines import calibrate_from
-from app.model import limits
-from app.model.arithmetic import draft_sources, trees
+from app.model.arithmetic import draft_sources
 from app.model.cost.regimes import RegimeName
 from app.model.counters import calibration
 from app.service import core_inputs, decision_inputs, plan_inputs, regime_inputs, regimes
@@ -231,13 +230,8 @@ def _trees_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _trees(arguments: argparse.Namespace) -> TreesOut:
-    acceptance = trees.positional_acceptance([float(item) for item in arguments.acceptance.split(",") if item.strip()])
-    widths = list(dict.fromkeys(int(item) for item in arguments.widths.split(",") if item.strip()))
-    if any(not 2 <= width <= trees.MAX_WIDTH for width in widths):
-        raise ValueError(f"widths must be from 2 to {trees.MAX_WIDTH}")
-    if len(widths) > limits.MAX_TREE_WIDTHS:
-        raise ValueError(f"give at most {limits.MAX_TREE_WIDTHS} widths")
-    return trees_out(acceptance, arguments.budget, _regime(arguments), widths)
+    acceptance = plan_inputs.tree_acceptance(arguments.acceptance, "acceptance")
+    return trees_out(acceptance, arguments.budget, _regime(arguments), plan_inputs.tree_widths(arguments.widths))
 
 
 # ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ an engine registered later is offered everywhere.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,23 @@ class InputError(ValueError):
         self.name = name
         self.message = message
         self.value = value
+
+
+def number_list(name: str, text: str, limit: int) -> tuple[float, ...]:
+    """The comma-separated numbers of input ``name``: finite, at most ``limit`` of them (none when empty); an
+    InputError naming the input otherwise."""
+    values = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            value = float(item)
+        except ValueError:
+            raise InputError(name, f"must be comma-separated numbers; got {item!r}", text) from None
+        if not math.isfinite(value):
+            raise InputError(name, f"must hold finite numbers; got {item!r}", text)
+        values.append(value)
+    if len(values) > limit:
+        raise InputError(name, f"takes at most {limit} numbers; got {len(values)}", text)
+    return tuple(values)
 
 
 def _number(value: float) -> str:

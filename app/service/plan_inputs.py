@@ -15,7 +15,7 @@ from app.model import engines, limits, rules
 from app.model.arithmetic import closed_form, trees
 from app.model.arithmetic.acceptance import Acceptance, AcceptanceProfile
 from app.model.engines.base import UnknownVersionError
-from app.service.inputs import Input, InputError, by_name, checked
+from app.service.inputs import Input, InputError, by_name, checked, number_list
 from app.service.plan import PlanRequest
 
 MAX_LABEL = 100
@@ -299,14 +299,11 @@ RULES_FORMAT = Input("format", "Format", str, RULES_FORMATS[0], "Response format
 
 def profile_shares(text: str) -> tuple[float, ...]:
     """A measured profile from its text: shares from 0 to 1, not increasing, at most K_MAX_LIMIT of them."""
+    shares = number_list("profile", text, limits.K_MAX_LIMIT)
     try:
-        shares = tuple(float(item) for item in text.split(",") if item.strip())
         AcceptanceProfile.of(0.5, shares)
     except ValueError as error:
-        message = str(error) if "could not convert" not in str(error) else "must be comma-separated numbers"
-        raise InputError("profile", f"{message}; got {text[:60]!r}", text) from None
-    if len(shares) > limits.K_MAX_LIMIT:
-        raise InputError("profile", f"takes at most {limits.K_MAX_LIMIT} positions; got {len(shares)}", text)
+        raise InputError("profile", f"{error}; got {text[:60]!r}", text) from None
     return shares
 
 
@@ -354,11 +351,28 @@ def measured_acceptance(
     return AcceptanceProfile.of(value, shares) if shares else value
 
 
-def _tree_acceptance(text: str) -> tuple[float, ...]:
+def tree_acceptance(text: str, name: str = "tree_acceptance") -> tuple[float, ...]:
+    """A tree's positional acceptance from its text (input ``name``): at least one probability, at most one per
+    position of the widest tree."""
+    values = number_list(name, text, trees.MAX_WIDTH)
+    if not values:
+        raise InputError(name, "needs at least one probability, e.g. 0.6,0.2,0.1", text)
     try:
-        return trees.positional_acceptance([float(item) for item in text.split(",") if item.strip()])
+        return trees.positional_acceptance(values)
     except ValueError as error:
-        raise InputError("tree_acceptance", str(error)) from None
+        raise InputError(name, str(error), text) from None
+
+
+def tree_widths(text: str) -> list[int]:
+    """The fixed widths to compare, in the order given, each once."""
+    chosen: list[int] = []
+    for value in number_list("widths", text, limits.MAX_TREE_WIDTHS):
+        if not value.is_integer() or not 2 <= value <= trees.MAX_WIDTH:
+            message = f"each width must be an integer from 2 to {trees.MAX_WIDTH}; got {value:g}"
+            raise InputError("widths", message, text)
+        if int(value) not in chosen:
+            chosen.append(int(value))
+    return chosen
 
 
 def request(given: Mapping[str, Any], profile: tuple[float, ...] | None = None) -> PlanRequest:
@@ -375,7 +389,7 @@ def request(given: Mapping[str, Any], profile: tuple[float, ...] | None = None) 
     except ValueError as error:
         raise InputError("method", str(error), values["method"]) from None
     tree_text = values["tree_acceptance"]
-    tree = _tree_acceptance(tree_text) if tree_text.strip() else None
+    tree = tree_acceptance(tree_text) if tree_text.strip() else None
     p = acceptance(values["p"], values["rate"], values["mean_length"], values["k"])
     if values["tree_budget"] > 0 and not tree_text.strip():
         raise InputError("tree_acceptance", "is required with tree_budget > 0")

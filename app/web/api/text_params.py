@@ -3,12 +3,13 @@ numbers, the pattern their schema declares; shared by the calibrate, sources and
 
 from __future__ import annotations
 
-import math
 import re
 
 from app.model.cost.regimes import REGIME_NAMES as regime_names
 from app.service import decision_inputs as inputs
 from app.service.decision import CostRegime, cost_regime
+from app.service.inputs import InputError, number_list
+from app.web.api.inputs import refused
 from app.web.core.errors import parameter_error
 
 MAX_TEXT_PARAMETER = inputs.MAX_TEXT
@@ -34,15 +35,7 @@ def text_parameter(name: str, text: str, limit: int = MAX_TEXT_PARAMETER) -> str
 
 
 def numbers(name: str, text: str, limit: int) -> list[float]:
-    values = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        try:
-            value = float(item)
-        except ValueError:
-            raise parameter_error(name, f"must be comma-separated numbers; got {item!r}", text) from None
-        if not math.isfinite(value):
-            raise parameter_error(name, f"must hold finite numbers; got {item!r}", text)
-        values.append(value)
-    if len(values) > limit:
-        raise parameter_error(name, f"takes at most {limit} numbers; got {len(values)}", text)
-    return values
+    try:
+        return list(number_list(name, text, limit))
+    except InputError as error:
+        raise refused(error) from None

@@ -6,15 +6,16 @@ from fastapi import APIRouter
 
 from app.model import limits
 from app.model.arithmetic import trees
-from app.service import core_inputs
+from app.service import core_inputs, plan_inputs
 from app.service import decision_inputs as inputs
 from app.service.decision import trees_out
 from app.service.decision_inputs import ACCEPTANCE_PATTERN, WIDTHS_PATTERN
+from app.service.inputs import InputError
 from app.service.schemas.decision import TreesOut
-from app.web.api.inputs import takes
+from app.web.api.inputs import refused, takes
 from app.web.api.setup_params import RULES
-from app.web.api.text_params import check_format, chosen_regime, numbers, text_parameter
-from app.web.core.errors import parameter_error, with_rules
+from app.web.api.text_params import check_format, chosen_regime, text_parameter
+from app.web.core.errors import with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
 
 router = APIRouter(prefix="/api/v1", tags=["decision"])
@@ -53,21 +54,12 @@ def get_trees(acceptance: str, budget: int, c: float, regime: str, beta: float, 
 
 def trees_report(acceptance: str, budget: int, c: float, regime: str, beta: float, batch: int, widths: str) -> TreesOut:
     """GET /trees once its parameters are in range; also the page's first paint."""
-    values = numbers("acceptance", text_parameter("acceptance", acceptance), MAX_TREE_WIDTH)
-    if not values:
-        raise parameter_error("acceptance", "needs at least one probability, e.g. 0.6,0.2,0.1", acceptance)
     try:
-        probabilities = trees.positional_acceptance(values)
-    except ValueError as error:
-        raise parameter_error("acceptance", str(error), acceptance) from None
-    check_format("acceptance", acceptance, ACCEPTANCE_PATTERN, "0.6,0.2,0.1")
-    width_values = numbers("widths", text_parameter("widths", widths, limits.MAX_WIDTHS_TEXT), MAX_TREE_WIDTHS)
-    chosen_widths: list[int] = []
-    for value in width_values:
-        if not value.is_integer() or not 2 <= value <= MAX_TREE_WIDTH:
-            raise parameter_error("widths", f"each width must be an integer from 2 to {MAX_TREE_WIDTH}; got {value:g}")
-        if int(value) not in chosen_widths:
-            chosen_widths.append(int(value))
+        probabilities = plan_inputs.tree_acceptance(text_parameter("acceptance", acceptance), "acceptance")
+        check_format("acceptance", acceptance, ACCEPTANCE_PATTERN, "0.6,0.2,0.1")
+        chosen_widths = plan_inputs.tree_widths(text_parameter("widths", widths, limits.MAX_WIDTHS_TEXT))
+    except InputError as error:
+        raise refused(error) from None
     check_format("widths", widths, WIDTHS_PATTERN, "2,4")
     chosen = chosen_regime(regime, c, beta, batch)
     return trees_out(probabilities, budget, chosen, chosen_widths)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from app.model import limits
 from app.model.arithmetic import trees
+from app.service import plan_inputs
 from app.service.decision import (
     CostRegime,
     tree_verification_assumption,
 )
-from app.service.inputs import link
+from app.service.inputs import InputError, link
 from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.text import fixed, times
@@ -30,17 +30,9 @@ def _acceptance(reading: Reading) -> tuple[float, ...]:
     """The positional acceptance from its text; a malformed list is refused naming its label."""
     text = reading.text("acceptance")
     try:
-        values = [float(item) for item in (part.strip() for part in text.split(",")) if item]
-        if not values:
-            raise ValueError("needs at least one probability, e.g. 0.6,0.2,0.1")
-        if not all(math.isfinite(value) for value in values):
-            raise ValueError("must hold finite numbers")
-        if len(values) > trees.MAX_WIDTH:
-            raise ValueError(f"takes at most {trees.MAX_WIDTH} numbers; got {len(values)}")
-        return trees.positional_acceptance(values)
-    except ValueError as error:
-        reason = str(error) if "could not convert" not in str(error) else "must be comma-separated numbers"
-        reason = reason.removeprefix("positional acceptance ")
+        return plan_inputs.tree_acceptance(text, ACCEPTANCE.name)
+    except InputError as error:
+        reason = error.message.removeprefix("positional acceptance ")
         reading.correct(ACCEPTANCE, str(ACCEPTANCE.default), f"{ACCEPTANCE.label}: {reason}; got {text[:40]!r}")
         return tuple(limits.DEFAULT_TREE_ACCEPTANCE)
 
