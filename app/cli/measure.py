@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import httpx
 
@@ -26,12 +26,17 @@ from app.model.engines.base import SpecCounts
 from app.model.live.measure import MeasureError, Sample, analyze, metrics_delta, step_times_csv
 from app.model.live.measure_batches import batch_step_times_csv
 from app.service import live_inputs
-from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Sweep, read_prompts, stderr_progress
+from app.service.clients.measure import (
+    BUILTIN_PROMPTS,
+    MeasureClientError,
+    Run,
+    Sweep,
+    read_prompts,
+    stderr_progress,
+)
 from app.service.live_inputs import MAX_SWEEP_BATCH, MAX_SWEEP_K
 from app.service.measure_jobs import batch_report
 
-Measured = TypeVar("Measured")
-Measured_co = TypeVar("Measured_co", covariant=True)
 EXIT_INCOMPLETE = 1  # a batch sweep that stopped before every cell: what it measured is still written
 
 
@@ -123,18 +128,12 @@ def _fail(message: str) -> int:
     return 2
 
 
-class _Measures(Protocol[Measured_co]):
-    def run(self) -> Measured_co: ...
-
-
-def _swept(
-    arguments: argparse.Namespace, sweep: Callable[..., _Measures[Measured]], **particular: Any
-) -> tuple[list[str], Measured]:
+def _swept(arguments: argparse.Namespace, **particular: Any) -> tuple[list[str], Run]:
     """The prompts read and what the sweep measured, over the servers, workload and bounds the arguments give."""
 
     prompts = read_prompts(arguments.prompts) if arguments.prompts else list(BUILTIN_PROMPTS)
     with httpx.Client() as client:
-        measured = sweep(
+        measured = Sweep(
             client,
             arguments.urls,
             prompts,
@@ -169,7 +168,7 @@ def run_measure(arguments: argparse.Namespace) -> int:
     if arguments.method:
         return _fail("--method needs --batch: it names the drafter in the config of the schedule measured over batches")
     try:
-        prompts, run = _swept(arguments, Sweep, logs=arguments.server_log)
+        prompts, run = _swept(arguments, logs=arguments.server_log)
         notes = list(run.notes)
         kinds = {server.kind for server in run.servers if server.speculative}
         timed = any(sample.draft_ms is not None for sample in run.samples)
@@ -224,7 +223,7 @@ def run_measure(arguments: argparse.Namespace) -> int:
 # --batch: the sweep over batch sizes
 
 
-def _pooled(samples: list[Any], k: int) -> Any:
+def _pooled(samples: list[Sample], k: int) -> Sample:
     """One k's counters summed over every batch and round it drafted in (for --write-calibration)."""
 
     mine = [sample for sample in samples if sample.k == k and sample.drafts > 0]
@@ -256,7 +255,7 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     except ValueError as error:
         return _fail(f"--method {arguments.method}: {error}")
     try:
-        prompts, run = _swept(arguments, Sweep, batches=arguments.batch)
+        prompts, run = _swept(arguments, batches=arguments.batch)
     except (MeasureClientError, httpx.HTTPError, OSError) as error:
         return _fail(_reason(error))
     said = ["--server-log not used with --batch: the draft time is inside each cell's step time"]
