@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from app.service.inputs import InputError
 from app.service.regimes import SetupError
 
@@ -31,7 +33,7 @@ class Command:
     name: str
     help: str
     options: Callable[[argparse.ArgumentParser], None]
-    answer: Callable[[argparse.Namespace], Any]
+    answer: Callable[[argparse.Namespace], BaseModel]
     text: Callable[[argparse.Namespace, Any], str]
     csv: Callable[[Any], str] | None = None
     format_help: str = "output format"
