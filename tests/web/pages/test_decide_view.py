@@ -219,6 +219,11 @@ def test_a_rule_across_controls_names_the_label(
         assert lenient["controls"][name]["value"] == value
 
 
+def test_a_malformed_acceptance_is_named_once_with_the_value_at_fault() -> None:
+    (note,) = [note for note in view("acceptance=0.6,x")["notes"] if note.startswith("Positional acceptance")]
+    assert note.endswith(": must be comma-separated numbers; got 'x'; showing 0.6,0.2,0.1,0.05.")
+
+
 @pytest.mark.parametrize(
     ("query", "label"),
     [

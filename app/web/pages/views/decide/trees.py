@@ -32,8 +32,8 @@ def _acceptance(reading: Reading) -> tuple[float, ...]:
     try:
         return plan_inputs.tree_acceptance(text, ACCEPTANCE.name)
     except InputError as error:
-        reason = error.message.removeprefix("positional acceptance ")
-        reading.correct(ACCEPTANCE, str(ACCEPTANCE.default), f"{ACCEPTANCE.label}: {reason}; got {text[:40]!r}")
+        reason = error.message.removeprefix("positional acceptance ")  # it names the value or the rule broken
+        reading.correct(ACCEPTANCE, str(ACCEPTANCE.default), f"{ACCEPTANCE.label}: {reason}")
         return tuple(limits.DEFAULT_TREE_ACCEPTANCE)
 
 
