@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from app.model.live.rollout import AcceptanceCheck
-from app.service.schemas.fill import RecordOut
+from app.service.schemas.fill import RecordOut, filled
 from app.service.schemas.rollout import AcceptanceCheckOut
 
 
@@ -77,3 +77,22 @@ def test_a_field_made_by_a_factory_keeps_it_as_its_default() -> None:
 def test_the_canary_checks_acceptance_model_holds_every_field_of_the_record() -> None:
     record = {name for name in AcceptanceCheck.__dataclass_fields__}
     assert set(AcceptanceCheckOut.model_fields) == record | {"counts"}
+
+
+class _Point(BaseModel):
+    x: float
+    label: str = "none"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class _Source:
+    x: float
+    label: str
+
+
+def test_filled_reads_each_field_from_the_first_source_that_has_it_and_refuses_a_field_none_has() -> None:
+    made = filled(_Point, _Source(1.5, "first"), _Source(2.0, "second"), note="given")
+    assert (made.x, made.label, made.note) == (1.5, "first", "given")
+    with pytest.raises(AttributeError, match=r"_Point\.note: neither given nor an attribute of its sources"):
+        filled(_Point, _Source(1.5, "first"))  # a default does not stand in for a field no source has

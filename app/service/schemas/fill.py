@@ -75,14 +75,15 @@ class RecordOut(BaseModel, metaclass=_RecordMeta):
 def filled(model: type[M], /, *sources: object, **given: Any) -> M:
     """``model`` with the fields in ``given`` as passed and every other field read by name from ``sources``.
 
-    The first source that has the attribute gives it; a field no source has is left to the model's default.
+    The first source that has the attribute gives it; a field neither given nor in a source is an AttributeError
+    naming it (a source's renamed attribute must not read as the model's default).
     """
     values = dict(given)
     for name in model.model_fields:
         if name in values:
             continue
-        for source in sources:
-            if hasattr(source, name):
-                values[name] = getattr(source, name)
-                break
+        source = next((source for source in sources if hasattr(source, name)), None)
+        if source is None:
+            raise AttributeError(f"{model.__name__}.{name}: neither given nor an attribute of its sources")
+        values[name] = getattr(source, name)
     return model(**values)
