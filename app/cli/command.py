@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from app.model.rules import RulesError
 from app.service.inputs import InputError
 from app.service.regimes import SetupError
 
@@ -41,8 +42,8 @@ class Command:
 
 
 def refusal(error: Exception) -> str:
-    """What a refusal says: an input by its option, a file by its name, any other by its own words."""
-    if isinstance(error, InputError):
+    """What a refusal says: an input or a rules parameter by its option, a file by its name, others in their words."""
+    if isinstance(error, (InputError, RulesError)):
         return f"--{error.name.replace('_', '-')}: {error.message}"
     if isinstance(error, OSError) and error.strerror:
         return f"cannot read {error.filename or 'the input'}: {error.strerror}"

@@ -21,7 +21,6 @@ from app.cli.arguments import (
     read_source,
 )
 from app.cli.command import REFUSALS, Command, Refused, refusal, register
-from app.model import rules
 from app.model.cost import step_cost
 from app.model.cost.regimes import RooflineSetup
 from app.model.counters.calibration import CalibrationError
@@ -144,9 +143,6 @@ def run_rules(arguments: argparse.Namespace) -> int:
     try:
         decided = _plan(arguments, watching=True)
         made = decided.rules
-    except rules.RulesError as error:
-        print(f"specdec-lab {name}: error: --{error.name.replace('_', '-')}: {error.message}", file=sys.stderr)
-        return 2
     except REFUSALS as error:  # an unknown version, method or tree, a report or setup refused: named
         print(f"specdec-lab {name}: error: {refusal(error)}", file=sys.stderr)
         return 2
