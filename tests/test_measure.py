@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.model.engines.base import SpecCounts
+from app.model.counters.counts import SpecCounts
 from app.model.live.measure import MeasureError, Sample, analyze, metrics_delta, step_times_csv
 from app.model.live.step_fit import read_step_times
 from app.service.clients.measure import Record, Server, parse_metrics, samples_from

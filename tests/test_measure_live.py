@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from app.cli import main
-from app.model.engines.base import SpecCounts
+from app.model.counters.counts import SpecCounts
 from app.model.live.measure import Analysis, analyze
 from app.model.live.step_fit import read_step_times
 from app.service.clients.measure import Run, Sweep, parse_metrics

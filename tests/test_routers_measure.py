@@ -138,7 +138,7 @@ def test_the_decide_view_says_whether_this_server_measures_and_labels_the_inputs
 
 
 def test_a_cells_time_per_token_is_one_sequences_and_its_rate_the_whole_batchs() -> None:
-    from app.model.engines.base import SpecCounts
+    from app.model.counters.counts import SpecCounts
     from app.service.clients.measure import Record, Server
     from app.service.measure_jobs import partial_cells
 

@@ -22,7 +22,7 @@ from app.cli.arguments import add_input, add_inputs, add_repeated
 from app.cli.arguments import bounded as _bounded
 from app.cli.render import render_batches, render_text
 from app.model.cost import step_cost
-from app.model.engines.base import SpecCounts
+from app.model.counters.counts import SpecCounts
 from app.model.live.measure import MeasureError, Sample, analyze, metrics_delta, step_times_csv
 from app.model.live.measure_batches import batch_step_times_csv
 from app.service import live_inputs

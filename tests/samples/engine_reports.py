@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from app.model.counters.prometheus_text import Family, Labels, exposition
+from app.model.counters.counts import CounterNames, SpecCounts, counter_families
+from app.model.counters.prometheus_text import Family, exposition
 from app.model.live.engine_metrics import REPORT_FORMATS
 
 
@@ -61,16 +62,17 @@ def prometheus_counters(
     given = tuple(re.findall(r'(\w+)="([^"]*)"', labels))
     draws = [sample_accepted(p, k, cycles, seed + index) for index in range(classes)]
     classed = [(*given, ("model_name", f"model-{index}")) for index in range(classes)]
-    families: list[Family] = []
-    for kind, stem in stems.items():
-        rows: list[tuple[Labels, float]] = []
-        for base, accepted in zip(classed, draws, strict=True):
-            if kind == "per_position":
-                rows += [((*base, (position_label, str(at))), float(np.sum(accepted > at))) for at in range(k)]
-            else:
-                total = {"drafts": cycles, "draft_tokens": cycles * k, "accepted": int(accepted.sum())}[kind]
-                rows.append((base, float(total)))
-        families.append(Family(f"{prefix}{stem}_total", "counter", tuple(rows), kind.replace("_", " ")))
+    names = CounterNames(
+        **{kind: f"{prefix}{stem}_total" for kind, stem in stems.items()}, position_label=position_label
+    )
+    rows = [
+        (
+            base,
+            SpecCounts(cycles, cycles * k, int(accepted.sum()), tuple(int(np.sum(accepted > at)) for at in range(k))),
+        )
+        for base, accepted in zip(classed, draws, strict=True)
+    ]
+    families = counter_families(names, rows)
     if per_position_drafted:
         drafted = tuple(((*base, (position_label, str(at))), float(cycles)) for base in classed for at in range(k))
         families.append(Family(f"{prefix}{per_position_drafted}_total", "counter", drafted))

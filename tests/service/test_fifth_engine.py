@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.model import engines, rules
 from app.model.arithmetic import closed_form
+from app.model.counters.counts import SpecCounts
 from app.model.engines.base import (
     ConfigRequest,
     DecodeTime,
@@ -26,7 +27,6 @@ from app.model.engines.base import (
     LiveFormat,
     RulesMetrics,
     Source,
-    SpecCounts,
     runs_of,
 )
 from app.model.engines.live import samples, summed

@@ -33,6 +33,7 @@ accepted / drafted estimates p directly, and emitted tokens per cycle
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -41,6 +42,7 @@ from scipy import stats
 
 from app.model.arithmetic import closed_form, mixed_lengths
 from app.model.arithmetic.closed_form import VerifyCost, free_verification
+from app.model.counters.counts import CounterNames, SpecCounts, counter_families
 from app.model.counters.prometheus_text import Family, exposition
 
 MAX_EXPOSITION_BYTES = 1_000_000
@@ -644,33 +646,28 @@ def example_exposition(
         accepted_lengths = np.minimum(rng.geometric(1.0 - p, size=drafts) - 1, k) if p < 1 else np.full(drafts, k)
         at_least = [int(np.sum(accepted_lengths > i)) for i in range(k)]
     accepted = int(sum(at_least))
-    families: list[Family] = []
     by_engine = [(("engine", str(engine)), ("model_name", model_name)) for engine in range(engines)]
 
     def split(total: int) -> list[int]:
         share, extra = divmod(total, engines)
         return [share + (1 if index < extra else 0) for index in range(engines)]
 
-    def counter(name: str, help_text: str, total: int) -> None:
-        values = tuple((labels, float(value)) for labels, value in zip(by_engine, split(total), strict=True))
-        families.append(Family(f"vllm:{name}_total", "counter", values, help_text))
-        created = tuple((labels, CREATED_AT) for labels in by_engine)
-        families.append(Family(f"vllm:{name}_created", "gauge", created, help_text))
+    def created(names: Iterable[str]) -> list[Family]:
+        """The creation time vLLM writes beside each counter."""
+        values = tuple((labels, CREATED_AT) for labels in by_engine)
+        return [Family(name.removesuffix("_total") + "_created", "gauge", values) for name in names if name]
 
     running = ((by_engine[0], 3.0),)
-    families.append(
-        Family("vllm:num_requests_running", "gauge", running, "Number of requests in model execution batches.")
-    )
+    families = [Family("vllm:num_requests_running", "gauge", running, "Number of requests in model execution batches.")]
     if schema == "v1":
-        counter(DRAFTS, "Number of spec decoding drafts.", drafts)
-        counter(DRAFT_TOKENS, "Number of draft tokens.", drafts * k)
-        counter(ACCEPTED, "Number of accepted tokens.", accepted)
-        at = tuple(
-            ((*labels, ("position", str(position))), float(value))
-            for position, total in enumerate(at_least)
-            for labels, value in zip(by_engine, split(total), strict=True)
-        )
-        families.append(Family(f"vllm:{PER_POSITION}_total", "counter", at, "Accepted tokens per draft position."))
+        drafted, tokens, kept = split(drafts), split(drafts * k), split(accepted)
+        positions = [split(total) for total in at_least]
+        rows = [
+            (labels, SpecCounts(drafted[at], tokens[at], kept[at], tuple(total[at] for total in positions)))
+            for at, labels in enumerate(by_engine)
+        ]
+        names = CounterNames.spec_decode("vllm:")
+        families += counter_families(names, rows) + created((names.drafts, names.draft_tokens, names.accepted))
     elif schema == "v0":
         # V0 counted every accepted position; under i.i.d. acceptance that is p per drafted token.
         emitted = accepted + drafts
@@ -679,9 +676,12 @@ def example_exposition(
         else:
             rng_any = np.random.default_rng(seed + 1)
             any_position = int(rng_any.binomial(drafts * k, p))
-        counter(DRAFT_TOKENS, "Number of draft tokens.", drafts * k)
-        counter(ACCEPTED, "Number of accepted tokens.", any_position)
-        counter(EMITTED, "Number of emitted tokens.", emitted)
+        counted = [(f"vllm:{DRAFT_TOKENS}_total", drafts * k), (f"vllm:{ACCEPTED}_total", any_position),
+                   (f"vllm:{EMITTED}_total", emitted)]  # fmt: skip
+        for name, total in counted:
+            values = tuple((labels, float(value)) for labels, value in zip(by_engine, split(total), strict=True))
+            families.append(Family(name, "counter", values))
+        families += created(name for name, _total in counted)
         efficiency = emitted / (drafts * (k + 1)) if drafts else 0.0
         gauge = (((("model_name", model_name),), efficiency),)
         families.append(Family(f"vllm:{EFFICIENCY}", "gauge", gauge, "Speculative decoding system efficiency."))

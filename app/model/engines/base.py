@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 if TYPE_CHECKING:  # annotations only: the registry's names load without numpy (the command line's start-up)
     from app.model.arithmetic.trees import TreeShape
     from app.model.cost.regimes import ScheduleStep
+    from app.model.counters.counts import SpecCounts
     from app.model.engines.reports import ReportFormat
     from app.model.engines.step_times import StepTimeFormat
 
@@ -305,45 +306,6 @@ class EngineAdapter(Protocol):
     def read_config(self, exported: Exported, version: EngineVersion, batch_limit: int) -> list[int]: ...
 
     def choose_method(self, given: str | None) -> str | None: ...
-
-
-@dataclass(frozen=True)
-class SpecCounts:
-    """An engine's speculative-decoding counts (cumulative from one scrape, or the difference of two)."""
-
-    drafts: int = 0  # verifications of a draft
-    draft_tokens: int = 0
-    accepted: int = 0  # accepted draft tokens (the verification's own token excluded)
-    per_position: tuple[int, ...] = ()  # drafts with at least position + 1 tokens accepted, from position 0
-
-    def _aligned(self, other: SpecCounts) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        width = max(len(self.per_position), len(other.per_position))
-        return (
-            self.per_position + (0,) * (width - len(self.per_position)),
-            other.per_position + (0,) * (width - len(other.per_position)),
-        )
-
-    def minus(self, before: SpecCounts) -> SpecCounts:
-        """The counts since ``before``; a ValueError when one went down (the server restarted between them)."""
-        now, then = self._aligned(before)
-        delta = SpecCounts(
-            self.drafts - before.drafts,
-            self.draft_tokens - before.draft_tokens,
-            self.accepted - before.accepted,
-            tuple(a - b for a, b in zip(now, then, strict=True)),
-        )
-        if min(delta.drafts, delta.draft_tokens, delta.accepted, *delta.per_position, 0) < 0:
-            raise ValueError("a speculative counter went down: the server restarted during the measurement")
-        return delta
-
-    def plus(self, other: SpecCounts) -> SpecCounts:
-        mine, theirs = self._aligned(other)
-        return SpecCounts(
-            self.drafts + other.drafts,
-            self.draft_tokens + other.draft_tokens,
-            self.accepted + other.accepted,
-            tuple(a + b for a, b in zip(mine, theirs, strict=True)),
-        )
 
 
 def openai_completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:

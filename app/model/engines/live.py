@@ -9,7 +9,7 @@ engines' ``counts`` share are here."""
 from __future__ import annotations
 
 from app.model.counters import prometheus_text
-from app.model.engines.base import SpecCounts
+from app.model.counters.counts import SpecCounts
 
 
 class LiveReadError(ValueError):

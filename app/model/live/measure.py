@@ -52,7 +52,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from app.model.counters.prometheus_text import Family, exposition
+from app.model.counters.counts import CounterNames, SpecCounts, counter_families
+from app.model.counters.prometheus_text import exposition
 
 MAX_SWEEP = 65  # k = 0..64
 MAX_COUNT = 1e15
@@ -348,23 +349,9 @@ def metrics_delta(sample: Sample, prefix: str = "llamacpp:") -> str:
     """The counter deltas at one k as llama.cpp's /metrics writes them (``calibrate --from`` reads it)."""
     if sample.k < 1:
         raise MeasureError("plain decoding (k = 0) has no speculative counters")
-    counters = [
-        ("spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated", sample.draft_tokens),
-        ("spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted", sample.accepted),
-        ("spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps", sample.drafts),
-    ]
-    families = [Family(f"{prefix}{name}", "counter", (((), value),), help) for name, help, value in counters]
-    positions = list(sample.accepted_per_position) + [0] * (sample.k - len(sample.accepted_per_position))
-    at = tuple(((("position", str(index)),), value) for index, value in enumerate(positions))
-    families.append(
-        Family(
-            f"{prefix}spec_decode_num_accepted_tokens_per_pos_total",
-            "counter",
-            at,
-            "Accepted tokens per draft position",
-        )
-    )
-    return exposition(families)
+    positions = tuple(sample.accepted_per_position) + (0,) * (sample.k - len(sample.accepted_per_position))
+    counts = SpecCounts(sample.drafts, sample.draft_tokens, sample.accepted, positions)
+    return exposition(counter_families(CounterNames.spec_decode(prefix), [((), counts)]))
 
 
 def step_times_csv(analysis: Analysis) -> str:

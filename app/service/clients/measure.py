@@ -37,8 +37,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from app.model import engines
+from app.model.counters.counts import SpecCounts
 from app.model.engines import streaming
-from app.model.engines.base import LiveFormat, SpecCounts
+from app.model.engines.base import LiveFormat
 from app.model.engines.live import LiveReadError
 from app.model.engines.llamacpp import reports as llamacpp_reports
 from app.model.engines.llamacpp.reports import last_statistics

@@ -39,8 +39,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.model.counters.counts import SpecCounts
 from app.model.engines import base, reports, step_times
-from app.model.engines.base import LiveFormat, SpecCounts
+from app.model.engines.base import LiveFormat
 from app.model.engines.live import LiveReadError, per_position_k, prefixed_spec_counts
 from app.model.engines.llamacpp.versions import B11312, NAME, REPOSITORY, SERVER_CONTEXT, SERVER_TASK
 from app.model.engines.reports import ErrorKind, fail

@@ -34,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from app.model.counters.counts import SpecCounts
 from app.model.engines import base, reports, step_times
-from app.model.engines.base import LiveFormat, SpecCounts
+from app.model.engines.base import LiveFormat
 from app.model.engines.live import samples, summed
 from app.model.engines.reports import ErrorKind, fail, has_key
 from app.model.engines.sglang.versions import METRICS, NAME

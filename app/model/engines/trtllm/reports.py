@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from app.model.counters.counts import SpecCounts
 from app.model.engines import base, reports, step_times
-from app.model.engines.base import LiveFormat, Source, SpecCounts, openai_completion
+from app.model.engines.base import LiveFormat, Source, openai_completion
 from app.model.engines.live import by_position, per_position_k, samples
 from app.model.engines.reports import ErrorKind, fail
 from app.model.engines.step_times import StepFitError

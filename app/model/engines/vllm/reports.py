@@ -31,8 +31,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from app.model.counters.counts import SpecCounts
 from app.model.engines import base, reports, step_times
-from app.model.engines.base import LiveFormat, Source, SpecCounts
+from app.model.engines.base import LiveFormat, Source
 from app.model.engines.live import per_position_k, prefixed_spec_counts
 from app.model.engines.reports import ErrorKind, Measurement, fail
 from app.model.engines.step_times import StepFitError
