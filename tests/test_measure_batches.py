@@ -9,11 +9,18 @@ import pytest
 
 from app.model.live.measure import MeasureError, Sample
 from app.model.live.measure_batches import analyze_batches
+from app.service.schemas.measure import BatchReport
 
 FIXED, PER_SEQUENCE, PER_TOKEN = 20.0, 3.0, 1.5  # ms
 P = 0.7
 STEPS = 10_000  # decoding steps per sequence: STEPS P^i is a whole number for i <= 4
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _report(analysed: dict[str, object], notes: list[str]) -> BatchReport:
+    """A sweep's report around its analysis, as measure --batch prints it."""
+    fields = {"servers": [], "batches": BATCHES, "workload": {}, "requests": 254, "seconds": 12.0, "stopped": None}
+    return BatchReport.model_validate({**fields, "samples": [], **analysed, "notes": notes})
 
 
 def _step_ms(batch: int, tokens: float) -> float:
@@ -142,8 +149,7 @@ def test_the_table_names_each_crossover_and_the_out_of_sample_error() -> None:
     from app.service.measure_jobs import analysis_report
 
     analysis = analyze_batches([[_cell(k, batch) for k in (0, 4) for batch in BATCHES]], draft_model=False)
-    report = {"requests": 254, "seconds": 12.0, **analysis_report(analysis), "notes": analysis.notes}
-    text = render_batches(report)
+    text = render_batches(_report(analysis_report(analysis), analysis.notes))
     assert "k = 4: stops paying at batch 64 measured, 53 predicted from batches 1,2,4,8,16,32" in text
     assert "leave-one-batch-out: median error 0.0%" in text
     assert "best k per batch, measured (predicted with that batch left out): 1: 4 (4)" in text
@@ -194,8 +200,7 @@ def test_a_batch_whose_prediction_lacks_a_term_says_which() -> None:
     (one,) = [cell for cell in analysis.cells if cell.batch == 1 and cell.k == 4]
     assert one.predicted_speedup_holdout == pytest.approx(one.measured_speedup)  # the plain cell was in that fit
     assert (one.predicted_speedup_batch_holdout or 0) > one.measured_speedup  # plain priced dearer than it is
-    report = {"requests": 254, "seconds": 12.0, **analysis_report(analysis), "notes": analysis.notes}
-    text = render_batches(report)
+    text = render_batches(_report(analysis_report(analysis), analysis.notes))
     assert "* predicted without a term the other batches cannot identify: no one-token pass" in text
     assert "+ predicted with given terms" not in text
 
@@ -228,8 +233,7 @@ def test_a_term_given_from_an_earlier_sweep_is_held_where_these_batches_cannot_i
     wrong = analyze_batches([rounds], draft_model=False, given={"multi_token_ms": 2 * jump})
     (one,) = [cell for cell in wrong.cells if cell.batch == 1 and cell.k == 4]
     assert (one.predicted_speedup_batch_holdout or 0) < one.measured_speedup  # the one-token pass given too cheap
-    report = {"requests": 254, "seconds": 12.0, **analysis_report(analysis), "notes": analysis.notes}
-    text = render_batches(report)
+    text = render_batches(_report(analysis_report(analysis), analysis.notes))
     assert "+ predicted with given terms the other batches cannot identify: multi_token_ms" in text
     rows = [line.split() for line in text.splitlines() if line.split()[:2] in (["4", "1"], ["4", "2"])]
     header = next(line.split() for line in text.splitlines() if line.split()[:2] == ["k", "batch"])

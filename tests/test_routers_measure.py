@@ -146,4 +146,15 @@ def test_a_cells_time_per_token_is_one_sequences_and_its_rate_the_whole_batchs()
     # in 200 ms of wall clock
     record = Record(0, 0, 2, 20, 200.0, SpecCounts(5, 20, 8, ()), wall_ms=200.0)
     [cell] = partial_cells([Server("http://127.0.0.1:1", True, k=4)], [record])
-    assert cell["ms_per_token"] == 10.0 and cell["tokens_per_s"] == 100.0 and cell["round"] == 1
+    assert cell.ms_per_token == 10.0 and cell.tokens_per_s == 100.0 and cell.round == 1
+
+
+def test_the_openapi_document_types_a_jobs_report_to_its_cells_and_config(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    report = schemas["MeasureJob"]["properties"]["report"]["anyOf"][0]["$ref"].rsplit("/", 1)[-1]
+    fields = schemas[report]["properties"]
+    assert {"cells", "crossover", "best_k_by_batch", "step_cost", "engine_config", "samples", "notes"} <= set(fields)
+    cell = fields["cells"]["anyOf"][0]["items"]["$ref"].rsplit("/", 1)[-1]
+    assert {"measured_speedup", "predicted_speedup_batch_holdout", "profile"} <= set(schemas[cell]["properties"])
+    config = fields["engine_config"]["anyOf"][0]["$ref"].rsplit("/", 1)[-1]
+    assert {"flags", "runs", "differs_at", "error"} <= set(schemas[config]["properties"])

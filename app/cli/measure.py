@@ -278,8 +278,8 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     except OSError as error:
         return _fail(_reason(error))
     if arguments.format == "json":
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
-    elif "cells" in report:
+        sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+    elif report.cells is not None:
         sys.stdout.write(render_batches(report) + "\n")
     if failure:
         print(f"specdec-lab measure: incomplete: {failure} (what was measured is written above)", file=sys.stderr)

@@ -10,10 +10,12 @@ from typing import Any
 from app.model import limits
 from app.model.arithmetic import trees
 from app.model.cost import published, step_cost
+from app.model.live.measure_batches import CellResult
 from app.service.regimes import off_range_text
 from app.service.schemas.core import Curve, OptimalK, Speedup
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 from app.service.schemas.engines import EngineCalibrationOut
+from app.service.schemas.measure import BatchReport
 from app.service.schemas.regimes import ScheduleOut, SetupOut, TableOut
 
 # ---------------------------------------------------------------------------
@@ -266,76 +268,76 @@ def render_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _batch_holdout_mark(cell: dict[str, Any]) -> str:
-    return "*" if cell["batch_holdout_kept"] else "+" if cell.get("batch_holdout_given") else ""
+def _batch_holdout_mark(cell: CellResult) -> str:
+    return "*" if cell.batch_holdout_kept else "+" if cell.batch_holdout_given else ""
 
 
-def render_batches(report: dict[str, Any]) -> str:
-
-    cost = report["step_cost"]
+def render_batches(report: BatchReport) -> str:
     titles = {"llamacpp": "llama-server", "vllm": "vLLM"}
     served = "; ".join(
-        f"{server['url']}: {titles.get(server['engine'], server['engine'])}"
-        + (f" {server['version']}" if server.get("version") else "")
-        + (f", k = {server['k']}" if server["speculative"] else ", no speculation")
-        for server in report.get("servers", [])
+        f"{server.url}: {titles.get(server.engine, server.engine)}"
+        + (f" {server.version}" if server.version else "")
+        + (f", k = {server.k}" if server.speculative else ", no speculation")
+        for server in report.servers
     )
+    cost = report.step_cost
+    cells = report.cells or []
     lines = [
         *([f"servers: {served}"] if served else []),
-        f"{report['requests']} requests in {report['seconds']:.0f} s; step cost fitted on every cell: "
-        + step_cost.terms_text(cost, [*cost["fitted"], *cost.get("given", {})]),
+        f"{report.requests} requests in {report.seconds:.0f} s; step cost fitted on every cell: "
+        + (step_cost.terms_text(cost.model_dump(), [*cost.fitted, *cost.given]) if cost is not None else "none"),
         "",
         f"{'k':>3} {'batch':>5} {'tok/s':>8} {'step ms':>8} {'tok/step':>8} {'measured':>8} {'spread':>11} "
         f"{'e2e':>6} {'holdout':>7} {'batch-out':>9}  profile",
     ]
-    for cell in report["cells"]:
-        spread = cell["speedup_rounds"]
-        profile = " ".join(f"{value:.2f}" for value in cell["profile"][:8])
+    for cell in cells:
+        spread = cell.speedup_rounds
+        profile = " ".join(f"{value:.2f}" for value in cell.profile[:8])
         lines.append(
-            f"{cell['k']:>3} {cell['batch']:>5} {cell['throughput_tokens_s']:>8.1f} {cell['step_ms']:>8.2f} "
-            f"{cell['tokens_per_step']:>8.2f} {_number(cell['measured_speedup']):>8} "
+            f"{cell.k:>3} {cell.batch:>5} {cell.throughput_tokens_s:>8.1f} {cell.step_ms:>8.2f} "
+            f"{cell.tokens_per_step:>8.2f} {_number(cell.measured_speedup):>8} "
             f"{(f'{min(spread):.2f}..{max(spread):.2f}' if spread else '-'):>11} "
-            f"{_number(cell.get('measured_speedup_end_to_end')):>6} "
-            f"{_number(cell['predicted_speedup_holdout']):>7} "
-            f"{_number(cell['predicted_speedup_batch_holdout']) + _batch_holdout_mark(cell):>9}"
+            f"{_number(cell.measured_speedup_end_to_end):>6} "
+            f"{_number(cell.predicted_speedup_holdout):>7} "
+            f"{_number(cell.predicted_speedup_batch_holdout) + _batch_holdout_mark(cell):>9}"
             f"  {profile}"
         )
-    lost = {why for cell in report["cells"] for why in cell["batch_holdout_kept"].values()}
+    lost = {why for cell in cells for why in cell.batch_holdout_kept.values()}
     if lost:
         lines.append("* predicted without a term the other batches cannot identify: " + "; ".join(sorted(lost)))
-    held = sorted({name for cell in report["cells"] for name in cell.get("batch_holdout_given", {})})
+    held = sorted({name for cell in cells for name in cell.batch_holdout_given})
     if held:
         lines.append("+ predicted with given terms the other batches cannot identify: " + ", ".join(held))
     lines.append("")
-    for item in report["crossover"]:
-        measured = item["crossover_batch_measured"]
-        predicted = item["crossover_batch_predicted"]
-        fitted = ",".join(map(str, item["fitted_on_batches"])) or "-"
+    for item in report.crossover or []:
+        measured = item.crossover_batch_measured
+        predicted = item.crossover_batch_predicted
+        fitted = ",".join(map(str, item.fitted_on_batches)) or "-"
         lines.append(
-            f"k = {item['k']}: stops paying at batch {measured if measured is not None else '- (pays at every batch)'}"
+            f"k = {item.k}: stops paying at batch {measured if measured is not None else '- (pays at every batch)'}"
             f" measured, {predicted if predicted is not None else '-'} predicted from batches {fitted}"
-            + (f" ({item['note']})" if item["note"] else "")
+            + (f" ({item.note})" if item.note else "")
         )
-    if any(cell.get("measured_speedup_end_to_end") is not None for cell in report["cells"]):
+    if any(cell.measured_speedup_end_to_end is not None for cell in cells):
         lines.append(
             "measured is the decoding phase's speedup (time per output token after the first), which the crossover "
             "refers to; e2e is end to end (wall-clock per output token, prompts included)"
         )
-    best = ", ".join(f"{row['batch']}: {row['measured']} ({row['predicted']})" for row in report["best_k_by_batch"])
+    best = ", ".join(f"{row.batch}: {row.measured} ({row.predicted})" for row in report.best_k_by_batch or [])
     lines.append(f"best k per batch, measured (predicted with that batch left out): {best}")
-    for error in report["holdout_errors"]:
-        if error["cells"]:
+    for error in report.holdout_errors or []:
+        if error.cells and error.median_abs_error is not None and error.max_abs_error is not None:
             lines.append(
-                f"{error['kind']}: median error {error['median_abs_error']:.1%}, worst {error['max_abs_error']:.1%} "
-                f"over {error['cells']} cells"
+                f"{error.kind}: median error {error.median_abs_error:.1%}, worst {error.max_abs_error:.1%} "
+                f"over {error.cells} cells"
             )
-    config = report.get("engine_config")
+    config = report.engine_config
     if config:
-        lines.append(f"the engine's config for the measured schedule ({config['title']} {config['version']}):")
-        written = config.get("text") or config.get("error") or "none written"
+        lines.append(f"the engine's config for the measured schedule ({config.title} {config.version}):")
+        written = config.text or config.error or "none written"
         lines += [f"  {line}" for line in written.splitlines()]
-        lines += [f"  note: {note}" for note in config.get("notes", [])]
-    lines += [f"note: {note}" for note in report["notes"]]
+        lines += [f"  note: {note}" for note in config.notes]
+    lines += [f"note: {note}" for note in report.notes]
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -24,6 +24,17 @@ from app.model.live import engine_config
 from app.model.live.measure import MeasureError
 from app.model.live.measure_batches import BatchAnalysis, analyze_batches, measured_schedule
 from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Record, Run, Server, Sweep
+from app.service.schemas.fill import filled
+from app.service.schemas.measure import (
+    BatchReport,
+    BestKAtBatch,
+    CrossoverOut,
+    JobCell,
+    JobServer,
+    MeasuredConfig,
+    MeasureJob,
+    StepCostOut,
+)
 
 MAX_JOBS_KEPT = 16  # finished jobs kept for reading, the oldest dropped first
 MAX_RUNNING = 1  # sweeps at once per worker: two would share, and so disturb, what each measures
@@ -38,45 +49,38 @@ class JobError(ValueError):
         self.message = message
 
 
-def server_summary(server: Server) -> dict[str, Any]:
-    names = ("url", "k", "kind", "speculative", "requests", "engine", "version")
-    return {name: getattr(server, name) for name in names}
+def server_summary(server: Server) -> JobServer:
+    return filled(JobServer, server)
 
 
 def analysis_report(analysis: BatchAnalysis) -> dict[str, Any]:
+    """The fields of a :class:`BatchReport` that the analysis gives."""
     cost = analysis.step_cost
     return {
         "ks": analysis.ks,
         "draft_model": analysis.draft_model,
-        "cells": [asdict(cell) for cell in analysis.cells],
+        "cells": list(analysis.cells),
         "crossover": [
-            {
-                "k": item.k,
-                "crossover_batch_measured": item.measured,
-                "crossover_batch_predicted": item.predicted,
-                "fitted_on_batches": list(item.fitted_on),
-                "predicted_in_measured_interval": item.in_measured_interval,
-                "note": item.note,
-            }
+            CrossoverOut(
+                k=item.k,
+                crossover_batch_measured=item.measured,
+                crossover_batch_predicted=item.predicted,
+                fitted_on_batches=list(item.fitted_on),
+                predicted_in_measured_interval=item.in_measured_interval,
+                note=item.note,
+            )
             for item in analysis.crossovers
         ],
         "best_k_by_batch": [
-            {
-                "batch": batch,
-                "measured": analysis.best_k_measured.get(batch),
-                "predicted": analysis.best_k_predicted.get(batch),
-            }
+            BestKAtBatch(
+                batch=batch,
+                measured=analysis.best_k_measured.get(batch),
+                predicted=analysis.best_k_predicted.get(batch),
+            )
             for batch in analysis.batches
         ],
-        "step_cost": {
-            "model": step_cost.MODEL,
-            **{name: getattr(cost, name) for name in step_cost.TERMS},
-            "fitted": list(cost.fitted),
-            "kept": cost.kept,
-            "given": cost.given,
-            "rms_relative_error": cost.rms_relative_error,
-        },
-        "holdout_errors": [asdict(error) for error in analysis.holdout_errors],
+        "step_cost": filled(StepCostOut, cost, model=step_cost.MODEL, fitted=list(cost.fitted)),
+        "holdout_errors": list(analysis.holdout_errors),
     }
 
 
@@ -98,7 +102,7 @@ def _version_of(engine: str, reported: str | None) -> tuple[str | None, list[str
 
 def measured_config(
     servers: Sequence[Server], analysis: BatchAnalysis, method: str | None = None
-) -> dict[str, Any] | None:
+) -> MeasuredConfig | None:
     """The engine's config for the schedule the sweep measured (best k per batch, see
     :func:`~app.model.live.measure_batches.measured_schedule`), written for the measured server's engine and
     version and read back the way that engine reads it.  ``method``: the drafter as the engine spells it; where
@@ -128,7 +132,7 @@ def measured_config(
         "title": engines.adapter(engine).TITLE,
         "version": version or engines.version(engine).name,
         "method": drafter,
-        "steps": [asdict(step) for step in steps],
+        "steps": list(steps),
         "batch": top,
     }
     try:
@@ -143,18 +147,14 @@ def measured_config(
             limit_reason="the largest batch measured",
         )
     except ValueError as error:  # a drafter or a version the engine does not take
-        return {**entry, "error": str(error), "notes": said}
+        return MeasuredConfig(**entry, error=str(error), notes=said)
     exported = written.exported
-    return {
+    return filled(
+        MeasuredConfig,
+        exported,
         **entry,
-        "config": exported.config,
-        "flags": exported.flags,
-        "text": exported.text,
-        "files": exported.files,
-        "runs": list(exported.runs),
-        "differs_at": list(exported.differs_at),
-        "placeholders": list(exported.placeholders),
-        "notes": [
+        error=None,
+        notes=[
             f"the schedule measured at batches {', '.join(map(str, analysis.batches))}: a batch between two takes "
             "the best k of the next measured batch up",
             "the drafter's settings other than k (an n-gram's match length, a draft model's path) are not in what "
@@ -162,7 +162,7 @@ def measured_config(
             *said,
             *exported.notes,
         ],
-    }
+    )
 
 
 def batch_report(
@@ -172,7 +172,7 @@ def batch_report(
     given: dict[str, float] | None = None,
     notes: Sequence[str] = (),
     method: str | None = None,
-) -> tuple[dict[str, Any], BatchAnalysis | None, str | None]:
+) -> tuple[BatchReport, BatchAnalysis | None, str | None]:
     """The report of a batch sweep (what ``measure --batch --format json`` writes), its analysis where the
     cells allow one, and why it is incomplete (None when every cell was measured and analysed)."""
     said = [*notes, *run.notes]
@@ -186,14 +186,14 @@ def batch_report(
             "n-gram lookup's near-zero draft time leaves at zero"
         )
     samples = [sample for round_ in run.rounds for sample in round_]
-    report: dict[str, Any] = {
+    fields: dict[str, Any] = {
         "servers": [server_summary(server) for server in run.servers],
         "batches": list(batches),
         "workload": dict(workload),
         "requests": run.requests,
         "seconds": run.seconds,
         "stopped": run.stopped,
-        "samples": [asdict(sample) for sample in samples],
+        "samples": samples,
     }
     failure = run.stopped
     analysis = None
@@ -202,30 +202,29 @@ def batch_report(
     except MeasureError as error:
         failure = f"{failure}; {error}" if failure else str(error)
     if analysis is not None:
-        report.update(analysis_report(analysis))
-        report["engine_config"] = measured_config(run.servers, analysis, method)
+        fields.update(analysis_report(analysis))
+        fields["engine_config"] = measured_config(run.servers, analysis, method)
         said += analysis.notes
-    report["notes"] = said
-    return report, analysis, failure
+    return BatchReport(**fields, notes=said), analysis, failure
 
 
-def partial_cells(servers: Sequence[Server], records: Sequence[Record]) -> list[dict[str, Any]]:
+def partial_cells(servers: Sequence[Server], records: Sequence[Record]) -> list[JobCell]:
     """The cells measured so far, one row per (server, batch, round): what a progress view shows."""
     rows = []
     for record in records:
         server = servers[record.server]
         rows.append(
-            {
-                "url": server.url,
-                "k": server.k,
-                "batch": record.batch,
-                "round": record.repeat + 1,
-                "generated": record.generated,
-                "ms_per_token": record.decode_ms / record.generated if record.generated else None,
-                "tokens_per_s": record.generated / record.wall_ms * 1e3 if record.wall_ms else None,
-                "drafts": record.delta.drafts,
-                "accepted": record.delta.accepted,
-            }
+            JobCell(
+                url=server.url,
+                k=server.k,
+                batch=record.batch,
+                round=record.repeat + 1,
+                generated=record.generated,
+                ms_per_token=record.decode_ms / record.generated if record.generated else None,
+                tokens_per_s=record.generated / record.wall_ms * 1e3 if record.wall_ms else None,
+                drafts=record.delta.drafts,
+                accepted=record.delta.accepted,
+            )
         )
     return rows
 
@@ -255,31 +254,26 @@ class Job:
     planned: int = 0
     label: str = "setting up"
     servers: list[Server] = field(default_factory=list)
-    report: dict[str, Any] | None = None
+    report: BatchReport | None = None
     error: str | None = None
     finished: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     sweep: Sweep | None = None
 
-    def view(self) -> dict[str, Any]:
+    def view(self) -> MeasureJob:
         """The job as the API and the page show it: its state, progress and the cells so far."""
         sweep = self.sweep
         servers = sweep.servers if sweep is not None and sweep.servers else self.servers
         records = list(sweep.records) if sweep is not None else []
-        return {
-            "id": self.id,
-            "state": self.state,
-            "servers": [server_summary(server) for server in servers],
-            "batches": list(self.request.batches),
-            "done": self.done,
-            "planned": self.planned,
-            "fraction": (self.done / self.planned) if self.planned else (1.0 if self.state != "running" else 0.0),
-            "label": self.label,
-            "seconds": (self.finished or time.time()) - self.created,
-            "cells": partial_cells(servers, records),
-            "report": self.report,
-            "error": self.error,
-        }
+        return filled(
+            MeasureJob,
+            self,
+            servers=[server_summary(server) for server in servers],
+            batches=list(self.request.batches),
+            fraction=(self.done / self.planned) if self.planned else (1.0 if self.state != "running" else 0.0),
+            seconds=(self.finished or time.time()) - self.created,
+            cells=partial_cells(servers, records),
+        )
 
 
 SweepFactory = Callable[[httpx.Client, JobRequest, Callable[[int, int, str], None], threading.Event], Sweep]

@@ -239,11 +239,11 @@ def test_a_batch_sweep_reads_each_engine_as_it_writes(engine: str) -> None:
         run = Sweep(client, [plain_url, spec_url], ["a prompt"], n_predict, 1, 1_000, 60.0, batches=batches).run()
     report, analysis, failure = batch_report(run, batches, {"prompts": 1, "n_predict": n_predict, "repeats": 1})
     assert failure is None and analysis is not None, failure
-    servers = {server["url"]: server for server in report["servers"]}
-    assert servers[spec_url]["engine"] == servers[plain_url]["engine"] == engine
-    assert (servers[plain_url]["k"], servers[spec_url]["k"]) == (0, K)
+    servers = {server.url: server for server in report.servers}
+    assert servers[spec_url].engine == servers[plain_url].engine == engine
+    assert (servers[plain_url].k, servers[spec_url].k) == (0, K)
     if form.version_path is not None:
-        assert servers[spec_url]["version"] == f"{engine}-9.9"
+        assert servers[spec_url].version == f"{engine}-9.9"
     drafts, accepted = cycles_and_accepted(n_predict)
     for cell in analysis.cells:
         if cell.k == K:  # the window's counts are exactly what the engine counted for the cell's requests
@@ -251,7 +251,7 @@ def test_a_batch_sweep_reads_each_engine_as_it_writes(engine: str) -> None:
             assert cell.measured_speedup is not None and cell.measured_speedup > 1.0
         else:
             assert cell.drafts == 0
-    named = [note for note in report["notes"] if "do not name the drafter" in note]
+    named = [note for note in report.notes if "do not name the drafter" in note]
     assert bool(named) == (not form.drafter_named)
 
 

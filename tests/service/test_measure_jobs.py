@@ -3,8 +3,6 @@ version, and read back by each engine's own reading (tests/engines/engine_readin
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from app.model.engines.base import Exported
@@ -15,6 +13,7 @@ from app.model.engines.vllm import reports as vllm_reports
 from app.model.live.measure_batches import BatchAnalysis, analyze_batches, measured_schedule
 from app.service.clients.measure import Server
 from app.service.measure_jobs import measured_config
+from app.service.schemas.measure import MeasuredConfig
 from tests.engines import engine_reading
 from tests.test_measure_batches import BATCHES, _cell
 
@@ -44,8 +43,8 @@ def _servers(engine: str, version: str | None = None, kind: str = "speculative")
     ]
 
 
-def _exported(config: dict[str, Any]) -> Exported:
-    return Exported(config["config"], config["flags"], config["text"], files=config["files"])
+def _exported(config: MeasuredConfig) -> Exported:
+    return Exported(config.config, config.flags, config.text or "", files=config.files)
 
 
 def test_the_measured_schedule_takes_each_batch_from_the_next_measured_batch_up() -> None:
@@ -62,45 +61,45 @@ def test_each_engine_reads_the_measured_config_back_as_the_schedule_it_runs(engi
     analysis = _falling()
     best_k, _steps = measured_schedule(analysis)
     config = measured_config(_servers(engine), analysis, method)
-    assert config is not None and "error" not in config, config
-    assert config["engine"] == engine and config["method"] == method
-    read = engine_reading.READERS[engine](_exported(config), len(best_k), (config["version"],))
-    assert list(read) == config["runs"]  # the adapter's read-back is the engine's own
+    assert config is not None and config.error is None, config
+    assert config.engine == engine and config.method == method
+    read = engine_reading.READERS[engine](_exported(config), len(best_k), (config.version,))
+    assert list(read) == config.runs  # the adapter's read-back is the engine's own
     differs = [batch for batch, (ran, wanted) in enumerate(zip(read, best_k, strict=True), start=1) if ran != wanted]
-    assert differs == config["differs_at"]
+    assert differs == config.differs_at
     if engine == "vllm":  # vLLM takes a k per batch size: the measured schedule as it is
         assert list(read) == best_k
-        assert "--max-num-seqs 64: the largest batch measured" in config["notes"]
+        assert "--max-num-seqs 64: the largest batch measured" in config.notes
 
 
 def test_a_llama_server_config_runs_its_drafter_and_keeps_the_server_where_speculation_paid() -> None:
     config = measured_config(_servers("llamacpp", "b11312", "ngram-simple"), _stopping())
-    assert config is not None and config["version"] == "2026-10"  # b11312, named by its build
-    assert config["flags"] == ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-m", "4", "--parallel", "32"]
-    assert config["batch"] == 32 and config["runs"] == [4] * 64 and config["differs_at"] == list(range(33, 65))
+    assert config is not None and config.version == "2026-10"  # b11312, named by its build
+    assert config.flags == ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-m", "4", "--parallel", "32"]
+    assert config.batch == 32 and config.runs == [4] * 64 and config.differs_at == list(range(33, 65))
 
 
 def test_a_version_the_product_does_not_know_is_said_and_the_newest_written() -> None:
     config = measured_config(_servers("vllm", "0.99.1"), _falling(), "ngram")
-    assert config is not None and config["version"] == "2026-08"
-    assert any("version 0.99.1 is not one the product knows" in note for note in config["notes"])
+    assert config is not None and config.version == "2026-08"
+    assert any("version 0.99.1 is not one the product knows" in note for note in config.notes)
     known = measured_config(_servers("vllm", "0.32.0"), _falling(), "ngram")
-    assert known is not None and known["version"] == "2026-08" and not any("0.32" in n for n in known["notes"])
+    assert known is not None and known.version == "2026-08" and not any("0.32" in n for n in known.notes)
 
 
 def test_a_server_that_names_several_drafters_or_none_is_written_for_one_and_says_so() -> None:
     several = measured_config(_servers("llamacpp", "b11312", "ngram-simple,ngram-mod"), _stopping())
-    assert several is not None and several["method"] == "ngram-simple"
-    assert several["flags"][:2] == ["--spec-type", "ngram-simple"]
-    assert any("drafts with ngram-simple, ngram-mod: written for ngram-simple" in n for n in several["notes"])
+    assert several is not None and several.method == "ngram-simple"
+    assert several.flags[:2] == ["--spec-type", "ngram-simple"]
+    assert any("drafts with ngram-simple, ngram-mod: written for ngram-simple" in n for n in several.notes)
     unnamed = measured_config(_servers("vllm", "0.32.0"), _falling())
-    assert unnamed is not None and unnamed["method"] is None
-    assert any("does not name its drafter" in note and "Drafter on /decide" in note for note in unnamed["notes"])
+    assert unnamed is not None and unnamed.method is None
+    assert any("does not name its drafter" in note and "Drafter on /decide" in note for note in unnamed.notes)
 
 
 def test_a_drafter_the_engine_does_not_take_is_the_entrys_error() -> None:
     config = measured_config(_servers("vllm"), _falling(), "ngram-simple")
-    assert config is not None and "vLLM method must be one of" in config["error"]
+    assert config is not None and "vLLM method must be one of" in config.error
     assert measured_config(_servers("vllm")[:1], _falling()) is None  # no speculative server: nothing to write
 
 
@@ -111,5 +110,5 @@ def test_where_speculation_paid_at_no_batch_no_config_is_written_and_the_note_sa
     )
     assert set(measured_schedule(losing)[0]) == {0}
     config = measured_config(_servers(engine, kind="ngram-simple"), losing, "ngram" if engine == "vllm" else None)
-    assert config is not None and config["config"] is None and config["flags"] == []
-    assert any(said in note for note in config["notes"]), config["notes"]
+    assert config is not None and config.config is None and config.flags == []
+    assert any(said in note for note in config.notes), config.notes

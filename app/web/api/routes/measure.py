@@ -10,59 +10,18 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from app.model import engines
 from app.service import live_inputs
 from app.service.inputs import InputError
 from app.service.measure_jobs import Job, JobError, JobRequest, Jobs
+from app.service.schemas.measure import MeasureJob
 from app.web.api.bodies import body_error, body_text
 from app.web.api.inputs import refused, takes
 from app.web.core.config import app_settings
 from app.web.core.errors import parameter_error
 
 router = APIRouter(prefix="/api/v1", tags=["measure"])
-
-
-class JobServer(BaseModel):
-    url: str
-    k: int | None = Field(description="Draft length read from the engine (0: no speculation); null until read")
-    kind: str = Field(description="What drafts: the engine's speculative types, 'plain' or 'speculative'")
-    speculative: bool
-    requests: int = Field(description="Requests measured on it so far")
-    engine: str = Field(description=f"One of {', '.join(engines.ENGINES)}")
-    version: str | None = Field(description="The engine's own version, where it reports one")
-
-
-class JobCell(BaseModel):
-    url: str
-    k: int | None
-    batch: int
-    round: int
-    generated: int = Field(description="Tokens decoded by the batch's requests")
-    ms_per_token: float | None = Field(description="Decode time per output token of one sequence (ms)")
-    tokens_per_s: float | None = Field(description="Output tokens per second of the whole batch, wall clock")
-    drafts: int = Field(description="Verifications the engine counted during the cell")
-    accepted: int = Field(description="Draft tokens the engine accepted during the cell")
-
-
-class MeasureJob(BaseModel):
-    id: str
-    state: str = Field(description="running, done, incomplete (stopped early or not analysable), failed or cancelled")
-    servers: list[JobServer]
-    batches: list[int]
-    done: int = Field(description="Requests measured")
-    planned: int = Field(description="Requests the sweep plans (0 until the servers are warmed up)")
-    fraction: float = Field(description="done / planned")
-    label: str = Field(description="What it is measuring now")
-    seconds: float
-    cells: list[JobCell] = Field(description="Every measured cell so far: (server, batch, round)")
-    report: dict[str, Any] | None = Field(
-        description="Once finished: the report of `specdec-lab measure --batch --format json` (cells, crossover, "
-        "step cost, notes)"
-    )
-    error: str | None = Field(description="Why it failed or stopped early, naming the server")
 
 
 def jobs(request: Request) -> Jobs:
@@ -72,10 +31,6 @@ def jobs(request: Request) -> Jobs:
         found = Jobs()
         request.app.state.measure_jobs = found
     return found
-
-
-def _out(job: Job) -> MeasureJob:
-    return MeasureJob.model_validate(job.view())
 
 
 def _job(request: Request, job_id: str) -> Job:
@@ -166,7 +121,7 @@ async def start_measure(
         job = await run_in_threadpool(start, request, values)  # asks each server at once: blocking calls
     except InputError as error:  # the body's prompts
         return body_error(error.name, error.message, "value")
-    return _out(job)
+    return job.view()
 
 
 @router.get(
@@ -178,7 +133,7 @@ async def start_measure(
 def read_measure(request: Request, job_id: str) -> MeasureJob:
     """The job: running, done, incomplete, failed or cancelled; the requests done of those planned; every cell
     measured so far; once finished, the full report."""
-    return _out(_job(request, job_id))
+    return _job(request, job_id).view()
 
 
 @router.post(
@@ -190,4 +145,4 @@ def read_measure(request: Request, job_id: str) -> MeasureJob:
 def cancel_measure(request: Request, job_id: str) -> MeasureJob:
     """Stops the sweep before its next cell; what it measured stays in the job and its report."""
     _job(request, job_id)
-    return _out(jobs(request).cancel(job_id))
+    return jobs(request).cancel(job_id).view()
