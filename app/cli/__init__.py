@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from app.cli import engines as cli_engines
 from app.cli import measure as cli_measure
@@ -245,7 +246,7 @@ def _p_and_c(with_k: bool, *more: Input) -> Callable[[argparse.ArgumentParser], 
 
 
 AS_THE_API = "output format (json as the API)"
-COMMANDS: tuple[Command, ...] = (
+COMMANDS: tuple[Command[Any], ...] = (
     Command(
         "speedup",
         "tokens per cycle, cost per cycle and speedup at (p, k, c)",

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -26,17 +26,20 @@ class Refused(Exception):
 REFUSALS: tuple[type[Exception], ...] = (Refused, SetupError, InputError, OSError, ValueError)
 
 
+Answer = TypeVar("Answer", bound=BaseModel)
+
+
 @dataclass(frozen=True)
-class Command:
+class Command(Generic[Answer]):
     """``answer`` reads the parsed options and returns the service's report (a pydantic model); ``text`` renders it
     for a terminal; ``csv``, where given, as CSV.  --format offers json and text, and csv where there is one."""
 
     name: str
     help: str
     options: Callable[[argparse.ArgumentParser], None]
-    answer: Callable[[argparse.Namespace], BaseModel]
-    text: Callable[[argparse.Namespace, Any], str]
-    csv: Callable[[Any], str] | None = None
+    answer: Callable[[argparse.Namespace], Answer]
+    text: Callable[[argparse.Namespace, Answer], str]
+    csv: Callable[[Answer], str] | None = None
     format_help: str = "output format"
     refusals: tuple[type[Exception], ...] = REFUSALS  # none where the options' own bounds are the only refusal
 
@@ -50,7 +53,7 @@ def refusal(error: Exception) -> str:
     return str(error)
 
 
-def execute(command: Command, arguments: argparse.Namespace) -> int:
+def execute(command: Command[Answer], arguments: argparse.Namespace) -> int:
     try:
         report = command.answer(arguments)
     except command.refusals as error:
@@ -75,7 +78,7 @@ def use_color(arguments: argparse.Namespace) -> bool:
 
 def register(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-    command: Command,
+    command: Command[Answer],
     formatter: type[argparse.HelpFormatter],
 ) -> None:
     parser = subparsers.add_parser(command.name, help=command.help, description=command.help, formatter_class=formatter)
