@@ -12,7 +12,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,8 @@ from app.service.clients.measure import (
 )
 from app.service.live_inputs import MAX_SWEEP_BATCH, MAX_SWEEP_K
 from app.service.measure_jobs import batch_report
+from app.service.schemas.fill import filled
+from app.service.schemas.measure import SweepReport, SweepServer
 
 EXIT_INCOMPLETE = 1  # a batch sweep that stopped before every cell: what it measured is still written
 
@@ -192,28 +193,19 @@ def run_measure(arguments: argparse.Namespace) -> int:
             Path(arguments.write_step_fit).write_text(step_times_csv(analysis), encoding="utf-8")
     except (MeasureClientError, MeasureError, httpx.HTTPError, OSError) as error:
         return _fail(_reason(error))
-    report: dict[str, Any] = {
-        "servers": [
-            {
-                "url": server.url,
-                "k": server.k,
-                "kind": server.kind,
-                "speculative": server.speculative,
-                "draft_time_from_log": server.log is not None,
-                "requests": server.requests,
-            }
-            for server in run.servers
-        ],
-        "workload": {"prompts": len(prompts), "n_predict": arguments.n_predict, "repeats": arguments.repeats},
-        "requests": run.requests,
-        "seconds": run.seconds,
-        "stopped": run.stopped,
-        "samples": [asdict(sample) for sample in run.samples],
-        **asdict(analysis),
-        "notes": notes,
-    }
+    report = filled(
+        SweepReport,
+        analysis,
+        servers=[filled(SweepServer, server, draft_time_from_log=server.log is not None) for server in run.servers],
+        workload={"prompts": len(prompts), "n_predict": arguments.n_predict, "repeats": arguments.repeats},
+        requests=run.requests,
+        seconds=run.seconds,
+        stopped=run.stopped,
+        samples=run.samples,
+        notes=notes,
+    )
     if arguments.format == "json":
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
         return 0
     sys.stdout.write(render_text(report) + "\n")
     return 0

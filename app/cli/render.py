@@ -5,7 +5,6 @@ application layer answers records; the command line writes them as text for a pe
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from app.model import limits
 from app.model.arithmetic import trees
@@ -15,7 +14,7 @@ from app.service.regimes import off_range_text
 from app.service.schemas.core import Curve, OptimalK, Speedup
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
 from app.service.schemas.engines import EngineCalibrationOut
-from app.service.schemas.measure import BatchReport
+from app.service.schemas.measure import BatchReport, SweepReport
 from app.service.schemas.regimes import ScheduleOut, SetupOut, TableOut
 
 # ---------------------------------------------------------------------------
@@ -232,39 +231,39 @@ def render_trees_text(result: TreesOut, every: int = 8) -> str:
 # measure: one request at a time, and over batches
 
 
-def render_text(report: dict[str, Any]) -> str:
-    kinds = {server["k"]: server["kind"] for server in report["servers"]}
+def render_text(report: SweepReport) -> str:
+    kinds = {server.k: server.kind for server in report.servers}
     lines = [
-        f"plain decoding: {report['plain_ms_per_token']:.2f} ms per token; {report['requests']} requests in "
-        f"{report['seconds']:.0f} s",
-        f"c: {_number(report['c'])} ({report['c_source']})",
-        f"cost model: {report['cost_model']}"
+        f"plain decoding: {report.plain_ms_per_token:.2f} ms per token; {report.requests} requests in "
+        f"{report.seconds:.0f} s",
+        f"c: {_number(report.c)} ({report.c_source})",
+        f"cost model: {report.cost_model}"
         + (
-            f": v0 = {report['v0']:.3f}, beta = {report['beta']:.3f}"
-            if report["v0"] is not None
-            else f": a = {report['cycle_intercept']:.3f}, gamma = {report['cycle_slope']:.3f}"
+            f": v0 = {report.v0:.3f}, beta = {report.beta:.3f}"
+            if report.v0 is not None and report.beta is not None
+            else f": a = {report.cycle_intercept:.3f}, gamma = {report.cycle_slope:.3f}"
         ),
         "",
         f"{'k':>3}  {'drafter':<13} {'tok/verif':>9} {'L':>5} {'share':>5} {'c':>6} {'v(k)':>6} {'v model':>7} "
         f"{'measured':>8} {'predicted':>9} {'mixed':>6} {'holdout':>7}  profile",
     ]
-    for item in report["results"]:
-        profile = " ".join(f"{value:.2f}" for value in item["profile"][:12])
+    for item in report.results:
+        profile = " ".join(f"{value:.2f}" for value in item.profile[:12])
         lines.append(
-            f"{item['k']:>3}  {kinds.get(item['k'], '?'):<13} {_number(item['tokens_per_verification']):>9} "
-            f"{_number(item['mean_draft_length'], 2):>5} {_number(item['draft_share'], 2):>5} "
-            f"{_number(item['c']):>6} {_number(item['v'], 2):>6} {_number(item['v_model'], 2):>7} "
-            f"{_number(item['measured_speedup']):>8} {_number(item['predicted_speedup']):>9} "
-            f"{_number(item['predicted_speedup_mixed']):>6} {_number(item['predicted_speedup_holdout']):>7}  {profile}"
+            f"{item.k:>3}  {kinds.get(item.k, '?'):<13} {_number(item.tokens_per_verification):>9} "
+            f"{_number(item.mean_draft_length, 2):>5} {_number(item.draft_share, 2):>5} "
+            f"{_number(item.c):>6} {_number(item.v, 2):>6} {_number(item.v_model, 2):>7} "
+            f"{_number(item.measured_speedup):>8} {_number(item.predicted_speedup):>9} "
+            f"{_number(item.predicted_speedup_mixed):>6} {_number(item.predicted_speedup_holdout):>7}  {profile}"
         )
     lines += [
         "",
-        f"best k: measured {report['best_k_measured']}, predicted {report['best_k_predicted']} (closed form), "
-        f"{report['best_k_predicted_mixed']} (with the steps that had no draft)",
+        f"best k: measured {report.best_k_measured}, predicted {report.best_k_predicted} (closed form), "
+        f"{report.best_k_predicted_mixed} (with the steps that had no draft)",
         "share: verifications over decoding steps; mixed: the prediction with that share, the rest plain steps; "
         "holdout: v(k) fitted without that k",
     ]
-    lines += [f"note: {note}" for note in report["notes"]]
+    lines += [f"note: {note}" for note in report.notes]
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from app.model import engines
 from app.model.cost.regimes import ScheduleStep
-from app.model.live.measure import Sample
+from app.model.live.measure import KResult, Sample
 from app.model.live.measure_batches import CellResult, HoldoutError
 
 
@@ -123,3 +123,36 @@ class MeasureJob(BaseModel):
         "step cost, notes)"
     )
     error: str | None = Field(description="Why it failed or stopped early, naming the server")
+
+
+class SweepServer(BaseModel):
+    url: str
+    k: int | None
+    kind: str
+    speculative: bool
+    draft_time_from_log: bool = Field(description="Whether the draft time came from the engine's log")
+    requests: int
+
+
+class SweepReport(BaseModel):
+    """What `measure --format json` writes: a sweep over draft lengths one request at a time, and its analysis."""
+
+    servers: list[SweepServer]
+    workload: dict[str, int]
+    requests: int
+    seconds: float
+    stopped: str | None
+    samples: list[Sample]
+    plain_ms_per_token: float
+    results: list[KResult]
+    c: float | None = Field(description="The draft's cost per step over the target's, pooled over the sweep")
+    c_source: str
+    v0: float | None
+    beta: float | None
+    cycle_intercept: float
+    cycle_slope: float
+    cost_model: str
+    best_k_measured: int
+    best_k_predicted: int | None = Field(description="By the closed form")
+    best_k_predicted_mixed: int | None = Field(description="By the form that counts the steps without a draft")
+    notes: list[str]
