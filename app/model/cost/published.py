@@ -47,7 +47,14 @@ from numpy.typing import NDArray
 
 from app.model import limits
 from app.model.cost.presets import ACCELERATOR_FAMILIES, ACCELERATORS, MODELS, ModelSpec, draft_head
-from app.model.cost.regimes import RooflineSetup, crossover_batch, flops_per_token, kv_cache_bytes, weight_bytes_read
+from app.model.cost.regimes import (
+    RooflineSetup,
+    crossover_batch,
+    flops_per_token,
+    kv_cache_bytes,
+    priced,
+    weight_bytes_read,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -383,7 +390,7 @@ def _draft(point: PublishedPoint) -> ModelSpec | None:
 def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
     """The product's roofline setup for ``point`` priced with ``costs``."""
     draft = _draft(point) or _target(point)
-    return RooflineSetup(
+    bare = RooflineSetup(
         ACCELERATORS[point.accelerator or ""],
         _target(point),
         draft,
@@ -391,15 +398,8 @@ def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
         target_bytes_per_param=WEIGHT_BYTES.get(point.weights or "bf16", 2.0),
         draft_bytes_per_param=WEIGHT_BYTES.get(point.draft_weights or "bf16", 2.0),
         context_tokens=point.context or limits.DEFAULT_CONTEXT,
-        bandwidth_efficiency=costs.bandwidth_efficiency,
-        compute_efficiency=costs.compute_efficiency,
-        step_overhead_us=costs.overhead_us,
-        overhead_per_sequence_us=costs.overhead_per_sequence_us,
-        overhead_per_draft_step_us=costs.overhead_per_draft_step_us,
-        cycle_overhead_us=costs.cycle_overhead_us,
-        cycle_overhead_per_sequence_us=costs.cycle_overhead_per_sequence_us,
-        allreduce_us=costs.allreduce_us,
     )
+    return priced(bare, costs.terms())
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,10 @@ fitted to published measurements (``limits.FITTED_TERMS``);
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -159,21 +161,19 @@ def default_setup() -> RooflineSetup:
     return RooflineSetup(ACCELERATORS[limits.DEFAULT_HW], MODELS[limits.DEFAULT_MODEL], MODELS[limits.DEFAULT_DRAFT])
 
 
+def priced(setup: RooflineSetup, terms: Mapping[str, float | None]) -> RooflineSetup:
+    """``setup`` with the cost terms in ``terms``, keyed by their fitted names (``overhead_us`` is the pass's
+    ``step_overhead_us``; the others are the setup's own fields)."""
+    fields: dict[str, Any] = {
+        "step_overhead_us" if name == "overhead_us" else name: value for name, value in terms.items()
+    }
+    return replace(setup, **fields)
+
+
 def plain_roofline(setup: RooflineSetup) -> RooflineSetup:
     """``setup`` priced by the plain roofline (limits.PLAIN_ROOFLINE_TERMS): fixed efficiencies, one overhead per
     pass for target and draft alike (the draft's follows the pass's), no cycle or all-reduce time."""
-    terms = limits.PLAIN_ROOFLINE_TERMS
-    return replace(
-        setup,
-        bandwidth_efficiency=terms["bandwidth_efficiency"],
-        compute_efficiency=terms["compute_efficiency"],
-        step_overhead_us=terms["overhead_us"],
-        overhead_per_sequence_us=terms["overhead_per_sequence_us"],
-        overhead_per_draft_step_us=None,
-        cycle_overhead_us=terms["cycle_overhead_us"],
-        cycle_overhead_per_sequence_us=terms["cycle_overhead_per_sequence_us"],
-        allreduce_us=terms["allreduce_us"],
-    )
+    return priced(setup, {**limits.PLAIN_ROOFLINE_TERMS, "overhead_per_draft_step_us": None})
 
 
 @dataclass(frozen=True)

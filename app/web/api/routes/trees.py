@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.model import limits
-from app.model.arithmetic import trees
 from app.service import core_inputs, plan_inputs
 from app.service import decision_inputs as inputs
 from app.service.decision import trees_out
@@ -20,7 +19,6 @@ from app.web.core.heavy import HEAVY, in_worker_process
 
 router = APIRouter(prefix="/api/v1", tags=["decision"])
 
-MAX_TREE_WIDTH = trees.MAX_WIDTH
 MAX_TREE_WIDTHS = limits.MAX_TREE_WIDTHS
 
 TREES_RULES = RULES + (
