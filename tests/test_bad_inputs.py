@@ -384,3 +384,19 @@ def test_catalogue_check_would_catch_a_bad_answer() -> None:
     assert problems_with(request, anonymous)
     assert problems_with(request, no_bounds)
     assert problems_with(request, good) == []
+
+
+def test_an_input_refusal_crosses_a_process_whole() -> None:
+    """A heavy route's InputError is raised in a worker process and pickled back: name, message and value intact,
+    so that the app-wide handler still names the input."""
+    import pickle
+
+    from app.service.inputs import InputError
+
+    error = pickle.loads(pickle.dumps(InputError("widths", "each width must be an integer from 2 to 16", "1")))
+    assert (error.name, error.message, error.value, str(error)) == (
+        "widths",
+        "each width must be an integer from 2 to 16",
+        "1",
+        "widths: each width must be an integer from 2 to 16",
+    )

@@ -30,6 +30,10 @@ class InputError(ValueError):
         self.message = message
         self.value = value
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, object]]:
+        # Raised in a heavy-work process and pickled back to the worker: rebuilt from all three fields.
+        return type(self), (self.name, self.message, self.value)
+
 
 def number_list(name: str, text: str, limit: int) -> tuple[float, ...]:
     """The comma-separated numbers of input ``name``: finite, at most ``limit`` of them (none when empty); an

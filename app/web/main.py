@@ -14,6 +14,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
 
 from app import __version__
+from app.service.inputs import InputError
 from app.web.api.routes import calibrate, core, engines, measure, regimes, rollout, rules, sampling, sources, trees
 from app.web.core.compression import NegotiatedGZipMiddleware
 from app.web.core.config import Settings, get_settings
@@ -57,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, handle_validation_error)
     app.add_exception_handler(StarletteHTTPException, handle_http_error)
     app.add_exception_handler(ParameterError, handle_parameter_error)
+    app.add_exception_handler(InputError, handle_parameter_error)  # the application layer names the input
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

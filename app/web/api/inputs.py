@@ -94,10 +94,7 @@ def dependency(inputs: Sequence[Input], build: Callable[[Mapping[str, Any]], Bui
     """A dependency taking ``inputs`` as query parameters and answering ``build`` of their values."""
 
     def read(**values: Any) -> Built:
-        try:
-            return build(values)
-        except InputError as error:
-            raise refused(error) from None
+        return build(values)  # an InputError is the app's 422 naming the input
 
     read.__signature__ = signature(inputs)  # type: ignore[attr-defined]
     read.__name__ = read.__qualname__ = f"read_{build.__name__}"

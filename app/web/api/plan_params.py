@@ -14,13 +14,11 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from app.model import rules
-from app.model.arithmetic.acceptance import Acceptance
 from app.model.live import engine_config
 from app.service import plan, plan_inputs
-from app.service.inputs import InputError
 from app.service.plan_inputs import ACCEPTANCE_RULES, MAX_LABEL, PLAN, PLAN_RULES, PROFILE_RULE, WATCH
 from app.service.regimes import BuiltSetup
-from app.web.api.inputs import dependency, refused
+from app.web.api.inputs import dependency
 from app.web.api.params import P
 from app.web.core.errors import parameter_error
 
@@ -34,25 +32,6 @@ def _given_p(request: Request, p: P = plan_inputs.DEFAULT_P) -> float | None:
 
 
 GivenP = Annotated[float | None, Depends(_given_p)]
-
-
-def checked_engine_version(value: str | None) -> str | None:
-    """engine_version within its declared bounds (the engine chosen checks it against its own versions)."""
-    try:
-        return plan_inputs.ENGINE_VERSION.check(value)  # type: ignore[no-any-return]
-    except InputError as error:
-        raise refused(error) from None
-
-
-def measured_acceptance(
-    p: float | None, rate: float | None, mean_length: float | None, k: int | None, profile: str = ""
-) -> Acceptance:
-    """The acceptance from p, rate or mean_length at k and a profile, as the plan takes them; a 422 naming the
-    parameter for a combination the model refuses."""
-    try:
-        return plan_inputs.measured_acceptance(p, rate, mean_length, k, profile)
-    except InputError as error:
-        raise refused(error) from None
 
 
 PlanQuery = Annotated[plan.PlanRequest, Depends(dependency(PLAN, plan_inputs.request))]

@@ -8,8 +8,6 @@ import re
 from app.model.cost.regimes import REGIME_NAMES as regime_names
 from app.service import decision_inputs as inputs
 from app.service.decision import CostRegime, cost_regime
-from app.service.inputs import InputError, number_list
-from app.web.api.inputs import refused
 from app.web.core.errors import parameter_error
 
 MAX_TEXT_PARAMETER = inputs.MAX_TEXT
@@ -32,10 +30,3 @@ def text_parameter(name: str, text: str, limit: int = MAX_TEXT_PARAMETER) -> str
     if len(text) > limit:
         raise parameter_error(name, f"must be at most {limit:,} characters; got {len(text):,}", text)
     return text
-
-
-def numbers(name: str, text: str, limit: int) -> list[float]:
-    try:
-        return list(number_list(name, text, limit))
-    except InputError as error:
-        raise refused(error) from None

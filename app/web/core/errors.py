@@ -12,6 +12,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.routing import Route
 
+from app.service.inputs import InputError
+
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
@@ -131,7 +133,8 @@ async def handle_validation_error(request: Request, exc: Exception) -> JSONRespo
 
 
 async def handle_parameter_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ParameterError)
+    """A parameter's refusal (or an input's, raised by the application layer) as the API's 422 naming it."""
+    assert isinstance(exc, (ParameterError, InputError))
     message = f"{exc.name}: {exc.message}"
     return JSONResponse(
         status_code=422,

@@ -19,15 +19,14 @@ from app.service import plan_inputs
 from app.service.decision import CostRegime, calibration_out
 from app.service.engines import BaselineError, calibrate_report, calibrate_scrape
 from app.service.fetch import FetchError, fetch_text
-from app.service.inputs import InputError
+from app.service.inputs import number_list
 from app.service.schemas.decision import CalibrationOut
 from app.service.schemas.engines import EngineCalibrationOut
 from app.web.api.bodies import body_error, body_text, read_capped
-from app.web.api.inputs import refused, takes
+from app.web.api.inputs import takes
 from app.web.api.params import Cost
-from app.web.api.plan_params import checked_engine_version
 from app.web.api.setup_params import RULES
-from app.web.api.text_params import check_format, numbers, text_parameter
+from app.web.api.text_params import check_format, text_parameter
 from app.web.core.config import app_settings
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
@@ -143,7 +142,7 @@ def get_calibration_from_counters(
         raise parameter_error(
             "drafts", f"must be at least 1: a server that has not speculated yet has nothing to measure; got {drafts:g}"
         )
-    positions = numbers("per_position", text_parameter("per_position", per_position), MAX_POSITIONS)
+    positions = list(number_list("per_position", text_parameter("per_position", per_position), MAX_POSITIONS))
     if any(value < 0 or value > MAX_COUNT for value in positions):
         raise parameter_error("per_position", f"values must be from 0 to {MAX_COUNT:.0e}", per_position)
     check_format("per_position", per_position, inputs.PER_POSITION_PATTERN, "900,700,400")
@@ -316,7 +315,7 @@ async def calibrate_any(
 ) -> EngineCalibrationOut | JSONResponse:
     """Detect the engine's format; infer p with its interval, k, the per-position fit and the i.i.d. test per class."""
     chosen = cost.priced()
-    checked_engine_version(engine_version)  # its declared bounds; the report's engine checks the rest
+    plan_inputs.ENGINE_VERSION.check(engine_version)  # its declared bounds; the report's engine checks the rest
     body = await body_text(request, MAX_EXPOSITION_BYTES)
     if isinstance(body, JSONResponse):
         return body
@@ -331,10 +330,7 @@ async def calibrate_any(
             body = await run_in_threadpool(fetch_text, url)
         except FetchError as error:
             raise parameter_error("url", str(error)) from None
-    try:
-        lengths = inputs.draft_lengths(draft_lengths)
-    except InputError as error:
-        raise refused(error) from None
+    lengths = inputs.draft_lengths(draft_lengths)
     return await run_in_threadpool(_calibrate, body, chosen, k_max, k, label, cycles, lengths, engine_version)
 
 

@@ -17,7 +17,7 @@ from app.service.inputs import InputError
 from app.service.measure_jobs import Job, JobError, JobRequest, Jobs
 from app.service.schemas.measure import MeasureJob
 from app.web.api.bodies import body_error, body_text
-from app.web.api.inputs import refused, takes
+from app.web.api.inputs import takes
 from app.web.core.config import app_settings
 from app.web.core.errors import parameter_error
 
@@ -49,20 +49,17 @@ def start(request: Request, values: dict[str, Any]) -> Job:
             "`specdec-lab measure URL ... --batch 1,2,4,8` where the servers are",
         )
     prompts = live_inputs.prompt_list(str(values.get("prompts") or ""))  # the body's: its own 422
-    try:
-        job_request = JobRequest(
-            servers=live_inputs.server_list(str(values["servers"])),
-            batches=live_inputs.batch_list(str(values["batches"])),
-            n_predict=int(values["n_predict"]),
-            repeats=int(values["repeats"]),
-            max_requests=int(values["max_requests"]),
-            timeout=float(values["timeout"]),
-            engine=values.get("engine") or None,
-            method=live_inputs.drafter_for(values.get("engine") or None, values.get("method")),
-            **({"prompts": prompts} if prompts else {}),
-        )
-    except InputError as error:
-        raise refused(error) from None
+    job_request = JobRequest(
+        servers=live_inputs.server_list(str(values["servers"])),
+        batches=live_inputs.batch_list(str(values["batches"])),
+        n_predict=int(values["n_predict"]),
+        repeats=int(values["repeats"]),
+        max_requests=int(values["max_requests"]),
+        timeout=float(values["timeout"]),
+        engine=values.get("engine") or None,
+        method=live_inputs.drafter_for(values.get("engine") or None, values.get("method")),
+        **({"prompts": prompts} if prompts else {}),
+    )
     try:
         return jobs(request).start(job_request)
     except JobError as error:

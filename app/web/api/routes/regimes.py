@@ -32,7 +32,6 @@ from app.web.api.plan_params import (
     ACCEPTANCE_RULES,
     PROFILE_RULE,
     GivenP,
-    measured_acceptance,
 )
 from app.web.api.setup_params import (
     RULES,
@@ -155,7 +154,7 @@ def get_speedup_vs_batch(
 
     The acceptance is p, or a draft acceptance rate or a mean acceptance length measured at k; with a measured
     profile, tokens per verification come from it (as for the schedule and engine-config)."""
-    acceptance = measured_acceptance(p, rate, mean_length, k, profile)
+    acceptance = plan_inputs.measured_acceptance(p, rate, mean_length, k, profile)
     if batch > batch_max:
         raise parameter_error("batch", f"must be at most batch_max ({batch_max}); got {batch}")
     return sweep_out(acceptance, k, k_max, batch_max, batch, points, built)
@@ -194,7 +193,7 @@ def get_schedule(
 
     The acceptance is p, or a draft acceptance rate or a mean acceptance length measured at k; with a measured
     profile, tokens per verification come from it (as for engine-config)."""
-    schedule = schedule_out(measured_acceptance(p, rate, mean_length, k, profile), k_max, batch_max, built)
+    schedule = schedule_out(plan_inputs.measured_acceptance(p, rate, mean_length, k, profile), k_max, batch_max, built)
     return _csv(schedule_csv(schedule), "speculation-schedule.csv") if _format(format) == "csv" else schedule
 
 

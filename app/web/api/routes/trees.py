@@ -9,9 +9,8 @@ from app.service import core_inputs, plan_inputs
 from app.service import decision_inputs as inputs
 from app.service.decision import trees_out
 from app.service.decision_inputs import ACCEPTANCE_PATTERN, WIDTHS_PATTERN
-from app.service.inputs import InputError
 from app.service.schemas.decision import TreesOut
-from app.web.api.inputs import refused, takes
+from app.web.api.inputs import takes
 from app.web.api.setup_params import RULES
 from app.web.api.text_params import check_format, chosen_regime, text_parameter
 from app.web.core.errors import with_rules
@@ -52,12 +51,9 @@ def get_trees(acceptance: str, budget: int, c: float, regime: str, beta: float, 
 
 def trees_report(acceptance: str, budget: int, c: float, regime: str, beta: float, batch: int, widths: str) -> TreesOut:
     """GET /trees once its parameters are in range; also the page's first paint."""
-    try:
-        probabilities = plan_inputs.tree_acceptance(text_parameter("acceptance", acceptance), "acceptance")
-        check_format("acceptance", acceptance, ACCEPTANCE_PATTERN, "0.6,0.2,0.1")
-        chosen_widths = plan_inputs.tree_widths(text_parameter("widths", widths, limits.MAX_WIDTHS_TEXT))
-    except InputError as error:
-        raise refused(error) from None
+    probabilities = plan_inputs.tree_acceptance(text_parameter("acceptance", acceptance), "acceptance")
+    check_format("acceptance", acceptance, ACCEPTANCE_PATTERN, "0.6,0.2,0.1")
+    chosen_widths = plan_inputs.tree_widths(text_parameter("widths", widths, limits.MAX_WIDTHS_TEXT))
     check_format("widths", widths, WIDTHS_PATTERN, "2,4")
     chosen = chosen_regime(regime, c, beta, batch)
     return trees_out(probabilities, budget, chosen, chosen_widths)
