@@ -113,7 +113,7 @@ def test_trtllm_python_binding_names_and_json_lines_are_read() -> None:
     lines = "\n".join(json.dumps(item) for item in renamed)
     format_name, measurements = em.read_measurements(lines)
     assert format_name == "trtllm-iteration-stats" and measurements[0].k == 4
-    assert measurements[0].cycles == 800
+    assert measurements[0].drafts == 800
 
 
 @pytest.mark.parametrize(
@@ -238,7 +238,7 @@ def test_a_baseline_scrape_is_subtracted_and_a_restart_is_a_422(client: TestClie
     _, extra = em.read_measurements(later_draws)
     lines = []
     for name, value in (
-        ("num_drafts", before[0].cycles + extra[0].cycles),
+        ("num_drafts", before[0].drafts + extra[0].drafts),
         ("num_draft_tokens", before[0].draft_tokens + extra[0].draft_tokens),
         ("num_accepted_tokens", before[0].accepted + extra[0].accepted),
     ):

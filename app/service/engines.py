@@ -27,7 +27,7 @@ def _class_out(item: engine_metrics.EngineCalibration, regime: CostRegime) -> Cl
         interval_method=interval.method,
         k=item.result.k,
         k_source=item.measurement.k_source if item.measurement.k is not None else "counters",
-        cycles=item.measurement.cycles,
+        cycles=item.measurement.drafts,
         batch=item.measurement.batch,
         calibration=calibration_out(item.result, regime, source=item.measurement.format),
         notes=item.notes,

@@ -139,7 +139,7 @@ def from_scrape(text: str, label: str) -> tuple[str, str, list[Measured]]:
                 engine=engine,
                 format=scrape.format,
                 label=None,
-                cycles=scrape.drafts,
+                drafts=scrape.drafts,
                 draft_tokens=scrape.draft_tokens,
                 accepted=scrape.accepted,
                 per_position=scrape.per_position,
@@ -187,9 +187,9 @@ def _verification_classes(
 
 
 def _profile(measurement: Measurement) -> tuple[float, ...]:
-    if not measurement.per_position or not measurement.cycles:
+    if not measurement.per_position or not measurement.drafts:
         return ()
-    shares = tuple(min(1.0, value / measurement.cycles) for value in measurement.per_position)
+    shares = tuple(min(1.0, value / measurement.drafts) for value in measurement.per_position)
     try:
         AcceptanceProfile.of(shares[0], shares)
     except ValueError:
@@ -214,7 +214,7 @@ def plan_classes(
         found = rollout.acceptance_or_why(m) if m is not None else measured.unread or None
         gain = acceptance = schedule = config = None
         if m is None or isinstance(found, str) or found is None:
-            drafts = (m.cycles or 0.0) if m is not None else 0.0
+            drafts = (m.drafts or 0.0) if m is not None else 0.0
             verdict = (  # counts seen and not read say why
                 rollout_plan.ClassVerdict(rollout_plan.MEASURE_FIRST, found)
                 if isinstance(found, str)
@@ -230,7 +230,7 @@ def plan_classes(
             gain = rollout_plan.weighted_gain(
                 decision.best_k, decision.best_speedup, built.setup, measured.batches, low, high, error
             )
-            verdict = rollout_plan.judge(gain, m.cycles or 0.0, True)
+            verdict = rollout_plan.judge(gain, m.drafts or 0.0, True)
             acceptance = MeasuredAcceptanceOut(p=p, low=low, high=high, k=k, profile=list(profile))
             schedule = PlannedScheduleOut(
                 best_k=list(decision.best_k), off_from_batch=decision.off_from_batch, headline=decision.headline
@@ -248,7 +248,7 @@ def plan_classes(
                 quantiles=measured.batches.quantiles(),
             ),
             acceptance=acceptance,
-            drafts=m.cycles if m is not None else 0.0,
+            drafts=m.drafts if m is not None else 0.0,
             schedule=schedule,
             config=config,
             verdict=verdict.verdict,

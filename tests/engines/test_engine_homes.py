@@ -109,7 +109,7 @@ def test_a_baseline_is_subtracted_only_from_the_formats_whose_package_can() -> N
     warm = engine_reports.example_report("vllm-metrics", 0.3, 4, 2000, 30)
     later = engine_reports.example_report("vllm-metrics", 0.8, 4, 6000, 31)
     _, (since,) = engine_metrics.read_with_baseline(later, warm)
-    assert since.cycles == 4000 and "counts since the baseline scrape" in since.notes
+    assert since.drafts == 4000 and "counts since the baseline scrape" in since.notes
     sglang = engine_reports.example_report("sglang-metrics", 0.8, 4, 3000, 4)
     with pytest.raises(engine_metrics.EngineFormatError, match="from vLLM counters only; this is sglang-metrics"):
         engine_metrics.read_with_baseline(sglang, sglang)

@@ -92,7 +92,7 @@ def test_the_printed_flags_start_a_server_that_speculates(draft: str, llama_buil
     with live_engine.llama_server(flags) as server:
         server.complete(live_engine.REPEATING_PROMPT, n_predict=32)
         _, (measurement,) = engine_metrics.read_measurements(server.metrics())
-    assert measurement.cycles and measurement.cycles > 0 and measurement.draft_tokens and measurement.draft_tokens > 0
+    assert measurement.drafts and measurement.drafts > 0 and measurement.draft_tokens and measurement.draft_tokens > 0
     assert measurement.k == 3  # one per-position series per drafted position: the configured maximum
 
 
@@ -112,7 +112,7 @@ def test_every_report_of_the_server_calibrates_to_its_own_totals(llama_build: li
     assert drafts > 0 and drafted > 0
     # /metrics: the counts as the engine counts them, and k as it is configured
     _, (from_metrics,) = engine_metrics.read_measurements(scrape)
-    assert (from_metrics.cycles, from_metrics.draft_tokens, from_metrics.accepted, from_metrics.k) == (
+    assert (from_metrics.drafts, from_metrics.draft_tokens, from_metrics.accepted, from_metrics.k) == (
         drafts,
         drafted,
         accepted,
@@ -121,7 +121,7 @@ def test_every_report_of_the_server_calibrates_to_its_own_totals(llama_build: li
     # the log: per-request lines and the cumulative statistics lines give the same totals
     _, (from_log,) = engine_metrics.read_measurements(log)
     assert (from_log.draft_tokens, from_log.accepted, from_log.k) == (drafted, accepted, 4)
-    assert from_log.cycles == drafts
+    assert from_log.drafts == drafts
     # -lv 4's "#acc rate/pos" (common/speculative.cpp: n_acc_tokens_per_pos / n_call_accept) read back into the
     # per-position counts the server's own /metrics series hold
     if accepted > 0:

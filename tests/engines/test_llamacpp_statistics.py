@@ -58,7 +58,7 @@ def test_the_report_and_measure_read_the_same_totals() -> None:
     _, (measurement,) = engine_metrics.read_measurements(LOG, k=4)
     assert measurement.format == "llamacpp-log"
     assert measurement.draft_tokens == 142 + 117 and measurement.accepted == 90 + 57
-    assert measurement.cycles == 36 + 32
+    assert measurement.drafts == 36 + 32
     timed = draft_time(LOG)
     assert timed is not None and timed[0] == measurement.draft_tokens
 
@@ -127,7 +127,7 @@ TRACE = (
 def test_the_newer_per_request_lines_are_read_with_their_rates(log: str) -> None:
     _, (measurement,) = engine_metrics.read_measurements(log, k=4)
     assert (measurement.accepted, measurement.draft_tokens) == (257, 388)
-    assert measurement.cycles == 97  # 257 / (3.65 - 1), to the nearest whole number
+    assert measurement.drafts == 97  # 257 / (3.65 - 1), to the nearest whole number
     assert sum(measurement.per_position) == pytest.approx(257)
     assert measurement.per_position[0] == pytest.approx(0.804 * 97, abs=0.5)
     assert not any("no mean len" in note for note in measurement.notes)
@@ -144,7 +144,7 @@ def test_the_statistics_line_of_a_newer_drafter_is_read() -> None:
     )
     _, (measurement,) = engine_metrics.read_measurements(log, k=2)
     assert measurement.per_position == pytest.approx((170, 127))
-    assert measurement.cycles == 213
+    assert measurement.drafts == 213
 
 
 def test_an_interval_holds_its_own_estimate_when_every_draft_token_is_accepted() -> None:
@@ -243,7 +243,7 @@ def test_a_real_log_scrape_and_responses_are_read_as_the_engine_counted_them(bui
     lines = "\n".join(line for line in log.splitlines() if "draft acceptance" in line or "acc per pos" in line)
     _, (from_requests,) = engine_metrics.read_measurements(lines, k=4)
     for measurement in (from_metrics, from_log, from_requests):
-        assert (measurement.cycles, measurement.draft_tokens, measurement.accepted, measurement.k) == (
+        assert (measurement.drafts, measurement.draft_tokens, measurement.accepted, measurement.k) == (
             drafts,
             drafted,
             accepted,

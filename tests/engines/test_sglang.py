@@ -199,7 +199,7 @@ def test_adaptive_is_ignored_for_standalone_so_one_k_runs() -> None:
 def test_the_current_gauges_and_verify_counter_recover_p() -> None:
     text = engine_reports.example_report("sglang-metrics", 0.8, 4, 5000, seed=2)
     _, (measurement,) = engine_metrics.read_measurements(text)
-    assert measurement.k == 4 and measurement.version == "2026-05" and measurement.cycles == 5000
+    assert measurement.k == 4 and measurement.version == "2026-05" and measurement.drafts == 5000
     calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
     assert calibrated.interval.low is not None and calibrated.interval.high is not None
     assert calibrated.interval.low <= 0.8 <= calibrated.interval.high
@@ -264,7 +264,7 @@ def test_per_request_counts_are_read_exactly_with_their_histogram() -> None:
     generate = json.dumps([{"text": "a", "meta_info": meta}, {"text": "b", "meta_info": meta}])
     name, (measurement,) = engine_metrics.read_measurements(generate)
     assert name == "sglang-request" and measurement.k == 3
-    assert (measurement.cycles, measurement.accepted, measurement.draft_tokens) == (20, 36, 60)
+    assert (measurement.drafts, measurement.accepted, measurement.draft_tokens) == (20, 36, 60)
     assert measurement.per_position == (16, 14, 6)  # verifications accepting more than 0, 1, 2 drafts
     openai = json.dumps({"id": "x", "choices": [], "sglext": {"spec_tokens_details": meta}})
     _, (details,) = engine_metrics.read_measurements(openai)
@@ -298,7 +298,7 @@ def test_openai_responses_built_by_sglangs_own_code_are_read_as_it_counted() -> 
     for response, (cycles, drafted, accepted, per_position) in zip((chat, completions, chunk), expected, strict=True):
         name, (measurement,) = engine_metrics.read_measurements(json.dumps(response))
         assert name == "sglang-request" and measurement.version == "2026-08"
-        assert (measurement.cycles, measurement.draft_tokens, measurement.accepted) == (cycles, drafted, accepted)
+        assert (measurement.drafts, measurement.draft_tokens, measurement.accepted) == (cycles, drafted, accepted)
         assert measurement.k == 5 and measurement.per_position == per_position
         calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)
         assert calibrated.interval.low is not None and calibrated.interval.high is not None
@@ -306,7 +306,7 @@ def test_openai_responses_built_by_sglangs_own_code_are_read_as_it_counted() -> 
     # a streamed response: the sglext chunk among the others, as JSON lines
     lines = "\n".join(json.dumps(item) for item in (plain, chunk))
     _, (streamed,) = engine_metrics.read_measurements(lines)
-    assert streamed.cycles == 20
+    assert streamed.drafts == 20
     # without return_spec_tokens_details SGLang sends no sglext: there is nothing to read, and the format's own
     # description says what to send
     assert "sglext" not in plain
@@ -339,7 +339,7 @@ def test_meta_info_of_each_release_is_read_under_its_own_names(
     assert all(name in response["meta_info"] for response in responses for name in names)
     name, (measurement,) = engine_metrics.read_measurements(json.dumps(responses))
     assert name == "sglang-request" and measurement.version == version and measurement.k == 3
-    assert (measurement.cycles, measurement.draft_tokens, measurement.accepted) == (35, 105, 58)
+    assert (measurement.drafts, measurement.draft_tokens, measurement.accepted) == (35, 105, 58)
     assert measurement.per_position == (28, 21, 9)  # verifications accepting more than 0, 1, 2 draft tokens
     assert any(names[0] in note for note in measurement.notes)
     calibrated = engine_metrics.calibrate_measurement(measurement, 0.1, 8)

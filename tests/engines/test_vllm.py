@@ -201,7 +201,7 @@ def test_a_scrape_from_a_schedule_of_k_4_and_2_recovers_p(seed: int) -> None:
     assert unknown.interval.high - unknown.interval.low > known.interval.high - known.interval.low
     # taking every draft as 4 long (the estimator before) lands well below 0.7, outside the interval
     _, (measurement,) = engine_metrics.read_measurements(text)
-    positions, drafts = measurement.per_position, measurement.cycles or 0.0
+    positions, drafts = measurement.per_position, measurement.drafts or 0.0
     every_draft_full = sum(positions) / (sum(positions) + drafts - positions[-1])
     assert every_draft_full < 0.66 < known.interval.low
 

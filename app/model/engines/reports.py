@@ -33,7 +33,7 @@ class Measurement:
     engine: str
     format: str
     label: str | None
-    cycles: float | None  # verifications; None when the format holds only a mean
+    drafts: float | None  # verifications of a draft; None when the format holds only a mean
     draft_tokens: float | None
     accepted: float | None  # accepted draft tokens (bonus excluded)
     per_position: tuple[float, ...] = ()
@@ -288,7 +288,7 @@ def mean_only(
         engine=engine,
         format=format_name,
         label=label,
-        cycles=count if known else None,
+        drafts=count if known else None,
         draft_tokens=count * k,
         accepted=count * (min(length, k + 1.0) - 1.0),
         mean_length=length,
@@ -313,7 +313,7 @@ def increase_measurement(
         engine=engine,
         format=format_name,
         label=None,
-        cycles=drafts,
+        drafts=drafts,
         draft_tokens=drafted if drafted is not None else len(per_position) * drafts,
         accepted=float(sum(per_position)),
         per_position=per_position,
@@ -378,7 +378,7 @@ def counter_measurement(
         engine=engine,
         format=format_name,
         label=label,
-        cycles=drafts,
+        drafts=drafts,
         draft_tokens=draft_tokens,
         accepted=accepted,
         per_position=per_position,

@@ -120,8 +120,8 @@ def read_measurements(
                 f"k = {measurement.k} ({measurement.k_source}) is outside 1..{MAX_POSITIONS}: "
                 "no engine drafts that many",
             )
-        if measurement.cycles is not None and measurement.draft_tokens is not None and measurement.cycles > 0:
-            per_draft = measurement.draft_tokens / measurement.cycles
+        if measurement.drafts is not None and measurement.draft_tokens is not None and measurement.drafts > 0:
+            per_draft = measurement.draft_tokens / measurement.drafts
             if per_draft > MAX_POSITIONS + 1e-9:
                 raise fail(
                     ErrorKind.IMPLAUSIBLE,
@@ -194,7 +194,7 @@ def _acceptance_interval(measurement: Measurement, p: float, k: int, level: floa
     if measurement.schema == "v0" and measurement.draft_tokens and measurement.accepted is not None:
         low, high = _wilson(measurement.accepted, measurement.draft_tokens, level)
         return Interval(low, high, level, "Wilson score: accepted / drafted estimates p directly (V0 counters)")
-    cycles, drafted = measurement.cycles, measurement.draft_tokens
+    cycles, drafted = measurement.drafts, measurement.draft_tokens
     if measurement.per_position and cycles and drafted is not None and drafted < k * cycles * (1 - 1e-9):
         lengths = measurement.draft_lengths
         mix = mixed_lengths.draft_mix(cycles, drafted, lengths) if lengths else None
@@ -203,17 +203,17 @@ def _acceptance_interval(measurement: Measurement, p: float, k: int, level: floa
         else:
             estimate = mixed_lengths.from_positions(cycles, measurement.per_position, min(lengths or (1,)), level)
         return Interval(estimate.low, estimate.high, level, estimate.method)
-    if measurement.per_position and measurement.cycles:
+    if measurement.per_position and measurement.drafts:
         successes = float(sum(measurement.per_position))
-        rejections = measurement.cycles - measurement.per_position[-1]
+        rejections = measurement.drafts - measurement.per_position[-1]
         low, high = _wilson(successes, successes + rejections, level)
         return Interval(
             low, high, level, "Wilson score on accepted tokens out of accepted + rejections (per-position counts)"
         )
-    if measurement.cycles and measurement.accepted is not None:
+    if measurement.drafts and measurement.accepted is not None:
         z = float(stats.norm.ppf(0.5 + level / 2))
-        length = 1.0 + measurement.accepted / measurement.cycles
-        half = z * _length_sd(p, k) / math.sqrt(measurement.cycles)
+        length = 1.0 + measurement.accepted / measurement.drafts
+        half = z * _length_sd(p, k) / math.sqrt(measurement.drafts)
         low_length = min(max(length - half, 1.0), k + 1.0)
         high_length = min(max(length + half, 1.0), k + 1.0)
         return Interval(
@@ -276,7 +276,7 @@ def to_counters(measurement: Measurement) -> calibration.SpecDecodeCounters:
             series=measurement.series,
             verifications=verifications_name(measurement.format),
         )
-    cycles = measurement.cycles
+    cycles = measurement.drafts
     if cycles is None:  # a mean alone: one nominal verification carries it
         cycles = 1.0
     return calibration.SpecDecodeCounters(
@@ -313,7 +313,7 @@ def pooled(measurements: list[Measurement]) -> Measurement | None:
     if len(measurements) < 2:
         return None
     first = measurements[0]
-    if any(m.schema != first.schema or m.cycles is None for m in measurements):
+    if any(m.schema != first.schema or m.drafts is None for m in measurements):
         return None
     positions = {len(m.per_position) for m in measurements}
     if len(positions) != 1:
@@ -323,7 +323,7 @@ def pooled(measurements: list[Measurement]) -> Measurement | None:
         engine=first.engine,
         format=first.format,
         label=None,
-        cycles=sum(m.cycles or 0.0 for m in measurements),
+        drafts=sum(m.drafts or 0.0 for m in measurements),
         draft_tokens=sum(m.draft_tokens or 0.0 for m in measurements),
         accepted=sum(m.accepted or 0.0 for m in measurements),
         per_position=tuple(sum(m.per_position[i] for m in measurements) for i in range(width)),
@@ -371,5 +371,5 @@ def calibrate_report(
     summed = pooled(measurements)
     if summed is not None:
         return ReportCalibration(format_name, classes, calibrate_measurement(summed, c, k_max, verify), True)
-    top = max(classes, key=lambda item: item.measurement.cycles or 0.0) if len(classes) > 1 else classes[0]
+    top = max(classes, key=lambda item: item.measurement.drafts or 0.0) if len(classes) > 1 else classes[0]
     return ReportCalibration(format_name, classes, top, False)

@@ -374,7 +374,7 @@ def measured_acceptance(measurement: Measurement) -> tuple[float, float, float, 
 
 def acceptance_or_why(measurement: Measurement) -> tuple[float, float, float, int] | str:
     """p with its interval and the k, from one stretch's counts; or why they give none."""
-    if not measurement.cycles:
+    if not measurement.drafts:
         return "no drafts counted"
     try:
         found = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
@@ -391,7 +391,7 @@ def judge_acceptance(
 ) -> AcceptanceCheck:
     """Acceptance over ``judged`` against ``calibrated`` on a 99.9% interval (fell: its upper bound below the
     calibrated interval; rose: its lower bound above)."""
-    if judged is None or not judged.cycles:
+    if judged is None or not judged.drafts:
         return AcceptanceCheck(
             "unknown",
             calibrated=calibrated,
@@ -402,16 +402,16 @@ def judge_acceptance(
     if found is None:
         return AcceptanceCheck(
             "unknown",
-            drafts=judged.cycles,
+            drafts=judged.drafts,
             calibrated=calibrated,
             calibrated_from=calibrated_from,
             message="the canary's counts do not calibrate",
         )
     p, low, high, k = found
-    base = AcceptanceCheck("holds", p, low, high, k, judged.cycles, calibrated, calibrated_from)
+    base = AcceptanceCheck("holds", p, low, high, k, judged.drafts, calibrated, calibrated_from)
     if calibrated is None:
         return AcceptanceCheck(
-            "unknown", p, low, high, k, judged.cycles, None, calibrated_from, "no calibrated interval to judge it by"
+            "unknown", p, low, high, k, judged.drafts, None, calibrated_from, "no calibrated interval to judge it by"
         )
     strict = engine_metrics.acceptance_interval(judged, p, k, DRIFT_LEVEL)
     shown = f"[{calibrated[0]:.3f}, {calibrated[1]:.3f}]"
@@ -422,7 +422,7 @@ def judge_acceptance(
             low,
             high,
             k,
-            judged.cycles,
+            judged.drafts,
             calibrated,
             calibrated_from,
             f"acceptance {p:.3f} fell below its calibrated {shown} ({calibrated_from})",
@@ -434,7 +434,7 @@ def judge_acceptance(
             low,
             high,
             k,
-            judged.cycles,
+            judged.drafts,
             calibrated,
             calibrated_from,
             f"acceptance {p:.3f} rose above its calibrated {shown} ({calibrated_from})",
@@ -445,7 +445,7 @@ def judge_acceptance(
         low,
         high,
         k,
-        judged.cycles,
+        judged.drafts,
         calibrated,
         calibrated_from,
         f"acceptance {p:.3f} holds within its calibrated {shown} ({calibrated_from})",

@@ -179,7 +179,7 @@ def interval_report(
         engine=after.engine,
         format=after.format,
         label=None,
-        cycles=drafts,
+        drafts=drafts,
         draft_tokens=after.draft_tokens - before.draft_tokens,
         accepted=after.accepted - before.accepted,
         per_position=tuple(b - a for a, b in zip(before.per_position, after.per_position, strict=True)),
@@ -199,7 +199,7 @@ def measured_report(
     batch_limit: int = 1024,
 ) -> IntervalReport:
     """One interval's counts calibrated and judged; idle where they do not calibrate."""
-    drafts = measurement.cycles or 0.0
+    drafts = measurement.drafts or 0.0
     try:
         calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
     except CalibrationError as error:

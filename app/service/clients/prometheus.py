@@ -388,7 +388,7 @@ def class_report(
                 engine=target.engine,
                 format=m.scrape_format,
                 label=None,
-                cycles=drafts,
+                drafts=drafts,
                 draft_tokens=(mean_length if mean_length is not None else len(per_position)) * drafts,
                 accepted=float(sum(per_position)) if per_position else (tokens - 1.0) * drafts,
                 per_position=per_position,

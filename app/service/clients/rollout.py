@@ -149,7 +149,7 @@ def _measured(halves: list[Measurement | None]) -> dict[str, Any] | None:
                 None
                 if half is None
                 else {
-                    "drafts": half.cycles,
+                    "drafts": half.drafts,
                     "draft_tokens": half.draft_tokens,
                     "accepted": half.accepted,
                     "accepted_per_position": half.per_position,

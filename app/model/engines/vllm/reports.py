@@ -167,7 +167,7 @@ def subtract_baseline(measurements: list[Measurement], baseline: list[Measuremen
         result.append(
             replace(
                 now,
-                cycles=_minus("vllm:spec_decode_num_drafts", now.cycles, then.cycles),
+                drafts=_minus("vllm:spec_decode_num_drafts", now.drafts, then.drafts),
                 draft_tokens=_minus("vllm:spec_decode_num_draft_tokens", now.draft_tokens, then.draft_tokens),
                 accepted=_minus("vllm:spec_decode_num_accepted_tokens", now.accepted, then.accepted),
                 emitted=_minus("vllm:spec_decode_num_emitted_tokens", now.emitted, then.emitted),
@@ -279,7 +279,7 @@ def read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[
                 engine=NAME,
                 format="vllm-metrics-v0",
                 label=key or None,
-                cycles=None,
+                drafts=None,
                 draft_tokens=sums["spec_decode_num_draft_tokens"],
                 accepted=sums["spec_decode_num_accepted_tokens"],
                 k=options.k,

@@ -129,7 +129,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
             fixed(item.result.acceptance, 3),
             _interval(item),
             str(item.result.k),
-            "n/a" if item.measurement.cycles is None else f"{item.measurement.cycles:,.0f}",
+            "n/a" if item.measurement.drafts is None else f"{item.measurement.drafts:,.0f}",
             header=True,
         )
         for item in classes
