@@ -56,6 +56,7 @@ def test_bad_inputs_get_a_422_naming_the_input(
     response = allowed.post("/api/v1/measure", params=query)
     assert response.status_code == 422, response.text
     assert field in _message(response) and said in _message(response), _message(response)
+    assert response.json()["detail"][0]["loc"] == ["query", field]  # a query parameter, not the body
 
 
 @pytest.mark.parametrize(
@@ -158,3 +159,10 @@ def test_the_openapi_document_types_a_jobs_report_to_its_cells_and_config(client
     assert {"measured_speedup", "predicted_speedup_batch_holdout", "profile"} <= set(schemas[cell]["properties"])
     config = fields["engine_config"]["anyOf"][0]["$ref"].rsplit("/", 1)[-1]
     assert {"flags", "runs", "differs_at", "error"} <= set(schemas[config]["properties"])
+
+
+def test_the_openapi_document_names_each_schema_once(client: TestClient) -> None:
+    """Two response models of one name would be renamed by module in the document (a client's $ref would break)."""
+    names = client.get("/openapi.json").json()["components"]["schemas"]
+    assert not [name for name in names if "__" in name]
+    assert "StepCostOut" in names and "BatchStepCostOut" in names

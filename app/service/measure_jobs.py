@@ -27,13 +27,13 @@ from app.service.clients.measure import BUILTIN_PROMPTS, MeasureClientError, Rec
 from app.service.schemas.fill import filled
 from app.service.schemas.measure import (
     BatchReport,
+    BatchStepCostOut,
     BestKAtBatch,
     CrossoverOut,
     JobCell,
     JobServer,
     MeasuredConfig,
     MeasureJob,
-    StepCostOut,
 )
 
 MAX_JOBS_KEPT = 16  # finished jobs kept for reading, the oldest dropped first
@@ -79,7 +79,7 @@ def analysis_report(analysis: BatchAnalysis) -> dict[str, Any]:
             )
             for batch in analysis.batches
         ],
-        "step_cost": filled(StepCostOut, cost, model=step_cost.MODEL, fitted=list(cost.fitted)),
+        "step_cost": filled(BatchStepCostOut, cost, model=step_cost.MODEL, fitted=list(cost.fitted)),
         "holdout_errors": list(analysis.holdout_errors),
     }
 

@@ -52,10 +52,8 @@ IID_TEST_LEVEL = 0.01
 # Scrapes are not atomic across counters: allow this much slack when checking sums.
 RELATIVE_SLACK = 1e-3
 
-DRAFTS = "spec_decode_num_drafts"
 DRAFT_TOKENS = "spec_decode_num_draft_tokens"
 ACCEPTED = "spec_decode_num_accepted_tokens"
-PER_POSITION = "spec_decode_num_accepted_tokens_per_pos"
 EMITTED = "spec_decode_num_emitted_tokens"
 EFFICIENCY = "spec_decode_efficiency"
 CREATED_AT = 1.7e9  # fixed creation timestamp in synthetic expositions

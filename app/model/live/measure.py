@@ -346,7 +346,7 @@ def analyze(samples: list[Sample], draft_cost: float | None = None, draft_cost_s
 
 
 def metrics_delta(sample: Sample, prefix: str = "llamacpp:") -> str:
-    """The counter deltas at one k as llama.cpp's /metrics writes them (``calibrate --from`` reads it)."""
+    """The counter deltas at one k under the names llama.cpp's /metrics gives them (``calibrate --from`` reads it)."""
     if sample.k < 1:
         raise MeasureError("plain decoding (k = 0) has no speculative counters")
     positions = tuple(sample.accepted_per_position) + (0,) * (sample.k - len(sample.accepted_per_position))

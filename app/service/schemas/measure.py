@@ -12,6 +12,7 @@ from app.model import engines
 from app.model.cost.regimes import ScheduleStep
 from app.model.live.measure import KResult, Sample
 from app.model.live.measure_batches import CellResult, HoldoutError
+from app.service.schemas.engines import StepCostOut
 
 
 class JobServer(BaseModel):
@@ -51,18 +52,10 @@ class BestKAtBatch(BaseModel):
     predicted: int | None = Field(description="With that batch left out of the fit")
 
 
-class StepCostOut(BaseModel):
-    model: str = Field(description="The step-time model the terms belong to")
-    fixed_ms: float
-    multi_token_ms: float
-    per_sequence_ms: float
-    per_extra_token_ms: float
-    per_draft_step_ms: float
-    draft_multi_sequence_ms: float
-    fitted: list[str]
-    kept: dict[str, str] = Field(description="Terms kept at 0, with why")
+class BatchStepCostOut(StepCostOut):
+    """The step cost fitted on every cell of a sweep, with the terms held at a value given from an earlier one."""
+
     given: dict[str, str] = Field(description="Terms held at a given value, with why the cells could not fit them")
-    rms_relative_error: float | None
 
 
 class MeasuredConfig(BaseModel):
@@ -101,7 +94,7 @@ class BatchReport(BaseModel):
     cells: list[CellResult] | None = None
     crossover: list[CrossoverOut] | None = None
     best_k_by_batch: list[BestKAtBatch] | None = None
-    step_cost: StepCostOut | None = None
+    step_cost: BatchStepCostOut | None = None
     holdout_errors: list[HoldoutError] | None = None
     engine_config: MeasuredConfig | None = None
     notes: list[str]

@@ -3,7 +3,7 @@
 ``query`` is one input's ``Query`` (its bounds, length, pattern and choices as the OpenAPI document states
 them); ``parameter`` its annotated type; ``takes`` gives a handler's parameters named as inputs those inputs'
 types, bounds and defaults; ``dependency`` a FastAPI dependency that takes a list of inputs as query parameters
-and hands their values to a builder, turning an InputError into a 422 naming the input.
+and hands their values to a builder (an InputError it raises is the app's 422 naming the input).
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Query
 
-from app.service.inputs import Input, InputError
-from app.web.core.errors import parameter_error
+from app.service.inputs import Input
 
 Built = TypeVar("Built")
 Handler = TypeVar("Handler", bound=Callable[..., Any])
@@ -83,11 +82,6 @@ def takes(*inputs: Input) -> Callable[[Handler], Handler]:
         return handler
 
     return decorate
-
-
-def refused(error: InputError) -> Exception:
-    """An input's refusal as the API's 422."""
-    return parameter_error(error.name, error.message, error.value)
 
 
 def dependency(inputs: Sequence[Input], build: Callable[[Mapping[str, Any]], Built]) -> Callable[..., Built]:

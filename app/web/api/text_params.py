@@ -1,5 +1,5 @@
-"""Parameters written as text (lists of numbers, edits) and the regime named in a query: their length cap, their
-numbers, the pattern their schema declares; shared by the calibrate, sources and trees routers."""
+"""Parameters written as text (lists of numbers, edits) and the regime named in a query: their length cap and the
+pattern their schema declares; shared by the calibrate, sources and trees routers."""
 
 from __future__ import annotations
 

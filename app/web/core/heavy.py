@@ -271,7 +271,8 @@ def in_worker_process(handler: Handler) -> Handler:
     """Run a sync handler in the app's heavy-work processes; its arguments and answer travel by pickle.
 
     The wrapper keeps the handler's signature (so FastAPI reads the same parameters) and adds the request,
-    which it needs to find the app's pool.  Exceptions (a ParameterError naming a parameter) come back as they are.
+    which it needs to find the app's pool.  Exceptions (a ParameterError or an InputError naming a parameter) come
+    back as they are.
     """
     signature = inspect.signature(handler, eval_str=True)
     request_parameter = inspect.Parameter("heavy_request", inspect.Parameter.KEYWORD_ONLY, annotation=Request)

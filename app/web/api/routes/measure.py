@@ -116,8 +116,10 @@ async def start_measure(
     values["prompts"] = prompts
     try:
         job = await run_in_threadpool(start, request, values)  # asks each server at once: blocking calls
-    except InputError as error:  # the body's prompts
-        return body_error(error.name, error.message, "value")
+    except InputError as error:
+        if error.name != live_inputs.PROMPTS.name:
+            raise  # a query parameter's: the app's 422 naming it in the query
+        return body_error(error.name, error.message, "value")  # the body's prompts
     return job.view()
 
 
