@@ -9,7 +9,7 @@ from app.model import engines
 from app.model.arithmetic import closed_form
 from app.model.counters import calibration
 from app.model.counters.calibration import CalibrationError
-from app.model.engines import vllm
+from app.model.engines.vllm.reports import read_scrape, scrape_since
 from app.model.live import engine_metrics
 from app.service.decision import CostRegime, calibration_out
 from app.service.schemas.engines import ClassCalibrationOut, EngineCalibrationOut
@@ -162,10 +162,10 @@ def calibrate_scrape(
     """p from one model of a vLLM /metrics scrape (minus an optional earlier scrape), read by vLLM's adapter:
     POST /api/v1/calibrate/metrics and specdec-lab calibrate --metrics.  Raises CalibrationError; a
     BaselineError where the baseline is at fault."""
-    measurement = vllm.read_scrape(text, model_name, k)
+    measurement = read_scrape(text, model_name, k)
     if baseline is not None and baseline.strip():
         try:
-            measurement = vllm.scrape_since(measurement, baseline, model_name, k)
+            measurement = scrape_since(measurement, baseline, model_name, k)
         except CalibrationError as error:
             raise BaselineError(error.kind, error.message) from None
     return calibration.calibrate_from_counters(engine_metrics.to_counters(measurement), c, k_max, verify, k)

@@ -188,7 +188,7 @@ def _older_method(engine: str) -> Input:
     """An engine's older name of method=, checked against that engine's own drafters."""
     adapter = engines.adapter(engine)
     return Input(
-        str(getattr(adapter, "METHOD_ALIAS")),  # noqa: B009 - optional in the typed base, read as the others read it
+        adapter.METHOD_ALIAS,
         f"{adapter.TITLE} drafter",
         str,
         None,
@@ -198,9 +198,7 @@ def _older_method(engine: str) -> Input:
 
 
 # the older spellings of method= that some engines name (METHOD_ALIAS), as the registry held them at start
-OLDER_METHODS = tuple(
-    _older_method(name) for name in engines.ENGINES if getattr(engines.adapter(name), "METHOD_ALIAS", "")
-)
+OLDER_METHODS = tuple(_older_method(name) for name in engines.ENGINES if engines.adapter(name).METHOD_ALIAS)
 
 PLAN: tuple[Input, ...] = (
     ENGINE,
@@ -381,7 +379,7 @@ def request(given: Mapping[str, Any], profile: tuple[float, ...] | None = None) 
     values = checked((*PLAN, *WATCH), given)
     engine = values["engine"]
     older = {item.name: values[item.name] for item in OLDER_METHODS}
-    chosen_method = values["method"] or older.get(getattr(engines.adapter(engine), "METHOD_ALIAS", ""))
+    chosen_method = values["method"] or older.get(engines.adapter(engine).METHOD_ALIAS)
     chosen_version = version_name(engine, values["engine_version"])
     shares = profile_shares(values["profile"]) if profile is None else profile
     try:

@@ -4,6 +4,7 @@ the engine's own word as the oracle, exports that read back to the schedule, and
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -207,7 +208,7 @@ def test_a_version_added_to_a_registered_engine_without_an_oracle_fails_the_suit
 ) -> None:
     vllm = engines.adapter("vllm")
     newer = EngineVersion("2099-01", "2099-01", "a stand-in", vllm.VERSIONS[-1].sources)
-    monkeypatch.setattr(vllm, "VERSIONS", (*vllm.VERSIONS, newer))
+    monkeypatch.setitem(engines.ADAPTERS, "vllm", replace(vllm, VERSIONS=(*vllm.VERSIONS, newer)))
     assert suite.uncovered() == [("vllm", "2099-01")]
     with pytest.raises(AssertionError):
         test_every_registered_version_has_the_engines_own_word()

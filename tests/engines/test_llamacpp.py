@@ -15,8 +15,8 @@ import re
 import pytest
 
 from app.model import engines
-from app.model.engines import llamacpp
 from app.model.engines.base import ConfigRuleError, Exported
+from app.model.engines.llamacpp import ADAPTER as llamacpp
 from app.model.engines.llamacpp import versions as llamacpp_versions
 from app.model.engines.llamacpp.reports import unread_lines, unread_series, unread_timings
 from app.model.live import engine_config, engine_metrics

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.model import engines
-from app.model.engines import llamacpp
 from app.model.engines.base import Exported
+from app.model.engines.llamacpp import ADAPTER as llamacpp
 from app.model.engines.llamacpp.config import spec_types_from_gguf
 from app.model.engines.llamacpp.reports import (
     last_statistics,

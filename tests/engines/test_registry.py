@@ -3,6 +3,8 @@ what the adapters say."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from app.model import engines
@@ -42,6 +44,15 @@ def test_each_adapter_has_what_the_product_asks_of_it(engine: str) -> None:
             engine_metrics.detect_format(engine_reports.example_report(report.name, 0.7, 3, 300, 1, 1)) == report.name
         )
     assert set(module.ALIASES.values()) <= set(names)
+    assert engine == module.NAME and module.PLACEHOLDER_MODEL and module.PROMETHEUS is not None
+
+
+@pytest.mark.parametrize("engine", engines.ENGINES)
+def test_each_package_holds_one_record_and_no_list_of_re_exports(engine: str) -> None:
+    package = importlib.import_module(f"app.model.engines.{engine}")
+    public = {name for name in vars(package) if not name.startswith("_")}
+    assert public == {"ADAPTER", "EngineAdapter", "annotations", "config", "reports", "versions"}
+    assert package.ADAPTER is engines.adapter(engine)
 
 
 def test_the_doc_is_written_from_the_adapters() -> None:

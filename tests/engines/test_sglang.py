@@ -16,8 +16,8 @@ import pytest
 
 from app.model import engines
 from app.model.arithmetic import trees
-from app.model.engines import sglang
 from app.model.engines.base import ConfigRuleError, Exported
+from app.model.engines.sglang import ADAPTER as sglang
 from app.model.engines.sglang import config as sglang_config
 from app.model.engines.sglang import versions as sglang_versions
 from app.model.live import engine_config, engine_metrics

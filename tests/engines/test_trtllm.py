@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from app.model import engines
-from app.model.engines import trtllm
 from app.model.engines.base import ConfigRuleError, Exported
+from app.model.engines.trtllm import ADAPTER as trtllm
 from app.model.engines.trtllm import versions as trtllm_versions
 from app.model.live import engine_config, engine_metrics
 from tests.engines import suite

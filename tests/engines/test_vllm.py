@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from app.model import engines
-from app.model.engines import vllm
 from app.model.engines.base import SCHEDULE_PER_BATCH, ConfigRuleError, Exported
+from app.model.engines.vllm import ADAPTER as vllm
 from app.model.engines.vllm import versions as vllm_versions
 from app.model.live import engine_config, engine_metrics
 from tests.engines import suite

@@ -1,4 +1,4 @@
-"""A vLLM /metrics scrape back to p, read by vLLM's adapter (``app.model.engines.vllm.read_scrape``) and
+"""A vLLM /metrics scrape back to p, read by vLLM's adapter (``app.model.engines.vllm.reports.read_scrape``) and
 calibrated by ``app.service.engines.calibrate_scrape``, the reading behind POST /api/v1/calibrate/metrics and
 specdec-lab calibrate --metrics; clear errors for expositions that cannot be used.
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from app.model.arithmetic import closed_form
 from app.model.counters import calibration
 from app.model.counters.calibration import CalibrationError, ErrorKind
-from app.model.engines import vllm
+from app.model.engines.vllm.reports import read_scrape
 from app.service.engines import calibrate_scrape
 
 
@@ -223,7 +223,7 @@ def test_bad_exposition_messages_are_distinct_by_kind() -> None:
 def test_too_large_exposition() -> None:
     text = "# " + "x" * calibration.MAX_EXPOSITION_BYTES
     with pytest.raises(CalibrationError) as error:
-        vllm.read_scrape(text)
+        read_scrape(text)
     assert error.value.kind is ErrorKind.TOO_LARGE
 
 

@@ -9,7 +9,6 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -64,7 +63,7 @@ def _counts(text: str) -> SpecCounts | None:
     return SpecCounts(int(drafts), int(tokens or 0), int(accepted or 0), ())
 
 
-TOYSERVE = SimpleNamespace(
+TOYSERVE = EngineAdapter(
     NAME="toyserve",
     TITLE="ToyServe",
     VERSIONS=(VERSION,),
@@ -106,8 +105,9 @@ def toyserve(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     yield "toyserve"
 
 
-def test_the_stand_in_satisfies_the_typed_base() -> None:
+def test_the_stand_in_is_one_record_of_the_typed_base() -> None:
     assert isinstance(TOYSERVE, EngineAdapter)
+    assert TOYSERVE.METHOD_ALIAS == "" and TOYSERVE.WATCHED == ()  # what an engine need not name has a default
 
 
 def test_the_plan_writes_reads_back_and_watches_a_registered_engine(toyserve: str) -> None:

@@ -2,14 +2,14 @@
 
 ``ADAPTERS`` maps the engine's name to its package; :func:`version` resolves a version a user names (or the
 newest when none is named); :func:`formats` lists every report format in the order detection tries them.
-Adding an engine means adding a package that satisfies :class:`app.model.engines.base.EngineAdapter` and one
-line in ``ENGINES``, and its tests.
+Adding an engine means adding a package whose ``ADAPTER`` is an :class:`app.model.engines.base.EngineAdapter`
+record, one line in ``ENGINES``, and its tests.
 
 Each engine's package holds three modules: ``versions`` (with the capabilities each has and the sources that set
 each format), ``config`` (the drafters, the config written for a schedule and read back as the engine's own code
 reads it) and ``reports`` (what it reports: the series the rules, the watch and the canary read, its report and
-step-time formats, and LIVE, how measure drives a live server of it); the package's ``__init__`` exposes what the
-typed base asks for.
+step-time formats, and LIVE, how measure drives a live server of it); the package's ``__init__`` holds only
+``ADAPTER``, the record that names those parts.
 """
 
 from __future__ import annotations
@@ -24,14 +24,9 @@ if TYPE_CHECKING:
     from app.model.engines.reports import ReportFormat
     from app.model.engines.step_times import StepTimeFormat
 
-# The registry: one line per engine, a module of this package named by the engine.  The names load without the
+# The registry: one line per engine, a package of this package named by the engine.  The names load without the
 # adapters (so that the command line lists them at start-up); the adapters load on first use.
 ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp")
-
-if TYPE_CHECKING:  # mypy checks each module against the typed base here
-    from app.model.engines import llamacpp, sglang, trtllm, vllm
-
-    _CHECKED: tuple[EngineAdapter, ...] = (vllm, sglang, trtllm, llamacpp)
 
 ADAPTERS: dict[str, EngineAdapter]
 REGISTRY: tuple[EngineAdapter, ...]
@@ -41,7 +36,9 @@ def __getattr__(name: str) -> Any:
     """ADAPTERS and REGISTRY, loaded once on first use."""
     if name not in ("ADAPTERS", "REGISTRY"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loaded: tuple[EngineAdapter, ...] = tuple(importlib.import_module(f"{__name__}.{engine}") for engine in ENGINES)
+    loaded: tuple[EngineAdapter, ...] = tuple(
+        importlib.import_module(f"{__name__}.{engine}").ADAPTER for engine in ENGINES
+    )
     globals()["REGISTRY"] = loaded
     globals()["ADAPTERS"] = {module.NAME: module for module in loaded}
     return globals()[name]
@@ -60,15 +57,14 @@ def adapter(engine: str) -> EngineAdapter:
 
 
 def versions(engine: str) -> tuple[EngineVersion, ...]:
-    known: tuple[EngineVersion, ...] = adapter(engine).VERSIONS
-    return known
+    return adapter(engine).VERSIONS
 
 
 def version(engine: str, name: str | None = None) -> EngineVersion:
     """The version ``name`` of ``engine`` (an alias such as a build tag also works, and a patch release such as
     vLLM's 0.32.0 is read as its major.minor where only that is known); the newest when None."""
     module = adapter(engine)
-    known: tuple[EngineVersion, ...] = module.VERSIONS
+    known = module.VERSIONS
     if name is None or not name.strip():
         return known[-1]
     given = name.strip()

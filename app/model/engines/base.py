@@ -1,8 +1,8 @@
 """What every engine adapter is made of: versions with their sources, a config request, an export, and the
 errors of reading a config back.
 
-An adapter is a package of this package (``vllm``, ``sglang``, ``trtllm``, ``llamacpp``) that satisfies
-:class:`EngineAdapter`, that is, defines:
+An adapter is a package of this package (``vllm``, ``sglang``, ``trtllm``, ``llamacpp``) whose ``ADAPTER`` is an
+:class:`EngineAdapter` record naming:
 
 - ``NAME`` and ``TITLE``;
 - ``VERSIONS``: the formats it knows, oldest first, each an :class:`EngineVersion` citing the source file
@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # annotations only: the registry's names load without numpy (the command line's start-up)
     from app.model.arithmetic.trees import TreeShape
     from app.model.cost.regimes import ScheduleStep
     from app.model.counters.counts import SpecCounts
-    from app.model.engines.reports import ReportFormat
+    from app.model.engines.reports import PrometheusNames, ReportFormat
     from app.model.engines.step_times import StepTimeFormat
 
 T = TypeVar("T")
@@ -270,42 +270,30 @@ class DecodeTime:
         return [source.cite() for source in self.sources]
 
 
-@runtime_checkable
-class EngineAdapter(Protocol):
-    """What an engine package provides; each adapter module is checked against it (by mypy where the registry
-    lists it, and at run time by the registry's test).  ``METHOD_ALIAS`` (an older query parameter for method=)
-    is optional and read with getattr."""
+@dataclass(frozen=True)
+class EngineAdapter:
+    """Everything the product knows of one engine, named once: each engine package's ``ADAPTER`` is one of these,
+    built from its three modules (``versions``, ``config``, ``reports``)."""
 
-    @property
-    def NAME(self) -> str: ...
-    @property
-    def TITLE(self) -> str: ...
-    @property
-    def VERSIONS(self) -> tuple[EngineVersion, ...]: ...  # oldest first; the newest is the default
-    @property
-    def ALIASES(self) -> Mapping[str, str]: ...  # release or build names -> version names
-    @property
-    def METHODS(self) -> tuple[str, ...]: ...  # the drafters in the engine's own words
-    @property
-    def REPORTS(self) -> tuple[ReportFormat, ...]: ...
-    @property
-    def STEP_TIMES(self) -> tuple[StepTimeFormat, ...]: ...  # its own files of step times (may be empty)
-    @property
-    def RULES_METRICS(self) -> Mapping[str, RulesMetrics]: ...  # per version name
-    @property
-    def HOW_TO_APPLY(self) -> str: ...  # what the off-schedule alert tells an operator to do
-    @property
-    def DECODE_TIME(self) -> DecodeTime: ...  # its series of decoding time, for the canary check
-    @property
-    def TREE(self) -> TreeFormat | None: ...  # how its config holds a static tree; None when it takes none
-    @property
-    def LIVE(self) -> LiveFormat: ...  # how measure drives a live server and reads its counters
-
-    def write_config(self, request: ConfigRequest, version: EngineVersion) -> Exported: ...
-
-    def read_config(self, exported: Exported, version: EngineVersion, batch_limit: int) -> list[int]: ...
-
-    def choose_method(self, given: str | None) -> str | None: ...
+    NAME: str
+    TITLE: str
+    VERSIONS: tuple[EngineVersion, ...]  # oldest first; the newest is the default
+    ALIASES: Mapping[str, str]  # release or build names -> version names
+    METHODS: tuple[str, ...]  # the drafters in the engine's own words
+    REPORTS: tuple[ReportFormat, ...]
+    STEP_TIMES: tuple[StepTimeFormat, ...]  # its own files of step times (may be empty)
+    RULES_METRICS: Mapping[str, RulesMetrics]  # per version name
+    HOW_TO_APPLY: str  # what the off-schedule alert tells an operator to do
+    DECODE_TIME: DecodeTime  # its series of decoding time, for the canary check
+    TREE: TreeFormat | None  # how its config holds a static tree; None when it takes none
+    LIVE: LiveFormat  # how measure drives a live server and reads its counters
+    write_config: Callable[[ConfigRequest, EngineVersion], Exported]
+    read_config: Callable[[Exported, EngineVersion, int], list[int]]  # the k at batch 1..batch_limit
+    choose_method: Callable[[str | None], str | None]
+    PLACEHOLDER_MODEL: str = ""  # what a written config holds where the user names the draft
+    PROMETHEUS: PrometheusNames | None = None  # its series' names, for the rules' tests and docs
+    WATCHED: tuple[Watched, ...] = ()  # open changes that would change a format, followed until merged
+    METHOD_ALIAS: str = ""  # an older query parameter for method=, kept as an alias; empty when none
 
 
 def openai_completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:

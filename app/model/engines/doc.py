@@ -32,7 +32,7 @@ def block() -> str:
             versions = ", ".join(report.versions) or "older releases"
             lines.append(f"| `{report.name}` | {report.description} | {versions} |")
         lines += ["", f"Drafters (`method`): {', '.join(f'`{m}`' for m in module.METHODS)}.", ""]
-        for watched in getattr(module, "WATCHED", ()):
+        for watched in module.WATCHED:
             state = "merged, followed" if watched.merged else "not merged, not followed"
             lines += [f"Watched: PR #{watched.pr} ({watched.change}): {state}; {watched.checked}.", ""]
     lines.append(END)

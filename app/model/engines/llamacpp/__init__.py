@@ -28,24 +28,26 @@ k at the batch the user names.
 
 from __future__ import annotations
 
-from app.model.engines.llamacpp.config import METHODS as METHODS
-from app.model.engines.llamacpp.config import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
-from app.model.engines.llamacpp.config import TREE as TREE
-from app.model.engines.llamacpp.config import WRITTEN_TYPES as WRITTEN_TYPES
-from app.model.engines.llamacpp.config import choose_method as choose_method
-from app.model.engines.llamacpp.config import draft_length as draft_length
-from app.model.engines.llamacpp.config import parse_flags as parse_flags
-from app.model.engines.llamacpp.config import read_config as read_config
-from app.model.engines.llamacpp.config import write_config as write_config
-from app.model.engines.llamacpp.reports import DECODE_TIME as DECODE_TIME
-from app.model.engines.llamacpp.reports import HOW_TO_APPLY as HOW_TO_APPLY
-from app.model.engines.llamacpp.reports import LIVE as LIVE
-from app.model.engines.llamacpp.reports import PROMETHEUS as PROMETHEUS
-from app.model.engines.llamacpp.reports import REPORTS as REPORTS
-from app.model.engines.llamacpp.reports import RULES_METRICS as RULES_METRICS
-from app.model.engines.llamacpp.reports import STEP_TIMES as STEP_TIMES
-from app.model.engines.llamacpp.versions import ALIASES as ALIASES
-from app.model.engines.llamacpp.versions import NAME as NAME
-from app.model.engines.llamacpp.versions import TITLE as TITLE
-from app.model.engines.llamacpp.versions import VERSIONS as VERSIONS
-from app.model.engines.llamacpp.versions import WATCHED as WATCHED
+from app.model.engines.base import EngineAdapter
+from app.model.engines.llamacpp import config, reports, versions
+
+ADAPTER = EngineAdapter(
+    NAME=versions.NAME,
+    TITLE=versions.TITLE,
+    VERSIONS=versions.VERSIONS,
+    ALIASES=versions.ALIASES,
+    METHODS=config.METHODS,
+    REPORTS=reports.REPORTS,
+    STEP_TIMES=reports.STEP_TIMES,
+    RULES_METRICS=reports.RULES_METRICS,
+    HOW_TO_APPLY=reports.HOW_TO_APPLY,
+    DECODE_TIME=reports.DECODE_TIME,
+    TREE=config.TREE,
+    LIVE=reports.LIVE,
+    write_config=config.write_config,
+    read_config=config.read_config,
+    choose_method=config.choose_method,
+    PLACEHOLDER_MODEL=config.PLACEHOLDER_MODEL,
+    PROMETHEUS=reports.PROMETHEUS,
+    WATCHED=versions.WATCHED,
+)

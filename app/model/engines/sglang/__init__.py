@@ -23,26 +23,27 @@ The adaptive schedule runs only for EAGLE, EAGLE3 and NEXTN with topk 1; for a s
 
 from __future__ import annotations
 
-from app.model.engines.sglang.config import ALGORITHMS as ALGORITHMS
-from app.model.engines.sglang.config import METHOD_ALIAS as METHOD_ALIAS
-from app.model.engines.sglang.config import METHODS as METHODS
-from app.model.engines.sglang.config import PLACEHOLDER_MODEL as PLACEHOLDER_MODEL
-from app.model.engines.sglang.config import TREE as TREE
-from app.model.engines.sglang.config import choose_method as choose_method
-from app.model.engines.sglang.config import graph_batches as graph_batches
-from app.model.engines.sglang.config import read_config as read_config
-from app.model.engines.sglang.config import shell_line as shell_line
-from app.model.engines.sglang.config import write_config as write_config
-from app.model.engines.sglang.reports import DECODE_TIME as DECODE_TIME
-from app.model.engines.sglang.reports import HOW_TO_APPLY as HOW_TO_APPLY
-from app.model.engines.sglang.reports import LIVE as LIVE
-from app.model.engines.sglang.reports import PROMETHEUS as PROMETHEUS
-from app.model.engines.sglang.reports import REPORTS as REPORTS
-from app.model.engines.sglang.reports import RULES_METRICS as RULES_METRICS
-from app.model.engines.sglang.reports import STEP_TIMES as STEP_TIMES
-from app.model.engines.sglang.reports import k_from_rate as k_from_rate
-from app.model.engines.sglang.versions import ALIASES as ALIASES
-from app.model.engines.sglang.versions import NAME as NAME
-from app.model.engines.sglang.versions import TITLE as TITLE
-from app.model.engines.sglang.versions import VERSIONS as VERSIONS
-from app.model.engines.sglang.versions import WATCHED as WATCHED
+from app.model.engines.base import EngineAdapter
+from app.model.engines.sglang import config, reports, versions
+
+ADAPTER = EngineAdapter(
+    NAME=versions.NAME,
+    TITLE=versions.TITLE,
+    VERSIONS=versions.VERSIONS,
+    ALIASES=versions.ALIASES,
+    METHODS=config.METHODS,
+    REPORTS=reports.REPORTS,
+    STEP_TIMES=reports.STEP_TIMES,
+    RULES_METRICS=reports.RULES_METRICS,
+    HOW_TO_APPLY=reports.HOW_TO_APPLY,
+    DECODE_TIME=reports.DECODE_TIME,
+    TREE=config.TREE,
+    LIVE=reports.LIVE,
+    write_config=config.write_config,
+    read_config=config.read_config,
+    choose_method=config.choose_method,
+    PLACEHOLDER_MODEL=config.PLACEHOLDER_MODEL,
+    PROMETHEUS=reports.PROMETHEUS,
+    WATCHED=versions.WATCHED,
+    METHOD_ALIAS=config.METHOD_ALIAS,
+)
