@@ -180,23 +180,49 @@ def test_every_engine_is_watched_in_a_bounded_number_of_queries_that_the_rules_r
             assert set(target.queries(60.0)) == set(read)
 
 
-def test_a_range_querys_samples_are_aligned_to_the_times_asked() -> None:
-    """The one range reader the watch, the rollout check and the spec counts share: each series's samples
-    at the times asked, None where Prometheus has none or answers no finite number."""
+def test_a_range_querys_samples_are_aligned_to_the_times_asked(
+    http_server: Callable[[Callable[[str, dict[str, list[str]]], tuple[int, bytes]]], str],
+) -> None:
+    """The one range reader the watch, the rollout check and the spec counts share: Prometheus's JSON read into
+    typed series once, each series's samples at the times asked, None where Prometheus has none or answers no
+    finite number."""
     asked: list[tuple[str, float, float, float]] = []
+    result = [
+        {"metric": {"instance": "a:1", "class": "chat"}, "values": [[100.0, "1.5"], [120.0, "NaN"], [130.0, "4"]]},
+        {"metric": {"instance": "b:1"}, "values": [[110.0000001, "+Inf"], [115.0, "7"], [120, "2"]]},
+        {"values": [[100.0, "x"]]},
+    ]
 
-    def query_range(expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        asked.append((expr, start, end, step))
-        return [
-            {"metric": {"instance": "a:1", "class": "chat"}, "values": [[100.0, "1.5"], [120.0, "NaN"], [130.0, "4"]]},
-            {"metric": {"instance": "b:1"}, "values": [[110.0000001, "+Inf"], [115.0, "7"], [120, "2"]]},
-            {"values": [[100.0, "x"]]},
-        ]
+    def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        asked.append((query["query"][0], float(query["start"][0]), float(query["end"][0]), float(query["step"][0])))
+        return 200, json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
 
-    found = prometheus_watch.range_series(query_range, "up", [100.0, 110.0, 120.0], 10.0)
+    prometheus = prometheus_watch.Prometheus(http_server(answer))
+    found = prometheus_watch.range_series(prometheus.query_range, "up", [100.0, 110.0, 120.0], 10.0)
     assert asked == [("up", 100.0, 120.0, 10.0)]
     assert [(series.labels, series.values) for series in found] == [
         ({"instance": "a:1", "class": "chat"}, [1.5, None, None]),  # 130 was not asked; NaN is no number
         ({"instance": "b:1"}, [None, None, 2.0]),  # 115 is between the times; +Inf is no number
         ({}, [None, None, None]),
+    ]
+    result.append({"metric": {}, "values": [["soon", "1"]]})
+    with pytest.raises(prometheus_watch.PrometheusError, match=r"a sample that is not \[time, value\]: \['soon'"):
+        prometheus.query_range("up", 100.0, 120.0, 10.0)
+
+
+def test_an_instant_querys_samples_are_typed(
+    http_server: Callable[[Callable[[str, dict[str, list[str]]], tuple[int, bytes]]], str],
+) -> None:
+    result = [
+        {"metric": {"instance": "a:1"}, "value": [100.0, "2.5"]},
+        {"metric": {"job": "x"}, "value": [100.0, "NaN"]},
+    ]
+
+    def answer(path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        return 200, json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+
+    found = prometheus_watch.Prometheus(http_server(answer)).query("up", 100.0)
+    assert found == [
+        prometheus_watch.Sample({"instance": "a:1"}, 2.5),
+        prometheus_watch.Sample({"job": "x"}, None),  # NaN is no number
     ]

@@ -14,7 +14,6 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from app.model import engines, rules
 from app.model.arithmetic.acceptance import AcceptanceProfile
@@ -27,7 +26,7 @@ from app.model.live import rollout, rollout_plan
 from app.model.live.watch import read_scrape
 from app.service import plan
 from app.service.clients import spec_counts
-from app.service.clients.prometheus import Prometheus, PrometheusError, detect, labels_of, number
+from app.service.clients.prometheus import Prometheus, PrometheusError, Series, detect
 from app.service.regimes import BuiltSetup
 from app.service.schemas.rollout import (
     BatchesOut,
@@ -63,7 +62,7 @@ def from_prometheus(
     step_s: float,
     engine: str | None = None,
     version: str | None = None,
-    clock: Any = time.time,
+    clock: Callable[[], float] = time.time,
 ) -> tuple[str, str, list[Measured], list[str]]:
     """Engine, version, the classes and the queries asked."""
     target = detect(prometheus, engine, version, label, None)
@@ -76,7 +75,7 @@ def from_prometheus(
     end = float(round(clock()))
     asked: list[str] = []
 
-    def query_range(expr: str, start: float, stop: float, step: float) -> list[dict[str, Any]]:
+    def query_range(expr: str, start: float, stop: float, step: float) -> list[Series]:
         asked.append(expr)
         return prometheus.query_range(expr, start, stop, step)
 
@@ -95,10 +94,7 @@ def from_prometheus(
             measurements[name], unread[name] = None, error.message
     running: dict[str, list[float]] = {}
     for item in query_range(f"sum by (instance, {label}) ({m.running})", end - step_s * (intervals - 1), end, step_s):
-        key = labels_of(item).get(label, "")
-        running.setdefault(key, []).extend(
-            v for v in (number(raw) for _, raw in item.get("values", [])) if v is not None
-        )
+        running.setdefault(item.labels.get(label, ""), []).extend(v for _, v in item.points if v is not None)
     classes = []
     for name in sorted(set(measurements) | set(running))[:MAX_CLASSES]:
         batches = rollout_plan.Batches.of(running.get(name, []))

@@ -97,20 +97,62 @@ class Prometheus:
             raise PrometheusError(f"Prometheus at {self.url} answered HTTP {status}, {kind}: {reason}")
         return payload.get("data")
 
-    def query(self, expr: str, at: float) -> list[dict[str, Any]]:
+    def query(self, expr: str, at: float) -> list[Sample]:
+        """Each series of an instant query with its value at ``at``."""
         data = self._get("/api/v1/query", {"query": expr, "time": f"{at:.3f}"})
-        return _vector(data, self.url)
+        if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+            raise PrometheusError(f"Prometheus at {self.url} answered an instant query without a vector")
+        return [Sample(_labels(item), _value(item)) for item in data["result"]]
 
-    def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
+        """Each series of a range query with its samples from ``start`` to ``end``."""
         data = self._get(
             "/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
         )
         if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
             raise PrometheusError(f"Prometheus at {self.url} answered a range query without a matrix")
-        return list(data["result"])
+        found = []
+        for item in data["result"]:
+            raw = item.get("values") if isinstance(item, dict) else None
+            samples = raw if isinstance(raw, list) else []
+            found.append(Series(_labels(item), tuple(_point(pair, self.url) for pair in samples)))
+        return found
 
 
-QueryRange = Callable[[str, float, float, float], list[dict[str, Any]]]
+@dataclass(frozen=True)
+class Sample:
+    """One series of an instant query: its labels and its value (None where it is no finite number)."""
+
+    labels: dict[str, str]
+    value: float | None
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series of a range query: its labels and its samples, (time, value) with value None where it is no
+    finite number."""
+
+    labels: dict[str, str]
+    points: tuple[tuple[float, float | None], ...]
+
+
+def _labels(item: object) -> dict[str, str]:
+    metric = item.get("metric") if isinstance(item, dict) else None
+    return {str(key): str(value) for key, value in metric.items()} if isinstance(metric, dict) else {}
+
+
+def _value(item: object) -> float | None:
+    pair = item.get("value") if isinstance(item, dict) else None
+    return number(pair[1]) if isinstance(pair, list) and len(pair) == 2 else None
+
+
+def _point(pair: object, url: str) -> tuple[float, float | None]:
+    if not isinstance(pair, list) or len(pair) != 2 or number(pair[0]) is None:
+        raise PrometheusError(f"Prometheus at {url} answered a sample that is not [time, value]: {pair!r}"[:300])
+    return float(pair[0]), number(pair[1])
+
+
+QueryRange = Callable[[str, float, float, float], list[Series]]
 
 
 @dataclass(frozen=True)
@@ -126,20 +168,14 @@ def range_series(query_range: QueryRange, expr: str, times: Sequence[float], ste
     aligned to those times: what the fleet watch, the rollout check and the spec counts (for the plan too) read."""
     index_of = {round(at, 3): index for index, at in enumerate(times)}
     found = []
-    for item in query_range(expr, times[0], times[-1], step):
+    for series in query_range(expr, times[0], times[-1], step):
         values: list[float | None] = [None] * len(times)
-        for at, raw in item.get("values", []):
-            index = index_of.get(round(float(at), 3))
+        for at, value in series.points:
+            index = index_of.get(round(at, 3))
             if index is not None:
-                values[index] = number(raw)
-        found.append(RangeSeries(labels_of(item), values))
+                values[index] = value
+        found.append(RangeSeries(series.labels, values))
     return found
-
-
-def _vector(data: Any, url: str) -> list[dict[str, Any]]:
-    if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
-        raise PrometheusError(f"Prometheus at {url} answered an instant query without a vector")
-    return list(data["result"])
 
 
 # ---------------------------------------------------------------------------
@@ -229,7 +265,7 @@ def detect(prometheus: Prometheus, engine: str | None, version: str | None, labe
     }
     names = "|".join(identifying)
     found = prometheus.query(f'count by (__name__) ({{__name__=~"{names}"}})', time.time())
-    names_found = {labels_of(item).get("__name__", "") for item in found}
+    names_found = {item.labels.get("__name__", "") for item in found}
     present = sorted({identifying[name] for name in names_found if name in identifying})
     if not present:
         which = ", ".join(engines.adapter(name).TITLE for name in candidates)
@@ -255,7 +291,7 @@ def _rules_files(prometheus: Prometheus, engine: str, metrics: RulesMetrics, lab
     by = promql.RULES_LABEL if label == "instance" else f"{promql.RULES_LABEL}, {label}"
     pattern = rules_id_pattern(engine)
     files = [
-        labels_of(item)
+        item.labels
         for item in prometheus.query(
             f'count by ({by}) ({promql.TOKENS}{{{promql.RULES_LABEL}=~"{pattern}"}})', time.time()
         )
@@ -263,7 +299,7 @@ def _rules_files(prometheus: Prometheus, engine: str, metrics: RulesMetrics, lab
     if files and label != "instance":
         counter = promql.Series(metrics, label, "1s").verifications_counter()[0]
         labelled = any(
-            labels_of(item).get(label) for item in prometheus.query(f"count by ({label}) ({counter})", time.time())
+            item.labels.get(label) for item in prometheus.query(f"count by ({label}) ({counter})", time.time())
         )
         files = [item for item in files if item.get(label) or not labelled]
     return tuple(sorted({item.get(promql.RULES_LABEL, "") for item in files} - {""}))
@@ -296,17 +332,18 @@ def _key(metric: dict[str, str], label: str) -> Key:
     return metric.get("instance", ""), "" if label == "instance" else metric.get(label, "")
 
 
-def number(raw: Any) -> float | None:
+def number(raw: object) -> float | None:
     """A sample's value as a finite number; None where it is not one (NaN, +Inf, not a number)."""
+    if not isinstance(raw, str | int | float):
+        return None
     try:
         value = float(raw)
-    except (TypeError, ValueError):
+    except ValueError:
         return None
     return value if math.isfinite(value) else None
 
 
-def _store(interval: Interval, name: str, metric: dict[str, str], raw: Any, label: str) -> None:
-    value = number(raw)
+def _store(interval: Interval, name: str, metric: dict[str, str], value: float | None, label: str) -> None:
     if value is None:
         return
     key = _key(metric, label)
@@ -318,29 +355,15 @@ def _store(interval: Interval, name: str, metric: dict[str, str], raw: Any, labe
         interval.values.setdefault(name, {})[key] = value
 
 
-def labels_of(item: Any) -> dict[str, str]:
-    """A series' labels as Prometheus answered them ({} where it gave none)."""
-    metric = item.get("metric") if isinstance(item, dict) else None
-    return {str(key): str(value) for key, value in metric.items()} if isinstance(metric, dict) else {}
-
-
 def evaluate(prometheus: Prometheus, target: Target, seconds: float, times: Sequence[float]) -> list[Interval]:
     """One Interval per time (each covering the ``seconds`` before it): instant queries for one time, range
-    queries for several."""
-    try:
-        return _evaluate(prometheus, target, seconds, times)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
-        raise PrometheusError(
-            f"Prometheus at {prometheus.url} answered samples of an unexpected shape ({error})"
-        ) from None
-
-
-def _evaluate(prometheus: Prometheus, target: Target, seconds: float, times: Sequence[float]) -> list[Interval]:
+    queries for several (Prometheus's answers are typed where they are read: a shape it should not answer is
+    a PrometheusError there)."""
     intervals = [Interval() for _ in times]
     for name, expr in target.queries(seconds).items():
         if len(times) == 1:
             for item in prometheus.query(expr, times[0]):
-                _store(intervals[0], name, labels_of(item), item.get("value", [0, None])[1], target.label)
+                _store(intervals[0], name, item.labels, item.value, target.label)
             continue
         for series in range_series(prometheus.query_range, expr, times, seconds):
             for index, value in enumerate(series.values):

@@ -22,7 +22,7 @@ from app.model.engines.base import DecodeTime, RulesMetrics
 from app.model.engines.reports import EngineFormatError, Measurement
 from app.model.live import rollout
 from app.service.clients import spec_counts
-from app.service.clients.prometheus import Prometheus, PrometheusError, labels_of, range_series
+from app.service.clients.prometheus import Prometheus, PrometheusError, Sample, Series, range_series
 from app.service.schemas.rollout import (
     AcceptanceCheckOut,
     CheckClassOut,
@@ -58,13 +58,13 @@ class _Reader:
         if len(self.asked) >= QUERIES:
             raise PrometheusError(f"the check needs more than {QUERIES} queries: refused")
 
-    def query(self, expr: str, at: float) -> list[dict[str, Any]]:
+    def query(self, expr: str, at: float) -> list[Sample]:
         self._count()
         found = self.prometheus.query(expr, at)
         self.asked.append({"query": expr, "time": at, "series": len(found)})
         return found
 
-    def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
         self._count()
         found = self.prometheus.query_range(expr, start, end, step)
         self.asked.append({"query": expr, "start": start, "end": end, "step": step, "series": len(found)})
@@ -80,7 +80,7 @@ def _engine(reader: _Reader, given: str | None) -> tuple[str, DecodeTime]:
         raise PrometheusError(missing[given] or f"{engines.adapter(given).TITLE} exports no decode-time series")
     wanted = {found.seconds: name for name, found in series.items() if name not in missing}
     answered = reader.query(f'count by (__name__) ({{__name__=~"{"|".join(wanted)}"}})', time.time())
-    present = sorted({wanted[item] for item in (labels_of(x).get("__name__", "") for x in answered) if item in wanted})
+    present = sorted({wanted[item] for item in (x.labels.get("__name__", "") for x in answered) if item in wanted})
     if not present:
         raise PrometheusError(
             f"Prometheus at {reader.prometheus.url} holds none of the decode-time series "
@@ -95,7 +95,7 @@ def _engine(reader: _Reader, given: str | None) -> tuple[str, DecodeTime]:
 
 
 def _selected(reader: _Reader, series: DecodeTime, option: str, match: str, at: float) -> list[dict[str, str]]:
-    found = [labels_of(item) for item in reader.query(f"{series.seconds}{{{match}}}", at)]
+    found = [item.labels for item in reader.query(f"{series.seconds}{{{match}}}", at)]
     if not found:
         raise rollout.RolloutInputError(
             option,
@@ -202,7 +202,7 @@ def check(
     if metrics is not None and counted:
         counter = metrics.drafts or metrics.drafted_per_position or metrics.verify_calls
         speculating = {
-            labels_of(item).get(label, "")
+            item.labels.get(label, "")
             for item in reader.query(f"count by ({label}) ({counter}{{{request.canary}}} > 0)", end)
         }
         half = count // 2  # intervals: the first half calibrates, the second is judged; both, against a given one
