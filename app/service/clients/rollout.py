@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from app.model import engines
 from app.model.engines.base import DecodeTime, RulesMetrics
@@ -23,10 +22,16 @@ from app.model.engines.reports import EngineFormatError, Measurement
 from app.model.live import rollout
 from app.service.clients import spec_counts
 from app.service.clients.prometheus import Prometheus, PrometheusError, Sample, Series, range_series
+from app.service.schemas.fill import filled
 from app.service.schemas.rollout import (
     AcceptanceCheckOut,
+    CanaryCountsOut,
     CheckClassOut,
     DecodeTimeOut,
+    HalfCountsOut,
+    QueryAskedOut,
+    ReadingsOut,
+    ReplicaReadingOut,
     RolloutCheckOut,
     SpeedupCheckOut,
 )
@@ -52,7 +57,7 @@ class _Reader:
     """Prometheus, counting the queries asked and keeping each one with what it answered."""
 
     prometheus: Prometheus
-    asked: list[dict[str, Any]]
+    asked: list[QueryAskedOut]
 
     def _count(self) -> None:
         if len(self.asked) >= QUERIES:
@@ -61,13 +66,13 @@ class _Reader:
     def query(self, expr: str, at: float) -> list[Sample]:
         self._count()
         found = self.prometheus.query(expr, at)
-        self.asked.append({"query": expr, "time": at, "series": len(found)})
+        self.asked.append(QueryAskedOut(query=expr, time=at, series=len(found)))
         return found
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
         self._count()
         found = self.prometheus.query_range(expr, start, end, step)
-        self.asked.append({"query": expr, "start": start, "end": end, "step": step, "series": len(found)})
+        self.asked.append(QueryAskedOut(query=expr, start=start, end=end, step=step, series=len(found)))
         return found
 
 
@@ -121,7 +126,7 @@ def _per_replica_range(
 
 def _decoded(
     reader: _Reader, series: DecodeTime, label: str, match: str, times: list[float], step: float
-) -> tuple[dict[str, list[tuple[float, float] | None]], dict[str, Any]]:
+) -> tuple[dict[str, list[tuple[float, float] | None]], dict[str, ReplicaReadingOut]]:
     """Class -> seconds and tokens decoded per interval, summed over the replicas; and every reading."""
     seconds = _per_replica_range(
         reader, rollout.decode_seconds(series, label, match), label, times[0], times[-1], step, times
@@ -134,30 +139,30 @@ def _decoded(
         deltas = rollout.interval_deltas(seconds.get(key, [None] * len(times)), tokens.get(key, [None] * len(times)))
         replicas.setdefault(key[1], []).append(deltas)
     readings = {
-        f"{instance} {name}".strip(): {"seconds": seconds.get((instance, name)), "tokens": tokens.get((instance, name))}
+        f"{instance} {name}".strip(): ReplicaReadingOut(
+            seconds=seconds.get((instance, name)), tokens=tokens.get((instance, name))
+        )
         for instance, name in sorted(set(seconds) | set(tokens))
     }
     return {key: rollout.class_deltas(rows) for key, rows in replicas.items()}, readings
 
 
-def _measured(halves: list[Measurement | None]) -> dict[str, Any] | None:
-    return (
-        None
-        if all(half is None for half in halves)
-        else {
-            "halves": [
-                None
-                if half is None
-                else {
-                    "drafts": half.drafts,
-                    "draft_tokens": half.draft_tokens,
-                    "accepted": half.accepted,
-                    "accepted_per_position": half.per_position,
-                    "k": half.k,
-                }
-                for half in halves
-            ]
-        }
+def _measured(halves: list[Measurement | None]) -> CanaryCountsOut | None:
+    if all(half is None for half in halves):
+        return None
+    return CanaryCountsOut(
+        halves=[
+            None
+            if half is None
+            else HalfCountsOut(
+                drafts=half.drafts,
+                draft_tokens=half.draft_tokens,
+                accepted=half.accepted,
+                accepted_per_position=list(half.per_position),
+                k=half.k,
+            )
+            for half in halves
+        ]
     )
 
 
@@ -189,7 +194,7 @@ def check(
     times = [end - step * (count - index) for index in range(count + 1)]  # the window's start, then each end
     label = request.label
     decoded: dict[str, dict[str, list[tuple[float, float] | None]]] = {}
-    readings: dict[str, Any] = {}
+    readings: dict[str, dict[str, ReplicaReadingOut]] = {}
     for side, match in (("canary", request.canary), ("control", request.control)):
         decoded[side], readings[side] = _decoded(reader, series, label, match, times, step)
     classes = sorted({"" if label == "instance" else m.get(label, "") for m in canary_series} | set(decoded["canary"]))[
@@ -263,19 +268,8 @@ def check(
                 notes=list(verdict.notes),
                 more_intervals=verdict.more_intervals,
                 more_seconds=verdict.more_seconds,
-                speedup=SpeedupCheckOut.model_validate(
-                    {
-                        "point": estimate.speedup,
-                        "low": estimate.low,
-                        "high": estimate.high,
-                        "level": estimate.level,
-                        "intervals": estimate.intervals,
-                        "ratios": list(estimate.ratios),
-                    }
-                ),
-                acceptance=AcceptanceCheckOut.model_validate(
-                    {**asdict(acceptance), "counts": _measured([first, second])}
-                ),
+                speedup=filled(SpeedupCheckOut, estimate, point=estimate.speedup, ratios=list(estimate.ratios)),
+                acceptance=filled(AcceptanceCheckOut, acceptance, counts=_measured([first, second])),
                 intervals=rows,
             )
         )
@@ -301,7 +295,7 @@ def check(
             sources=series.cite(),
         ),
         replicas={"canary": canary_series, "control": control_series},
-        readings={"times": times, **readings},
+        readings=ReadingsOut(times=times, **readings),
         classes=per_class,
         queries=reader.asked,
     )

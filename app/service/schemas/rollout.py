@@ -1,6 +1,6 @@
 """Responses of the rollout endpoints: the plan of a pasted scrape per class, and the canary check over a
-Prometheus.  The service builds them as dicts (the CLI writes the same as JSON); these models give them a schema
-in the OpenAPI document and hold every field the answers carry."""
+Prometheus.  The service builds them (the CLI writes the same as JSON); they give the answers a schema in the
+OpenAPI document and hold every field the answers carry."""
 
 from __future__ import annotations
 
@@ -96,10 +96,24 @@ class SpeedupCheckOut(
     intervals: int = Field(description="Intervals with tokens decoded on both sides.")
 
 
+class HalfCountsOut(BaseModel):
+    drafts: float = Field(description="Drafts (verifications) counted over the half.")
+    draft_tokens: float
+    accepted: float = Field(description="Accepted draft tokens.")
+    accepted_per_position: list[float] = Field(description="Drafts with at least position + 1 tokens accepted.")
+    k: int | None = Field(description="The draft length the canary ran, where its counts give it.")
+
+
+class CanaryCountsOut(BaseModel):
+    halves: list[HalfCountsOut | None] = Field(
+        description="The first half of the window, then the second (null: none)."
+    )
+
+
 class AcceptanceCheckOut(
     RecordOut, record=AcceptanceCheck, descriptions={"status": "holds, fell, rose, unknown or not speculating."}
 ):
-    counts: dict[str, Any] | None = Field(
+    counts: CanaryCountsOut | None = Field(
         default=None, description="The canary's counts over each half of the window (drafts, tokens, per position)."
     )
 
@@ -127,6 +141,26 @@ class DecodeTimeOut(BaseModel):
     sources: list[str] = Field(description="Engine source files (repository: path @ commit) that define the series.")
 
 
+class ReplicaReadingOut(BaseModel):
+    seconds: list[float | None] | None = Field(description="The decode-seconds counter at each time (null: none).")
+    tokens: list[float | None] | None = Field(description="The decoded-tokens counter at each time (null: none).")
+
+
+class ReadingsOut(BaseModel):
+    times: list[float] = Field(description="The window's start, then each interval's end, in seconds since the epoch.")
+    canary: dict[str, ReplicaReadingOut] = Field(description="Per replica and class ('instance class').")
+    control: dict[str, ReplicaReadingOut]
+
+
+class QueryAskedOut(BaseModel):
+    query: str = Field(description="The PromQL expression.")
+    time: float | None = Field(default=None, description="An instant query's time (null for a range query).")
+    start: float | None = Field(default=None, description="A range query's start, end and step.")
+    end: float | None = None
+    step: float | None = None
+    series: int = Field(description="The series it answered.")
+
+
 class RolloutCheckOut(BaseModel):
     verdict: str = Field(description="The overall verdict: promote, roll back or hold.")
     exit_code: int = Field(description="As the command line exits: 0 promote, 1 roll back, 3 hold.")
@@ -141,6 +175,6 @@ class RolloutCheckOut(BaseModel):
     end: float = Field(description="The window's end, in seconds since the epoch.")
     decode_time: DecodeTimeOut
     replicas: dict[str, list[dict[str, str]]] = Field(description="The series each side's matchers selected.")
-    readings: dict[str, Any] = Field(description="The times read and what each side's queries answered.")
+    readings: ReadingsOut = Field(description="The times read and what each side's queries answered.")
     classes: list[CheckClassOut]
-    queries: list[dict[str, Any]] = Field(description="Every query asked of Prometheus, with what it answered.")
+    queries: list[QueryAskedOut] = Field(description="Every query asked of Prometheus, with what it answered.")
