@@ -85,3 +85,11 @@ def test_versions_gate_by_named_capability_not_by_month(engine: str) -> None:
     declared = {value for value in vars(package.versions).values() if isinstance(value, str)}
     for version in module.VERSIONS:
         assert version.capabilities <= declared, (version.name, version.capabilities - declared)
+
+
+def test_a_package_without_a_required_part_is_refused_by_name() -> None:
+    from app.model.engines.vllm import config, reports, versions
+
+    with pytest.raises(AttributeError, match="names TITLE"):
+        EngineAdapter.of(config, reports)  # versions holds NAME, TITLE, VERSIONS, ALIASES
+    assert EngineAdapter.of(versions, config, reports) == engines.adapter("vllm")

@@ -24,7 +24,8 @@ An adapter is a package of this package (``vllm``, ``sglang``, ``trtllm``, ``lla
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # annotations only: the registry's names load without numpy (the command line's start-up)
@@ -294,6 +295,20 @@ class EngineAdapter:
     PROMETHEUS: PrometheusNames | None = None  # its series' names, for the rules' tests and docs
     WATCHED: tuple[Watched, ...] = ()  # open changes that would change a format, followed until merged
     METHOD_ALIAS: str = ""  # an older query parameter for method=, kept as an alias; empty when none
+
+    @classmethod
+    def of(cls, *modules: ModuleType) -> EngineAdapter:
+        """The record of an engine package's modules (``versions``, ``config``, ``reports``): each field is the
+        module attribute of its name, the first module that has it giving it; a field with a default may be
+        absent, any other absent one is an AttributeError naming it."""
+        found: dict[str, Any] = {}
+        for item in fields(cls):
+            holder = next((module for module in modules if hasattr(module, item.name)), None)
+            if holder is not None:
+                found[item.name] = getattr(holder, item.name)
+            elif item.default is MISSING:
+                raise AttributeError(f"no module of {', '.join(m.__name__ for m in modules)} names {item.name}")
+        return cls(**found)
 
 
 def openai_completion(prompt: str, n_predict: int, model: str | None, cache_prompt: bool) -> dict[str, object]:

@@ -25,24 +25,4 @@ from __future__ import annotations
 from app.model.engines.base import EngineAdapter
 from app.model.engines.trtllm import config, reports, versions
 
-ADAPTER = EngineAdapter(
-    NAME=versions.NAME,
-    TITLE=versions.TITLE,
-    VERSIONS=versions.VERSIONS,
-    ALIASES=versions.ALIASES,
-    METHODS=config.METHODS,
-    REPORTS=reports.REPORTS,
-    STEP_TIMES=reports.STEP_TIMES,
-    RULES_METRICS=reports.RULES_METRICS,
-    HOW_TO_APPLY=reports.HOW_TO_APPLY,
-    DECODE_TIME=reports.DECODE_TIME,
-    TREE=config.TREE,
-    LIVE=reports.LIVE,
-    write_config=config.write_config,
-    read_config=config.read_config,
-    choose_method=config.choose_method,
-    PLACEHOLDER_MODEL=config.PLACEHOLDER_MODEL,
-    PROMETHEUS=reports.PROMETHEUS,
-    WATCHED=versions.WATCHED,
-    METHOD_ALIAS=config.METHOD_ALIAS,
-)
+ADAPTER = EngineAdapter.of(versions, config, reports)
