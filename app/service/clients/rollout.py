@@ -154,13 +154,7 @@ def _measured(halves: list[Measurement | None]) -> CanaryCountsOut | None:
         halves=[
             None
             if half is None
-            else HalfCountsOut(
-                drafts=half.drafts,
-                draft_tokens=half.draft_tokens,
-                accepted=half.accepted,
-                accepted_per_position=list(half.per_position),
-                k=half.k,
-            )
+            else filled(HalfCountsOut, half, accepted_per_position=list(half.per_position))
             for half in halves
         ]
     )
