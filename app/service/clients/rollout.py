@@ -152,9 +152,7 @@ def _measured(halves: list[Measurement | None]) -> CanaryCountsOut | None:
         return None
     return CanaryCountsOut(
         halves=[
-            None
-            if half is None
-            else filled(HalfCountsOut, half, accepted_per_position=list(half.per_position))
+            None if half is None else filled(HalfCountsOut, half, accepted_per_position=list(half.per_position))
             for half in halves
         ]
     )
