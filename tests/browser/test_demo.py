@@ -161,7 +161,9 @@ def test_readable_on_a_phone(browser: Browser, live_server: str) -> None:
 
 def test_histogram_is_held_against_the_closed_form(page: Page, live_server: str, watch: PageWatch) -> None:
     open_demo(page, live_server + "/")
+    # the view's k is set when the view arrives; the chart is drawn once Plotly has loaded, which can be later
     wait_until(page, "document.getElementById('histogram').dataset.k === '6'")
+    wait_until(page, "document.getElementById('histogram').dataset.ready === '1'")
     counts: list[int] = page.evaluate("document.getElementById('histogram').data[0].y")
     expected: list[float] = page.evaluate("document.getElementById('histogram').data[1].y")
     assert sum(counts) == 100_000
