@@ -205,9 +205,9 @@ def test_the_committed_fit_is_what_the_protocol_gives() -> None:
 
 
 def test_the_fit_does_not_turn_on_the_last_bits_of_the_floating_point() -> None:
-    """Another CPU's arithmetic differs in the last bits: measurements moved by a part in 1e12, and each fit
-    started elsewhere, give the same rounded terms on every source left out, so the stated error and the
-    committed fit are what any machine recomputes."""
+    """Another CPU's arithmetic differs in the last bits: measurements moved by a part in 1e12 give the same
+    rounded terms on every source left out, so the stated error and the committed fit are what any machine
+    recomputes."""
     chosen = published.published_fit()["protocol"]["chosen"]
     # every candidate at once is where the terms are least determined (the backward search starts there)
     for terms in (chosen, published.candidate_terms(PROBLEM)):
