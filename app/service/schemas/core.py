@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from app.model.arithmetic.monte_carlo import Cycle
+from app.service.schemas.fill import RecordOut
+
 
 class _AtAcceptanceAndK(BaseModel):
     """The acceptance p and draft length k an answer is for, echoed first."""
@@ -114,16 +117,15 @@ class Curve(_AtAcceptanceKAndCost):
     points: list[CurvePoint]
 
 
-class RunCycle(BaseModel):
-    drafted: int
-    accepted: int
-    rejected_at: int | None = Field(description="0-based draft position of the first rejection; null if all accepted.")
-    target_token: str = Field(
-        description='"correction" after a rejection, "bonus" after k acceptances, "plain" at k = 0.'
-    )
-    tokens: int
-    total_tokens: int
-    total_passes: float
+class RunCycle(
+    RecordOut,
+    record=Cycle,
+    descriptions={
+        "rejected_at": "0-based draft position of the first rejection; null if all accepted.",
+        "target_token": '"correction" after a rejection, "bonus" after k acceptances, "plain" at k = 0.',
+    },
+):
+    pass
 
 
 class _SeededRun(_AtAcceptanceKAndCost):

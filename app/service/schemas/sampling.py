@@ -6,6 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from app.model.arithmetic.ngram import PositionStats
+from app.model.arithmetic.sampling import ChainCycle, Step
+from app.service.schemas.fill import RecordOut
+
 
 class RuleOutcome(BaseModel):
     rule: Literal["exact", "argmax", "resample_target"]
@@ -48,23 +52,27 @@ class ExactRule(BaseModel):
     rules: list[RuleOutcome]
 
 
-class ChainStepOut(BaseModel):
-    cycle: int
-    action: Literal["draft", "accept", "reject", "rollback", "correct", "bonus"]
-    position: int = Field(description="Buffer position the step is about.")
-    token: int
-    length: int = Field(description="Sequence length (cache position) after the step.")
+class ChainStepOut(
+    RecordOut,
+    record=Step,
+    descriptions={
+        "position": "Buffer position the step is about.",
+        "length": "Sequence length (cache position) after the step.",
+    },
+):
+    pass
 
 
-class ChainCycleOut(BaseModel):
-    start_length: int
-    drafted: list[int]
-    accepted: int
-    emitted: int = Field(description="The target's token: the correction after a rejection, or the bonus.")
-    bonus: bool
-    acceptance_probabilities: list[float] = Field(description="min(1, p(x)/q(x)) at each verified draft.")
-    overlaps: list[float] = Field(description="sum min(p, q) at each verified position.")
-    end_length: int
+class ChainCycleOut(
+    RecordOut,
+    record=ChainCycle,
+    descriptions={
+        "emitted": "The target's token: the correction after a rejection, or the bonus.",
+        "acceptance_probabilities": "min(1, p(x)/q(x)) at each verified draft.",
+        "overlaps": "sum min(p, q) at each verified position.",
+    },
+):
+    pass
 
 
 class ChainTrace(BaseModel):
@@ -85,12 +93,16 @@ class ChainTrace(BaseModel):
     steps: list[ChainStepOut]
 
 
-class NgramPosition(BaseModel):
-    position: int = Field(description="1-based draft position within a cycle.")
-    verified: int
-    accepted: int
-    acceptance: float | None = Field(description="accepted / verified at this position; null when never reached.")
-    mean_overlap: float | None = Field(description="Mean of sum min(p, q) over those verifications.")
+class NgramPosition(
+    RecordOut,
+    record=PositionStats,
+    descriptions={
+        "position": "1-based draft position within a cycle.",
+        "acceptance": "accepted / verified at this position; null when never reached.",
+        "mean_overlap": "Mean of sum min(p, q) over those verifications.",
+    },
+):
+    pass
 
 
 class TextSegment(BaseModel):
