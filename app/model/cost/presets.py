@@ -153,6 +153,9 @@ ACCELERATORS: dict[str, Accelerator] = {
     # Intel Arc Pro B70: 32 GB GDDR6 at 608 GB/s on 256 bits, 367 INT8 TOPS on its XMX engines (Intel's product
     # page); Intel gives no FP16 figure, and XMX runs FP16 at half its INT8 rate: 183.5.
     "arc-pro-b70": Accelerator("Arc Pro B70", 0.608, 183.5, 32.0),
+    # NVIDIA Ada GPU architecture whitepaper (v2.1), Appendix A, GeForce RTX 4090: GDDR6X 1,008 GB/s on 384 bits,
+    # 24 GB; peak BF16 Tensor TFLOPS with FP32 accumulate 165.2 dense (330.4 with sparsity).
+    "rtx-4090": Accelerator("GeForce RTX 4090", 1.008, 165.2, 24.0),
 }
 
 # Each preset's family: accelerators of one family share a memory system and an engine's kernels, so a stated
@@ -170,6 +173,7 @@ ACCELERATOR_FAMILIES: dict[str, str] = {
     "rtx-3060-12gb": "desktop GPU",
     "radeon-ai-pro-r9700": "desktop GPU",
     "arc-pro-b70": "desktop GPU",
+    "rtx-4090": "desktop GPU",
 }
 
 MODELS: dict[str, ModelSpec] = {
@@ -241,6 +245,12 @@ MODELS: dict[str, ModelSpec] = {
     # heads of 64, 128 experts with 4 per token; every other layer attends over a 128-token window, so 18 x 8
     # heads cache the whole context: entered as 4 KV heads on each of the 36 layers.
     "gpt-oss-120b": ModelSpec("gpt-oss-120b", 117.0, 5.1, 36, 64, 4, 64, experts=128, experts_per_token=4),
+    # MiniCPM3-4B (openbmb's config.json; the defaults of transformers' configuration_minicpm3.py, "Defaults match
+    # the openbmb/MiniCPM3-4B checkpoint"): 62 layers, hidden 2560, 40 query heads, multi-head latent attention
+    # caching a 256-wide latent and a 32-wide rotary key (288), vocabulary 73,448 with tied embeddings.  Its
+    # parameters, counted from those shapes (intermediate 6400, q_lora_rank 768), are 4.07B: the 8.15 GB of its
+    # bf16 checkpoint.
+    "minicpm3-4b": ModelSpec("MiniCPM3-4B", 4.07, 4.07, 62, 40, 1, 288, kv_tensors=1),
 }
 
 # Vocabulary and hidden width of each target (config.json of each model): an EAGLE or MTP head's LM head
@@ -262,6 +272,7 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "kimi-k2": (163_840, 7168),
     "qwen3.6-27b": (248_320, 5120),
     "gpt-oss-120b": (201_088, 2880),
+    "minicpm3-4b": (73_448, 2560),
 }
 
 # Drafts that are heads on the target rather than separate models: their cost follows from the target's shape.
