@@ -14,7 +14,6 @@ from __future__ import annotations
 import bisect
 import json
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -484,7 +483,3 @@ def _block_config(request: base.ConfigRequest, version: base.EngineVersion, algo
         notes.append(f"SGLang runs another k than the schedule at batches {base.describe_batches(differ)}")
     text = LAUNCH + " " + " ".join(base.quoted(flags))
     return base.Exported(config, flags, text, notes, {}, tuple(runs), differ, placeholders)
-
-
-def shell_line(flags: Sequence[str]) -> str:
-    return LAUNCH + " " + " ".join(shlex.quote(flag) for flag in flags)
