@@ -51,6 +51,8 @@ def test_each_entry_is_whole_and_consistent(point: published.PublishedPoint) -> 
         ({"tensor_parallel": 8, "devices": 4}, "tensor_parallel"),
         ({"batch_kind": "batch", "qps": 2.0}, "qps"),
         ({"weights": " "}, "weights"),
+        ({"accelerator": None, "hardware": "MI355X"}, "accelerator"),
+        ({"accelerator": None, "hardware": "A100 40GB"}, "accelerator"),
     ],
 )
 def test_a_missing_or_contradictory_field_is_named(change: dict[str, object], field: str) -> None:
