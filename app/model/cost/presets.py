@@ -224,6 +224,13 @@ MODELS: dict[str, ModelSpec] = {
     # Llama 4 Scout (Meta model card; config.json): 109B total, 17B active, 48 layers, 40 query heads, 8 KV heads,
     # head dim 128, 16 routed experts with 1 per token (and a shared expert, counted in the shared parameters).
     "llama-4-scout": ModelSpec("Llama 4 Scout 17B-16E", 109.0, 17.0, 48, 40, 8, 128, experts=16, experts_per_token=1),
+    # Llama 4 Maverick (Meta model card: 400B total, 17B active, 128 experts; its text config as TensorRT-LLM's
+    # tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py at b35ac1b6 gives it, "reduced to 2 layers
+    # from 48"): 48 layers, 40 query heads, 8 KV heads, head dim 128, 128 routed experts with 1 per token in every
+    # other layer (and a shared expert, counted in the shared parameters).  Counted from those shapes: 400.6B.
+    "llama-4-maverick": ModelSpec(
+        "Llama 4 Maverick 17B-128E", 400.0, 17.0, 48, 40, 8, 128, experts=128, experts_per_token=1
+    ),
     # Qwen3-8B (Qwen3 technical report, Table 1; config.json): 8.2B parameters, 36 layers, 32 query heads, 8 KV
     # heads, head dim 128.
     "qwen3-8b": ModelSpec("Qwen3-8B", 8.2, 8.2, 36, 32, 8, 128),
@@ -267,6 +274,7 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "tinyllama-1.1b": (32_000, 2048),
     "qwen3-30b-a3b": (151_936, 2048),
     "llama-4-scout": (202_048, 5120),
+    "llama-4-maverick": (202_048, 5120),
     "qwen3-8b": (151_936, 4096),
     "minimax-m2": (200_064, 3072),
     "kimi-k2": (163_840, 7168),
