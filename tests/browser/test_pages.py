@@ -7,13 +7,15 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page
 
-from app.web.pages.registry import PAGES
+from app.web.pages.registry import LINKED_PAGES, PAGES
 from tests.conftest import PageWatch
 from tests.support import wait_until
 
 pytestmark = pytest.mark.browser
 
 PATHS = [page.path for page in PAGES]
+# Every page, those outside the nav (/published) included: what a phone and a laptop must show whole.
+EVERY_PATH = [page.path for page in (*PAGES, *LINKED_PAGES)]
 HEIGHT_BOUNDS = {"/": 3000}
 HEIGHT_BOUND = 6000
 READY = "document.body.dataset.ready === '1'"
@@ -54,7 +56,7 @@ def test_each_page_opens_with_its_question_and_its_json_twin(page: Page, live_se
     assert twin.startswith(f"/api/v1/views/{spec.name}")
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EVERY_PATH)
 def test_height_at_1366x900(page: Page, live_server: str, path: str) -> None:
     page.set_viewport_size({"width": 1366, "height": 900})
     page.goto(live_server + path)
@@ -63,7 +65,7 @@ def test_height_at_1366x900(page: Page, live_server: str, path: str) -> None:
     assert page.evaluate("document.documentElement.scrollHeight") <= HEIGHT_BOUNDS.get(path, HEIGHT_BOUND)
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EVERY_PATH)
 def test_nothing_is_wider_than_a_phone_but_scroll_containers(browser: Browser, live_server: str, path: str) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
@@ -81,7 +83,7 @@ def test_scroll_containers_say_they_scroll(browser: Browser, live_server: str) -
     """A table wider than a phone sits in a focusable, labelled region that scrolls sideways, or is stacked."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     page = context.new_page()
-    for path in PATHS:
+    for path in EVERY_PATH:
         page.goto(live_server + path)
         wait_until(page, READY)
         for region in page.query_selector_all(".table-scroll"):
@@ -90,6 +92,23 @@ def test_scroll_containers_say_they_scroll(browser: Browser, live_server: str) -
             stacked = "stack" in (region.get_attribute("class") or "").split()
             overflow = region.evaluate("(element) => getComputedStyle(element).overflowX")
             assert overflow == ("visible" if stacked else "auto")
+    context.close()
+
+
+def test_a_stacked_cell_holds_its_text_on_a_phone(browser: Browser, live_server: str) -> None:
+    """A long identifier (a published sweep's id has no space to break at) breaks inside its card, not past it."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    for path in EVERY_PATH:
+        page.goto(live_server + path)
+        wait_until(page, READY)
+        spilled = page.evaluate(
+            """() => { document.querySelectorAll('details').forEach((details) => { details.open = true; });
+            return [...document.querySelectorAll('.table-scroll.stack th, .table-scroll.stack td')]
+              .filter((cell) => cell.offsetParent !== null && cell.scrollWidth > cell.clientWidth + 1)
+              .map((cell) => cell.textContent.trim().slice(0, 60)); }"""
+        )
+        assert spilled == [], f"{path}: {spilled[:5]}"
     context.close()
 
 
@@ -123,7 +142,7 @@ KEY_COLUMN_HIDDEN = """() => {
 }"""
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", EVERY_PATH)
 def test_the_key_column_of_every_table_stays_in_sight_on_a_phone(browser: Browser, live_server: str, path: str) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
