@@ -225,9 +225,10 @@ MODELS: dict[str, ModelSpec] = {
     # head dim 128, 16 routed experts with 1 per token (and a shared expert, counted in the shared parameters).
     "llama-4-scout": ModelSpec("Llama 4 Scout 17B-16E", 109.0, 17.0, 48, 40, 8, 128, experts=16, experts_per_token=1),
     # Llama 4 Maverick (Meta model card: 400B total, 17B active, 128 experts; its text config as TensorRT-LLM's
-    # tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py at b35ac1b6 gives it, "reduced to 2 layers
-    # from 48"): 48 layers, 40 query heads, 8 KV heads, head dim 128, 128 routed experts with 1 per token in every
-    # other layer (and a shared expert, counted in the shared parameters).  Counted from those shapes: 400.6B.
+    # tests/unittest/_torch/modeling/test_modeling_llama_min_latency.py at b35ac1b6 gives it, with its layers
+    # "Reduced to 2 layers from 48 layers"): 48 layers, 40 query heads, 8 KV heads, head dim 128, 128 routed experts
+    # with 1 per token in every other layer (the shared expert and the other layers' dense FFNs are counted in the
+    # shared parameters).  Counted from those shapes: 400.7B.
     "llama-4-maverick": ModelSpec(
         "Llama 4 Maverick 17B-128E", 400.0, 17.0, 48, 40, 8, 128, experts=128, experts_per_token=1
     ),

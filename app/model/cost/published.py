@@ -199,8 +199,10 @@ def problems(point: PublishedPoint) -> list[tuple[str, str]]:
     if point.accelerator is not None and point.accelerator not in ACCELERATORS:
         found.append(("accelerator", f"{point.accelerator!r} is no preset"))
     named = (point.hardware or "").lower().replace(" ", "-")
-    if point.accelerator is None and named and any(key.startswith(named) for key in ACCELERATORS):
-        found.append(("accelerator", f"null, but its hardware {point.hardware!r} is a preset"))
+    matching = [key for key in ACCELERATORS if named and key.startswith(named)]
+    if point.accelerator is None and matching:
+        presets = " or ".join(matching)
+        found.append(("accelerator", f"null, but its hardware {point.hardware!r} may be the preset {presets}"))
     if point.target_preset is not None and point.target_preset not in MODELS:
         found.append(("target_preset", f"{point.target_preset!r} is no preset"))
     if point.draft_preset is not None and point.draft_preset not in MODELS:
