@@ -199,7 +199,7 @@ def problems(point: PublishedPoint) -> list[tuple[str, str]]:
     if point.accelerator is not None and point.accelerator not in ACCELERATORS:
         found.append(("accelerator", f"{point.accelerator!r} is no preset"))
     named = (point.hardware or "").lower().replace(" ", "-")
-    matching = [key for key in ACCELERATORS if named and key.startswith(named)]
+    matching = [key for key in ACCELERATORS if key.startswith(named)] if named else []
     if point.accelerator is None and matching:
         presets = " or ".join(matching)
         found.append(("accelerator", f"null, but its hardware {point.hardware!r} may be the preset {presets}"))
