@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -201,9 +202,38 @@ def test_the_committed_fit_is_what_the_protocol_gives() -> None:
         if scope is None:
             low, high = published.BOUNDS[base]
             assert low <= value <= high, name
+    assert committed["step_times"] == published.step_time_check(PROBLEM, published.resolved(PROBLEM, terms))
     loso = committed["leave_one_source_out"]
     assert loso["points"] == int(PROBLEM.scored.sum())
     assert 0 < loso["median_error"] <= loso["worst_error"]
+
+
+def step_check_with(**terms: float) -> dict[str, Any]:
+    return published.step_time_check(PROBLEM, dataclasses.replace(published.SpecCosts(), **terms))
+
+
+def test_the_baseline_figure_reads_as_one_plain_steps_time() -> None:
+    """The check the fit never sees: a source's baseline rate (or time per output token) as one plain step."""
+    point = next(point for point in PROBLEM.points if point.batch)
+
+    def read(unit: str, value: float, batch: int, devices: int = 1) -> float | None:
+        changed = dataclasses.replace(point, value_unit=unit, baseline_value=value, batch=batch, devices=devices)
+        return published.measured_step_s(changed)
+
+    assert read("TPOT ms", 20.0, 8) == pytest.approx(0.020)
+    assert read("tok/s/user", 50.0, 8) == pytest.approx(0.020)
+    assert read("output tok/s", 400.0, 8) == pytest.approx(0.020)
+    assert read("tok/s/GPU", 100.0, 8, devices=4) == pytest.approx(0.020)
+    assert read("ms E2E latency per request", 900.0, 8) is None  # a request's latency needs its output length
+    check = published.step_time_check(PROBLEM, published.SpecCosts())
+    assert check["points"] >= 40 and check["sources"] >= 8 and check["large_batch"]["points"] >= 8
+    slower = step_check_with(overhead_us=2000.0)
+    assert slower["median_error"] > check["median_error"]
+    assert slower["large_batch"]["median_error"] > check["large_batch"]["median_error"]
+    # a fixed time per step flattens each sweep's growth; a time per sequence steepens it
+    assert check["growth"] and all(slower["growth"][name] < value for name, value in check["growth"].items())
+    steeper = step_check_with(overhead_per_sequence_us=200.0)
+    assert all(steeper["growth"][name] > value for name, value in check["growth"].items())
 
 
 def test_the_fit_does_not_turn_on_the_last_bits_of_the_floating_point() -> None:

@@ -429,6 +429,12 @@ class Work:
 
     def unit_speedup(self, costs: SpecCosts | Mapping[str, Any]) -> FloatArray:
         """The speedup at an acceptance length of 1 (multiply by L); each term a number or one per entry."""
+        plain, verify, draft, cycle = self.pass_times(costs)
+        result: FloatArray = plain / (self.draft_steps * draft + verify + cycle)
+        return result
+
+    def pass_times(self, costs: SpecCosts | Mapping[str, Any]) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """Seconds of a plain step, a verification, a draft step and a cycle's own time."""
         term = costs.terms() if isinstance(costs, SpecCosts) else costs
         bandwidth = self.bandwidth * np.clip(term["bandwidth_efficiency"], 1e-3, 1.0)
         compute = self.compute * np.clip(term["compute_efficiency"], 1e-3, 1.0)
@@ -446,8 +452,7 @@ class Work:
             * 1e-6
         )
         cycle = (term["cycle_overhead_us"] + term["cycle_overhead_per_sequence_us"] * self.batch) * 1e-6
-        result: FloatArray = plain / (self.draft_steps * draft + verify + cycle)
-        return result
+        return plain, verify, draft, cycle
 
 
 def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = None) -> Work:
@@ -838,6 +843,88 @@ def sweep_curve(point: PublishedPoint, terms: Mapping[str, float], length: float
     return curve
 
 
+# A check the fit never sees: the baseline's own figure as the time of one plain step.  The fit sees only speedup
+# ratios, so it could buy their accuracy with step times no engine has; where a source gives the baseline's rate of
+# output tokens (or its time per output token), one plain step at batch B takes B / rate (1 / rate per sequence).
+# Rates over a whole run count its prefill too, which makes the measured step longer than the decode step.
+STEP_TIME_UNITS: dict[str, str] = {
+    **dict.fromkeys(("TPOT ms", "ms TPOT"), "ms per step"),
+    **dict.fromkeys(("tok/s/user", "tokens/s/user"), "tokens/s per sequence"),
+    **dict.fromkeys(
+        (
+            "tok/s",
+            "t/s",
+            "tokens/s",
+            "output tok/s",
+            "output tokens/s",
+            "output toks/s",
+            "decode tok/s",
+            "decode tokens/s",
+            "avg tok/s",
+            "aggregate tok/s",
+            "tokens/s (aggregate)",
+            "tok/s (aggregate at C=16)",
+        ),
+        "tokens/s in all",
+    ),
+    "tok/s/GPU": "tokens/s per device",
+}
+STEP_CHECK_LARGE_BATCH = 17  # from here the time per sequence, not the fixed time, carries a step
+
+
+def measured_step_s(point: PublishedPoint) -> float | None:
+    """One plain step's seconds as the source's baseline figure gives it (STEP_TIME_UNITS); None where it does not."""
+    unit = STEP_TIME_UNITS.get(point.value_unit or "")
+    value, batch = point.baseline_value, point.batch
+    if unit is None or not value or value <= 0 or batch is None:
+        return None
+    if unit == "ms per step":
+        return value / 1000
+    if unit == "tokens/s per sequence":
+        return 1 / value
+    if unit == "tokens/s per device":
+        return batch / (value * (point.devices or 1))
+    return batch / value
+
+
+def step_time_check(problem_: Problem, costs: SpecCosts | Mapping[str, Any]) -> dict[str, Any]:
+    """The plain step's predicted time against the measured one (:func:`measured_step_s`): how many points and
+    sources, the median signed and absolute error, the same from STEP_CHECK_LARGE_BATCH sequences, and the growth
+    of each sweep's step from its smallest batch to its largest, predicted over measured (free of the figure's
+    level: a rate that counts prefill, or a unit read per device, scales both ends alike)."""
+    measured = np.array([measured_step_s(point) or math.nan for point in problem_.points])
+    predicted = problem_.work.pass_times(costs)[0]
+    read = ~np.isnan(measured)
+    error = np.log(predicted / measured)
+
+    def summary(mask: NDArray[np.bool_]) -> dict[str, Any]:
+        values = error[mask]
+        if values.size == 0:
+            return {"points": 0, "median_error": None, "median_absolute_error": None}
+        return {
+            "points": int(values.size),
+            "median_error": _r(math.expm1(float(np.median(values)))),
+            "median_absolute_error": _r(math.expm1(float(np.median(np.abs(values))))),
+        }
+
+    large = read & (problem_.work.batch >= STEP_CHECK_LARGE_BATCH)
+    growth: dict[str, float] = {}
+    for name, group in sweeps(problem_.points).items():
+        at = [problem_.points.index(point) for point in group]
+        at = [index for index in at if read[index]]
+        if len({problem_.work.batch[index] for index in at}) < 2:
+            continue
+        first = min(at, key=lambda index: problem_.work.batch[index])
+        last = max(at, key=lambda index: problem_.work.batch[index])
+        growth[name] = round(math.exp(error[last] - error[first]), 4)
+    return {
+        **summary(read),
+        "sources": len({problem_.sources[index] for index in np.flatnonzero(read)}),
+        "large_batch": summary(large),
+        "growth": growth,
+    }
+
+
 def fit_published() -> dict[str, Any]:
     """The content of ``published_fit.json``: the protocol's terms, their fit on every source, and what they
     score on each source left out."""
@@ -927,6 +1014,7 @@ def fit_published() -> dict[str, Any]:
         },
         "points": rows,
         "crossovers": crossings,
+        "step_times": step_time_check(problem_, resolved(problem_, terms)),
     }
 
 
