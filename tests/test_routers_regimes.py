@@ -455,13 +455,14 @@ def test_the_defaults_stop_paying_near_the_published_eagle_sweep_on_one_h100(cli
     for _ in range(60):
         middle = (low + high) / 2
         low, high = (middle, high) if cf.expected_tokens(middle, 3) < tokens else (low, middle)
-    body = client.get(REGIMES + "/speedup-vs-batch", params={**params, "p": low}).json()
+    p = low
+    body = client.get(REGIMES + "/speedup-vs-batch", params={**params, "p": p}).json()
     assert body["current"]["speedup"] == pytest.approx(1.40, rel=1e-6)
     assert body["crossover_batch"] is not None and 24 < body["crossover_batch"] <= 4 * 24
-    low, high = body["crossover_range_low"], body["crossover_range_high"]
-    assert low is not None and low <= 24 and (high is None or high >= body["crossover_batch"])
+    first, last = body["crossover_range_low"], body["crossover_range_high"]
+    assert first is not None and first <= 24 and (last is None or last >= body["crossover_batch"])
     assert body["accuracy"]["setup_class"] == "head drafts, any engine, NVIDIA Hopper, short context"
-    plain = client.get(REGIMES + "/speedup-vs-batch", params={**params, "p": low, **PLAIN_ROOFLINE}).json()
+    plain = client.get(REGIMES + "/speedup-vs-batch", params={**params, "p": p, **PLAIN_ROOFLINE}).json()
     assert plain["crossover_batch"] is None or plain["crossover_batch"] > 4 * 24
 
 
