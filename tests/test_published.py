@@ -236,6 +236,20 @@ def test_the_baseline_figure_reads_as_one_plain_steps_time() -> None:
     assert all(steeper["growth"][name] > value for name, value in check["growth"].items())
 
 
+def test_each_sweeps_step_growth_is_fitted_beside_the_speedups() -> None:
+    """The baseline's own step, where a sweep gives it at two batches or more, is fitted as its growth with the
+    batch; a point left out of training leaves its growth out too (no source's step times predict it)."""
+    assert len(PROBLEM.growth_pairs) >= 20
+    term = ["overhead_per_sequence_us"]
+    base = published.fit(PROBLEM, term, PROBLEM.scored)
+    steeper = dataclasses.replace(PROBLEM, step_s=PROBLEM.step_s * (1 + 0.02 * PROBLEM.work.batch))
+    assert published.fit(steeper, term, PROBLEM.scored)[term[0]] > base[term[0]] + 1.0
+    timed = np.zeros(len(PROBLEM.points), dtype=bool)
+    timed[[index for pair in PROBLEM.growth_pairs for index in pair]] = True
+    without = PROBLEM.scored & ~timed
+    assert published.fit(steeper, term, without) == pytest.approx(published.fit(PROBLEM, term, without))
+
+
 def test_the_fit_does_not_turn_on_the_last_bits_of_the_floating_point() -> None:
     """Another CPU's arithmetic differs in the last bits: measurements moved by a part in 1e12 give the same
     rounded terms on every source left out, so the stated error and the committed fit are what any machine

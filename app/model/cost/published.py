@@ -26,9 +26,11 @@ Where a source gives no acceptance length, the sweep's first point (its smallest
 acceptance p, from which L follows at each point's k; that point then tests nothing and is not scored.
 
 Accuracy is leave-one-source-out (:func:`leave_one_source_out`): for each source, the free terms are fitted on
-every other source and that source's points are predicted.  Which terms are free is decided by
-:func:`select_terms`: a term enters only if it lowers that error.  The terms fitted on every source are the
-product's defaults (``data/published_fit.json``, written by ``scripts/fit_published.py``).
+every other source and that source's points are predicted.  The fit takes each speedup and, where a source
+gives the baseline's own rate at several batches, how its plain step grows with the batch (GROWTH_WEIGHT).
+Which terms are free is decided by :func:`select_terms`: a term enters only if it lowers that error.  The terms
+fitted on every source are the product's defaults (``data/published_fit.json``, written by
+``scripts/fit_published.py``).
 """
 
 from __future__ import annotations
@@ -560,6 +562,9 @@ class Problem:
     ks: tuple[int, ...]
     chain: tuple[bool, ...]
     sources: tuple[str, ...]
+    step_s: FloatArray  # the baseline's own figure as one plain step's seconds (measured_step_s), nan where none
+    # within each sweep with a step time at two batches or more: (point, the sweep's smallest batch with one)
+    growth_pairs: tuple[tuple[int, int], ...] = ()
 
     @property
     def scored(self) -> NDArray[np.bool_]:
@@ -602,6 +607,13 @@ def problem(points: Sequence[PublishedPoint]) -> Problem:
         for index, point in enumerate(group):
             calibrator.append(start + unstated[0] if unstated else start + index)
             ordered.append(point)
+    steps = np.array([measured_step_s(point) or math.nan for point in ordered])
+    pairs: list[tuple[int, int]] = []
+    for group in sweeps(ordered).values():
+        timed = [ordered.index(point) for point in group if not math.isnan(steps[ordered.index(point)])]
+        if timed:
+            smallest = min(timed, key=lambda index: ordered[index].batch or 0)
+            pairs += [(index, smallest) for index in timed if ordered[index].batch != ordered[smallest].batch]
     return Problem(
         points=tuple(ordered),
         work=_stack([work(point) for point in ordered]),
@@ -613,6 +625,8 @@ def problem(points: Sequence[PublishedPoint]) -> Problem:
         ks=tuple(point.k or 0 for point in ordered),
         chain=tuple(not (point.tree and point.topk) for point in ordered),
         sources=tuple(source(point) for point in ordered),
+        step_s=steps,
+        growth_pairs=tuple(pairs),
     )
 
 
@@ -657,9 +671,17 @@ PRIOR_WEIGHT = 0.01
 FIT_TOLERANCE = 1e-10
 
 
+# Each sweep's measured growth of its plain step (Problem.growth_pairs) is fitted beside the speedups, one residual
+# per pair weighted as one speedup: the speedups are ratios, which a time per sequence and a fixed time can trade
+# against each other; how the baseline's own step grows with the batch says which.  Not tuned: 1 is the weight of
+# every other measured ratio.
+GROWTH_WEIGHT = 1.0
+
+
 def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dict[str, float]:
-    """The terms in ``free`` fitted on the ``train`` points: least squares of the log ratio, within BOUNDS, with a
-    weak pull (PRIOR_WEIGHT) toward the plain roofline so that the answer is unique where the points are silent."""
+    """The terms in ``free`` fitted on the ``train`` points: least squares of the log ratio of each speedup and of
+    each sweep's plain-step growth (GROWTH_WEIGHT), within BOUNDS, with a weak pull (PRIOR_WEIGHT) toward the plain
+    roofline so that the answer is unique where the points are silent."""
     from scipy.optimize import least_squares
 
     names = list(free)
@@ -669,12 +691,18 @@ def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dic
     highs = np.array([_bounds(name)[1] for name in names])
     plain = np.array([getattr(PLAIN_ROOFLINE, split_term(name)[0]) if "@" not in name else 0.0 for name in names])
     prior = (np.clip(plain, lows, highs) - lows) / (highs - lows)
+    pairs = np.array([pair for pair in problem_.growth_pairs if train[pair[0]] and train[pair[1]]], dtype=np.int64)
+    pairs = pairs.reshape(-1, 2)
+    measured_growth = np.log(problem_.step_s[pairs[:, 0]] / problem_.step_s[pairs[:, 1]])
 
     def residuals(x: FloatArray) -> FloatArray:
         values = dict(zip(names, lows + x * (highs - lows), strict=True))
-        predicted = problem_.predict(resolved(problem_, values))
+        terms = resolved(problem_, values)
+        predicted = problem_.predict(terms)
+        step = problem_.work.pass_times(terms)[0]
+        growth = np.log(step[pairs[:, 0]] / step[pairs[:, 1]]) - measured_growth
         result: FloatArray = np.concatenate(
-            [np.log(predicted[train] / problem_.measured[train]), PRIOR_WEIGHT * (x - prior)]
+            [np.log(predicted[train] / problem_.measured[train]), PRIOR_WEIGHT * (x - prior), GROWTH_WEIGHT * growth]
         )
         return result
 
@@ -892,7 +920,7 @@ def step_time_check(problem_: Problem, costs: SpecCosts | Mapping[str, Any]) -> 
     sources, the median signed and absolute error, the same from STEP_CHECK_LARGE_BATCH sequences, and the growth
     of each sweep's step from its smallest batch to its largest, predicted over measured (free of the figure's
     level: a rate that counts prefill, or a unit read per device, scales both ends alike)."""
-    measured = np.array([measured_step_s(point) or math.nan for point in problem_.points])
+    measured = problem_.step_s
     predicted = problem_.work.pass_times(costs)[0]
     read = ~np.isnan(measured)
     error = np.log(predicted / measured)
