@@ -10,8 +10,9 @@ predicted points included, which is what a fit to the very sweeps it predicts wo
 
 Prints each term's effect (the error with it left out of the chosen set), the error per class, each sweep over
 batch with its measured and predicted crossover and the interval's batch range, the plain step's predicted time
-against the baseline's own figure where the source gives its rate (``published.step_time_check``: the fit sees only
-ratios, so this says whether its terms give step times an engine has), RATIO lines against the goals
+against the baseline's own figure where the source gives its rate (``published.step_time_check``: the fit takes
+each sweep's growth of that step but never its level, so the level says whether its terms give step times an
+engine has), RATIO lines against the goals
 (median 15%, worst 35%, 90% of the points priced), and last one line a script can read:
 
     published: P of N points priced from S sources; leave-one-source-out median M%, worst W%; crossovers within
@@ -94,14 +95,14 @@ def main() -> None:
     large = check["large_batch"]
     growth = sorted(check["growth"].values())
     print(
-        f"\nthe plain step's time, predicted against the baseline's own figure (a check the fit never sees): "
+        f"\nthe plain step's time, predicted against the baseline's own figure (its level is never fitted): "
         f"{check['points']} points from {check['sources']} sources, median {check['median_error'] or 0:+.0%} "
         f"(absolute {check['median_absolute_error'] or 0:.0%}); from batch {published.STEP_CHECK_LARGE_BATCH}: "
         f"{large['points']} points, median {large['median_error'] or 0:+.0%}"
     )
     if growth:
         print(
-            f"a sweep's step from its smallest batch to its largest grows, predicted over measured, "
+            f"a sweep's step from its smallest batch to its largest grows (fitted), predicted over measured, "
             f"{float(np.median(growth)):.2f}x at the median ({growth[0]:.2f}x to {growth[-1]:.2f}x over "
             f"{len(growth)} sweeps)"
         )

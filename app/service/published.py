@@ -7,8 +7,10 @@ from app.service.schemas.fill import filled
 from app.service.schemas.published import (
     PublishedClassOut,
     PublishedCrossoverOut,
+    PublishedGrowthOut,
     PublishedOut,
     PublishedPointOut,
+    PublishedStepTimesOut,
 )
 
 
@@ -55,6 +57,17 @@ def published_out() -> PublishedOut:
         )
         for row in fit["crossovers"]
     ]
+    check = fit["step_times"]
+    step_times = PublishedStepTimesOut(
+        points=check["points"],
+        sources=check["sources"],
+        median_error=check["median_error"],
+        median_absolute_error=check["median_absolute_error"],
+        large_batch_from=published.STEP_CHECK_LARGE_BATCH,
+        large_batch_points=check["large_batch"]["points"],
+        large_batch_median_error=check["large_batch"]["median_error"],
+        growth=[PublishedGrowthOut(sweep=name, growth=value) for name, value in check["growth"].items()],
+    )
     priced = [point for point in points if point.priced]
     accuracy = published.shipped_accuracy()
     return PublishedOut(
@@ -71,5 +84,6 @@ def published_out() -> PublishedOut:
         summary=accuracy.sentence,
         classes=classes,
         crossovers=crossovers,
+        step_times=step_times,
         points=points,
     )

@@ -871,10 +871,11 @@ def sweep_curve(point: PublishedPoint, terms: Mapping[str, float], length: float
     return curve
 
 
-# A check the fit never sees: the baseline's own figure as the time of one plain step.  The fit sees only speedup
-# ratios, so it could buy their accuracy with step times no engine has; where a source gives the baseline's rate of
-# output tokens (or its time per output token), one plain step at batch B takes B / rate (1 / rate per sequence).
-# Rates over a whole run count its prefill too, which makes the measured step longer than the decode step.
+# The baseline's own figure as the time of one plain step.  Speedups are ratios, so a fit to them alone could buy
+# their accuracy with step times no engine has; where a source gives the baseline's rate of output tokens (or its
+# time per output token), one plain step at batch B takes B / rate (1 / rate per sequence).  Rates over a whole run
+# count its prefill too, which makes the measured step longer than the decode step.  The fit takes each sweep's
+# growth of that step (GROWTH_WEIGHT), never its level: the level is a check the fit never sees.
 STEP_TIME_UNITS: dict[str, str] = {
     **dict.fromkeys(("TPOT ms", "ms TPOT"), "ms per step"),
     **dict.fromkeys(("tok/s/user", "tokens/s/user"), "tokens/s per sequence"),

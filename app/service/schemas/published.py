@@ -54,6 +54,27 @@ class PublishedCrossoverOut(BaseModel):
     inside_range: bool | None
 
 
+class PublishedGrowthOut(BaseModel):
+    sweep: str
+    growth: float = Field(
+        description="How much the plain step grows from the sweep's smallest batch to its largest, predicted over "
+        "measured (1: as measured)."
+    )
+
+
+class PublishedStepTimesOut(BaseModel):
+    """The plain step's predicted time against the baseline's own figure, where the source gives its rate."""
+
+    points: int
+    sources: int
+    median_error: float | None = Field(description="Predicted over measured minus 1, the median; never fitted.")
+    median_absolute_error: float | None
+    large_batch_from: int = Field(description="The batch from which a point counts as large.")
+    large_batch_points: int
+    large_batch_median_error: float | None
+    growth: list[PublishedGrowthOut] = Field(description="Per sweep with a step time at two batches or more; fitted.")
+
+
 class PublishedOut(BaseModel):
     """Every published point, measured against predicted (leave-one-source-out), and the points not priced."""
 
@@ -72,4 +93,5 @@ class PublishedOut(BaseModel):
     summary: str
     classes: list[PublishedClassOut]
     crossovers: list[PublishedCrossoverOut]
+    step_times: PublishedStepTimesOut
     points: list[PublishedPointOut]

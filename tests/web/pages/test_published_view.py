@@ -49,6 +49,24 @@ def test_the_page_shows_the_scatter_the_classes_and_the_exclusions(client: TestC
     assert shown == body["points_scored"]
 
 
+def test_the_step_times_are_reported_against_the_baselines_own_figure(client: TestClient) -> None:
+    """The plain step's level against each source's baseline rate (never fitted) and each sweep's growth (fitted),
+    in the JSON and on the page: the figures the fit file holds, recomputed from the dataset here."""
+    body = client.get("/api/v1/published").json()["step_times"]
+    problem = published.problem(published.load())
+    timed = [point for point in problem.points if published.measured_step_s(point) is not None]
+    assert body["points"] == len(timed) >= 40 and body["sources"] == len({point.source for point in timed})
+    large = [point for point in timed if (point.batch or 0) >= body["large_batch_from"]]
+    assert body["large_batch_points"] == len(large) > 0
+    assert body["median_error"] < 0 < body["median_absolute_error"]  # the roofline leaves time out
+    growing = {name for name, group in published.sweeps(timed).items() if len({p.batch for p in group}) > 1}
+    assert {row["sweep"] for row in body["growth"]} == growing
+    view = client.get("/api/v1/views/published").json()
+    assert len(view["step_times"]["rows"]) == len(growing)
+    assert f"On {body['points']} points from {body['sources']} sources" in view["step_times_sentence"]
+    assert 'id="published-step-times"' in client.get("/published").text
+
+
 def test_an_accelerator_given_by_its_own_figures_is_named_as_the_users(client: TestClient) -> None:
     body = client.get("/api/v1/regimes/speedup-vs-batch", params={"hw_bandwidth_tb_s": 0.256, "p": 0.8}).json()
     name = body["setup"]["accelerator"]["name"]

@@ -150,6 +150,30 @@ def crossovers_table(report: PublishedOut) -> dict[str, Any]:
     return {"columns": columns, "rows": rows}
 
 
+def step_times_table(report: PublishedOut) -> dict[str, Any]:
+    rows = [
+        {"cells": [{"text": row.sweep, "header": True}, {"text": _times(row.growth)}]}
+        for row in report.step_times.growth
+    ]
+    return {"columns": ["Sweep", "Step growth, predicted over measured"], "rows": rows}
+
+
+def _short_or_long(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{abs(value):.0%} {'short' if value < 0 else 'long'}"
+
+
+def step_times_sentence(report: PublishedOut) -> str:
+    check = report.step_times
+    return (
+        f"On {check.points} points from {check.sources} sources that give the baseline's rate, the plain step is "
+        f"predicted {_short_or_long(check.median_error)} at the median "
+        f"({_short_or_long(check.large_batch_median_error)} on the {check.large_batch_points} from batch "
+        f"{check.large_batch_from})."
+    )
+
+
 def build(reading: Reading) -> View:
     del reading
     report = published_out()
@@ -167,6 +191,8 @@ def build(reading: Reading) -> View:
         "figures": {"published-chart": scatter(report)},
         "classes": classes_table(report),
         "crossovers": crossovers_table(report),
+        "step_times": step_times_table(report),
+        "step_times_sentence": step_times_sentence(report),
         "points": points_table(report),
         "excluded": excluded_table(report),
         "links": {"api": "/api/v1/published"},
