@@ -181,6 +181,14 @@ def test_a_prediction_does_not_see_its_own_source() -> None:
     after = published.leave_one_source_out(dataclasses.replace(PROBLEM, measured=moved), chosen)
     assert np.allclose(before.predicted[changed], after.predicted[changed])
     assert not np.allclose(before.predicted[~changed & PROBLEM.scored], after.predicted[~changed & PROBLEM.scored])
+    # nor do its baseline's step times: a source whose steps grow faster keeps its predictions, the others move
+    timed = {PROBLEM.sources[index] for pair in PROBLEM.growth_pairs for index in pair}
+    name = max(timed, key=PROBLEM.sources.count)
+    own = sources == name
+    steeper = PROBLEM.step_s * np.where(own, 1 + 0.05 * PROBLEM.work.batch, 1.0)
+    after = published.leave_one_source_out(dataclasses.replace(PROBLEM, step_s=steeper), chosen)
+    assert np.allclose(before.predicted[own & PROBLEM.scored], after.predicted[own & PROBLEM.scored])
+    assert not np.allclose(before.predicted[~own & PROBLEM.scored], after.predicted[~own & PROBLEM.scored])
 
 
 def test_the_committed_fit_is_what_the_protocol_gives() -> None:
@@ -202,7 +210,8 @@ def test_the_committed_fit_is_what_the_protocol_gives() -> None:
         if scope is None:
             low, high = published.BOUNDS[base]
             assert low <= value <= high, name
-    assert committed["step_times"] == published.step_time_check(PROBLEM, published.resolved(PROBLEM, terms))
+    out_of_source = published.out_of_source_terms(PROBLEM, holdout, terms)
+    assert committed["step_times"] == published.step_time_check(PROBLEM, out_of_source)
     loso = committed["leave_one_source_out"]
     assert loso["points"] == int(PROBLEM.scored.sum())
     assert 0 < loso["median_error"] <= loso["worst_error"]
@@ -240,14 +249,22 @@ def test_each_sweeps_step_growth_is_fitted_beside_the_speedups() -> None:
     """The baseline's own step, where a sweep gives it at two batches or more, is fitted as its growth with the
     batch; a point left out of training leaves its growth out too (no source's step times predict it)."""
     assert len(PROBLEM.growth_pairs) >= 20
+    # every sweep with a step time at two batches is fitted, those whose smallest batch sets the acceptance too
+    growing = {PROBLEM.points[index].sweep for pair in PROBLEM.growth_pairs for index in pair}
+    calibrated = {PROBLEM.points[index].sweep for index in PROBLEM.calibrator if not PROBLEM.scored[index]}
+    assert growing & calibrated, "a sweep whose smallest batch sets its acceptance gives its growth too"
     term = ["overhead_per_sequence_us"]
     base = published.fit(PROBLEM, term, PROBLEM.scored)
     steeper = dataclasses.replace(PROBLEM, step_s=PROBLEM.step_s * (1 + 0.02 * PROBLEM.work.batch))
     assert published.fit(steeper, term, PROBLEM.scored)[term[0]] > base[term[0]] + 1.0
-    timed = np.zeros(len(PROBLEM.points), dtype=bool)
-    timed[[index for pair in PROBLEM.growth_pairs for index in pair]] = True
-    without = PROBLEM.scored & ~timed
+    timed = {PROBLEM.sources[index] for pair in PROBLEM.growth_pairs for index in pair}
+    without = PROBLEM.scored & ~np.isin(np.array(PROBLEM.sources), sorted(timed))
     assert published.fit(steeper, term, without) == pytest.approx(published.fit(PROBLEM, term, without))
+    # a calibrating point's step counts: steepen only the growth anchored on those points' sweeps and the fit moves
+    calibrating_sweeps = growing & calibrated
+    only = np.array([point.sweep in calibrating_sweeps for point in PROBLEM.points])
+    partly = dataclasses.replace(PROBLEM, step_s=PROBLEM.step_s * np.where(only, 1 + 0.05 * PROBLEM.work.batch, 1.0))
+    assert published.fit(partly, term, PROBLEM.scored)[term[0]] > base[term[0]] + 1.0
 
 
 def test_the_fit_does_not_turn_on_the_last_bits_of_the_floating_point() -> None:

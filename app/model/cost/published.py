@@ -691,7 +691,10 @@ def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dic
     highs = np.array([_bounds(name)[1] for name in names])
     plain = np.array([getattr(PLAIN_ROOFLINE, split_term(name)[0]) if "@" not in name else 0.0 for name in names])
     prior = (np.clip(plain, lows, highs) - lows) / (highs - lows)
-    pairs = np.array([pair for pair in problem_.growth_pairs if train[pair[0]] and train[pair[1]]], dtype=np.int64)
+    # a sweep's step times are its source's: fitted wherever the source is trained on, its acceptance-setting
+    # point's too (that point's speedup tests nothing, but its baseline's step is measured like the others)
+    trained = {problem_.sources[index] for index in np.flatnonzero(train)}
+    pairs = np.array([pair for pair in problem_.growth_pairs if problem_.sources[pair[0]] in trained], dtype=np.int64)
     pairs = pairs.reshape(-1, 2)
     measured_growth = np.log(problem_.step_s[pairs[:, 0]] / problem_.step_s[pairs[:, 1]])
 
@@ -898,7 +901,7 @@ STEP_TIME_UNITS: dict[str, str] = {
     ),
     "tok/s/GPU": "tokens/s per device",
 }
-STEP_CHECK_LARGE_BATCH = 17  # from here the time per sequence, not the fixed time, carries a step
+STEP_CHECK_LARGE_BATCH = 17  # a batch past the small ones (1 to 16) most single-stream and latency sweeps stop at
 
 
 def measured_step_s(point: PublishedPoint) -> float | None:
@@ -919,8 +922,9 @@ def measured_step_s(point: PublishedPoint) -> float | None:
 def step_time_check(problem_: Problem, costs: SpecCosts | Mapping[str, Any]) -> dict[str, Any]:
     """The plain step's predicted time against the measured one (:func:`measured_step_s`): how many points and
     sources, the median signed and absolute error, the same from STEP_CHECK_LARGE_BATCH sequences, and the growth
-    of each sweep's step from its smallest batch to its largest, predicted over measured (free of the figure's
-    level: a rate that counts prefill, or a unit read per device, scales both ends alike)."""
+    of each sweep's step from its smallest batch to its largest, predicted over measured (free of a constant factor
+    in the figure, as a unit read per device; not of a rate that counts prefill, which adds time per sequence).
+    ``costs``' terms may be one per point (each source's own left-out fit)."""
     measured = problem_.step_s
     predicted = problem_.work.pass_times(costs)[0]
     read = ~np.isnan(measured)
@@ -952,6 +956,14 @@ def step_time_check(problem_: Problem, costs: SpecCosts | Mapping[str, Any]) -> 
         "large_batch": summary(large),
         "growth": growth,
     }
+
+
+def out_of_source_terms(problem_: Problem, holdout: Holdout, every: Mapping[str, float]) -> dict[str, Any]:
+    """Each term one value per point: the fit without that point's source (``every``'s where none was left out)."""
+    per_point = [holdout.terms.get(name, every) for name in problem_.sources]
+    names = {name for values in [every, *per_point] for name in values}
+    columns = {name: np.array([values.get(name, every.get(name, 0.0)) for values in per_point]) for name in names}
+    return resolved(problem_, {}) | {name: value for name, value in columns.items() if "@" not in name}
 
 
 def fit_published() -> dict[str, Any]:
@@ -1043,7 +1055,7 @@ def fit_published() -> dict[str, Any]:
         },
         "points": rows,
         "crossovers": crossings,
-        "step_times": step_time_check(problem_, resolved(problem_, terms)),
+        "step_times": step_time_check(problem_, out_of_source_terms(problem_, holdout, terms)),
     }
 
 

@@ -63,7 +63,8 @@ class PublishedGrowthOut(BaseModel):
 
 
 class PublishedStepTimesOut(BaseModel):
-    """The plain step's predicted time against the baseline's own figure, where the source gives its rate."""
+    """The plain step's predicted time against the baseline's own figure, where the source gives its rate, each
+    point predicted by the terms fitted without its source."""
 
     points: int
     sources: int
@@ -72,7 +73,10 @@ class PublishedStepTimesOut(BaseModel):
     large_batch_from: int = Field(description="The batch from which a point counts as large.")
     large_batch_points: int
     large_batch_median_error: float | None
-    growth: list[PublishedGrowthOut] = Field(description="Per sweep with a step time at two batches or more; fitted.")
+    growth: list[PublishedGrowthOut] = Field(
+        description="Per sweep with a step time at two batches or more (the fit takes this growth from the other "
+        "sources; each sweep here is predicted by terms fitted without its own)."
+    )
 
 
 class PublishedOut(BaseModel):

@@ -50,8 +50,9 @@ def test_the_page_shows_the_scatter_the_classes_and_the_exclusions(client: TestC
 
 
 def test_the_step_times_are_reported_against_the_baselines_own_figure(client: TestClient) -> None:
-    """The plain step's level against each source's baseline rate (never fitted) and each sweep's growth (fitted),
-    in the JSON and on the page: the figures the fit file holds, recomputed from the dataset here."""
+    """The plain step's level against each source's baseline rate (never fitted) and each sweep's growth (fitted
+    from the other sources), in the JSON and on the page: the points, sources and sweeps counted from the dataset
+    here, and the figures the fit file holds."""
     body = client.get("/api/v1/published").json()["step_times"]
     problem = published.problem(published.load())
     timed = [point for point in problem.points if published.measured_step_s(point) is not None]
@@ -61,6 +62,9 @@ def test_the_step_times_are_reported_against_the_baselines_own_figure(client: Te
     assert body["median_error"] < 0 < body["median_absolute_error"]  # the roofline leaves time out
     growing = {name for name, group in published.sweeps(timed).items() if len({p.batch for p in group}) > 1}
     assert {row["sweep"] for row in body["growth"]} == growing
+    check = published.published_fit()["step_times"]
+    assert body["median_error"] == check["median_error"]
+    assert {row["sweep"]: row["growth"] for row in body["growth"]} == check["growth"]
     view = client.get("/api/v1/views/published").json()
     assert len(view["step_times"]["rows"]) == len(growing)
     assert f"On {body['points']} points from {body['sources']} sources" in view["step_times_sentence"]
