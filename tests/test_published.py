@@ -234,6 +234,12 @@ def test_the_baseline_figure_reads_as_one_plain_steps_time() -> None:
     assert read("output tok/s", 400.0, 8) == pytest.approx(0.020)
     assert read("tok/s/GPU", 100.0, 8, devices=4) == pytest.approx(0.020)
     assert read("ms E2E latency per request", 900.0, 8) is None  # a request's latency needs its output length
+    # every unit the dataset may name reads through one of the kinds of figure
+    assert set(published.STEP_TIME_UNITS.values()) == set(published.STEP_SECONDS)
+    # each sweep's growth is measured from its smallest timed batch to its largest
+    anchors = {anchor for _, anchor in PROBLEM.growth_pairs}
+    assert all(PROBLEM.work.batch[anchor] < PROBLEM.work.batch[index] for index, anchor in PROBLEM.growth_pairs)
+    assert len(anchors) == len({PROBLEM.points[anchor].sweep for anchor in anchors})
     check = published.step_time_check(PROBLEM, published.SpecCosts())
     assert check["points"] >= 40 and check["sources"] >= 8 and check["large_batch"]["points"] >= 8
     slower = step_check_with(overhead_us=2000.0)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
@@ -431,7 +431,11 @@ class Work:
 
     def unit_speedup(self, costs: SpecCosts | Mapping[str, Any]) -> FloatArray:
         """The speedup at an acceptance length of 1 (multiply by L); each term a number or one per entry."""
-        plain, verify, draft, cycle = self.pass_times(costs)
+        return self.unit_of(self.pass_times(costs))
+
+    def unit_of(self, times: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -> FloatArray:
+        """:meth:`unit_speedup` from pass times already computed (:meth:`pass_times`)."""
+        plain, verify, draft, cycle = times
         result: FloatArray = plain / (self.draft_steps * draft + verify + cycle)
         return result
 
@@ -590,7 +594,11 @@ class Problem:
         return out
 
     def predict(self, costs: SpecCosts | Mapping[str, Any]) -> FloatArray:
-        unit = self.work.unit_speedup(costs)
+        return self.predict_from(self.work.pass_times(costs))
+
+    def predict_from(self, times: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -> FloatArray:
+        """:meth:`predict` from pass times already computed (:meth:`Work.pass_times`)."""
+        unit = self.work.unit_of(times)
         predicted: FloatArray = self.lengths(unit) * unit
         return predicted
 
@@ -601,19 +609,18 @@ class Problem:
 def problem(points: Sequence[PublishedPoint]) -> Problem:
     ordered: list[PublishedPoint] = []
     calibrator: list[int] = []
+    steps: list[float] = []
+    pairs: list[tuple[int, int]] = []
     for group in sweeps(point for point in points if point.priced).values():
         start = len(ordered)
         unstated = [index for index, point in enumerate(group) if point.acceptance_length is None]
         for index, point in enumerate(group):
             calibrator.append(start + unstated[0] if unstated else start + index)
             ordered.append(point)
-    steps = np.array([measured_step_s(point) or math.nan for point in ordered])
-    pairs: list[tuple[int, int]] = []
-    for group in sweeps(ordered).values():
-        timed = [ordered.index(point) for point in group if not math.isnan(steps[ordered.index(point)])]
-        if timed:
-            smallest = min(timed, key=lambda index: ordered[index].batch or 0)
-            pairs += [(index, smallest) for index in timed if ordered[index].batch != ordered[smallest].batch]
+            steps.append(measured_step_s(point) or math.nan)
+        # the group is sorted by batch, so its first timed point is the growth's anchor
+        timed = [start + index for index in range(len(group)) if not math.isnan(steps[start + index])]
+        pairs += [(index, timed[0]) for index in timed if ordered[index].batch != ordered[timed[0]].batch]
     return Problem(
         points=tuple(ordered),
         work=_stack([work(point) for point in ordered]),
@@ -625,7 +632,7 @@ def problem(points: Sequence[PublishedPoint]) -> Problem:
         ks=tuple(point.k or 0 for point in ordered),
         chain=tuple(not (point.tree and point.topk) for point in ordered),
         sources=tuple(source(point) for point in ordered),
-        step_s=steps,
+        step_s=np.array(steps),
         growth_pairs=tuple(pairs),
     )
 
@@ -700,9 +707,9 @@ def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dic
 
     def residuals(x: FloatArray) -> FloatArray:
         values = dict(zip(names, lows + x * (highs - lows), strict=True))
-        terms = resolved(problem_, values)
-        predicted = problem_.predict(terms)
-        step = problem_.work.pass_times(terms)[0]
+        times = problem_.work.pass_times(resolved(problem_, values))
+        predicted = problem_.predict_from(times)
+        step = times[0]
         growth = np.log(step[pairs[:, 0]] / step[pairs[:, 1]]) - measured_growth
         result: FloatArray = np.concatenate(
             [np.log(predicted[train] / problem_.measured[train]), PRIOR_WEIGHT * (x - prior), GROWTH_WEIGHT * growth]
@@ -901,22 +908,23 @@ STEP_TIME_UNITS: dict[str, str] = {
     ),
     "tok/s/GPU": "tokens/s per device",
 }
+# Each kind of figure as one plain step's seconds, from (value, batch, devices).
+STEP_SECONDS: dict[str, Callable[[float, int, int], float]] = {
+    "ms per step": lambda value, batch, devices: value / 1000,
+    "tokens/s per sequence": lambda value, batch, devices: 1 / value,
+    "tokens/s in all": lambda value, batch, devices: batch / value,
+    "tokens/s per device": lambda value, batch, devices: batch / (value * devices),
+}
 STEP_CHECK_LARGE_BATCH = 17  # a batch past the small ones (1 to 16) most single-stream and latency sweeps stop at
 
 
 def measured_step_s(point: PublishedPoint) -> float | None:
     """One plain step's seconds as the source's baseline figure gives it (STEP_TIME_UNITS); None where it does not."""
-    unit = STEP_TIME_UNITS.get(point.value_unit or "")
+    kind = STEP_TIME_UNITS.get(point.value_unit or "")
     value, batch = point.baseline_value, point.batch
-    if unit is None or not value or value <= 0 or batch is None:
+    if kind is None or not value or value <= 0 or batch is None:
         return None
-    if unit == "ms per step":
-        return value / 1000
-    if unit == "tokens/s per sequence":
-        return 1 / value
-    if unit == "tokens/s per device":
-        return batch / (value * (point.devices or 1))
-    return batch / value
+    return STEP_SECONDS[kind](value, batch, point.devices or 1)
 
 
 def step_time_check(problem_: Problem, costs: SpecCosts | Mapping[str, Any]) -> dict[str, Any]:
@@ -941,15 +949,13 @@ def step_time_check(problem_: Problem, costs: SpecCosts | Mapping[str, Any]) -> 
         }
 
     large = read & (problem_.work.batch >= STEP_CHECK_LARGE_BATCH)
-    growth: dict[str, float] = {}
-    for name, group in sweeps(problem_.points).items():
-        at = [problem_.points.index(point) for point in group]
-        at = [index for index in at if read[index]]
-        if len({problem_.work.batch[index] for index in at}) < 2:
-            continue
-        first = min(at, key=lambda index: problem_.work.batch[index])
-        last = max(at, key=lambda index: problem_.work.batch[index])
-        growth[name] = round(math.exp(error[last] - error[first]), 4)
+    last: dict[int, int] = {}  # each sweep's growth anchor (its smallest timed batch) -> its largest timed batch
+    for index, anchor in problem_.growth_pairs:
+        if anchor not in last or problem_.work.batch[index] > problem_.work.batch[last[anchor]]:
+            last[anchor] = index
+    growth = {
+        problem_.points[first].sweep: round(math.exp(error[end] - error[first]), 4) for first, end in last.items()
+    }
     return {
         **summary(read),
         "sources": len({problem_.sources[index] for index in np.flatnonzero(read)}),
@@ -960,10 +966,9 @@ def step_time_check(problem_: Problem, costs: SpecCosts | Mapping[str, Any]) -> 
 
 def out_of_source_terms(problem_: Problem, holdout: Holdout, every: Mapping[str, float]) -> dict[str, Any]:
     """Each term one value per point: the fit without that point's source (``every``'s where none was left out)."""
-    per_point = [holdout.terms.get(name, every) for name in problem_.sources]
-    names = {name for values in [every, *per_point] for name in values}
-    columns = {name: np.array([values.get(name, every.get(name, 0.0)) for values in per_point]) for name in names}
-    return resolved(problem_, {}) | {name: value for name, value in columns.items() if "@" not in name}
+    per_point = [holdout.terms.get(name, every) for name in problem_.sources]  # every fit frees the same terms
+    columns = {name: np.array([values[name] for values in per_point]) for name in every if "@" not in name}
+    return resolved(problem_, {}) | columns
 
 
 def fit_published() -> dict[str, Any]:
