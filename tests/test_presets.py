@@ -142,6 +142,22 @@ def test_inconsistent_models_are_rejected(changes: dict[str, float], message: st
     with pytest.raises(limits.FieldError, match=message) as refused:
         dataclasses.replace(MODELS["mixtral-8x7b"], **changes)
     assert refused.value.field == message.split(" ", 1)[0]  # the field it is about, named by the error itself
+    # the fields the rule ties together are named by the error too, and a caller words it in its own labels
+    assert refused.value.fields[0] == refused.value.field
+    assert set(refused.value.fields) <= {field.name for field in dataclasses.fields(MODELS["mixtral-8x7b"])}
+    labels = {name: name.upper() for name in refused.value.fields}
+    worded = refused.value.worded(labels)
+    assert all(name.upper() in worded for name in refused.value.fields)
+    assert str(refused.value) == refused.value.worded({})
+
+
+def test_a_rule_between_fields_names_each_field_it_ties() -> None:
+    with pytest.raises(limits.FieldError) as refused:
+        dataclasses.replace(MODELS["mixtral-8x7b"], active_params_b=5.0)
+    assert refused.value.fields == ("active_params_b", "total_params_b", "experts_per_token", "experts")
+    with pytest.raises(limits.FieldError) as refused:
+        dataclasses.replace(MODELS["mixtral-8x7b"], active_params_b=60.0)
+    assert refused.value.fields == ("active_params_b", "total_params_b")
 
 
 def test_nonpositive_accelerator_is_rejected() -> None:

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 
 class FieldError(ValueError):
-    """A value that breaks a bound or a rule, naming the field it is about (``field``), so that the layers
-    above can blame the parameter or on-screen label without reading the message."""
+    """A value that breaks a bound or a rule, naming the field it is about (``field``) and every field the rule
+    ties to it (``fields``, ``field`` first), so that the layers above can blame the parameter or on-screen label
+    and word the rule in their own labels (:meth:`worded`) without reading the message.
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
+    ``rule`` is the message with those fields written ``{0}``, ``{1}``, ... in the order of ``fields``."""
+
+    def __init__(self, field: str, rule: str, *tied: str) -> None:
         self.field = field
+        self.fields = (field, *tied)
+        self.rule = rule
+        super().__init__(self.worded({}))
+
+    def worded(self, labels: Mapping[str, str]) -> str:
+        """The rule with each field it names as ``labels`` calls it (its own name where ``labels`` has none)."""
+        return self.rule.format(*(labels.get(name, name) for name in self.fields))
 
 
 # The seed demo's question (DESIGN.md section 1): its defaults are the API's defaults too.

@@ -86,12 +86,18 @@ OVERRIDE_PREFIXES: dict[str, tuple[str, ...]] = {
 
 
 class SetupError(ValueError):
-    """A request that names a parameter it cannot honour."""
+    """A request that names a parameter it cannot honour; ``rule``, where a model's rule between fields refused
+    it, words that rule in a caller's labels (:meth:`worded`)."""
 
-    def __init__(self, name: str, message: str) -> None:
+    def __init__(self, name: str, message: str, rule: FieldError | None = None) -> None:
         super().__init__(f"{name}: {message}")
         self.name = name
         self.message = message
+        self.rule = rule
+
+    def worded(self, labels: Mapping[str, str]) -> str:
+        """The message with the fields of its rule as ``labels`` calls them."""
+        return self.message if self.rule is None else self.rule.worded(labels)
 
 
 @dataclass(frozen=True)
@@ -157,13 +163,6 @@ def _prefixed(overrides: Mapping[str, float | int | None], prefix: str) -> dict[
     return chosen
 
 
-# Fields tied together by each cross-field rule of ModelSpec, keyed by the field its error names.
-RULE_FIELDS: dict[str, tuple[str, ...]] = {
-    "active_params_b": ("active_params_b", "total_params_b", "experts_per_token", "experts"),
-    "experts_per_token": ("experts_per_token", "experts"),
-}
-
-
 def _edited_model(
     prefix: str, key: str, overrides: Mapping[str, float | int | None], base: ModelSpec | None = None
 ) -> ModelSpec:
@@ -172,10 +171,9 @@ def _edited_model(
     try:
         return with_overrides(base or MODELS[key], changes)
     except FieldError as error:
-        involved = RULE_FIELDS.get(error.field, (error.field,))
-        blamed = next((name for name in involved if name in changes), error.field)
+        blamed = next((name for name in error.fields if name in changes), error.field)
         name = f"{prefix}_{blamed}" if blamed in MODEL_FIELDS else prefix
-        raise SetupError(name, str(error)) from error
+        raise SetupError(name, str(error), error) from error
     except ValueError as error:  # a field the preset does not have
         raise SetupError(prefix, str(error)) from error
 
@@ -214,7 +212,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
     except SetupError:
         raise
     except FieldError as error:
-        raise SetupError(f"hw_{error.field}", str(error)) from error
+        raise SetupError(f"hw_{error.field}", str(error), error) from error
     except ValueError as error:  # a field the preset does not have
         raise SetupError("hw", str(error)) from error
     target = _edited_model("model", request.model, request.overrides)
@@ -236,7 +234,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
         )
         setup = replace(setup, **_cost_terms(request.cost_terms))  # type: ignore[arg-type]  # checked above
     except FieldError as error:
-        raise SetupError(error.field, str(error)) from error
+        raise SetupError(error.field, str(error), error) from error
     devices_auto = request.devices == 0
     if devices_auto:
         setup = replace(setup, devices=devices_to_fit(setup, 1, MAX_DEVICES) or MAX_DEVICES)

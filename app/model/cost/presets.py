@@ -31,7 +31,7 @@ class Accelerator:
     def __post_init__(self) -> None:
         for field in ("bandwidth_tb_s", "bf16_tflops", "memory_gb"):
             if not getattr(self, field) > 0:
-                raise FieldError(field, f"{field} must be positive")
+                raise FieldError(field, "{0} must be positive")
 
 
 @dataclass(frozen=True)
@@ -61,28 +61,33 @@ class ModelSpec:
     def __post_init__(self) -> None:
         for field in ("total_params_b", "active_params_b"):
             if not getattr(self, field) > 0:
-                raise FieldError(field, f"{field} must be positive; got {getattr(self, field)}")
+                raise FieldError(field, f"{{0}} must be positive; got {getattr(self, field)}")
         for field in ("layers", "query_heads", "kv_heads", "head_dim", "experts", "experts_per_token"):
             if getattr(self, field) < 1:
-                raise FieldError(field, f"{field} must be at least 1")
+                raise FieldError(field, "{0} must be at least 1")
         if self.kv_tensors not in (1, 2):
-            raise FieldError("kv_tensors", "kv_tensors must be 1 (shared latent) or 2 (keys and values)")
+            raise FieldError("kv_tensors", "{0} must be 1 (shared latent) or 2 (keys and values)")
         if self.active_params_b > self.total_params_b:
             raise FieldError(
                 "active_params_b",
-                f"active_params_b ({self.active_params_b:g}) must not exceed total_params_b ({self.total_params_b:g})",
+                f"{{0}} ({self.active_params_b:g}) must not exceed {{1}} ({self.total_params_b:g})",
+                "total_params_b",
             )
         if self.experts_per_token > self.experts:
             raise FieldError(
                 "experts_per_token",
-                f"experts_per_token ({self.experts_per_token}) must not exceed experts ({self.experts})",
+                f"{{0}} ({self.experts_per_token}) must not exceed {{1}} ({self.experts})",
+                "experts",
             )
         least_active = self.total_params_b * self.expert_fraction
         if self.is_moe and self.active_params_b < least_active * (1 - 1e-12):
             raise FieldError(
                 "active_params_b",
-                f"active_params_b ({self.active_params_b:g}) must be at least total_params_b * experts_per_token"
-                f" / experts ({least_active:g}): each token uses its share of the routed experts",
+                f"{{0}} ({self.active_params_b:g}) must be at least {{1}} * {{2}} / {{3}} ({least_active:g}):"
+                " each token uses its share of the routed experts",
+                "total_params_b",
+                "experts_per_token",
+                "experts",
             )
 
     @property

@@ -127,21 +127,21 @@ class RooflineSetup:
 
     def __post_init__(self) -> None:
         if self.devices < 1:
-            raise limits.FieldError("devices", "devices must be at least 1")
+            raise limits.FieldError("devices", "{0} must be at least 1")
         for name in ("target_bytes_per_param", "draft_bytes_per_param", "kv_bytes_per_value"):
             if not getattr(self, name) > 0:
-                raise limits.FieldError(name, f"{name} must be positive")
+                raise limits.FieldError(name, "{0} must be positive")
         if self.context_tokens < 0:
-            raise limits.FieldError("context_tokens", "context_tokens must be at least 0")
+            raise limits.FieldError("context_tokens", "{0} must be at least 0")
         for name in ("bandwidth_efficiency", "compute_efficiency"):
             if not 0.0 < getattr(self, name) <= 1.0:
-                raise limits.FieldError(name, f"{name} must lie in (0, 1]")
+                raise limits.FieldError(name, "{0} must lie in (0, 1]")
         if self.step_overhead_us < 0:
-            raise limits.FieldError("step_overhead_us", "step_overhead_us must be at least 0")
+            raise limits.FieldError("step_overhead_us", "{0} must be at least 0")
         for term in limits.COST_TERMS:
             value = getattr(self, term.name)
             if value is not None and not 0 <= value <= term.high:
-                raise limits.FieldError(term.name, f"{term.name} must be from 0 to {term.high:g}")
+                raise limits.FieldError(term.name, f"{{0}} must be from 0 to {term.high:g}")
 
     @property
     def draft_step_overhead_us(self) -> float:

@@ -125,13 +125,7 @@ def _words(label: str) -> str:
     return words if words[:2].isupper() else words[0].lower() + words[1:]
 
 
-RULE_WORDS = {field: _words(label) for field, label in setup_inputs.FIELD_LABELS.items()}
-RULE_FIELD = re.compile(r"\b(" + "|".join(sorted(RULE_WORDS, key=len, reverse=True)) + r")\b")
-
-
-def _rule_text(message: str) -> str:
-    """A model's rule in words: field names as the page labels them."""
-    return RULE_FIELD.sub(lambda match: RULE_WORDS[match.group(1)], message)
+RULE_WORDS = {field: _words(label) for field, label in setup_inputs.FIELD_LABELS.items()}  # a rule's fields
 
 
 TUNING = ("bandwidth_efficiency", "compute_efficiency", "overhead_us")
@@ -199,7 +193,7 @@ def roofline(reading: Reading) -> tuple[BuiltSetup, dict[str, float | int]]:
             if blamed is None:
                 raise
             control = BY_NAME[blamed]
-            rule = _rule_text(error.message)
+            rule = error.worded(RULE_WORDS)
             if reading.strict:
                 raise ControlError(control, f"{control.label} {control.shown(edits[blamed])}: {rule}") from error
             group, field = blamed.split("_", 1)
