@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from app.model.arithmetic.ngram import PositionStats
+from app.model.arithmetic.ngram import PairRun, PositionStats
 from app.model.arithmetic.sampling import ChainCycle, Step
 from app.service.schemas.fill import RecordOut
 
@@ -110,38 +110,27 @@ class TextSegment(BaseModel):
     kind: Literal["prompt", "accepted", "rejected", "discarded", "corrected", "bonus"]
 
 
-class NgramRun(BaseModel):
-    k: int
+class NgramRun(
+    RecordOut,
+    record=PairRun,
+    omit=("chain",),
+    descriptions={
+        "acceptance": "Accepted / verified drafts: the i.i.d. estimate of p.",
+        "mean_overlap": "Mean of sum min(p, q) over verified positions.",
+        "draft_acceptance_rate": "Accepted / drafted, as a serving engine reports it.",
+        "autocorrelation": "Lag-1 autocorrelation of the verified-draft outcomes.",
+        "closed_form_tokens": "i.i.d. closed form E[T] at the measured acceptance.",
+        "closed_form_from_rate": "i.i.d. closed form at the p implied by the draft acceptance rate.",
+        "bursty_tokens": "Two-state Markov model at the measured acceptance and autocorrelation.",
+    },
+):
     tokens: int
-    seed: int
-    temperature: float
-    draft_order: int
-    target_order: int
     prompt: str
     corpus_characters: int = Field(description="Characters of standard-library docstrings both models learnt from.")
-    cycles: int
-    generated: int
-    verified: int
-    accepted: int
-    acceptance: float = Field(description="Accepted / verified drafts: the i.i.d. estimate of p.")
-    acceptance_standard_error: float
-    mean_overlap: float = Field(description="Mean of sum min(p, q) over verified positions.")
-    draft_acceptance_rate: float = Field(description="Accepted / drafted, as a serving engine reports it.")
-    mean_tokens_per_cycle: float
-    tokens_standard_error: float
-    autocorrelation: float | None = Field(description="Lag-1 autocorrelation of the verified-draft outcomes.")
-    closed_form_tokens: float = Field(description="i.i.d. closed form E[T] at the measured acceptance.")
-    closed_form_from_rate: float = Field(
-        description="i.i.d. closed form at the p implied by the draft acceptance rate."
-    )
-    bursty_tokens: float | None = Field(
-        description="Two-state Markov model at the measured acceptance and autocorrelation."
-    )
     histogram: list[int] = Field(description="Cycles with j accepted drafts, j = 0..k.")
     histogram_iid: list[float] = Field(description="i.i.d. truncated geometric at the measured acceptance, as counts.")
     per_position: list[NgramPosition]
     segments: list[TextSegment]
-    text: str
 
 
 class BurstyPoint(BaseModel):
