@@ -20,10 +20,9 @@ def record_fields(
     omit: Sequence[str],
     own: Sequence[str],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The annotations and Field()s of a frozen dataclass's fields, as a response names them: each with its type
-    and its description from ``descriptions`` (keyed by the response's name), and required (a response always
-    carries every field of its record, as :func:`filled` makes it); ``renames`` gives a field another name,
-    ``omit`` leaves fields out; ``own`` are the fields the response declares itself."""
+    """The annotations and Field()s of a frozen dataclass's fields, as a response names them: each with its type,
+    its default and its description from ``descriptions`` (keyed by the response's name); ``renames`` gives a field
+    another name, ``omit`` leaves fields out; ``own`` are the fields the response declares itself."""
     hints = typing.get_type_hints(record)
     strays = (set(renames) | set(omit)) - {item.name for item in dataclasses.fields(record)}
     if strays:
@@ -35,7 +34,11 @@ def record_fields(
             continue
         shown = renames.get(item.name, item.name)
         annotations[shown] = hints[item.name]
-        values[shown] = Field(description=descriptions.get(shown))
+        if item.default_factory is not dataclasses.MISSING:
+            values[shown] = Field(default_factory=item.default_factory, description=descriptions.get(shown))
+            continue
+        default: Any = item.default if item.default is not dataclasses.MISSING else ...
+        values[shown] = Field(default, description=descriptions.get(shown))
     unknown = set(descriptions) - set(annotations) - set(own)
     if unknown:
         raise ValueError(f"{name}: descriptions of no field: {', '.join(sorted(unknown))}")
@@ -65,9 +68,8 @@ class _RecordMeta(ModelMetaclass):  # pydantic's model metaclass (it exports no 
 
 class RecordOut(BaseModel, metaclass=_RecordMeta):
     """A response model on one of the model's frozen dataclasses: ``class XOut(RecordOut, record=X, descriptions=
-    {...}, renames={...}, omit=(...))`` has every field of X with its type (and the description given by the
-    response's name), every one required, and the fields its body declares (derived ones, or a record's
-    field with the response's own type) after them."""
+    {...}, renames={...}, omit=(...))`` has every field of X with its type and default (and the description given
+    by the response's name), and the fields its body declares (derived ones) after them."""
 
 
 def filled(model: type[M], /, *sources: object, **given: Any) -> M:
