@@ -111,15 +111,7 @@ def sources_out(k_max: int, regime: CostRegime, overrides: Mapping[str, tuple[fl
 
 def trees_out(acceptance: Sequence[float], budget: int, regime: CostRegime, widths: Sequence[int]) -> TreesOut:
     comparison = trees.compare_trees(acceptance, budget, regime.c, regime.verify, widths)
-    shape = comparison.optimal_shape
-    shape_out = filled(
-        TreeShapeOut,
-        shape,
-        parents=list(shape.parents),
-        ranks=list(shape.ranks),
-        depths=list(shape.depths),
-        reach=list(shape.reach),
-    )
+    shape_out = filled(TreeShapeOut, comparison.optimal_shape)
     return filled(
         TreesOut,
         comparison,

@@ -593,11 +593,7 @@ def table_out(
         speedup_a=comparison.speedup_a.tolist(),
         speedup_b=comparison.speedup_b.tolist(),
         win_to_loss_cells=comparison.win_to_loss_cells,
-        highlight=WinToLossOut(
-            p=highlight.p, k=highlight.k, speedup_a=highlight.speedup_a, speedup_b=highlight.speedup_b
-        )
-        if highlight
-        else None,
+        highlight=filled(WinToLossOut, highlight) if highlight else None,
         marked=MarkedCell(
             p=marked_p,
             k=marked_k,

@@ -96,3 +96,37 @@ def test_filled_reads_each_field_from_the_first_source_that_has_it_and_refuses_a
     assert (made.x, made.label, made.note) == (1.5, "first", "given")
     with pytest.raises(AttributeError, match=r"_Point\.note: neither given nor an attribute of its sources"):
         filled(_Point, _Source(1.5, "first"))  # a default does not stand in for a field no source has
+
+
+@dataclass(frozen=True)
+class _Shape:
+    width: int
+    height: int = 1
+
+    @property
+    def area(self) -> int:
+        return self.width * self.height
+
+
+def test_a_response_on_its_record_as_a_base_has_every_field_required_and_reads_as_the_record() -> None:
+    class ShapeOut(RecordOut, _Shape, required=True, descriptions={"width": "How wide."}):
+        area: int = Field(description="Derived: width x height.")
+        key: str
+
+    fields = ShapeOut.model_fields
+    assert list(fields) == ["width", "height", "area", "key"]
+    assert all(field.is_required() for field in fields.values())  # the record's default is not the response's
+    assert fields["width"].description == "How wide." and fields["area"].description == "Derived: width x height."
+    shape = _Shape(3, 2)
+    made = filled(ShapeOut, shape, key="s")
+    assert isinstance(made, _Shape) and made.width == 3 and made.area == 6
+    assert made.model_dump() == {"width": 3, "height": 2, "area": 6, "key": "s"}
+    with pytest.raises(ValidationError):
+        ShapeOut.model_validate({"width": 3, "area": 3, "key": "s"})  # height is required here
+
+
+def test_a_response_on_its_record_as_a_base_neither_renames_nor_omits() -> None:
+    with pytest.raises(ValueError, match="subclasses _Shape has all its fields"):
+
+        class Narrow(RecordOut, _Shape, omit=("height",)):
+            pass

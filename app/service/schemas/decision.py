@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from app.model.arithmetic.draft_sources import DraftSource
+from app.model.arithmetic.trees import TreeFamily, TreeShape
+from app.model.counters.calibration import IidDeparture, KPrediction, PositionAcceptance
+from app.service.schemas.fill import RecordOut
+
 
 class RegimeUsed(BaseModel):
     name: str = Field(description="memory-bound, compute-bound, linear or roofline.")
@@ -13,35 +18,38 @@ class RegimeUsed(BaseModel):
     c: float = Field(description="Draft cost per draft step used, in target passes (the roofline derives it).")
 
 
-class KPredictionOut(BaseModel):
-    k: int
-    expected_tokens: float
-    cost_per_cycle: float
-    speedup: float
+class KPredictionOut(RecordOut, KPrediction, required=True):
+    pass
 
 
-class PositionOut(BaseModel):
-    position: int = Field(description="Draft position, 1-based.")
-    accepted: float = Field(description="Drafts in which at least this many tokens were accepted.")
-    rate: float = Field(description="accepted / drafts; i.i.d. acceptance predicts p^position.")
-    conditional: float | None = Field(
-        description="accepted here / accepted at the previous position; i.i.d. acceptance predicts p."
-    )
-    iid_rate: float = Field(description="p^position at the inferred p.")
+class PositionOut(
+    RecordOut,
+    PositionAcceptance,
+    required=True,
+    descriptions={
+        "position": "Draft position, 1-based.",
+        "accepted": "Drafts in which at least this many tokens were accepted.",
+        "rate": "accepted / drafts; i.i.d. acceptance predicts p^position.",
+        "conditional": "accepted here / accepted at the previous position; i.i.d. acceptance predicts p.",
+        "iid_rate": "p^position at the inferred p.",
+    },
+):
+    pass
 
 
-class DepartureOut(BaseModel):
-    chi_square: float | None = Field(
-        description="Pearson chi-square of the accepted-length histogram against the truncated geometric."
-    )
-    degrees_of_freedom: int
-    p_value: float | None
-    max_conditional_deviation: float = Field(description="Largest |conditional acceptance - p| over positions.")
-    max_rate_deviation: float = Field(description="Largest |rate - p^position| over positions.")
-    consistent_with_iid: bool | None = Field(
-        description="p_value >= 0.01; null when k = 1 (one parameter fits two outcomes exactly)."
-    )
-    small_expected_counts: bool = Field(description="Some expected count is below 5: the chi-square is approximate.")
+class DepartureOut(
+    RecordOut,
+    IidDeparture,
+    required=True,
+    descriptions={
+        "chi_square": "Pearson chi-square of the accepted-length histogram against the truncated geometric.",
+        "max_conditional_deviation": "Largest |conditional acceptance - p| over positions.",
+        "max_rate_deviation": "Largest |rate - p^position| over positions.",
+        "consistent_with_iid": "p_value >= 0.01; null when k = 1 (one parameter fits two outcomes exactly).",
+        "small_expected_counts": "Some expected count is below 5: the chi-square is approximate.",
+    },
+):
+    pass
 
 
 class CountersOut(BaseModel):
@@ -78,20 +86,21 @@ class CalibrationOut(BaseModel):
     notes: list[str]
 
 
-class DraftSourceOut(BaseModel):
-    id: str
-    name: str
-    kind: str = Field(description="draft_model, ngram, heads or feature.")
-    method: str = Field(description="What the method is, with its paper.")
-    mean_accepted_tokens: float = Field(description="Measured tokens per verification tau (bonus included).")
-    measured_speedup: float
-    measurement: str = Field(description="Where tau and the speedup come from.")
-    reference_depth: int = Field(description="Draft depth d of that measurement.")
-    depth_source: str
-    tree_nodes: int | None = Field(description="Candidates verified per step in that measurement; null for a chain.")
-    acceptance: float = Field(description="Chain-equivalent p: E[T](p, d) = tau (editable).")
-    draft_cost: float = Field(description="c = (tau / S - 1) / d (editable).")
-    edited: bool
+class DraftSourceOut(
+    RecordOut,
+    DraftSource,
+    required=True,
+    descriptions={
+        "kind": "draft_model, ngram, heads or feature.",
+        "method": "What the method is, with its paper.",
+        "mean_accepted_tokens": "Measured tokens per verification tau (bonus included).",
+        "measurement": "Where tau and the speedup come from.",
+        "reference_depth": "Draft depth d of that measurement.",
+        "tree_nodes": "Candidates verified per step in that measurement; null for a chain.",
+        "acceptance": "Chain-equivalent p: E[T](p, d) = tau (editable).",
+        "draft_cost": "c = (tau / S - 1) / d (editable).",
+    },
+):
     accepted_per_draft_cost: float | None = Field(
         description="Accepted drafts per unit of draft cost at the reference depth, (E[T] - 1) / (d c). It leaves "
         "the verification pass out, so it does not rank sources: speedup_at_reference (tokens per unit of the "
@@ -117,28 +126,32 @@ class DraftSourcesOut(BaseModel):
     sources: list[DraftSourceOut] = Field(description="Best predicted speedup first.")
 
 
-class TreeFamilyOut(BaseModel):
-    name: str
-    kind: str = Field(
-        description="chain, level_filled, independent_sequences or best_speedup (the best-speedup tree: per budget, "
-        "the depth that maximises speedup)."
-    )
-    width: int | None
-    values: list[float] = Field(description="Expected tokens per verification for budgets n = 0..budget.")
-    depths: list[int]
-    speedups: list[float] = Field(description="values / (depth c + v(n)) for n = 0..budget.")
-    bound: float | None = Field(description="Limit of values as the budget grows; null when unbounded.")
-    best_budget: int
-    best_speedup: float
+class TreeFamilyOut(
+    RecordOut,
+    TreeFamily,
+    required=True,
+    descriptions={
+        "kind": "chain, level_filled, independent_sequences or best_speedup (the best-speedup tree: per budget, the "
+        "depth that maximises speedup).",
+        "values": "Expected tokens per verification for budgets n = 0..budget.",
+        "speedups": "values / (depth c + v(n)) for n = 0..budget.",
+        "bound": "Limit of values as the budget grows; null when unbounded.",
+    },
+):
+    pass
 
 
-class TreeShapeOut(BaseModel):
-    parents: list[int] = Field(description="Parent of each node in insertion order; -1 is the root.")
-    ranks: list[int] = Field(description="Rank of each node among its siblings (1 = the draft's top candidate).")
-    depths: list[int]
-    reach: list[float] = Field(description="Probability that each node's token is accepted.")
-    value: float
-    depth: int
+class TreeShapeOut(
+    RecordOut,
+    TreeShape,
+    required=True,
+    descriptions={
+        "parents": "Parent of each node in insertion order; -1 is the root.",
+        "ranks": "Rank of each node among its siblings (1 = the draft's top candidate).",
+        "reach": "Probability that each node's token is accepted.",
+    },
+):
+    pass
 
 
 class TreesOut(BaseModel):

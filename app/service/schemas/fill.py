@@ -3,6 +3,7 @@ model filled from result objects whose attributes carry its field names (``fille
 
 import dataclasses
 import typing
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -19,10 +20,12 @@ def record_fields(
     renames: Mapping[str, str],
     omit: Sequence[str],
     own: Sequence[str],
+    required: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The annotations and Field()s of a frozen dataclass's fields, as a response names them: each with its type,
-    its default and its description from ``descriptions`` (keyed by the response's name); ``renames`` gives a field
-    another name, ``omit`` leaves fields out; ``own`` are the fields the response declares itself."""
+    its default (none where ``required``: a response that always carries every field) and its description from
+    ``descriptions`` (keyed by the response's name); ``renames`` gives a field another name, ``omit`` leaves fields
+    out; ``own`` are the fields the response declares itself."""
     hints = typing.get_type_hints(record)
     strays = (set(renames) | set(omit)) - {item.name for item in dataclasses.fields(record)}
     if strays:
@@ -34,6 +37,9 @@ def record_fields(
             continue
         shown = renames.get(item.name, item.name)
         annotations[shown] = hints[item.name]
+        if required:
+            values[shown] = Field(description=descriptions.get(shown))
+            continue
         if item.default_factory is not dataclasses.MISSING:
             values[shown] = Field(default_factory=item.default_factory, description=descriptions.get(shown))
             continue
@@ -55,21 +61,36 @@ class _RecordMeta(ModelMetaclass):  # pydantic's model metaclass (it exports no 
         descriptions: Mapping[str, str] | None = None,
         renames: Mapping[str, str] | None = None,
         omit: Sequence[str] = (),
+        required: bool = False,
         **kwargs: Any,
     ) -> type:
+        if record is None:  # a response that subclasses its record, so that type checkers see the record's fields
+            record = next(
+                (base for base in bases if dataclasses.is_dataclass(base) and not issubclass(base, BaseModel)), None
+            )
+            if record is not None and (renames or omit):
+                raise ValueError(f"{cls_name}: a response that subclasses {record.__name__} has all its fields")
         if record is not None:
             own = dict(namespace.get("__annotations__", {}))
-            annotations, values = record_fields(record, cls_name, descriptions or {}, renames or {}, omit, list(own))
+            annotations, values = record_fields(
+                record, cls_name, descriptions or {}, renames or {}, omit, list(own), required
+            )
             namespace = {**namespace, **{name: value for name, value in values.items() if name not in own}}
             namespace["__annotations__"] = {**annotations, **own}
-        made: type = super().__new__(mcs, cls_name, bases, namespace, **kwargs)
+        with warnings.catch_warnings():
+            if record is not None and record in bases:  # its derived values, the record's properties, as fields
+                warnings.filterwarnings("ignore", f'Field name ".*" shadows an attribute in parent "{record.__name__}"')
+            made: type = super().__new__(mcs, cls_name, bases, namespace, **kwargs)
         return made
 
 
 class RecordOut(BaseModel, metaclass=_RecordMeta):
     """A response model on one of the model's frozen dataclasses: ``class XOut(RecordOut, record=X, descriptions=
     {...}, renames={...}, omit=(...))`` has every field of X with its type and default (and the description given
-    by the response's name), and the fields its body declares (derived ones) after them."""
+    by the response's name), and the fields its body declares (derived ones, or a field of X with the response's
+    own type) after them.  ``class XOut(RecordOut, X, descriptions={...}, required=True)`` declares the same on X
+    as a base, so that a type checker sees X's fields on the response too (every field: no renames or omissions);
+    ``required`` drops X's defaults, for a response that always carries every field."""
 
 
 def filled(model: type[M], /, *sources: object, **given: Any) -> M:

@@ -4,33 +4,54 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from app.model.cost.presets import Accelerator, ModelSpec
+from app.model.cost.regimes import RooflineSetup, ScheduleStep, WinToLoss
+from app.service.schemas.fill import RecordOut
 
-class AcceleratorOut(BaseModel):
+
+class AcceleratorOut(
+    RecordOut,
+    Accelerator,
+    required=True,
+    descriptions={
+        "bandwidth_tb_s": "Peak HBM bandwidth per device, TB/s.",
+        "bf16_tflops": "Peak dense BF16 tensor throughput per device, TFLOPS (not sparsity).",
+        "memory_gb": "Memory per device, GB.",
+    },
+):
     key: str = Field(description="Preset the values started from.")
-    name: str
-    bandwidth_tb_s: float = Field(description="Peak HBM bandwidth per device, TB/s.")
-    bf16_tflops: float = Field(description="Peak dense BF16 tensor throughput per device, TFLOPS (not sparsity).")
-    memory_gb: float = Field(description="Memory per device, GB.")
 
 
-class ModelOut(BaseModel):
+class ModelOut(
+    RecordOut,
+    ModelSpec,
+    required=True,
+    descriptions={
+        "total_params_b": "All parameters, billions (read from memory once all experts are hit).",
+        "active_params_b": "Parameters one token uses, billions (2 FLOPs each per token).",
+        "kv_tensors": "2 for separate keys and values, 1 for a shared latent (MLA).",
+        "experts": "Routed experts per MoE layer; 1 for a dense model.",
+    },
+):
     key: str = Field(description="Preset the values started from.")
-    name: str
-    total_params_b: float = Field(description="All parameters, billions (read from memory once all experts are hit).")
-    active_params_b: float = Field(description="Parameters one token uses, billions (2 FLOPs each per token).")
-    layers: int
-    query_heads: int
-    kv_heads: int
-    head_dim: int
-    kv_tensors: int = Field(description="2 for separate keys and values, 1 for a shared latent (MLA).")
-    experts: int = Field(description="Routed experts per MoE layer; 1 for a dense model.")
-    experts_per_token: int
     routed_params_b: float = Field(description="Derived: parameters in routed experts.")
     shared_params_b: float = Field(description="Derived: parameters every token reads.")
     kv_values_per_token: int = Field(description="Derived: cached values per token over all layers.")
 
 
-class SetupOut(BaseModel):
+class SetupOut(
+    RecordOut,
+    RooflineSetup,
+    required=True,
+    descriptions={
+        "overhead_per_sequence_us": "Time every target pass spends per sequence of the batch beyond its reads and "
+        "arithmetic, microseconds.",
+        "overhead_per_draft_step_us": "Fixed time per draft step, microseconds; null: as a pass.",
+        "cycle_overhead_us": "What a speculative cycle adds beyond its passes, microseconds.",
+        "cycle_overhead_per_sequence_us": "The same per sequence of the batch, microseconds.",
+        "allreduce_us": "One all-reduce over the devices (two per layer per pass), microseconds.",
+    },
+):
     """The roofline actually computed, after presets and overrides."""
 
     accelerator: AcceleratorOut
@@ -39,26 +60,8 @@ class SetupOut(BaseModel):
     weights: str
     draft_weights: str
     kv_cache: str
-    target_bytes_per_param: float
-    draft_bytes_per_param: float
-    kv_bytes_per_value: float
-    devices: int
     devices_auto: bool = Field(description="True when devices was chosen as the fewest that hold both models.")
-    context_tokens: int
-    bandwidth_efficiency: float
-    compute_efficiency: float
-    step_overhead_us: float
-    overhead_per_sequence_us: float = Field(
-        description="Time every target pass spends per sequence of the batch beyond its reads and arithmetic, "
-        "microseconds."
-    )
-    overhead_per_draft_step_us: float | None = Field(
-        description="Fixed time per draft step, microseconds; null: as a pass."
-    )
     draft_step_overhead_us: float = Field(description="The fixed time each draft step is priced with, microseconds.")
-    cycle_overhead_us: float = Field(description="What a speculative cycle adds beyond its passes, microseconds.")
-    cycle_overhead_per_sequence_us: float = Field(description="The same per sequence of the batch, microseconds.")
-    allreduce_us: float = Field(description="One all-reduce over the devices (two per layer per pass), microseconds.")
     effective_bandwidth_tb_s: float = Field(description="Peak x devices x bandwidth efficiency.")
     effective_tflops: float = Field(description="Peak x devices x compute efficiency.")
     memory_capacity_gb: float
@@ -216,12 +219,9 @@ class BatchSweepOut(BaseModel):
     setup: SetupOut
 
 
-class ScheduleStepOut(BaseModel):
-    batch_from: int
-    batch_to: int
-    k: int = Field(description="Draft length to run; 0 = speculation off.")
-    speedup_at_from: float
-    speedup_at_to: float
+class ScheduleStepOut(
+    RecordOut, ScheduleStep, required=True, descriptions={"k": "Draft length to run; 0 = speculation off."}
+):
     limit_reached: bool = Field(description="k is k_max, the longest draft searched: a longer one may do better.")
 
 
@@ -268,20 +268,12 @@ class RegimeOut(BaseModel):
     batch: int | None
 
 
-class WinToLossOut(BaseModel):
-    p: float
-    k: int
-    speedup_a: float
-    speedup_b: float
+class WinToLossOut(RecordOut, WinToLoss, required=True):
+    pass
 
 
-class MarkedCell(BaseModel):
+class MarkedCell(RecordOut, WinToLoss, required=True):
     """Both regimes at one (p, k) that need not lie on the grid (the page's current point)."""
-
-    p: float
-    k: int
-    speedup_a: float
-    speedup_b: float
 
 
 class TableOut(BaseModel):
