@@ -10,9 +10,10 @@ from pydantic import BaseModel, Field
 
 from app.model import engines
 from app.model.cost.regimes import ScheduleStep
-from app.model.live.measure import KResult, Sample
+from app.model.live.measure import Analysis, Sample
 from app.model.live.measure_batches import CellResult, HoldoutError
 from app.service.schemas.engines import StepCostOut
+from app.service.schemas.fill import RecordOut
 
 
 class JobServer(BaseModel):
@@ -127,7 +128,16 @@ class SweepServer(BaseModel):
     requests: int
 
 
-class SweepReport(BaseModel):
+class SweepReport(
+    RecordOut,
+    Analysis,
+    required=True,
+    descriptions={
+        "c": "The draft's cost per step over the target's, pooled over the sweep",
+        "best_k_predicted": "By the closed form",
+        "best_k_predicted_mixed": "By the form that counts the steps without a draft",
+    },
+):
     """What `measure --format json` writes: a sweep over draft lengths one request at a time, and its analysis."""
 
     servers: list[SweepServer]
@@ -136,16 +146,3 @@ class SweepReport(BaseModel):
     seconds: float
     stopped: str | None
     samples: list[Sample]
-    plain_ms_per_token: float
-    results: list[KResult]
-    c: float | None = Field(description="The draft's cost per step over the target's, pooled over the sweep")
-    c_source: str
-    v0: float | None
-    beta: float | None
-    cycle_intercept: float
-    cycle_slope: float
-    cost_model: str
-    best_k_measured: int
-    best_k_predicted: int | None = Field(description="By the closed form")
-    best_k_predicted_mixed: int | None = Field(description="By the form that counts the steps without a draft")
-    notes: list[str]
