@@ -1,5 +1,6 @@
 import dataclasses
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -149,6 +150,14 @@ def test_inconsistent_models_are_rejected(changes: dict[str, float], message: st
     worded = refused.value.worded(labels)
     assert all(name.upper() in worded for name in refused.value.fields)
     assert str(refused.value) == refused.value.worded({})
+
+
+def test_a_rule_survives_pickling_and_words_any_value_written_into_it() -> None:
+    """A rule raised in a heavy-work process comes back to the worker whole; a value in it is never a placeholder."""
+    rule = limits.FieldError("experts_per_token", "{0} ({9}) must not exceed {1} ({x})", "experts")
+    back = pickle.loads(pickle.dumps(rule))
+    assert (back.field, back.fields, back.rule, str(back)) == (rule.field, rule.fields, rule.rule, str(rule))
+    assert rule.worded({"experts": "Experts"}) == "experts_per_token ({9}) must not exceed Experts ({x})"
 
 
 def test_a_rule_between_fields_names_each_field_it_ties() -> None:

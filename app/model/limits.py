@@ -22,8 +22,16 @@ class FieldError(ValueError):
         super().__init__(self.worded({}))
 
     def worded(self, labels: Mapping[str, str]) -> str:
-        """The rule with each field it names as ``labels`` calls it (its own name where ``labels`` has none)."""
-        return self.rule.format(*(labels.get(name, name) for name in self.fields))
+        """The rule with each field it names as ``labels`` calls it (its own name where ``labels`` has none).
+        Only the placeholders are replaced: a value written into the rule may hold any character."""
+        text = self.rule
+        for index, name in enumerate(self.fields):
+            text = text.replace(f"{{{index}}}", labels.get(name, name))
+        return text
+
+    def __reduce__(self) -> tuple[type[FieldError], tuple[str, ...]]:
+        # Raised in a heavy-work process and pickled back to the worker: rebuilt from its parts, not its message.
+        return type(self), (self.field, self.rule, *self.fields[1:])
 
 
 # The seed demo's question (DESIGN.md section 1): its defaults are the API's defaults too.

@@ -99,6 +99,10 @@ class SetupError(ValueError):
         """The message with the fields of its rule as ``labels`` calls them."""
         return self.message if self.rule is None else self.rule.worded(labels)
 
+    def __reduce__(self) -> tuple[type[SetupError], tuple[str, str, FieldError | None]]:
+        # Pickled back from a heavy-work process: rebuilt from its parts, not its message.
+        return type(self), (self.name, self.message, self.rule)
+
 
 @dataclass(frozen=True)
 class SetupRequest:

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
+from app.model.cost.presets import MODELS
 from app.model.live.rollout import AcceptanceCheck
+from app.service.regimes import SetupRequest, build_setup, model_out
 from app.service.schemas.fill import RecordOut, filled
 from app.service.schemas.rollout import AcceptanceCheckOut
 
@@ -130,3 +132,16 @@ def test_a_response_on_its_record_as_a_base_neither_renames_nor_omits() -> None:
 
         class Narrow(RecordOut, _Shape, omit=("height",)):
             pass
+
+
+def test_a_derived_field_of_a_preset_or_setup_holds_its_records_property() -> None:
+    """ModelOut and SetupOut carry the records' derived values as fields under the properties' names; attribute
+    access reads the property, so the stored field must be the property's value."""
+    for key, model in MODELS.items():
+        out = model_out(key, model)
+        for name in ("routed_params_b", "shared_params_b", "kv_values_per_token"):
+            assert out.model_dump()[name] == getattr(model, name) == getattr(out, name), (key, name)
+    built = build_setup(SetupRequest(draft="eagle3"))
+    dumped = built.description.model_dump()
+    assert dumped["draft_step_overhead_us"] == built.setup.draft_step_overhead_us
+    assert dumped["draft"]["kv_values_per_token"] == built.setup.draft.kv_values_per_token

@@ -2,6 +2,7 @@
 model filled from result objects whose attributes carry its field names (``filled``)."""
 
 import dataclasses
+import re
 import typing
 import warnings
 from collections.abc import Mapping, Sequence
@@ -78,8 +79,12 @@ class _RecordMeta(ModelMetaclass):  # pydantic's model metaclass (it exports no 
             namespace = {**namespace, **{name: value for name, value in values.items() if name not in own}}
             namespace["__annotations__"] = {**annotations, **own}
         with warnings.catch_warnings():
-            if record is not None and record in bases:  # its derived values, the record's properties, as fields
-                warnings.filterwarnings("ignore", f'Field name ".*" shadows an attribute in parent "{record.__name__}"')
+            if record is not None and record in bases:
+                # the record's derived values (its properties) carried as fields: a property reads the same value
+                for name in namespace.get("__annotations__", {}):
+                    if isinstance(getattr(record, name, None), property):
+                        shadowed = f'Field name "{re.escape(name)}" in ".*" shadows an attribute in parent'
+                        warnings.filterwarnings("ignore", shadowed + f' "{re.escape(record.__qualname__)}"')
             made: type = super().__new__(mcs, cls_name, bases, namespace, **kwargs)
         return made
 
@@ -90,7 +95,10 @@ class RecordOut(BaseModel, metaclass=_RecordMeta):
     by the response's name), and the fields its body declares (derived ones, or a field of X with the response's
     own type) after them.  ``class XOut(RecordOut, X, descriptions={...}, required=True)`` declares the same on X
     as a base, so that a type checker sees X's fields on the response too (every field: no renames or omissions);
-    ``required`` drops X's defaults, for a response that always carries every field."""
+    ``required`` drops X's defaults, for a response that always carries every field.  A field the response adds
+    under the name of one of X's properties (a derived value) reads through that property, so it must hold the
+    property's value (:func:`filled` copies it from there).  A response is no record: it is not hashable, and
+    ``dataclasses.replace`` or ``asdict`` do not apply to it."""
 
 
 def filled(model: type[M], /, *sources: object, **given: Any) -> M:
