@@ -111,7 +111,7 @@ class _Shape:
 
 
 def test_a_response_on_its_record_as_a_base_has_every_field_required_and_reads_as_the_record() -> None:
-    class ShapeOut(RecordOut, _Shape, required=True, descriptions={"width": "How wide."}):
+    class ShapeOut(RecordOut, _Shape, descriptions={"width": "How wide."}):
         area: int = Field(description="Derived: width x height.")
         key: str
 

@@ -18,14 +18,13 @@ class RegimeUsed(BaseModel):
     c: float = Field(description="Draft cost per draft step used, in target passes (the roofline derives it).")
 
 
-class KPredictionOut(RecordOut, KPrediction, required=True):
+class KPredictionOut(RecordOut, KPrediction):
     pass
 
 
 class PositionOut(
     RecordOut,
     PositionAcceptance,
-    required=True,
     descriptions={
         "position": "Draft position, 1-based.",
         "accepted": "Drafts in which at least this many tokens were accepted.",
@@ -40,7 +39,6 @@ class PositionOut(
 class DepartureOut(
     RecordOut,
     IidDeparture,
-    required=True,
     descriptions={
         "chi_square": "Pearson chi-square of the accepted-length histogram against the truncated geometric.",
         "max_conditional_deviation": "Largest |conditional acceptance - p| over positions.",
@@ -89,7 +87,6 @@ class CalibrationOut(BaseModel):
 class DraftSourceOut(
     RecordOut,
     DraftSource,
-    required=True,
     descriptions={
         "kind": "draft_model, ngram, heads or feature.",
         "method": "What the method is, with its paper.",
@@ -129,7 +126,6 @@ class DraftSourcesOut(BaseModel):
 class TreeFamilyOut(
     RecordOut,
     TreeFamily,
-    required=True,
     descriptions={
         "kind": "chain, level_filled, independent_sequences or best_speedup (the best-speedup tree: per budget, the "
         "depth that maximises speedup).",
@@ -144,7 +140,6 @@ class TreeFamilyOut(
 class TreeShapeOut(
     RecordOut,
     TreeShape,
-    required=True,
     descriptions={
         "parents": "Parent of each node in insertion order; -1 is the root.",
         "ranks": "Rank of each node among its siblings (1 = the draft's top candidate).",

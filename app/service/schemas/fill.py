@@ -62,29 +62,30 @@ class _RecordMeta(ModelMetaclass):  # pydantic's model metaclass (it exports no 
         descriptions: Mapping[str, str] | None = None,
         renames: Mapping[str, str] | None = None,
         omit: Sequence[str] = (),
-        required: bool = False,
         **kwargs: Any,
     ) -> type:
-        if record is None:  # a response that subclasses its record, so that type checkers see the record's fields
-            record = next(
-                (base for base in bases if dataclasses.is_dataclass(base) and not issubclass(base, BaseModel)), None
-            )
-            if record is not None and (renames or omit):
-                raise ValueError(f"{cls_name}: a response that subclasses {record.__name__} has all its fields")
+        # a response that subclasses its record, so that type checkers see the record's fields, carries them all,
+        # every one required (it always answers every field); one given as record= keeps the record's defaults
+        base = next(
+            (item for item in bases if dataclasses.is_dataclass(item) and not issubclass(item, BaseModel)), None
+        )
+        if base is not None and (record is not None or renames or omit):
+            raise ValueError(f"{cls_name}: a response that subclasses {base.__name__} has all its fields")
+        record = record or base
         if record is not None:
             own = dict(namespace.get("__annotations__", {}))
             annotations, values = record_fields(
-                record, cls_name, descriptions or {}, renames or {}, omit, list(own), required
+                record, cls_name, descriptions or {}, renames or {}, omit, list(own), required=base is not None
             )
             namespace = {**namespace, **{name: value for name, value in values.items() if name not in own}}
             namespace["__annotations__"] = {**annotations, **own}
         with warnings.catch_warnings():
-            if record is not None and record in bases:
+            if base is not None:
                 # the record's derived values (its properties) carried as fields: a property reads the same value
-                for name in namespace.get("__annotations__", {}):
-                    if isinstance(getattr(record, name, None), property):
+                for name in namespace["__annotations__"]:
+                    if isinstance(getattr(base, name, None), property):
                         shadowed = f'Field name "{re.escape(name)}" in ".*" shadows an attribute in parent'
-                        warnings.filterwarnings("ignore", shadowed + f' "{re.escape(record.__qualname__)}"')
+                        warnings.filterwarnings("ignore", shadowed + f' "{re.escape(base.__qualname__)}"')
             made: type = super().__new__(mcs, cls_name, bases, namespace, **kwargs)
         return made
 
@@ -93,9 +94,9 @@ class RecordOut(BaseModel, metaclass=_RecordMeta):
     """A response model on one of the model's frozen dataclasses: ``class XOut(RecordOut, record=X, descriptions=
     {...}, renames={...}, omit=(...))`` has every field of X with its type and default (and the description given
     by the response's name), and the fields its body declares (derived ones, or a field of X with the response's
-    own type) after them.  ``class XOut(RecordOut, X, descriptions={...}, required=True)`` declares the same on X
-    as a base, so that a type checker sees X's fields on the response too (every field: no renames or omissions);
-    ``required`` drops X's defaults, for a response that always carries every field.  A field the response adds
+    own type) after them.  ``class XOut(RecordOut, X, descriptions={...})`` declares the same on X as a base, so
+    that a type checker sees X's fields on the response too: every field (no renames or omissions), each required
+    (the record's defaults dropped, for a response that always carries every field).  A field the response adds
     under the name of one of X's properties (a derived value) reads through that property, so it must hold the
     property's value (:func:`filled` copies it from there).  A response is no record: it is not hashable, and
     ``dataclasses.replace`` or ``asdict`` do not apply to it."""

@@ -131,7 +131,6 @@ class SweepServer(BaseModel):
 class SweepReport(
     RecordOut,
     Analysis,
-    required=True,
     descriptions={
         "c": "The draft's cost per step over the target's, pooled over the sweep",
         "best_k_predicted": "By the closed form",

@@ -12,7 +12,6 @@ from app.service.schemas.fill import RecordOut
 class AcceleratorOut(
     RecordOut,
     Accelerator,
-    required=True,
     descriptions={
         "bandwidth_tb_s": "Peak HBM bandwidth per device, TB/s.",
         "bf16_tflops": "Peak dense BF16 tensor throughput per device, TFLOPS (not sparsity).",
@@ -25,7 +24,6 @@ class AcceleratorOut(
 class ModelOut(
     RecordOut,
     ModelSpec,
-    required=True,
     descriptions={
         "total_params_b": "All parameters, billions (read from memory once all experts are hit).",
         "active_params_b": "Parameters one token uses, billions (2 FLOPs each per token).",
@@ -42,7 +40,6 @@ class ModelOut(
 class SetupOut(
     RecordOut,
     RooflineSetup,
-    required=True,
     descriptions={
         "overhead_per_sequence_us": "Time every target pass spends per sequence of the batch beyond its reads and "
         "arithmetic, microseconds.",
@@ -219,9 +216,7 @@ class BatchSweepOut(BaseModel):
     setup: SetupOut
 
 
-class ScheduleStepOut(
-    RecordOut, ScheduleStep, required=True, descriptions={"k": "Draft length to run; 0 = speculation off."}
-):
+class ScheduleStepOut(RecordOut, ScheduleStep, descriptions={"k": "Draft length to run; 0 = speculation off."}):
     limit_reached: bool = Field(description="k is k_max, the longest draft searched: a longer one may do better.")
 
 
@@ -268,11 +263,11 @@ class RegimeOut(BaseModel):
     batch: int | None
 
 
-class WinToLossOut(RecordOut, WinToLoss, required=True):
+class WinToLossOut(RecordOut, WinToLoss):
     pass
 
 
-class MarkedCell(RecordOut, WinToLoss, required=True):
+class MarkedCell(RecordOut, WinToLoss):
     """Both regimes at one (p, k) that need not lie on the grid (the page's current point)."""
 
 
