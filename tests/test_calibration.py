@@ -12,6 +12,7 @@ from app.model.arithmetic import closed_form
 from app.model.cost.regimes import linear_verification
 from app.model.counters import calibration
 from app.model.counters.calibration import CalibrationError
+from app.model.counters.counts import Measurement
 
 PROBABILITY = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 DRAFT_LENGTH = st.integers(min_value=1, max_value=24)
@@ -89,13 +90,7 @@ COUNT = st.floats(min_value=0.0, max_value=calibration.MAX_COUNTER)
 def test_any_counters_give_finite_numbers_or_a_calibration_error(
     drafts: float, draft_tokens: float, accepted: float, positions: list[float], k: int | None
 ) -> None:
-    counters = calibration.SpecDecodeCounters(
-        schema="v1",
-        drafts=drafts,
-        draft_tokens=draft_tokens,
-        accepted_tokens=accepted,
-        accepted_per_position=tuple(positions),
-    )
+    counters = Measurement("vllm", "counters", None, drafts, draft_tokens, accepted, tuple(positions))
     try:
         result = calibration.calibrate_from_counters(counters, c=0.1, k_max=8, k=k)
     except CalibrationError:

@@ -82,7 +82,11 @@ def calibration_out(result: calibration.Calibration, regime: CostRegime, source:
             CountersOut,
             counters,
             schema_version=counters.schema,
-            accepted_per_position=list(counters.accepted_per_position),
+            draft_tokens=counters.draft_tokens or 0.0,
+            accepted_tokens=counters.accepted or 0.0,
+            accepted_per_position=list(counters.per_position),
+            emitted_tokens=counters.emitted,
+            model_name=counters.label,
         ),
     )
 

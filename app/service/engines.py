@@ -168,4 +168,6 @@ def calibrate_scrape(
             measurement = scrape_since(measurement, baseline, model_name, k)
         except CalibrationError as error:
             raise BaselineError(error.kind, error.message) from None
-    return calibration.calibrate_from_counters(engine_metrics.to_counters(measurement), c, k_max, verify, k)
+    return calibration.calibrate_from_counters(
+        measurement, c, k_max, verify, k, engine_metrics.verifications_name(measurement.format)
+    )

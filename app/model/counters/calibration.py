@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 import numpy as np
@@ -42,7 +42,7 @@ from scipy import stats
 
 from app.model.arithmetic import closed_form, mixed_lengths
 from app.model.arithmetic.closed_form import VerifyCost, free_verification
-from app.model.counters.counts import CounterNames, SpecCounts, counter_families
+from app.model.counters.counts import CounterNames, Measurement, SpecCounts, counter_families
 from app.model.counters.prometheus_text import Family, exposition
 
 MAX_EXPOSITION_BYTES = 1_000_000
@@ -56,6 +56,7 @@ DRAFT_TOKENS = "spec_decode_num_draft_tokens"
 ACCEPTED = "spec_decode_num_accepted_tokens"
 EMITTED = "spec_decode_num_emitted_tokens"
 EFFICIENCY = "spec_decode_efficiency"
+VLLM_DRAFTS = CounterNames.spec_decode("vllm:").drafts  # the count of drafts an error names by default
 CREATED_AT = 1.7e9  # fixed creation timestamp in synthetic expositions
 
 
@@ -125,23 +126,6 @@ class IidDeparture:
 
 
 @dataclass(frozen=True)
-class SpecDecodeCounters:
-    """Spec-decode counters summed over every series (engines) of one model."""
-
-    schema: str  # "v1" (drafts counter present) or "v0" (emitted tokens, no drafts)
-    drafts: float | None
-    draft_tokens: float
-    accepted_tokens: float
-    accepted_per_position: tuple[float, ...] = ()
-    emitted_tokens: float | None = None
-    efficiency: float | None = None
-    model_name: str | None = None
-    series: int = 1
-    draft_lengths: tuple[int, ...] = ()  # the lengths the engine drafted at, where known (a per-batch schedule)
-    verifications: str = "vllm:spec_decode_num_drafts_total"  # the report's own name for the count of drafts
-
-
-@dataclass(frozen=True)
 class Calibration:
     source: str  # "draft_rate", "mean_length" or "exposition"
     k: int
@@ -158,7 +142,7 @@ class Calibration:
     acceptance_from_draft_rate: float
     positions: list[PositionAcceptance] = field(default_factory=list)
     departure: IidDeparture | None = None
-    counters: SpecDecodeCounters | None = None
+    counters: Measurement | None = None
     notes: list[str] = field(default_factory=list)
     interval: tuple[float, float, str] | None = None  # set where the estimator brings its own 95% interval
 
@@ -253,7 +237,7 @@ def _calibration(
     notes: list[str],
     positions: list[PositionAcceptance] | None = None,
     departure: IidDeparture | None = None,
-    counters: SpecDecodeCounters | None = None,
+    counters: Measurement | None = None,
     interval: tuple[float, float, str] | None = None,
 ) -> Calibration:
     """A calibration at the inferred p: predictions for every k and the speedup at the measured k."""
@@ -352,11 +336,11 @@ def _positions_report(drafts: float, per_position: tuple[float, ...], p: float) 
     return rows
 
 
-def _k_from_v0_efficiency(counters: SpecDecodeCounters) -> int | None:
+def _k_from_v0_efficiency(counters: Measurement) -> int | None:
     """V0's efficiency gauge is emitted / (draft_tokens / k * (k + 1)); solve it for k."""
-    if counters.efficiency is None or counters.emitted_tokens is None or counters.efficiency <= 0:
+    if counters.efficiency is None or counters.emitted is None or counters.efficiency <= 0 or not counters.draft_tokens:
         return None
-    ratio = counters.emitted_tokens / (counters.efficiency * counters.draft_tokens)  # (k + 1) / k
+    ratio = counters.emitted / (counters.efficiency * counters.draft_tokens)  # (k + 1) / k
     if ratio <= 1.0:
         return None
     estimate = 1.0 / (ratio - 1.0)
@@ -365,28 +349,37 @@ def _k_from_v0_efficiency(counters: SpecDecodeCounters) -> int | None:
 
 
 def calibrate_from_counters(
-    counters: SpecDecodeCounters,
+    counters: Measurement,
     c: float,
     k_max: int,
     verify: VerifyCost = free_verification,
     k: int | None = None,
+    verifications: str = VLLM_DRAFTS,
 ) -> Calibration:
-    """p, per-position acceptance and the i.i.d. check from (possibly differenced) spec-decode counters."""
+    """p, per-position acceptance and the i.i.d. check from (possibly differenced) spec-decode counters;
+    ``verifications`` is the report's own name for its count of drafts, which an error names.  A count missing
+    from the report reads as 0, and a v1 report with a mean alone as one verification that carries it."""
+    drafts = None if counters.schema == "v0" else 1.0 if counters.drafts is None else counters.drafts
+    counters = replace(
+        counters, drafts=drafts, draft_tokens=counters.draft_tokens or 0.0, accepted=counters.accepted or 0.0
+    )
     if counters.schema == "v0":
-        return _calibrate_v0(counters, c, k_max, verify, k)
-    return _calibrate_v1(counters, c, k_max, verify, k)
+        return _calibrate_v0(counters, c, k_max, verify, k, verifications)
+    return _calibrate_v1(counters, c, k_max, verify, k, verifications)
 
 
-def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: VerifyCost, k: int | None) -> Calibration:
+def _calibrate_v1(
+    counters: Measurement, c: float, k_max: int, verify: VerifyCost, k: int | None, verifications: str
+) -> Calibration:
     drafts = counters.drafts or 0.0
     if drafts <= 0:
         raise CalibrationError(
             ErrorKind.ZERO_DRAFTS,
-            f"{counters.verifications} is 0: the server has not speculated yet, so nothing can be measured",
+            f"{verifications} is 0: the server has not speculated yet, so nothing can be measured",
             "drafts",
         )
-    draft_tokens, accepted = counters.draft_tokens, counters.accepted_tokens
-    per_position = counters.accepted_per_position
+    draft_tokens, accepted = counters.draft_tokens or 0.0, counters.accepted or 0.0
+    per_position = counters.per_position
     notes: list[str] = []
     if accepted > draft_tokens + _slack(draft_tokens):
         raise CalibrationError(
@@ -513,7 +506,7 @@ def _calibrate_v1(counters: SpecDecodeCounters, c: float, k_max: int, verify: Ve
 
 
 def _mixed_estimate(
-    counters: SpecDecodeCounters,
+    counters: Measurement,
     drafts: float,
     draft_tokens: float,
     accepted: float,
@@ -556,14 +549,16 @@ def _mixed_estimate(
     )
 
 
-def _calibrate_v0(counters: SpecDecodeCounters, c: float, k_max: int, verify: VerifyCost, k: int | None) -> Calibration:
-    draft_tokens, accepted = counters.draft_tokens, counters.accepted_tokens
-    emitted = counters.emitted_tokens or 0.0
+def _calibrate_v0(
+    counters: Measurement, c: float, k_max: int, verify: VerifyCost, k: int | None, verifications: str
+) -> Calibration:
+    draft_tokens, accepted = counters.draft_tokens or 0.0, counters.accepted or 0.0
+    emitted = counters.emitted or 0.0
     notes = ["older vLLM (V0) counters: accepted tokens count every accepted position, prefix or not"]
     if draft_tokens <= 0:
         raise CalibrationError(
             ErrorKind.ZERO_DRAFTS,
-            f"{counters.verifications} is 0: the server has not speculated yet",
+            f"{verifications} is 0: the server has not speculated yet",
             "drafts",
         )
     if accepted > draft_tokens + _slack(draft_tokens):

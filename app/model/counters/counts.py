@@ -4,6 +4,8 @@ Every engine counts the same four things, under its own names: verifications of 
 engines call cycles or verify calls), drafted tokens, accepted draft tokens (the verification's own token
 excluded) and, per draft position, the drafts whose token there was accepted.  :class:`SpecCounts` holds them;
 :func:`counter_families` writes them under an engine's names, for an example report or a measured delta.
+:class:`Measurement` is one class's counts as a report gives them, with what it says beside them, which
+calibration reads.
 """
 
 from __future__ import annotations
@@ -51,6 +53,33 @@ class SpecCounts:
             self.accepted + other.accepted,
             tuple(a + b for a, b in zip(mine, theirs, strict=True)),
         )
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Spec-decode counts of one class, as read from one engine's report (or given by hand), with what the report
+    says beside them; what calibration reads.  ``schema`` "v0" is older vLLM's: emitted tokens, no drafts."""
+
+    engine: str
+    format: str
+    label: str | None
+    drafts: float | None  # verifications of a draft; None when the format holds only a mean
+    draft_tokens: float | None
+    accepted: float | None  # accepted draft tokens (bonus excluded)
+    per_position: tuple[float, ...] = ()
+    mean_length: float | None = None
+    k: int | None = None
+    k_source: str = "given"
+    batch: float | None = None
+    schema: str = "v1"
+    emitted: float | None = None
+    efficiency: float | None = None
+    series: int = 1
+    notes: tuple[str, ...] = ()
+    draft_lengths: tuple[int, ...] = ()  # the lengths the engine drafted at, where known
+    version: str | None = None  # the engine version whose format this was read as
+    # (verifications, accepted draft tokens) of each request, where the report gives them one by one
+    requests: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)

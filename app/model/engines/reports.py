@@ -14,42 +14,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.model.counters import prometheus_text
-from app.model.counters.calibration import MAX_COUNTER, MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
+from app.model.counters.calibration import (
+    MAX_COUNTER,
+    MAX_EXPOSITION_BYTES,
+    MAX_POSITIONS,
+    VLLM_DRAFTS,
+    CalibrationError,
+    ErrorKind,
+)
+from app.model.counters.counts import Measurement
 
 MAX_CLASSES = 32
 MAX_JSON_ITEMS = 100_000
 
-__all__ = ["MAX_EXPOSITION_BYTES", "MAX_POSITIONS", "ErrorKind"]
+__all__ = ["MAX_EXPOSITION_BYTES", "MAX_POSITIONS", "ErrorKind", "Measurement"]
 
 
 class EngineFormatError(CalibrationError):
     """A body no engine format explains, or whose numbers cannot be calibrated; says what is wrong."""
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """Spec-decode counts of one class, as read from one engine's report."""
-
-    engine: str
-    format: str
-    label: str | None
-    drafts: float | None  # verifications of a draft; None when the format holds only a mean
-    draft_tokens: float | None
-    accepted: float | None  # accepted draft tokens (bonus excluded)
-    per_position: tuple[float, ...] = ()
-    mean_length: float | None = None
-    k: int | None = None
-    k_source: str = "given"
-    batch: float | None = None
-    schema: str = "v1"
-    emitted: float | None = None
-    efficiency: float | None = None
-    series: int = 1
-    notes: tuple[str, ...] = ()
-    draft_lengths: tuple[int, ...] = ()  # the lengths the engine drafted at, where known
-    version: str | None = None  # the engine version whose format this was read as
-    # (verifications, accepted draft tokens) of each request, where the report gives them one by one
-    requests: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,7 +57,7 @@ class ReportFormat:
     # (now, baseline) -> counts since the baseline, for formats of counters that only grow; None for the others
     subtract_baseline: Callable[[list[Measurement], list[Measurement]], list[Measurement]] | None = None
     # the format's own name for the count of verifications (drafts), which an error about none names
-    verifications: str = "vllm:spec_decode_num_drafts_total"
+    verifications: str = VLLM_DRAFTS
 
 
 def fail(kind: ErrorKind, message: str) -> EngineFormatError:

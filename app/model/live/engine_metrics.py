@@ -263,39 +263,12 @@ def over_requests(measurement: Measurement, k: int, level: float) -> Interval | 
     )
 
 
-def to_counters(measurement: Measurement) -> calibration.SpecDecodeCounters:
-    if measurement.schema == "v0":
-        return calibration.SpecDecodeCounters(
-            schema="v0",
-            drafts=None,
-            draft_tokens=measurement.draft_tokens or 0.0,
-            accepted_tokens=measurement.accepted or 0.0,
-            emitted_tokens=measurement.emitted,
-            efficiency=measurement.efficiency,
-            model_name=measurement.label,
-            series=measurement.series,
-            verifications=verifications_name(measurement.format),
-        )
-    cycles = measurement.drafts
-    if cycles is None:  # a mean alone: one nominal verification carries it
-        cycles = 1.0
-    return calibration.SpecDecodeCounters(
-        schema="v1",
-        drafts=cycles,
-        draft_tokens=measurement.draft_tokens if measurement.draft_tokens is not None else 0.0,
-        accepted_tokens=measurement.accepted if measurement.accepted is not None else 0.0,
-        accepted_per_position=measurement.per_position,
-        model_name=measurement.label,
-        series=measurement.series,
-        draft_lengths=measurement.draft_lengths,
-        verifications=verifications_name(measurement.format),
-    )
-
-
 def calibrate_measurement(
     measurement: Measurement, c: float, k_max: int, verify: closed_form.VerifyCost = closed_form.free_verification
 ) -> EngineCalibration:
-    result = calibration.calibrate_from_counters(to_counters(measurement), c, k_max, verify, measurement.k)
+    result = calibration.calibrate_from_counters(
+        measurement, c, k_max, verify, measurement.k, verifications_name(measurement.format)
+    )
     if result.interval is not None:
         low, high, method = result.interval
         known = math.isfinite(low) and math.isfinite(high)

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from app.model import limits
 from app.model.counters import calibration
 from app.model.counters.calibration import CalibrationError, ErrorKind
+from app.model.counters.counts import Measurement
 from app.model.engines.base import UnknownVersionError
 from app.service import decision_inputs as inputs
 from app.service import plan_inputs
@@ -146,13 +147,7 @@ def get_calibration_from_counters(
     if any(value < 0 or value > MAX_COUNT for value in positions):
         raise parameter_error("per_position", f"values must be from 0 to {MAX_COUNT:.0e}", per_position)
     check_format("per_position", per_position, inputs.PER_POSITION_PATTERN, "900,700,400")
-    counters = calibration.SpecDecodeCounters(
-        schema="v1",
-        drafts=drafts,
-        draft_tokens=draft_tokens,
-        accepted_tokens=accepted,
-        accepted_per_position=tuple(positions),
-    )
+    counters = Measurement("vllm", "counters", None, drafts, draft_tokens, accepted, tuple(positions))
     chosen = cost.priced()
     try:
         result = calibration.calibrate_from_counters(counters, chosen.c, k_max, chosen.verify, k)
