@@ -143,7 +143,7 @@ def test_regime_choices_are_one_list() -> None:
                 assert tuple(action.choices) == REGIME_NAMES
 
 
-def test_defaults_are_read_from_one_place() -> None:
+def test_defaults_are_read_from_one_place(client: TestClient) -> None:
     schedule = _subparsers()["schedule"]
     defaults = {action.dest: action.default for action in schedule._actions}
     assert defaults["compute_efficiency"] == limits.DEFAULT_COMPUTE_EFFICIENCY
@@ -152,10 +152,14 @@ def test_defaults_are_read_from_one_place() -> None:
     from app.model.cost.regimes import default_setup
 
     assert default_setup().compute_efficiency == limits.DEFAULT_COMPUTE_EFFICIENCY
-    from app.service import regimes as regimes_service
-    from app.web.api.routes import calibrate, regimes
-
-    assert calibrate.MAX_BATCH == regimes.MAX_BATCH == regimes_service.MAX_BATCH == limits.MAX_BATCH
+    batch_bounds = {
+        (path, parameter["schema"].get("maximum"))
+        for path, item in client.get("/openapi.json").json()["paths"].items()
+        for operation in item.values()
+        for parameter in operation.get("parameters", ())
+        if parameter["name"] == "batch"
+    }
+    assert len(batch_bounds) > 3 and {bound for _, bound in batch_bounds} == {limits.MAX_BATCH}, batch_bounds
 
 
 def test_calibrate_and_sources_say_when_k_max_binds(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,6 +23,7 @@ from app.cli.arguments import (
 )
 from app.cli.command import Command, Refused, register, use_color
 from app.cli.engines import calibrate_from
+from app.model import limits
 from app.model.arithmetic import draft_sources
 from app.model.cost.regimes import RegimeName
 from app.model.counters import calibration
@@ -101,20 +102,16 @@ def _table_options(parser: argparse.ArgumentParser) -> None:
 
 def _table(arguments: argparse.Namespace) -> TableOut:
     built = built_setup(arguments)
-    rows = regimes.p_values_for(arguments.p_min, arguments.p_max, arguments.p_step, regimes.MAX_TABLE_ROWS)
+    rows = regimes.p_values_for(arguments.p_min, arguments.p_max, arguments.p_step, limits.MAX_TABLE_ROWS)
     side_a, side_b = (
-        regimes.build_regime(
-            regimes.RegimeRequest(
-                RegimeName(getattr(arguments, f"regime_{side}")),
-                getattr(arguments, f"beta_{side}"),
-                getattr(arguments, f"batch_{side}"),
-            ),
-            arguments.c,
-            built,
+        regimes.RegimeRequest(
+            RegimeName(getattr(arguments, f"regime_{side}")),
+            getattr(arguments, f"beta_{side}"),
+            getattr(arguments, f"batch_{side}"),
         )
         for side in ("a", "b")
     )
-    return regimes.table_out(rows, arguments.k_max, side_a, side_b, built)
+    return regimes.two_regime_table(side_a, side_b, arguments.c, rows, arguments.k_max, built)
 
 
 def _schedule_options(parser: argparse.ArgumentParser) -> None:

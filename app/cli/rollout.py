@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from pydantic import BaseModel
+
 from app.cli.arguments import add_input, add_roofline_arguments, setup_request
 from app.model.counters.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines import UnknownVersionError
@@ -107,33 +109,20 @@ def run_check(arguments: argparse.Namespace) -> int:
             raise rollout.RolloutInputError("--engine-version", "needs --engine")
         if not 0.1 <= arguments.timeout <= 120:
             raise rollout.RolloutInputError("--timeout", f"must be from 0.1 to 120 seconds; got {arguments.timeout:g}")
-        canary = rollout.matcher("--canary", arguments.canary)
-        control = rollout.matcher("--control", arguments.control)
-        rollout.distinct(canary, control)
-        interval = rollout.duration("--interval", arguments.interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S)
-        window = rollout.duration("--window", arguments.window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S)
-        rollout.intervals_in(window, interval)
-        request = rollout_client.CheckRequest(
-            canary=canary,
-            control=control,
-            label=rollout.class_label("--label", arguments.label),
-            window_s=window,
-            interval_s=interval,
-            engine=arguments.engine,
-            version=arguments.engine_version,
-            calibrated=rollout.calibrated_interval(arguments.calibrated),
+        request = rollout_client.check_request(
+            arguments.canary,
+            arguments.control,
+            arguments.label,
+            arguments.window,
+            arguments.interval,
+            arguments.calibrated,
+            arguments.engine,
+            arguments.engine_version,
         )
-        prometheus = Prometheus(arguments.prometheus, timeout=arguments.timeout)
-        report = rollout_client.check(prometheus, request)
-    except rollout.RolloutInputError as error:
+        report = rollout_client.check(Prometheus(arguments.prometheus, timeout=arguments.timeout), request)
+    except (rollout.RolloutInputError, PrometheusError, UnknownVersionError) as error:
         return _refuse(str(error), as_json)
-    except (PrometheusError, UnknownVersionError) as error:
-        return _refuse(str(error), as_json)
-    if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2, by_alias=True) + "\n")
-    else:
-        sys.stdout.write(rollout_client.described(report) + "\n")
-    return report.exit_code
+    return _write(report, rollout_client.described(report), as_json, report.exit_code)
 
 
 def run_plan(arguments: argparse.Namespace) -> int:
@@ -145,11 +134,7 @@ def run_plan(arguments: argparse.Namespace) -> int:
         rollout.class_label("--label", arguments.label)
         built = build_setup(setup_request(arguments))
         if arguments.prometheus is not None:
-            interval = rollout.duration(
-                "--interval", arguments.interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S
-            )
-            window = rollout.duration("--window", arguments.window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S)
-            rollout.intervals_in(window, interval)
+            window, interval = rollout.window_and_interval(arguments.window, arguments.interval)
             prometheus = Prometheus(arguments.prometheus, timeout=arguments.timeout)
             engine, version, classes, asked = rollout_plan.from_prometheus(
                 prometheus, arguments.label, window, interval, arguments.engine, arguments.engine_version
@@ -160,15 +145,21 @@ def run_plan(arguments: argparse.Namespace) -> int:
             asked = []
         report = rollout_plan.plan_classes(engine, version, classes, built, arguments.label, arguments.k_max)
         report.queries = asked
-    except rollout.RolloutInputError as error:
+    except (
+        rollout.RolloutInputError,
+        PrometheusError,
+        UnknownVersionError,
+        SetupError,
+        CalibrationError,
+        OSError,
+    ) as error:
         return _refuse(str(error), as_json)
-    except (PrometheusError, UnknownVersionError, SetupError, CalibrationError, OSError) as error:
-        return _refuse(str(error), as_json)
-    if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2, by_alias=True) + "\n")
-    else:
-        sys.stdout.write(rollout_plan.described(report) + "\n")
-    return 0
+    return _write(report, rollout_plan.described(report), as_json, 0)
+
+
+def _write(report: BaseModel, text: str, as_json: bool, code: int) -> int:
+    sys.stdout.write((report.model_dump_json(indent=2, by_alias=True) if as_json else text) + "\n")
+    return code
 
 
 def _read(path: str) -> str:

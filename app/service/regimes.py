@@ -70,14 +70,7 @@ from app.service.schemas.regimes import (
 
 KV_CACHE_FORMATS: dict[str, float] = {"bf16": 2.0, "fp8": 1.0}
 # Caps on the work of one request or command (the router states them in its parameter descriptions).
-MAX_DEVICES = limits.MAX_DEVICES
-MAX_BATCH = limits.MAX_BATCH
-MAX_TABLE_ROWS = limits.MAX_TABLE_ROWS
-MAX_TABLE_K = limits.MAX_TABLE_K
 DEFAULTS = default_setup()
-DEFAULT_HW = limits.DEFAULT_HW
-DEFAULT_MODEL = limits.DEFAULT_MODEL
-DEFAULT_DRAFT = limits.DEFAULT_DRAFT
 OVERRIDE_PREFIXES: dict[str, tuple[str, ...]] = {
     "hw": ACCELERATOR_FIELDS,
     "model": MODEL_FIELDS,
@@ -112,9 +105,9 @@ class SetupRequest:
     ``devices = 0`` picks the fewest (a power of two) that hold both models at batch one.
     """
 
-    hw: str = DEFAULT_HW
-    model: str = DEFAULT_MODEL
-    draft: str = DEFAULT_DRAFT
+    hw: str = limits.DEFAULT_HW
+    model: str = limits.DEFAULT_MODEL
+    draft: str = limits.DEFAULT_DRAFT
     weights: str = limits.DEFAULT_WEIGHTS
     draft_weights: str | None = None
     kv_cache: str = limits.DEFAULT_KV_CACHE
@@ -241,7 +234,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
         raise SetupError(error.field, str(error), error) from error
     devices_auto = request.devices == 0
     if devices_auto:
-        setup = replace(setup, devices=devices_to_fit(setup, 1, MAX_DEVICES) or MAX_DEVICES)
+        setup = replace(setup, devices=devices_to_fit(setup, 1, limits.MAX_DEVICES) or limits.MAX_DEVICES)
     return BuiltSetup(setup, describe_setup(setup, request, devices_auto), measured=request.measured)
 
 
@@ -472,7 +465,7 @@ def devices_for_batch(built: BuiltSetup, fit_batch: int) -> BuiltSetup:
     """With devices chosen automatically: the fewest (a power of two) that also hold ``fit_batch`` sequences."""
     if not built.description.devices_auto or fit_batch <= 1:
         return built
-    devices = fewest_devices(built.setup, fit_batch, MAX_DEVICES) or MAX_DEVICES
+    devices = fewest_devices(built.setup, fit_batch, limits.MAX_DEVICES) or limits.MAX_DEVICES
     setup = replace(built.setup, devices=devices)
     description = built.description.model_copy(
         update={
@@ -568,8 +561,8 @@ def two_regime_table(
     p_values: np.ndarray | list[float],
     k_max: int,
     built: BuiltSetup,
-    marked_p: float,
-    marked_k: int,
+    marked_p: float = limits.DEFAULT_REGIMES_P,
+    marked_k: int = limits.DEFAULT_REGIMES_K,
 ) -> TableOut:
     """The p x k table under two regimes sharing one draft cost, both also marked at (marked_p, marked_k)."""
     side_a = build_regime(request_a, draft_cost, built)

@@ -52,6 +52,34 @@ class CheckRequest:
     calibrated: tuple[float, float] | None = None
 
 
+def check_request(
+    canary: str,
+    control: str,
+    label: str,
+    window: str | float,
+    interval: str | float,
+    calibrated: str | None,
+    engine: str | None = None,
+    version: str | None = None,
+) -> CheckRequest:
+    """The check's request from its options as written, each read and bounded; a RolloutInputError names the
+    option."""
+    canary_series, control_series = rollout.matcher("--canary", canary), rollout.matcher("--control", control)
+    rollout.distinct(canary_series, control_series)
+    window_s, interval_s = rollout.window_and_interval(window, interval)
+    label = rollout.class_label("--label", label)
+    return CheckRequest(
+        canary_series,
+        control_series,
+        label,
+        window_s,
+        interval_s,
+        engine,
+        version,
+        rollout.calibrated_interval(calibrated),
+    )
+
+
 @dataclass
 class _Reader:
     """Prometheus, counting the queries asked and keeping each one with what it answered."""

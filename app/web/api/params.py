@@ -7,18 +7,11 @@ from typing import Annotated
 from fastapi import Depends
 
 from app.model.arithmetic import bursty
-from app.model.limits import K_MAX_LIMIT, MAX_CYCLES, MAX_SEED, MAX_TOKENS
 from app.service import core_inputs
 from app.web.api.inputs import dependency, query
 from app.web.core.errors import parameter_error
 
-__all__ = ["K_MAX_LIMIT", "MAX_CYCLES", "MAX_SEED", "MAX_TOKENS"]
-
-
 P = Annotated[float, query(core_inputs.P)]
-K = Annotated[int, query(core_inputs.K)]
-C = Annotated[float, query(core_inputs.C)]
-Seed = Annotated[int, query(core_inputs.SEED)]
 # The cost of a cycle (c, regime, beta, batch), as the calibration endpoints take it.
 Cost = Annotated[core_inputs.CostChoice, Depends(dependency(core_inputs.COST, core_inputs.cost_choice))]
 

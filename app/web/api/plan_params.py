@@ -16,13 +16,13 @@ from fastapi import Depends, Request
 from app.model import rules
 from app.model.live import engine_config
 from app.service import plan, plan_inputs
-from app.service.plan_inputs import ACCEPTANCE_RULES, MAX_LABEL, PLAN, PLAN_RULES, PROFILE_RULE, WATCH
+from app.service.plan_inputs import ACCEPTANCE_RULES, PLAN, PLAN_RULES, PROFILE_RULE, WATCH
 from app.service.regimes import BuiltSetup
 from app.web.api.inputs import dependency
 from app.web.api.params import P
 from app.web.core.errors import parameter_error
 
-__all__ = ["ACCEPTANCE_RULES", "MAX_LABEL", "PLAN_RULES", "PROFILE_RULE"]
+__all__ = ["ACCEPTANCE_RULES", "PLAN_RULES", "PROFILE_RULE"]
 
 
 def _given_p(request: Request, p: P = plan_inputs.DEFAULT_P) -> float | None:

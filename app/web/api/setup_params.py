@@ -7,14 +7,9 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from app.service import regimes as regimes_report
 from app.service import setup_inputs
 from app.service.regimes import BuiltSetup
 from app.web.api.inputs import dependency
-
-MAX_BATCH = regimes_report.MAX_BATCH
-MAX_DEVICES = regimes_report.MAX_DEVICES
-
 
 Setup = Annotated[BuiltSetup, Depends(dependency(setup_inputs.ROOFLINE, setup_inputs.built))]
 

@@ -10,7 +10,6 @@ from app.service import decision_inputs as inputs
 from app.service.decision import CostRegime, cost_regime
 from app.web.core.errors import parameter_error
 
-MAX_TEXT_PARAMETER = inputs.MAX_TEXT
 REGIME_NAMES = list(regime_names)
 
 
@@ -26,7 +25,7 @@ def chosen_regime(regime: str, c: float, beta: float, batch: int) -> CostRegime:
     return cost_regime(regime, c, beta=beta, batch=batch)
 
 
-def text_parameter(name: str, text: str, limit: int = MAX_TEXT_PARAMETER) -> str:
+def text_parameter(name: str, text: str, limit: int = inputs.MAX_TEXT) -> str:
     if len(text) > limit:
         raise parameter_error(name, f"must be at most {limit:,} characters; got {len(text):,}", text)
     return text

@@ -10,7 +10,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.model import limits
 from app.model.counters import calibration
 from app.model.counters.calibration import CalibrationError, ErrorKind
 from app.model.counters.counts import Measurement
@@ -44,7 +43,6 @@ MAX_EXPOSITION_BYTES = calibration.MAX_EXPOSITION_BYTES  # per pasted exposition
 MAX_BODY_BYTES = 4 * MAX_EXPOSITION_BYTES + 65_536
 MAX_COUNT = inputs.MAX_COUNT
 MAX_POSITIONS = calibration.MAX_POSITIONS
-MAX_BATCH = limits.MAX_BATCH
 
 # Rules that tie parameters (or the values of one list) together: enforced by the handlers, listed in each
 # operation's description because a schema cannot say them.

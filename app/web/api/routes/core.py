@@ -33,8 +33,6 @@ from app.web.api.params import RHO_RULES, check_rho
 from app.web.core.errors import with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
 
-__all__ = ["build_curve", "router"]
-
 router = APIRouter(prefix="/api/v1", tags=["closed form"])
 
 

@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import Response
 
+from app.model import limits
 from app.model.cost.regimes import REGIME_NAMES as regime_names
 from app.model.cost.regimes import RegimeName, make_regime
 from app.service import core_inputs, plan_inputs
 from app.service import regime_inputs as inputs
-from app.service import regimes as regimes_report
 from app.service.published import published_out
 from app.service.regimes import (
     RegimeRequest,
@@ -44,8 +44,6 @@ from app.web.core.heavy import HEAVY, in_worker_process
 router = APIRouter(prefix="/api/v1", tags=["regimes"])
 
 # Caps on the work of one request; the batch, table and device caps are shared with the command line.
-MAX_BATCH = regimes_report.MAX_BATCH
-MAX_TABLE_ROWS = regimes_report.MAX_TABLE_ROWS
 
 
 # rate and mean_length are measured at the sweep's own k
@@ -53,7 +51,7 @@ SWEEP_RULES = RULES + ACCEPTANCE_RULES + PROFILE_RULE + SETUP_RULES + "\n- `batc
 TABLE_RULES = (
     RULES
     + SETUP_RULES
-    + (f"\n- `p_max` is at least `p_min`;\n- `p_step` gives at most {MAX_TABLE_ROWS} rows from p_min to p_max.")
+    + (f"\n- `p_max` is at least `p_min`;\n- `p_step` gives at most {limits.MAX_TABLE_ROWS} rows from p_min to p_max.")
 )
 ROOFLINE_RULES = RULES + SETUP_RULES
 SCHEDULE_RULES = RULES + ACCEPTANCE_RULES + PROFILE_RULE + SETUP_RULES
@@ -239,7 +237,7 @@ def get_table(
     request_a = RegimeRequest(_regime_name(regime_a, "regime_a"), beta_a, batch_a)
     request_b = RegimeRequest(_regime_name(regime_b, "regime_b"), beta_b, batch_b)
     try:
-        rows = p_values_for(p_min, p_max, p_step, MAX_TABLE_ROWS)
+        rows = p_values_for(p_min, p_max, p_step, limits.MAX_TABLE_ROWS)
     except SetupError as error:
         raise parameter_error(error.name, error.message) from error
     table = two_regime_table(request_a, request_b, c, rows, k_max, built, marked_p=p, marked_k=k)

@@ -120,16 +120,7 @@ async def post_rollout_check(
             "prometheus", "this server does not fetch URLs (SPECDEC_ALLOW_FETCH is off): run specdec-lab rollout check"
         )
     try:
-        checked = rollout_check.CheckRequest(
-            canary=rollout.matcher("canary", canary),
-            control=rollout.matcher("control", control),
-            label=rollout.class_label("label", label),
-            window_s=rollout.duration("window", window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S),
-            interval_s=rollout.duration("interval", interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S),
-            calibrated=rollout.calibrated_interval(calibrated),
-        )
-        rollout.distinct(checked.canary, checked.control)
-        rollout.intervals_in(checked.window_s, checked.interval_s)
+        checked = rollout_check.check_request(canary, control, label, window, interval, calibrated)
     except rollout.RolloutInputError as error:
         raise parameter_error(error.option.lstrip("-"), error.message) from None
     return await run_in_threadpool(_checked, prometheus, checked)

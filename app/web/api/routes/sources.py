@@ -26,11 +26,6 @@ SOURCES_RULES = RULES + "- `overrides` names each source at most once."
 @takes(inputs.K_MAX, core_inputs.REGIME, core_inputs.BETA, core_inputs.COST_BATCH, inputs.SOURCE_OVERRIDES)
 def get_draft_sources(k_max: int, regime: str, beta: float, batch: int, overrides: str) -> DraftSourcesOut:
     """Draft model, n-gram lookup, Medusa and EAGLE side by side: accepted length per unit of draft cost, best k."""
-    return draft_sources_report(k_max, regime, beta, batch, overrides)
-
-
-def draft_sources_report(k_max: int, regime: str, beta: float, batch: int, overrides: str) -> DraftSourcesOut:
-    """GET /draft-sources once its parameters are in range; also the page's first paint."""
     try:
         edits = draft_sources.parse_overrides(text_parameter("overrides", overrides))
         draft_sources.with_overrides(edits)

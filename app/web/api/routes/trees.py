@@ -18,8 +18,6 @@ from app.web.core.heavy import HEAVY, in_worker_process
 
 router = APIRouter(prefix="/api/v1", tags=["decision"])
 
-MAX_TREE_WIDTHS = limits.MAX_TREE_WIDTHS
-
 TREES_RULES = RULES + (
     "- `acceptance`: the values do not increase (P_1 >= P_2 >= ...) and sum to at most 1 (rules between the "
     "values of the list)."
@@ -46,11 +44,6 @@ def get_trees(acceptance: str, budget: int, c: float, regime: str, beta: float, 
     By default verification is priced by the roofline of the default setup at batch 1 (verification_assumption
     says what is assumed), so verifying a tree grows with its nodes; c is used by the other regimes.
     """
-    return trees_report(acceptance, budget, c, regime, beta, batch, widths)
-
-
-def trees_report(acceptance: str, budget: int, c: float, regime: str, beta: float, batch: int, widths: str) -> TreesOut:
-    """GET /trees once its parameters are in range; also the page's first paint."""
     probabilities = plan_inputs.tree_acceptance(text_parameter("acceptance", acceptance), "acceptance")
     check_format("acceptance", acceptance, ACCEPTANCE_PATTERN, "0.6,0.2,0.1")
     chosen_widths = plan_inputs.tree_widths(text_parameter("widths", widths, limits.MAX_WIDTHS_TEXT))
