@@ -20,7 +20,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scipy import stats
 
@@ -29,7 +29,7 @@ from app.model.counters.calibration import CalibrationError
 from app.model.engines.base import DecodeTime
 from app.model.engines.reports import Measurement
 from app.model.live import engine_metrics
-from app.model.live.watch import DRIFT_LEVEL
+from app.model.live.watch import drift
 
 LEVEL = 0.95  # the speedup interval's confidence
 MIN_INTERVALS = 3  # intervals with tokens on both sides before a speedup interval is drawn
@@ -375,12 +375,6 @@ class AcceptanceCheck:
     message: str = ""
 
 
-def measured_acceptance(measurement: Measurement) -> tuple[float, float, float, int] | None:
-    """p with its interval and the k, from one stretch's counts; None where they do not calibrate."""
-    found = acceptance_or_why(measurement)
-    return None if isinstance(found, str) else found
-
-
 def acceptance_or_why(measurement: Measurement) -> tuple[float, float, float, int] | str:
     """p with its interval and the k, from one stretch's counts; or why they give none."""
     if not measurement.drafts:
@@ -400,64 +394,21 @@ def judge_acceptance(
 ) -> AcceptanceCheck:
     """Acceptance over ``judged`` against ``calibrated`` on a 99.9% interval (fell: its upper bound below the
     calibrated interval; rose: its lower bound above)."""
+    unknown = AcceptanceCheck("unknown", calibrated=calibrated, calibrated_from=calibrated_from)
     if judged is None or not judged.drafts:
-        return AcceptanceCheck(
-            "unknown",
-            calibrated=calibrated,
-            calibrated_from=calibrated_from,
-            message="no drafts counted in the part of the window judged",
-        )
-    found = measured_acceptance(judged)
-    if found is None:
-        return AcceptanceCheck(
-            "unknown",
-            drafts=judged.drafts,
-            calibrated=calibrated,
-            calibrated_from=calibrated_from,
-            message="the canary's counts do not calibrate",
-        )
+        return replace(unknown, message="no drafts counted in the part of the window judged")
+    found = acceptance_or_why(judged)
+    if isinstance(found, str):
+        return replace(unknown, drafts=judged.drafts, message="the canary's counts do not calibrate")
     p, low, high, k = found
     base = AcceptanceCheck("holds", p, low, high, k, judged.drafts, calibrated, calibrated_from)
     if calibrated is None:
-        return AcceptanceCheck(
-            "unknown", p, low, high, k, judged.drafts, None, calibrated_from, "no calibrated interval to judge it by"
-        )
-    strict = engine_metrics.acceptance_interval(judged, p, k, DRIFT_LEVEL)
+        return replace(base, status="unknown", message="no calibrated interval to judge it by")
+    moved = drift(judged, p, k, calibrated)
+    words = {"fell": "fell below", "rose": "rose above", None: "holds within"}[moved]
     shown = f"[{calibrated[0]:.3f}, {calibrated[1]:.3f}]"
-    if strict.high is not None and strict.high < calibrated[0]:
-        return AcceptanceCheck(
-            "fell",
-            p,
-            low,
-            high,
-            k,
-            judged.drafts,
-            calibrated,
-            calibrated_from,
-            f"acceptance {p:.3f} fell below its calibrated {shown} ({calibrated_from})",
-        )
-    if strict.low is not None and strict.low > calibrated[1]:
-        return AcceptanceCheck(
-            "rose",
-            p,
-            low,
-            high,
-            k,
-            judged.drafts,
-            calibrated,
-            calibrated_from,
-            f"acceptance {p:.3f} rose above its calibrated {shown} ({calibrated_from})",
-        )
-    return AcceptanceCheck(
-        base.status,
-        p,
-        low,
-        high,
-        k,
-        judged.drafts,
-        calibrated,
-        calibrated_from,
-        f"acceptance {p:.3f} holds within its calibrated {shown} ({calibrated_from})",
+    return replace(
+        base, status=moved or "holds", message=f"acceptance {p:.3f} {words} its calibrated {shown} ({calibrated_from})"
     )
 
 

@@ -191,6 +191,17 @@ def interval_report(
     return measured_report(measurement, running, setup, calibrated, batch_limit)
 
 
+def drift(measurement: Measurement, p: float, k: int, calibrated: tuple[float, float]) -> str | None:
+    """ "fell" where acceptance over ``measurement`` lies below ``calibrated``, "rose" where above, on a 99.9%
+    interval, so that hours of intervals at an unchanged p rarely raise a false alarm; None where it holds."""
+    strict = engine_metrics.acceptance_interval(measurement, p, k, DRIFT_LEVEL)
+    if strict.high is not None and strict.high < calibrated[0]:
+        return "fell"
+    if strict.low is not None and strict.low > calibrated[1]:
+        return "rose"
+    return None
+
+
 def measured_report(
     measurement: Measurement,
     running: float | None,
@@ -227,21 +238,16 @@ def judged(
     speedup = float(roofline_speedup(p, k, setup, batch))
     base = IntervalReport("ok", p=p, p_low=low, p_high=high, k=k, batch=batch, speedup=speedup, drafts=drafts)
     fit_note = f" (batch {batch} is more than the {fit} that fit this setup)" if batch > fit else ""
-    drift = None
-    # Judge drift on a 99.9% interval, so that hours of intervals at an unchanged p rarely raise a false alarm.
-    strict = engine_metrics.acceptance_interval(measurement, p, k, DRIFT_LEVEL)
-    if calibrated is not None and strict.high is not None and strict.low is not None:
+    moved = drift(measurement, p, k, calibrated) if calibrated is not None else None
+    status, alarm = "ok", ""
+    if moved is not None and calibrated is not None:
+        status = "acceptance-dropped" if moved == "fell" else "acceptance-rose"
         shown = f"[{calibrated[0]:.3f}, {calibrated[1]:.3f}]"
-        if strict.high < calibrated[0]:
-            drift = ("acceptance-dropped", f"acceptance dropped below its calibrated {shown}")
-        elif strict.low > calibrated[1]:
-            drift = ("acceptance-rose", f"acceptance rose above its calibrated {shown}")
+        alarm = f"acceptance {'dropped below' if moved == 'fell' else 'rose above'} its calibrated {shown}"
     if speedup <= 1.0:
         message = f"speculation stops paying: {speedup:.2f}x at batch {batch} with k = {k}{fit_note}"
-        return replace(base, status="stops-paying", message=message + (f"; {drift[1]}" if drift else ""))
-    if drift is not None:
-        return replace(base, status=drift[0], message=drift[1] + fit_note)
-    return replace(base, message="ok" + fit_note)
+        return replace(base, status="stops-paying", message=message + (f"; {alarm}" if alarm else ""))
+    return replace(base, status=status, message=(alarm or "ok") + fit_note)
 
 
 def described(report: IntervalReport) -> str:

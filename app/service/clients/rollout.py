@@ -264,8 +264,8 @@ def check(
         if request.calibrated is not None:
             calibrated, source, judged, used = request.calibrated, "given", both, ("both",)
         else:
-            found = rollout.measured_acceptance(first) if first is not None else None
-            calibrated = (found[1], found[2]) if found is not None else None
+            found = rollout.acceptance_or_why(first) if first is not None else "no counts"
+            calibrated = None if isinstance(found, str) else (found[1], found[2])
             source, judged, used = "the first half of the window", second, ("first", "second")
         unread = next((why for name in used if isinstance(why := read.get(name), str)), None)
         if unread is not None and (judged is None or calibrated is None):
