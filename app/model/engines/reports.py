@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +92,19 @@ def json_payload(text: str) -> Any | None:
         if len(items) > MAX_JSON_ITEMS:
             raise fail(ErrorKind.TOO_LARGE, f"more than {MAX_JSON_ITEMS:,} JSON lines")
     return items
+
+
+def text_matching(pattern: str) -> Callable[[str, Any], bool]:
+    """A detector of a text report (not JSON) with a line that ``pattern`` matches at its start."""
+    line = re.compile(pattern, re.MULTILINE)
+    return lambda text, payload: payload is None and line.search(text) is not None
+
+
+def json_with(*keys: str, without: tuple[str, ...] = ()) -> Callable[[str, Any], bool]:
+    """A detector of a JSON report holding one of ``keys`` (at any depth) and none of ``without``."""
+    return lambda text, payload: (
+        payload is not None and has_key(payload, keys) and not (without and has_key(payload, without))
+    )
 
 
 def has_key(value: Any, keys: tuple[str, ...], depth: int = 0) -> bool:

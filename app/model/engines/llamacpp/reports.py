@@ -351,10 +351,6 @@ def unread_timings(timings: Mapping[str, Any]) -> list[str]:
 EXAMPLE = {name: re.compile(rf"\b{name}\s*=\s*(\d+)\s*$", re.M) for name in ("n_draft", "n_drafted", "n_accept")}
 
 
-def _detect_metrics(text: str, payload: Any) -> bool:
-    return payload is None and re.search(r"(?m)^llamacpp:spec_decode_", text) is not None
-
-
 def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     found, running = reports.found_groups(
         text, PROMETHEUS, options.label, "llama.cpp: no llamacpp:spec_decode_* series"
@@ -520,10 +516,6 @@ def _read_log(text: str, payload: Any, options: reports.ReadOptions) -> list[rep
     )
 
 
-def _detect_timings(text: str, payload: Any) -> bool:
-    return payload is not None and reports.has_key(payload, ("draft_n_accepted",))
-
-
 def _read_timings(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     items = payload if isinstance(payload, list) else [payload]
     drafted = accepted = 0.0
@@ -581,7 +573,7 @@ REPORTS = (
         NAME,
         "llama.cpp responses' timings JSON: draft_n and draft_n_accepted",
         ("2026-10", "b11434"),
-        _detect_timings,
+        reports.json_with("draft_n_accepted"),
         _read_timings,
         verifications="timings.draft_n",
     ),
@@ -590,7 +582,7 @@ REPORTS = (
         NAME,
         "llama.cpp /metrics (Prometheus text): llamacpp:spec_decode_* counters per position",
         ("2026-10", "b11434"),
-        _detect_metrics,
+        reports.text_matching(r"^llamacpp:spec_decode_"),
         _read_metrics,
         verifications="llamacpp:spec_decode_num_drafts_total",
     ),

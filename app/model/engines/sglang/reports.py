@@ -27,7 +27,6 @@ SGLang's reports read into counts of one class (see :mod:`app.model.live.engine_
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -38,7 +37,7 @@ from app.model.counters.counts import SpecCounts
 from app.model.engines import base, reports, step_times
 from app.model.engines.base import LiveFormat
 from app.model.engines.live import samples, summed
-from app.model.engines.reports import ErrorKind, fail, has_key
+from app.model.engines.reports import ErrorKind, fail
 from app.model.engines.sglang.versions import METRICS, NAME
 from app.model.engines.step_times import StepFitError
 
@@ -199,10 +198,6 @@ def k_from_rate(length: float, rate: float) -> tuple[int | None, str]:
     return None, ""
 
 
-def _detect_metrics(text: str, payload: Any) -> bool:
-    return payload is None and re.search(r"(?m)^sglang[:_]spec_(accept_|num_steps|verify_calls)", text) is not None
-
-
 def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     found, running = reports.found_groups(
         text, PROMETHEUS, options.label, "SGLang: no sglang:spec_* series: is speculative decoding enabled?"
@@ -261,10 +256,6 @@ def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list
 
 def _versioned(measurement: reports.Measurement, version: str, options: reports.ReadOptions) -> reports.Measurement:
     return replace(measurement, version=version, draft_lengths=options.draft_lengths)
-
-
-def _detect_server_info(text: str, payload: Any) -> bool:
-    return payload is not None and has_key(payload, ("avg_spec_accept_length", "internal_states"))
 
 
 def _read_server_info(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
@@ -361,14 +352,6 @@ def _names_of(counts: Mapping[str, Any], index: int) -> tuple[int, tuple[str, st
     )
 
 
-def _detect_requests(text: str, payload: Any) -> bool:
-    return (
-        payload is not None
-        and reports.has_key(payload, ("spec_verify_ct",))
-        and not reports.has_key(payload, ("internal_states",))
-    )
-
-
 def _read_requests(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     items = payload if isinstance(payload, list) else [payload]
     if isinstance(payload, Mapping) and isinstance(payload.get("choices"), list) and "sglext" not in payload:
@@ -459,7 +442,7 @@ REPORTS = (
         "0.5.11 spec_accepted_drafts, spec_proposed_drafts, spec_accept_histogram, and of 0.5.10 and before "
         "spec_accept_token_num, spec_draft_token_num, spec_accept_histogram)",
         ("2026-03", "2026-05", "2026-08"),
-        _detect_requests,
+        reports.json_with("spec_verify_ct", without=("internal_states",)),
         _read_requests,
         verifications="spec_verify_ct",
     ),
@@ -468,7 +451,7 @@ REPORTS = (
         NAME,
         "SGLang /server_info JSON: avg_spec_accept_length in internal_states",
         ("2026-03", "2026-05", "2026-08"),
-        _detect_server_info,
+        reports.json_with("avg_spec_accept_length", "internal_states"),
         _read_server_info,
         verifications="avg_spec_accept_length",
     ),
@@ -477,7 +460,7 @@ REPORTS = (
         NAME,
         "SGLang /metrics (Prometheus text): spec_accept_length, spec_num_steps gauges, spec_verify_calls_total",
         ("2026-03", "2026-05", "2026-08"),
-        _detect_metrics,
+        reports.text_matching(r"^sglang[:_]spec_(accept_|num_steps|verify_calls)"),
         _read_metrics,
         verifications="sglang:spec_verify_calls_total",
     ),

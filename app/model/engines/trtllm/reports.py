@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -241,12 +240,6 @@ def _iterations(payload: Any) -> list[Mapping[str, Any]]:
     return []
 
 
-def _detect_stats(text: str, payload: Any) -> bool:
-    return payload is not None and reports.has_key(
-        payload, ("specDecodingStats", "spec_decoding_stats", "specdec_stats")
-    )
-
-
 def _read_stats(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     drafted = accepted = requests = 0.0
     batches = []
@@ -341,10 +334,6 @@ def _read_stats(text: str, payload: Any, options: reports.ReadOptions) -> list[r
     )
 
 
-def _detect_metrics(text: str, payload: Any) -> bool:
-    return payload is None and re.search(r"(?m)^trtllm[:_]spec_decode_", text) is not None
-
-
 def _read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     """Per token position: drafted_tokens{token_position} and accepted_tokens{token_position} (PR #12636).
 
@@ -401,7 +390,7 @@ REPORTS = (
         NAME,
         "TensorRT-LLM iteration statistics JSON: specDecodingStats per iteration",
         ("2025-10", "2026-03", "2026-09"),
-        _detect_stats,
+        reports.json_with("specDecodingStats", "spec_decoding_stats", "specdec_stats"),
         _read_stats,
         verifications="specDecodingStats.numRequestsWithDraftTokens",
     ),
@@ -410,7 +399,7 @@ REPORTS = (
         NAME,
         "TensorRT-LLM /prometheus/metrics: trtllm_spec_decode_* counters per token_position",
         ("2026-03", "2026-09"),
-        _detect_metrics,
+        reports.text_matching(r"^trtllm[:_]spec_decode_"),
         _read_metrics,
         verifications="trtllm_spec_decode_num_draft_tokens_total",
     ),

@@ -26,7 +26,6 @@ vLLM's reports read into counts of one class (see :mod:`app.model.live.engine_me
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -219,14 +218,6 @@ PROMETHEUS = reports.PrometheusNames(
 )
 
 
-def _detect_metrics(text: str, payload: Any) -> bool:
-    return payload is None and re.search(r"(?m)^vllm[:_]spec_decode_num_drafts", text) is not None
-
-
-def _detect_metrics_v0(text: str, payload: Any) -> bool:
-    return payload is None and re.search(r"(?m)^vllm[:_]spec_decode_", text) is not None
-
-
 def read_metrics(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     found, running = reports.found_groups(
         text,
@@ -356,10 +347,6 @@ def _request_metrics(payload: Any) -> list[Mapping[str, Any]]:
     return found
 
 
-def _detect_request(text: str, payload: Any) -> bool:
-    return payload is not None and reports.has_key(payload, ("num_spec_steps", "acceptance_histogram"))
-
-
 def _read_request(text: str, payload: Any, options: reports.ReadOptions) -> list[reports.Measurement]:
     found = _request_metrics(payload)
     if not found:
@@ -418,7 +405,7 @@ REPORTS = (
         NAME,
         "vLLM per-request acceptance JSON (metrics.speculative_decoding, --per-request-spec-decode-metrics)",
         ("2026-08",),
-        _detect_request,
+        reports.json_with("num_spec_steps", "acceptance_histogram"),
         _read_request,
         verifications="metrics.speculative_decoding",
     ),
@@ -427,7 +414,7 @@ REPORTS = (
         NAME,
         "vLLM /metrics (Prometheus text): spec-decode counters of the V1 engine",
         ("2025-10", "2026-06", "2026-08"),
-        _detect_metrics,
+        reports.text_matching(r"^vllm[:_]spec_decode_num_drafts"),
         read_metrics,
         subtract_baseline,
     ),
@@ -436,7 +423,7 @@ REPORTS = (
         NAME,
         "vLLM /metrics (Prometheus text): spec-decode counters of the older V0 engine",
         (),
-        _detect_metrics_v0,
+        reports.text_matching(r"^vllm[:_]spec_decode_"),
         read_metrics,
         subtract_baseline,
         verifications="vllm:spec_decode_num_draft_tokens_total",
