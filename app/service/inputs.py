@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -161,6 +161,11 @@ def by_name(inputs: Sequence[Input]) -> dict[str, Input]:
 def checked(inputs: Sequence[Input], values: Mapping[str, Any]) -> dict[str, Any]:
     """Each input's value (its default where none is given), checked against its own bounds."""
     return {item.name: item.check(values.get(item.name, item.default)) for item in inputs}
+
+
+def same_named(record: type, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The values named after a field of the dataclass ``record``, to build it from the inputs of those names."""
+    return {item.name: values[item.name] for item in fields(record) if item.name in values}
 
 
 def address_value(value: Scalar | None) -> str:

@@ -15,7 +15,7 @@ from app.model import engines, limits, rules
 from app.model.arithmetic import closed_form, trees
 from app.model.arithmetic.acceptance import Acceptance, AcceptanceProfile
 from app.model.engines.base import UnknownVersionError
-from app.service.inputs import Input, InputError, by_name, checked, number_list
+from app.service.inputs import Input, InputError, by_name, checked, number_list, same_named
 from app.service.plan import PlanRequest
 
 MAX_LABEL = 100
@@ -392,26 +392,17 @@ def request(given: Mapping[str, Any], profile: tuple[float, ...] | None = None) 
     if values["tree_budget"] > 0 and not tree_text.strip():
         raise InputError("tree_acceptance", "is required with tree_budget > 0")
     return PlanRequest(
-        engine=engine,
-        p=p,
-        profile=shares,
-        k_max=values["k_max"],
-        batch_max=values["batch_max"],
-        batch=values["batch"],
-        fit_batch=values["fit_batch"],
-        data_parallel=values["data_parallel"],
-        method=chosen_method,
-        draft_path=values["draft_path"],
-        version=chosen_version,
-        tree_acceptance=tree if values["tree_budget"] > 0 else None,
-        tree_budget=values["tree_budget"],
-        p_low=values["p_low"],
-        label=values["label"],
-        window=values["window"].strip(),
-        hold=values["hold"].strip(),
-        match=values["match"],
-        canary=values["canary"],
-        control=values["control"],
+        **same_named(PlanRequest, values)
+        | {
+            "engine": engine,
+            "p": p,
+            "profile": shares,
+            "method": chosen_method,
+            "version": chosen_version,
+            "tree_acceptance": tree if values["tree_budget"] > 0 else None,
+            "window": values["window"].strip(),
+            "hold": values["hold"].strip(),
+        }
     )
 
 

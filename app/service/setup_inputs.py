@@ -12,7 +12,7 @@ from typing import Any
 from app.model import limits
 from app.model.cost import presets
 from app.model.engines.step_times import MAX_ROWS
-from app.service.inputs import Input, InputError, checked
+from app.service.inputs import Input, InputError, checked, same_named
 from app.service.regimes import (
     DEFAULTS,
     KV_CACHE_FORMATS,
@@ -215,21 +215,9 @@ def request(given: Mapping[str, Any]) -> SetupRequest:
     """The setup's request from the values of ROOFLINE (each at its default when not given)."""
     values = checked(ROOFLINE, given)
     edited = {item.name: values[item.name] for item in OVERRIDES if values[item.name] is not None}
+    terms = {item.name: values[item.name] for item in COST_TERMS if values[item.name] != item.default}
     return SetupRequest(
-        hw=values["hw"],
-        model=values["model"],
-        draft=values["draft"],
-        weights=values["weights"],
-        draft_weights=values["draft_weights"],
-        kv_cache=values["kv_cache"],
-        devices=values["devices"],
-        context=values["context"],
-        bandwidth_efficiency=values["bandwidth_efficiency"],
-        compute_efficiency=values["compute_efficiency"],
-        overhead_us=values["overhead_us"],
-        overrides=edited,
-        cost_terms={item.name: values[item.name] for item in COST_TERMS if values[item.name] != item.default},
-        measured=measured(values),
+        **same_named(SetupRequest, values) | {"overrides": edited, "cost_terms": terms, "measured": measured(values)}
     )
 
 
