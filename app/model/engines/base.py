@@ -193,20 +193,13 @@ def differences(product: Sequence[int], engine: Sequence[int]) -> tuple[int, ...
 
 def describe_batches(batches: Sequence[int]) -> str:
     """'3-5, 9' for [3, 4, 5, 9]."""
-    parts: list[str] = []
-    for first, last, _ in runs_of_consecutive(batches):
-        parts.append(str(first) if first == last else f"{first}-{last}")
-    return ", ".join(parts)
-
-
-def runs_of_consecutive(batches: Sequence[int]) -> list[tuple[int, int, int]]:
-    runs: list[tuple[int, int, int]] = []
+    runs: list[tuple[int, int]] = []
     for batch in batches:
         if runs and runs[-1][1] == batch - 1:
-            runs[-1] = (runs[-1][0], batch, 0)
+            runs[-1] = (runs[-1][0], batch)
         else:
-            runs.append((batch, batch, 0))
-    return runs
+            runs.append((batch, batch))
+    return ", ".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
 
 
 @dataclass(frozen=True)

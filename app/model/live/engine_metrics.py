@@ -50,7 +50,6 @@ __all__ = [
     "Measurement",
     "ReadOptions",
 ]
-_fail = fail
 
 
 @dataclass(frozen=True)
@@ -140,13 +139,13 @@ def read_with_baseline(
     subtract = REPORT_FORMATS[format_name].subtract_baseline
     if subtract is None:
         takers = sorted({engines.adapter(r.engine).TITLE for r in REPORT_FORMATS.values() if r.subtract_baseline})
-        raise _fail(
+        raise fail(
             ErrorKind.INCONSISTENT,
             f"a baseline is subtracted from {' and '.join(takers)} counters only; this is {format_name}",
         )
     baseline_format, then = read_measurements(baseline, k=k, label=label, draft_lengths=draft_lengths)
     if baseline_format != format_name:
-        raise _fail(ErrorKind.INCONSISTENT, f"the baseline is {baseline_format}, the scrape {format_name}")
+        raise fail(ErrorKind.INCONSISTENT, f"the baseline is {baseline_format}, the scrape {format_name}")
     return format_name, subtract(now, then)
 
 
@@ -227,10 +226,8 @@ def _acceptance_interval(measurement: Measurement, p: float, k: int, level: floa
 
 def verifications_name(format_name: str) -> str:
     """The report format's own name for its count of verifications (drafts)."""
-    for known in engines.formats():
-        if known.name == format_name:
-            return known.verifications
-    return "the report's count of drafts"
+    known = REPORT_FORMATS.get(format_name)
+    return known.verifications if known is not None else "the report's count of drafts"
 
 
 def over_requests(measurement: Measurement, k: int, level: float) -> Interval | None:

@@ -57,7 +57,7 @@ MODEL_FREE = ("ngram", "ngram_gpu", "suffix", "extract_hidden_states", "mtp", "d
 PLACEHOLDER_MODEL = "<draft model: a path or hub name>"
 
 
-def method_name(given: str | None) -> str | None:
+def choose_method(given: str | None) -> str | None:
     """vLLM's literal for a method given in any case; a ValueError listing them for an unknown one."""
     if given is None or not given.strip():
         return None
@@ -65,11 +65,6 @@ def method_name(given: str | None) -> str | None:
     if lowered in METHODS or lowered.endswith("_mtp"):
         return lowered
     raise ValueError(f"vLLM method must be one of {', '.join(METHODS)} (or any *_mtp); got {given!r}")
-
-
-def choose_method(given: str | None) -> str | None:
-    """The method as vLLM spells it; a ValueError naming the choices."""
-    return method_name(given)
 
 
 FIELDS_2025 = frozenset(
@@ -268,7 +263,7 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     best = list(request.best_k)
     if not best or max(best) == 0:
         return base.Exported(None, [], "", ["no k pays at any batch that fits: run vLLM without --speculative-config"])
-    method = method_name(request.method)
+    method = choose_method(request.method)
     config: dict[str, Any] = {}
     notes: list[str] = []
     placeholders: tuple[str, ...] = ()
