@@ -1,4 +1,4 @@
-"""Numbers as the pages write them.
+"""Numbers, and the cells of a table's row, as the pages write them.
 
 ``fixed`` rounds the exact binary value half away from zero, as JavaScript's ``toFixed`` does, so
 that the demo's readouts read the same whether the server wrote them or the closed form's ES
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal, localcontext
+from typing import Any
 
 
 def fixed(value: float, digits: int) -> str:
@@ -25,3 +26,11 @@ def fixed(value: float, digits: int) -> str:
 def times(value: float) -> str:
     """A speedup: two decimals and a multiplication sign."""
     return f"{fixed(value, 2)}×"
+
+
+def cells(*texts: str, header: bool = False) -> dict[str, Any]:
+    """A table row's cells, the first one the row's header where ``header``."""
+    row: list[dict[str, Any]] = [{"text": text} for text in texts]
+    if header:
+        row[0]["header"] = True
+    return {"cells": row}

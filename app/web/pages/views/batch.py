@@ -42,7 +42,7 @@ from app.web.pages import inputs
 from app.web.pages.controls import Control, ControlError, Reading, url_text
 from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.page import Page, View
-from app.web.pages.text import fixed, times
+from app.web.pages.text import cells, fixed, times
 
 MAX_BATCH = limits.MAX_BATCH
 K_SEARCH_MAX = limits.BATCH_K_SLIDER_MAX  # best k, in the readouts and the schedule alike
@@ -509,12 +509,8 @@ def schedule_table(schedule: ScheduleOut) -> dict[str, Any]:
     rows = []
     for step in schedule.steps:
         batches = f"{step.batch_from}–{step.batch_to}" if step.batch_to > step.batch_from else str(step.batch_from)
-        cells = [
-            batches,
-            str(step.k) if step.k else "off",
-            f"{times(step.speedup_at_from)} → {times(step.speedup_at_to)}",
-        ]
-        rows.append({"class": "on" if step.k else "off", "cells": [{"text": text} for text in cells]})
+        speedup = f"{times(step.speedup_at_from)} → {times(step.speedup_at_to)}"
+        rows.append({"class": "on" if step.k else "off", **cells(batches, str(step.k) if step.k else "off", speedup)})
     return {"columns": ["Batch sizes", "k", "Speedup"], "rows": rows}
 
 

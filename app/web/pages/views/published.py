@@ -8,10 +8,11 @@ from typing import Any
 
 from app.model.cost import published
 from app.service.published import published_out
-from app.service.schemas.published import PublishedOut, PublishedPointOut
+from app.service.schemas.published import PublishedOut
 from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.page import Page, View
+from app.web.pages.text import cells
 
 BAND = 0.15  # the chart's band around predicted = measured
 FAMILIES = {  # the scatter's traces, by draft method
@@ -84,33 +85,30 @@ def scatter(report: PublishedOut) -> dict[str, Any]:
     )
 
 
-def _source_link(point: PublishedPointOut) -> str:
-    return point.url
-
-
 def points_table(report: PublishedOut) -> dict[str, Any]:
     rows = []
     for point in report.points:
         if not point.priced:
             continue
         note = "sets its sweep's acceptance" if point.sets_acceptance else _signed(point.error)
-        cells = [
-            {"text": point.id, "header": True},
-            {"text": point.setup_class or ""},
-            {"text": "–" if point.batch is None else str(point.batch)},
-            {"text": "–" if point.k is None else str(point.k)},
-            {"text": _times(point.measured)},
-            {"text": _times(point.predicted)},
-            {"text": note},
-        ]
-        error = abs(point.error or 0.0)
-        rows.append({"class": "off" if error > BAND else "", "cells": cells, "url": _source_link(point)})
+        batch, k = ("–" if value is None else str(value) for value in (point.batch, point.k))
+        row = cells(
+            point.id,
+            point.setup_class or "",
+            batch,
+            k,
+            _times(point.measured),
+            _times(point.predicted),
+            note,
+            header=True,
+        )
+        rows.append({"class": "off" if abs(point.error or 0.0) > BAND else "", **row, "url": point.url})
     return {"columns": ["Point", "Class", "Batch", "k", "Measured", "Predicted", "Error"], "rows": rows}
 
 
 def excluded_table(report: PublishedOut) -> dict[str, Any]:
     rows = [
-        {"cells": [{"text": point.id, "header": True}, {"text": point.excluded_because or ""}], "url": point.url}
+        {**cells(point.id, point.excluded_because or "", header=True), "url": point.url}
         for point in report.points
         if not point.priced
     ]
@@ -119,14 +117,13 @@ def excluded_table(report: PublishedOut) -> dict[str, Any]:
 
 def classes_table(report: PublishedOut) -> dict[str, Any]:
     rows = [
-        {
-            "cells": [
-                {"text": row.setup_class, "header": True},
-                {"text": str(row.points)},
-                {"text": _percent(row.median_error) if row.median_error is not None else "too few"},
-                {"text": _percent(row.worst_error)},
-            ]
-        }
+        cells(
+            row.setup_class,
+            str(row.points),
+            _percent(row.median_error) if row.median_error is not None else "too few",
+            _percent(row.worst_error),
+            header=True,
+        )
         for row in report.classes
     ]
     return {"columns": ["Class", "Points", "Median error", "Worst error"], "rows": rows}
@@ -137,24 +134,16 @@ def crossovers_table(report: PublishedOut) -> dict[str, Any]:
     for row in report.crossovers:
         interval = "–" if row.range_low is None else f"{row.range_low}–{row.range_high or 'beyond 4096'}"
         verdict = "–" if row.measured is None else ("yes" if row.within_2x and row.inside_range else "no")
-        cells = [
-            {"text": row.sweep, "header": True},
-            {"text": f"{row.batches[0]}–{row.batches[-1]}"},
-            {"text": "never in range" if row.measured is None else str(row.measured)},
-            {"text": "beyond 4096" if row.predicted is None else str(row.predicted)},
-            {"text": interval},
-            {"text": verdict},
-        ]
-        rows.append({"cells": cells})
+        measured = "never in range" if row.measured is None else str(row.measured)
+        predicted = "beyond 4096" if row.predicted is None else str(row.predicted)
+        batches = f"{row.batches[0]}–{row.batches[-1]}"
+        rows.append(cells(row.sweep, batches, measured, predicted, interval, verdict, header=True))
     columns = ["Sweep", "Batches", "Stops paying (measured)", "Predicted", "Interval holds 1", "Within 2× and inside"]
     return {"columns": columns, "rows": rows}
 
 
 def step_times_table(report: PublishedOut) -> dict[str, Any]:
-    rows = [
-        {"cells": [{"text": row.sweep, "header": True}, {"text": _times(row.growth)}]}
-        for row in report.step_times.growth
-    ]
+    rows = [cells(row.sweep, _times(row.growth), header=True) for row in report.step_times.growth]
     return {"columns": ["Sweep", "Step growth, predicted over measured"], "rows": rows}
 
 

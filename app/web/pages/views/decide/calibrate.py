@@ -23,7 +23,7 @@ from app.service.regimes import BuiltSetup
 from app.web.core.config import get_settings
 from app.web.pages.controls import Control, ControlError, Reading
 from app.web.pages.figures import COLORS, break_even, figure, line, marked
-from app.web.pages.text import fixed, times
+from app.web.pages.text import cells, fixed, times
 from app.web.pages.views.decide.controls import (
     BASELINE,
     EXAMPLE_DRAFTS,
@@ -226,13 +226,6 @@ def _verdict(result: calibration.Calibration) -> tuple[str, str]:
     if departure.consistent_with_iid:
         return f"Acceptance looks i.i.d. ({test}; {gap}).", "consistent"
     return f"Acceptance is not i.i.d. ({test}; {gap}): predictions for other k are approximate.", "departs"
-
-
-def cells(*texts: str, header: bool = False) -> dict[str, Any]:
-    cells: list[dict[str, Any]] = [{"text": text} for text in texts]
-    if header:
-        cells[0]["header"] = True
-    return {"cells": cells}
 
 
 def calibration_figure(result: calibration.Calibration) -> dict[str, Any]:

@@ -15,9 +15,8 @@ from app.service.plan_inputs import engine_title
 from app.service.regimes import BuiltSetup, SetupError, accuracy_out, build_setup, devices_note
 from app.web.pages.controls import Control, ControlError, Reading, url_text
 from app.web.pages.figures import COLORS, break_even, figure, line
-from app.web.pages.text import fixed, times
+from app.web.pages.text import cells, fixed, times
 from app.web.pages.views import batch as batch_view
-from app.web.pages.views.decide.calibrate import cells
 from app.web.pages.views.decide.controls import (
     DATA_PARALLEL,
     DRAFT_PATH,
