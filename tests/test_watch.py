@@ -15,10 +15,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from app.cli import main
 from app.model.counters.calibration import ErrorKind
+from app.model.counters.counts import Measurement
 from app.model.engines.reports import EngineFormatError
 from app.model.live.watch import (
     IntervalReport,
-    Scrape,
     ScrapeFailed,
     WatchState,
     draft_lengths,
@@ -31,6 +31,13 @@ from app.service.regimes import SetupRequest, build_setup
 from tests.samples.engine_reports import sample_accepted
 
 K = 4
+
+
+def _scrape(
+    drafts: float, draft_tokens: float, accepted: float, per_position: tuple[float, ...], running: float
+) -> Measurement:
+    """One scrape's totals, as read_scrape reads them from vLLM's /metrics."""
+    return Measurement("vllm", "vllm-metrics", None, drafts, draft_tokens, accepted, per_position, batch=running)
 
 
 @dataclass(eq=False)
@@ -181,8 +188,8 @@ def test_unreachable_server_and_bad_scheme(capsys: pytest.CaptureFixture[str]) -
 
 def test_interval_arithmetic_without_a_server() -> None:
     setup = build_setup(SetupRequest()).setup
-    before = Scrape(1000, 4000, 2000, (800, 600, 400, 200), 4)
-    after = Scrape(3000, 12000, 6000, (2400, 1800, 1200, 600), 4)
+    before = _scrape(1000, 4000, 2000, (800, 600, 400, 200), 4)
+    after = _scrape(3000, 12000, 6000, (2400, 1800, 1200, 600), 4)
     report = interval_report(before, after, setup, None)
     assert report.status == "ok" and report.k == 4 and report.batch == 4
     assert report.p is not None and report.p_low is not None and report.p_low < report.p < (report.p_high or 0)
@@ -193,13 +200,13 @@ def test_interval_arithmetic_without_a_server() -> None:
 def test_hundreds_of_intervals_at_an_unchanged_p_raise_no_false_alarm() -> None:
     setup = build_setup(SetupRequest()).setup
     totals = np.zeros(2 + K)
-    previous = Scrape(0, 0, 0, (0.0,) * K, 8)
+    previous = _scrape(0, 0, 0, (0.0,) * K, 8)
     calibrated = None
     alarms = 0
     for seed in range(300):
         draws = sample_accepted(0.8, K, 2000, seed=seed)
         totals += [2000, draws.sum(), *(np.sum(draws > i) for i in range(K))]
-        current = Scrape(totals[0], totals[0] * K, totals[1], tuple(totals[2:]), 8)
+        current = _scrape(totals[0], totals[0] * K, totals[1], tuple(totals[2:]), 8)
         report = interval_report(previous, current, setup, calibrated)
         if calibrated is None:
             calibrated = (report.p_low or 0.0, report.p_high or 1.0)
@@ -232,7 +239,7 @@ def test_drafts_of_several_lengths_are_read_from_the_drafts_reaching_each_positi
     the mix of lengths, read by the adapter's series names."""
     before, after = read_scrape(_trtllm_scrape(1.0)), read_scrape(_trtllm_scrape(3.0))
     assert after.engine == "trtllm" and after.drafts == 60000 and after.draft_tokens == 4 * 24000 + 2 * 36000
-    assert after.drafted_per_position == (60000, 60000, 24000, 24000) and after.running == 4
+    assert after.drafted_per_position == (60000, 60000, 24000, 24000) and after.batch == 4
     delta = tuple(b - a for a, b in zip(before.drafted_per_position, after.drafted_per_position, strict=True))
     assert draft_lengths(delta) == (2, 4) and draft_lengths((5.0, 5.0, 5.0)) == () and draft_lengths(()) == ()
     report = interval_report(before, after, build_setup(SetupRequest()).setup, None)
@@ -275,14 +282,14 @@ def test_one_evaluator_calibrates_each_class_once_and_counts_regressions() -> No
 
 def test_the_metrics_watch_judges_consecutive_scrapes_and_says_which_failed() -> None:
     setup = build_setup(SetupRequest()).setup
-    scrapes: list[Scrape | None] = [
-        Scrape(1000, 4000, 3000, (900, 800, 700, 600), 4),
+    scrapes: list[Measurement | None] = [
+        _scrape(1000, 4000, 3000, (900, 800, 700, 600), 4),
         None,
-        Scrape(3000, 12000, 9000, (2700, 2400, 2100, 1800), 4),
-        Scrape(5000, 20000, 11000, (3500, 3000, 2500, 2000), 4),
+        _scrape(3000, 12000, 9000, (2700, 2400, 2100, 1800), 4),
+        _scrape(5000, 20000, 11000, (3500, 3000, 2500, 2000), 4),
     ]
 
-    def read() -> Scrape:
+    def read() -> Measurement:
         scrape = scrapes.pop(0)
         if scrape is None:
             raise ScrapeFailed("connection refused")

@@ -24,9 +24,10 @@ from app.cli.command import REFUSALS, Command, Refused, refusal, register
 from app.model.cost import step_cost
 from app.model.cost.regimes import RooflineSetup
 from app.model.counters.calibration import CalibrationError
+from app.model.counters.counts import Measurement
 from app.model.engines import UnknownVersionError
 from app.model.live.rollout import calibrated_interval
-from app.model.live.watch import IntervalReport, Scrape, ScrapeFailed, WatchState, read_scrape, watch_scrapes
+from app.model.live.watch import IntervalReport, ScrapeFailed, WatchState, read_scrape, watch_scrapes
 from app.service import decision_inputs, live_inputs, plan, plan_inputs, rollout_inputs
 from app.service.clients import prometheus as prometheus_watch
 from app.service.decision import CostRegime, cost_regime
@@ -329,7 +330,7 @@ def run_watch(arguments: argparse.Namespace) -> int:
     return 1 if state.regressions and arguments.fail_on_regression else 0
 
 
-def _scrape(arguments: argparse.Namespace, timeout: float) -> Scrape:
+def _scrape(arguments: argparse.Namespace, timeout: float) -> Measurement:
     try:
         return read_scrape(fetch_text(arguments.url, timeout=timeout), arguments.label, arguments.label_value)
     except FetchError as error:

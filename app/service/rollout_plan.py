@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.model import engines, rules
 from app.model.arithmetic.acceptance import AcceptanceProfile
@@ -130,16 +130,8 @@ def from_scrape(text: str, label: str) -> tuple[str, str, list[Measured]]:
         except EngineFormatError:
             scrape = None
         measurement = None
-        if scrape is not None and scrape.drafts > 0:
-            measurement = Measurement(
-                engine=engine,
-                format=scrape.format,
-                label=None,
-                drafts=scrape.drafts,
-                draft_tokens=scrape.draft_tokens,
-                accepted=scrape.accepted,
-                per_position=scrape.per_position,
-            )
+        if scrape is not None and (scrape.drafts or 0.0) > 0:
+            measurement = replace(scrape, label=None, batch=None, drafted_per_position=())
         classes.append(Measured(name, measurement, rollout_plan.Batches.of(running)))
     return engine, version, classes
 

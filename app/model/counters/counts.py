@@ -80,6 +80,7 @@ class Measurement:
     version: str | None = None  # the engine version whose format this was read as
     # (verifications, accepted draft tokens) of each request, where the report gives them one by one
     requests: tuple[tuple[float, float], ...] = ()
+    drafted_per_position: tuple[float, ...] = ()  # drafts that reached each position, where the engine counts them
 
 
 @dataclass(frozen=True)

@@ -28,18 +28,6 @@ DRIFT_LEVEL = 0.999
 
 
 @dataclass(frozen=True)
-class Scrape:
-    drafts: float
-    draft_tokens: float
-    accepted: float
-    per_position: tuple[float, ...]
-    running: float | None
-    engine: str = ""  # the adapter whose series these are
-    format: str = ""  # the report format its /metrics is read as, where it has one
-    drafted_per_position: tuple[float, ...] = ()  # drafts that reached each position, where the engine counts them
-
-
-@dataclass(frozen=True)
 class IntervalReport:
     status: str  # ok, idle, reset, stops-paying, acceptance-dropped, acceptance-rose
     p: float | None = None
@@ -82,9 +70,9 @@ def _engine_of(names: set[str]) -> tuple[str, RulesMetrics]:
     )
 
 
-def read_scrape(text: str, label: str = "model_name", value: str | None = None) -> Scrape:
-    """One scrape's spec-decode counters summed over engines (and classes, unless ``value`` picks one); the
-    running requests of every class."""
+def read_scrape(text: str, label: str = "model_name", value: str | None = None) -> Measurement:
+    """One scrape's spec-decode counters summed over engines (and classes, unless ``value`` picks one), with the
+    running requests of every class as its batch."""
     if len(text.encode("utf-8", errors="replace")) > MAX_EXPOSITION_BYTES:
         raise EngineFormatError(ErrorKind.TOO_LARGE, f"the body is larger than {MAX_EXPOSITION_BYTES:,} bytes")
     try:
@@ -117,14 +105,15 @@ def read_scrape(text: str, label: str = "model_name", value: str | None = None) 
     drafts = sums.get(m.drafts, drafted[0] if drafted else 0.0)
     if value is not None and not sums and not positions:
         raise EngineFormatError(ErrorKind.AMBIGUOUS_MODEL, f"no spec-decode counters with {label}={value!r}")
-    return Scrape(
-        drafts=drafts,
-        draft_tokens=sums.get(m.draft_tokens, float(sum(drafted))),
-        accepted=sums.get(m.accepted, float(sum(per_position))),
-        per_position=per_position,
-        running=sum(running) if running else None,
-        engine=engine,
-        format=m.scrape_format,
+    return Measurement(
+        engine,
+        m.scrape_format,
+        value,
+        drafts,
+        sums.get(m.draft_tokens, float(sum(drafted))),
+        sums.get(m.accepted, float(sum(per_position))),
+        per_position,
+        batch=sum(running) if running else None,
         drafted_per_position=drafted,
     )
 
@@ -139,16 +128,16 @@ def draft_lengths(drafted: tuple[float, ...]) -> tuple[int, ...]:
     return tuple(i for i in range(1, len(drafted) + 1) if reached[i - 1] - reached[i] > tolerance)
 
 
-def went_down(before: Scrape, after: Scrape) -> str | None:
+def went_down(before: Measurement, after: Measurement) -> str | None:
     """The first counter that decreased (a restart), or None."""
     if len(before.per_position) != len(after.per_position) or len(before.drafted_per_position) != len(
         after.drafted_per_position
     ):
         return "the number of draft positions"
     pairs = [
-        ("the drafts counter", before.drafts, after.drafts),
-        ("the draft tokens counter", before.draft_tokens, after.draft_tokens),
-        ("the accepted tokens counter", before.accepted, after.accepted),
+        ("the drafts counter", before.drafts or 0.0, after.drafts or 0.0),
+        ("the draft tokens counter", before.draft_tokens or 0.0, after.draft_tokens or 0.0),
+        ("the accepted tokens counter", before.accepted or 0.0, after.accepted or 0.0),
         *(
             (f"accepted tokens at position {i}", a, b)
             for i, (a, b) in enumerate(zip(before.per_position, after.per_position, strict=True))
@@ -162,8 +151,8 @@ def went_down(before: Scrape, after: Scrape) -> str | None:
 
 
 def interval_report(
-    before: Scrape,
-    after: Scrape,
+    before: Measurement,
+    after: Measurement,
     setup: RooflineSetup,
     calibrated: tuple[float, float] | None,
     batch_limit: int = 1024,
@@ -172,22 +161,21 @@ def interval_report(
     reason = went_down(before, after)
     if reason is not None:
         return IntervalReport("reset", message=f"counters reset ({reason} went down): server restarted? new baseline")
-    drafts = after.drafts - before.drafts
+    drafts = (after.drafts or 0.0) - (before.drafts or 0.0)
     if drafts <= 0:
         return IntervalReport("idle", message="no drafts this interval: nothing to measure")
-    measurement = Measurement(
-        engine=after.engine,
-        format=after.format,
-        label=None,
+    measurement = replace(
+        after,
         drafts=drafts,
-        draft_tokens=after.draft_tokens - before.draft_tokens,
-        accepted=after.accepted - before.accepted,
+        draft_tokens=(after.draft_tokens or 0.0) - (before.draft_tokens or 0.0),
+        accepted=(after.accepted or 0.0) - (before.accepted or 0.0),
         per_position=tuple(b - a for a, b in zip(before.per_position, after.per_position, strict=True)),
+        drafted_per_position=(),
         draft_lengths=draft_lengths(
             tuple(b - a for a, b in zip(before.drafted_per_position, after.drafted_per_position, strict=True))
         ),
     )
-    running = after.running if after.running is not None else before.running
+    running = after.batch if after.batch is not None else before.batch
     return measured_report(measurement, running, setup, calibrated, batch_limit)
 
 
@@ -298,7 +286,7 @@ class ScrapeFailed(Exception):
 
 
 def watch_scrapes(
-    read: Callable[[], Scrape],
+    read: Callable[[], Measurement],
     setup: RooflineSetup,
     *,
     interval: float,
@@ -311,7 +299,7 @@ def watch_scrapes(
     """`watch URL`: ``samples`` intervals between consecutive scrapes of one /metrics, each judged as the
     Prometheus watch judges each class's (``WatchState.judge``); a failed scrape is an interval that says so."""
     state = WatchState(calibrated)
-    previous: Scrape | None = None
+    previous: Measurement | None = None
     while state.index < samples:
         try:
             scrape = read()
