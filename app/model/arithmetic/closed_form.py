@@ -42,6 +42,13 @@ def accepted_distribution(p: float, k: int) -> list[float]:
     return probabilities
 
 
+def accepted_variance(p: float, k: int) -> float:
+    """Var[A] of the accepted draft tokens of one cycle (the variance of tokens per cycle too: they differ by one)."""
+    probabilities = accepted_distribution(p, k)
+    mean = sum(j * share for j, share in enumerate(probabilities))
+    return max(sum((j - mean) ** 2 * share for j, share in enumerate(probabilities)), 0.0)
+
+
 def cost_per_cycle(k: int, c: float, verify: VerifyCost = free_verification) -> float:
     """Cost of one cycle in target passes: k draft steps plus one verification."""
     if k == 0:

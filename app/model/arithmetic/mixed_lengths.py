@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 from scipy import optimize, stats
 
+from app.model.arithmetic import closed_form
+
 LEVEL = 0.95
 SLACK = 1e-6
 
@@ -41,19 +43,6 @@ class MixedEstimate:
     method: str
     mix: dict[int, float]  # drafts of each length, where known
     positions_used: int  # per-position counts used (0 for the moment estimator)
-
-
-def _mean_accepted(p: float, length: int) -> float:
-    """E[accepted] for a draft of ``length`` tokens under i.i.d. acceptance p (without the bonus token)."""
-    if p >= 1.0:
-        return float(length)
-    return p * (1.0 - p**length) / (1.0 - p)
-
-
-def _variance_accepted(p: float, length: int) -> float:
-    probabilities = [p**j * (1.0 - p) for j in range(length)] + [p**length]
-    mean = sum(j * share for j, share in enumerate(probabilities))
-    return max(sum(j * j * share for j, share in enumerate(probabilities)) - mean * mean, 0.0)
 
 
 def draft_mix(drafts: float, draft_tokens: float, lengths: Sequence[int]) -> dict[int, float] | None:
@@ -83,7 +72,9 @@ def _solve(mix: dict[int, float], accepted: float) -> float:
         return 1.0
     return float(
         optimize.brentq(
-            lambda p: sum(count * _mean_accepted(p, length) for length, count in mix.items()) - accepted,
+            lambda p: (
+                sum(count * (closed_form.expected_tokens(p, length) - 1.0) for length, count in mix.items()) - accepted
+            ),
             0.0,
             1.0 - 1e-15,
             xtol=1e-13,
@@ -96,7 +87,7 @@ def from_mix(mix: dict[int, float], accepted: float, level: float = LEVEL) -> Mi
     p = _solve(mix, accepted)
     z = float(stats.norm.ppf(0.5 + level / 2))
     # the spread of accepted tokens under the model, at the estimate (at an edge, one accepted token's worth)
-    spread = math.sqrt(sum(count * _variance_accepted(p, length) for length, count in mix.items()))
+    spread = math.sqrt(sum(count * closed_form.accepted_variance(p, length) for length, count in mix.items()))
     spread = max(spread, 1.0)
     low, high = _solve(mix, accepted - z * spread), _solve(mix, accepted + z * spread)
     described = " and ".join(f"{count:g} drafts of {length}" for length, count in sorted(mix.items()))
@@ -114,6 +105,8 @@ def from_mix(mix: dict[int, float], accepted: float, level: float = LEVEL) -> Mi
 
 
 def wilson(successes: float, trials: float, level: float = LEVEL) -> tuple[float, float]:
+    """The Wilson score interval of a share; exactly 0 and 1 at its ends at no and at all successes (where floating
+    point gives 0.9999999999999999)."""
     z = float(stats.norm.ppf(0.5 + level / 2))
     if trials <= 0:
         return 0.0, 1.0
@@ -121,7 +114,7 @@ def wilson(successes: float, trials: float, level: float = LEVEL) -> tuple[float
     denominator = 1 + z * z / trials
     centre = (share + z * z / (2 * trials)) / denominator
     half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return 0.0 if successes <= 0 else max(0.0, centre - half), 1.0 if successes >= trials else min(1.0, centre + half)
 
 
 def from_positions(drafts: float, per_position: Sequence[float], shortest: int, level: float = LEVEL) -> MixedEstimate:

@@ -16,20 +16,13 @@ from app.model.arithmetic import bursty
 from app.model.arithmetic.closed_form import (
     acceptance_from_mean_length,
     accepted_distribution,
+    accepted_variance,
     cost_per_cycle,
     expected_tokens,
 )
 
 Z_95 = 1.959963984540054
 INTERVAL_STEPS = 200
-
-
-def tokens_variance(p: float, k: int) -> float:
-    """Var[T] of tokens per cycle under i.i.d. acceptance p (the truncated geometric plus one)."""
-    probabilities = np.array(accepted_distribution(p, k))
-    values = np.arange(k + 1, dtype=np.float64)
-    mean = float(probabilities @ values)
-    return max(float(probabilities @ (values - mean) ** 2), 0.0)
 
 
 def score_interval(mean_tokens: float, k: int, cycles: int, z: float = Z_95) -> tuple[float, float]:
@@ -47,7 +40,7 @@ def score_interval(mean_tokens: float, k: int, cycles: int, z: float = Z_95) -> 
     centre = acceptance_from_mean_length(observed, k)
 
     def outside(q: float) -> bool:
-        return cycles * (observed - expected_tokens(q, k)) ** 2 > z * z * tokens_variance(q, k)
+        return cycles * (observed - expected_tokens(q, k)) ** 2 > z * z * accepted_variance(q, k)
 
     def edge(inside: float, beyond: float) -> float:
         if not outside(beyond):

@@ -153,20 +153,6 @@ def read_with_baseline(
 # Calibration with an interval
 
 
-def _wilson(successes: float, trials: float, level: float) -> tuple[float, float]:
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    if trials <= 0:
-        return 0.0, 1.0
-    share = successes / trials
-    denominator = 1 + z * z / trials
-    centre = (share + z * z / (2 * trials)) / denominator
-    half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / denominator
-    # the Wilson ends are exactly 0 and 1 at no and at all successes; floating point gives 0.9999999999999999
-    low = 0.0 if successes <= 0 else max(0.0, centre - half)
-    high = 1.0 if successes >= trials else min(1.0, centre + half)
-    return low, high
-
-
 def containing(interval: Interval, p: float) -> Interval:
     """The interval widened, where rounding left it short, to hold its own estimate p (all accepted: p = 1.0)."""
     if interval.low is None or interval.high is None or not math.isfinite(p):
@@ -174,13 +160,6 @@ def containing(interval: Interval, p: float) -> Interval:
     if interval.low <= p <= interval.high:
         return interval
     return Interval(min(interval.low, p), max(interval.high, p), interval.level, interval.method)
-
-
-def _length_sd(p: float, k: int) -> float:
-    distribution = np.array(closed_form.accepted_distribution(p, k))
-    values = np.arange(k + 1, dtype=np.float64)
-    mean = float(distribution @ values)
-    return math.sqrt(max(float(distribution @ values**2) - mean * mean, 0.0))
 
 
 def acceptance_interval(measurement: Measurement, p: float, k: int, level: float = INTERVAL_LEVEL) -> Interval:
@@ -191,7 +170,7 @@ def acceptance_interval(measurement: Measurement, p: float, k: int, level: float
 
 def _acceptance_interval(measurement: Measurement, p: float, k: int, level: float) -> Interval:
     if measurement.schema == "v0" and measurement.draft_tokens and measurement.accepted is not None:
-        low, high = _wilson(measurement.accepted, measurement.draft_tokens, level)
+        low, high = mixed_lengths.wilson(measurement.accepted, measurement.draft_tokens, level)
         return Interval(low, high, level, "Wilson score: accepted / drafted estimates p directly (V0 counters)")
     cycles, drafted = measurement.drafts, measurement.draft_tokens
     if measurement.per_position and cycles and drafted is not None and drafted < k * cycles * (1 - 1e-9):
@@ -205,14 +184,14 @@ def _acceptance_interval(measurement: Measurement, p: float, k: int, level: floa
     if measurement.per_position and measurement.drafts:
         successes = float(sum(measurement.per_position))
         rejections = measurement.drafts - measurement.per_position[-1]
-        low, high = _wilson(successes, successes + rejections, level)
+        low, high = mixed_lengths.wilson(successes, successes + rejections, level)
         return Interval(
             low, high, level, "Wilson score on accepted tokens out of accepted + rejections (per-position counts)"
         )
     if measurement.drafts and measurement.accepted is not None:
         z = float(stats.norm.ppf(0.5 + level / 2))
         length = 1.0 + measurement.accepted / measurement.drafts
-        half = z * _length_sd(p, k) / math.sqrt(measurement.drafts)
+        half = z * math.sqrt(closed_form.accepted_variance(p, k) / measurement.drafts)
         low_length = min(max(length - half, 1.0), k + 1.0)
         high_length = min(max(length + half, 1.0), k + 1.0)
         return Interval(
