@@ -9,6 +9,7 @@ from fastapi import Depends
 from app.model.arithmetic import bursty
 from app.service import core_inputs
 from app.web.api.inputs import dependency, query
+from app.web.api.setup_params import RULES
 from app.web.core.errors import parameter_error
 
 P = Annotated[float, query(core_inputs.P)]
@@ -16,8 +17,7 @@ P = Annotated[float, query(core_inputs.P)]
 Cost = Annotated[core_inputs.CostChoice, Depends(dependency(core_inputs.COST, core_inputs.cost_choice))]
 
 
-RHO_RULES = (
-    "\n\nRules between parameters (a 422 names the parameter):\n\n"
+RHO_RULES = RULES + (
     "- `rho` lies from -min(p, 1-p)/max(p, 1-p) to 1 at the given p, so that both transition probabilities of "
     "the chain lie in [0, 1]."
 )

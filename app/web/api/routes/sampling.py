@@ -26,6 +26,7 @@ from app.service.schemas.sampling import (
 )
 from app.web.api.inputs import takes
 from app.web.api.params import RHO_RULES, check_rho
+from app.web.api.setup_params import RULES
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process, run_heavy
 
@@ -38,10 +39,7 @@ RULE_DESCRIPTIONS = {
 }
 
 
-NGRAM_RULES = (
-    "\n\nRules between parameters (a 422 names the parameter):\n\n"
-    "- `draft_order` is below `target_order`: the draft is the smaller model."
-)
+NGRAM_RULES = RULES + ("- `draft_order` is below `target_order`: the draft is the smaller model.")
 
 
 def _rule_outcome(result: sampling.RuleResult, shown: np.ndarray) -> RuleOutcome:
