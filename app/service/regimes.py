@@ -332,20 +332,14 @@ def verification_out(regime: Regime, p: float, k: int, k_max: int, built: BuiltS
 
 
 def _batch_point(sweep: BatchSweep, index: int, capacity_gb: float) -> BatchPoint:
-    return BatchPoint(
-        batch=int(sweep.batches[index]),
-        speedup=float(sweep.speedup[index]),
-        draft_cost=float(sweep.draft_cost[index]),
-        verification_cost=float(sweep.verification_cost[index]),
-        target_step_ms=float(sweep.target_step_ms[index]),
-        verify_step_ms=float(sweep.verify_step_ms[index]),
-        draft_step_ms=float(sweep.draft_step_ms[index]),
-        verify_compute_bound=bool(sweep.verify_compute_bound[index]),
-        best_k=int(sweep.best_k[index]),
-        best_speedup=float(sweep.best_speedup[index]),
-        memory_needed_gb=float(sweep.memory_needed_gb[index]),
-        fits=bool(sweep.memory_needed_gb[index] <= capacity_gb),
-    )
+    """The sweep's arrays at one batch (each as the Python number its field declares), and whether it fits."""
+    arrays = {
+        name: getattr(sweep, "batches" if name == "batch" else name)
+        for name in BatchPoint.model_fields
+        if name != "fits"
+    }
+    fits = bool(sweep.memory_needed_gb[index] <= capacity_gb)
+    return BatchPoint(**{name: values[index].item() for name, values in arrays.items()}, fits=fits)
 
 
 def accuracy_out(setup: RooflineSetup, measured: Measured | None = None, engine: str | None = None) -> AccuracyOut:

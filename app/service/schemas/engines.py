@@ -25,9 +25,7 @@ class ClassCalibrationOut(BaseModel):
     notes: list[str]
 
 
-class EngineCalibrationOut(ClassCalibrationOut):
-    """The report's leading class (or all classes summed), then what the report is and each class on its own."""
-
+class EngineCalibrationOut(BaseModel):
     engine: str = Field(description="vllm, sglang, trtllm or llamacpp.")
     engine_version: str | None = Field(
         default=None, description="The engine version whose format the report was read as (see engine-config)."
@@ -39,10 +37,22 @@ class EngineCalibrationOut(ClassCalibrationOut):
     format: str = Field(description="The detected format.")
     format_description: str
     label_name: str = Field(description="The label that splits a Prometheus scrape into classes.")
+    label: str | None
+    p: float
+    p_low: float | None
+    p_high: float | None
+    interval_level: float
+    interval_method: str
+    k: int
+    k_source: str
+    cycles: float | None
+    batch: float | None
+    calibration: CalibrationOut
     classes: list[ClassCalibrationOut] = Field(
-        description="One entry per value of the class label; the class fields are the single class, or all classes "
+        description="One entry per value of the class label; the fields above are the single class, or all classes "
         "summed when they share k."
     )
+    notes: list[str]
 
 
 class EngineConfigOut(BaseModel):
