@@ -21,8 +21,7 @@ from app.cli.arguments import add_input, add_inputs, add_repeated
 from app.cli.arguments import bounded as _bounded
 from app.cli.render import render_batches, render_text
 from app.model.cost import step_cost
-from app.model.counters.counts import SpecCounts
-from app.model.live.measure import MeasureError, Sample, analyze, metrics_delta, step_times_csv
+from app.model.live.measure import MeasureError, analyze, metrics_delta, step_times_csv
 from app.model.live.measure_batches import batch_step_times_csv
 from app.service import live_inputs
 from app.service.clients.measure import (
@@ -30,6 +29,7 @@ from app.service.clients.measure import (
     MeasureClientError,
     Run,
     Sweep,
+    pooled,
     read_prompts,
     stderr_progress,
 )
@@ -215,27 +215,6 @@ def run_measure(arguments: argparse.Namespace) -> int:
 # --batch: the sweep over batch sizes
 
 
-def _pooled(samples: list[Sample], k: int) -> Sample:
-    """One k's counters summed over every batch and round it drafted in (for --write-calibration)."""
-
-    mine = [sample for sample in samples if sample.k == k and sample.drafts > 0]
-    counters = SpecCounts()
-    for sample in mine:
-        counters = counters.plus(
-            SpecCounts(sample.drafts, sample.draft_tokens, sample.accepted, sample.accepted_per_position)
-        )
-    return Sample(
-        k=k,
-        requests=sum(sample.requests for sample in mine),
-        generated=sum(sample.generated for sample in mine),
-        decode_ms=sum(sample.decode_ms for sample in mine),
-        drafts=counters.drafts,
-        draft_tokens=counters.draft_tokens,
-        accepted=counters.accepted,
-        accepted_per_position=counters.per_position,
-    )
-
-
 def run_measure_batches(arguments: argparse.Namespace) -> int:
 
     try:
@@ -264,7 +243,10 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
             wanted = arguments.calibration_k or max(drafted, default=0)
             if wanted not in drafted:
                 raise MeasureError(f"--calibration-k {wanted}: no server at that k drafted")
-            Path(arguments.write_calibration).write_text(metrics_delta(_pooled(samples, wanted)), encoding="utf-8")
+            Path(arguments.write_calibration).write_text(
+                metrics_delta(pooled(wanted, [r for r in run.records if run.servers[r.server].k == wanted])),
+                encoding="utf-8",
+            )
     except MeasureError as error:
         failure = f"{failure}; {error}" if failure else str(error)
     except OSError as error:

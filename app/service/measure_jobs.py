@@ -49,10 +49,6 @@ class JobError(ValueError):
         self.message = message
 
 
-def server_summary(server: Server) -> JobServer:
-    return filled(JobServer, server)
-
-
 def analysis_report(analysis: BatchAnalysis) -> dict[str, Any]:
     """The fields of a :class:`BatchReport` that the analysis gives."""
     cost = analysis.step_cost
@@ -187,7 +183,7 @@ def batch_report(
         )
     samples = [sample for round_ in run.rounds for sample in round_]
     fields: dict[str, Any] = {
-        "servers": [server_summary(server) for server in run.servers],
+        "servers": [filled(JobServer, server) for server in run.servers],
         "batches": list(batches),
         "workload": dict(workload),
         "requests": run.requests,
@@ -210,23 +206,20 @@ def batch_report(
 
 def partial_cells(servers: Sequence[Server], records: Sequence[Record]) -> list[JobCell]:
     """The cells measured so far, one row per (server, batch, round): what a progress view shows."""
-    rows = []
-    for record in records:
-        server = servers[record.server]
-        rows.append(
-            JobCell(
-                url=server.url,
-                k=server.k,
-                batch=record.batch,
-                round=record.repeat + 1,
-                generated=record.generated,
-                ms_per_token=record.decode_ms / record.generated if record.generated else None,
-                tokens_per_s=record.generated / record.wall_ms * 1e3 if record.wall_ms else None,
-                drafts=record.delta.drafts,
-                accepted=record.delta.accepted,
-            )
+    return [
+        JobCell(
+            url=servers[record.server].url,
+            k=servers[record.server].k,
+            batch=record.batch,
+            round=record.repeat + 1,
+            generated=record.generated,
+            ms_per_token=record.decode_ms / record.generated if record.generated else None,
+            tokens_per_s=record.generated / record.wall_ms * 1e3 if record.wall_ms else None,
+            drafts=record.delta.drafts,
+            accepted=record.delta.accepted,
         )
-    return rows
+        for record in records
+    ]
 
 
 @dataclass(frozen=True)
@@ -260,6 +253,10 @@ class Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     sweep: Sweep | None = None
 
+    def show(self, done: int, planned: int, label: str) -> None:
+        """The sweep's progress: requests measured of those planned, and what it is doing."""
+        self.done, self.planned, self.label = done, planned, label
+
     def view(self) -> MeasureJob:
         """The job as the API and the page show it: its state, progress and the cells so far."""
         sweep = self.sweep
@@ -268,7 +265,7 @@ class Job:
         return filled(
             MeasureJob,
             self,
-            servers=[server_summary(server) for server in servers],
+            servers=[filled(JobServer, server) for server in servers],
             batches=list(self.request.batches),
             fraction=(self.done / self.planned) if self.planned else (1.0 if self.state != "running" else 0.0),
             seconds=(self.finished or time.time()) - self.created,
@@ -314,7 +311,7 @@ class Jobs:
                 raise JobError("servers", "a measurement is already running on this server: wait for it or cancel it")
         client = httpx.Client()
         job = Job(f"{next(self._count)}-{uuid.uuid4().hex[:12]}", request)
-        sweep = self._factory(client, request, self._progress(job), job.cancel)
+        sweep = self._factory(client, request, job.show, job.cancel)
         try:
             job.servers = sweep.probe(timeout=3.0)
         except (MeasureClientError, httpx.HTTPError) as error:
@@ -328,13 +325,6 @@ class Jobs:
                 del self._jobs[key]
         threading.Thread(target=self._run, args=(job, sweep, client), daemon=True, name=f"measure {job.id}").start()
         return job
-
-    @staticmethod
-    def _progress(job: Job) -> Callable[[int, int, str], None]:
-        def show(done: int, planned: int, label: str) -> None:
-            job.done, job.planned, job.label = done, planned, label
-
-        return show
 
     def _run(self, job: Job, sweep: Sweep, client: httpx.Client) -> None:
         request = job.request

@@ -217,24 +217,28 @@ def samples_from(
     samples = []
     for index, server in enumerate(servers):
         mine = [record for (owner, _prompt), record in sorted(chosen.items()) if owner == index]
-        total = SpecCounts()
-        for record in mine:
-            total = total.plus(record.delta)
-        k = server.k or 0
-        samples.append(
-            Sample(
-                k=k,
-                requests=len(mine),
-                generated=sum(record.generated for record in mine),
-                decode_ms=sum(record.decode_ms for record in mine),
-                drafts=total.drafts,
-                draft_tokens=total.draft_tokens,
-                accepted=total.accepted,
-                accepted_per_position=total.per_position[:k],
-                draft_ms=sum(record.draft_ms for record in mine) if server.log is not None and k > 0 else None,
-            )
-        )
+        timed = server.log is not None and bool(server.k)
+        samples.append(pooled(server.k or 0, mine, draft_ms=sum(r.draft_ms for r in mine) if timed else None))
     return samples
+
+
+def pooled(k: int, records: Sequence[Record], **given: Any) -> Sample:
+    """One Sample at draft length ``k`` of the records' totals: their requests, tokens and decode time, and their
+    counts summed (to k positions); ``given`` sets the Sample's other fields."""
+    total = SpecCounts()
+    for record in records:
+        total = total.plus(record.delta)
+    return Sample(
+        k=k,
+        requests=sum(record.batch for record in records),
+        generated=sum(record.generated for record in records),
+        decode_ms=sum(record.decode_ms for record in records),
+        drafts=total.drafts,
+        draft_tokens=total.draft_tokens,
+        accepted=total.accepted,
+        accepted_per_position=total.per_position[:k],
+        **given,
+    )
 
 
 def _json(response: httpx.Response, what: str) -> Any:
@@ -759,18 +763,5 @@ def batch_rounds(servers: Sequence[Server], records: Sequence[Record]) -> list[l
     rounds: dict[int, list[Sample]] = {}
     for record in records:
         k = servers[record.server].k or 0
-        rounds.setdefault(record.repeat, []).append(
-            Sample(
-                k=k,
-                requests=record.batch,
-                generated=record.generated,
-                decode_ms=record.decode_ms,
-                drafts=record.delta.drafts,
-                draft_tokens=record.delta.draft_tokens,
-                accepted=record.delta.accepted,
-                accepted_per_position=record.delta.per_position[:k],
-                batch=record.batch,
-                wall_ms=record.wall_ms,
-            )
-        )
+        rounds.setdefault(record.repeat, []).append(pooled(k, [record], batch=record.batch, wall_ms=record.wall_ms))
     return [rounds[index] for index in sorted(rounds)]
