@@ -330,9 +330,6 @@ class Sweep:
             raise MeasureClientError(f"{server}/slots: expected a list of slots (is this llama-server?)")
         return slots
 
-    def _slot(self, server: str) -> dict[str, Any]:
-        return self._slots(server)[0]
-
     def _complete(
         self, server: Server, prompt: str, n_predict: int
     ) -> llamacpp_reports.Timings | streaming.StreamTimings:
@@ -407,7 +404,7 @@ class Sweep:
             if slots.status_code == 404:  # no llama-server: an OpenAI one
                 servers.append(self._openai_server(url))
                 continue
-            slot = self._slot(url)
+            slot = self._slots(url)[0]
             if "speculative" not in slot:
                 raise MeasureClientError(f"{url}/slots: no 'speculative' field: not a llama-server this client knows")
             servers.append(Server(url, bool(slot["speculative"])))
@@ -424,9 +421,6 @@ class Sweep:
         finally:
             self.probe_timeout = 10.0
 
-    def _probed(self) -> list[Server]:
-        return self.servers or self._servers()
-
     def _openai_server(self, url: str, forms: Sequence[LiveFormat] | None = None) -> Server:
         """An OpenAI-compatible server, its engine told by the series of its Prometheus text (each engine's
         LIVE.marker at its LIVE.metrics_path): vLLM, SGLang or TensorRT-LLM (only ``forms``, where given)."""
@@ -440,11 +434,12 @@ class Sweep:
             ):
                 return self._named(url, form, scrape.text)
             tried.append(f"{form.marker}* at {form.metrics_path} ({form.title})")
-        if forms is not None:
-            raise MeasureClientError(f"{url}: not the engine named: looked for " + ", ".join(tried))
-        raise MeasureClientError(
-            f"{url}: no llama-server (/slots) and no series of an engine measure drives: looked for " + ", ".join(tried)
+        what = (
+            "not the engine named"
+            if forms is not None
+            else "no llama-server (/slots) and no series of an engine measure drives"
         )
+        raise MeasureClientError(f"{url}: {what}: looked for " + ", ".join(tried))
 
     def _named(self, url: str, form: LiveFormat, text: str) -> Server:
         try:
@@ -533,14 +528,10 @@ class Sweep:
                 )
 
     def _finish(self, servers: list[Server], done: int, planned: int) -> float:
-        """The progress bar closed and every server's k read; the seconds the sweep took."""
+        """The progress bar closed and every server's k read (of servers whose warm-up drafted nothing, from their
+        counters once the sweep has run); the seconds the sweep took."""
         if self.progress is not None:
             self.progress(done, planned, "done")
-        self._identify_the_rest(servers)
-        return time.monotonic() - self.started
-
-    def _identify_the_rest(self, servers: list[Server]) -> None:
-        """The k of servers whose warm-up drafted nothing, from their counters once the sweep has run."""
         for server in servers:
             if server.k is None:
                 server.counters = self._scrape(server)
@@ -552,6 +543,7 @@ class Sweep:
                 "length from (an n-gram lookup on text that does not repeat?)"
             )
         self._check_ks(servers)
+        return time.monotonic() - self.started
 
     # -- the sweep: one grid of cells (round, batch, prompt), every server measured in each, the order rotated
 
@@ -668,7 +660,7 @@ class Sweep:
         prompt); over batches, each server's cell counts as soon as it is measured, and a server that fails
         stops the sweep with the cells measured so far kept and the fault named.
         """
-        servers = self._probed()
+        servers = self.servers or self._servers()
         cells = self._cells()
         self._prepare(servers, cells)
         planned = sum(batch for _repeat, batch, _prompt in cells) * len(servers)
