@@ -263,25 +263,29 @@ def detect(prometheus: Prometheus, engine: str | None, version: str | None, labe
         promql.Series(metrics, label, "1s").verifications_counter()[0]: name
         for name, (_, metrics) in candidates.items()
     }
-    names = "|".join(identifying)
-    found = prometheus.query(f'count by (__name__) ({{__name__=~"{names}"}})', time.time())
-    names_found = {item.labels.get("__name__", "") for item in found}
-    present = sorted({identifying[name] for name in names_found if name in identifying})
-    if not present:
-        which = ", ".join(engines.adapter(name).TITLE for name in candidates)
-        raise PrometheusError(
-            f"Prometheus at {prometheus.url} holds no spec-decode counters of {which} ({', '.join(identifying)}): "
-            "is the engine scraped, with speculative decoding on?"
-        )
-    if len(present) > 1:
-        raise PrometheusError(
-            f"Prometheus at {prometheus.url} holds spec-decode counters of {', '.join(present)}: name one with --engine"
-        )
+    which = ", ".join(engines.adapter(name).TITLE for name in candidates)
+    none = f"no spec-decode counters of {which} ({', '.join(identifying)}): "
+    none += "is the engine scraped, with speculative decoding on?"
+    engine = present_engine(prometheus.query, prometheus.url, identifying, none, "spec-decode counters")
     matcher = f'{label}="{_escaped(value)}"' if value is not None else ""
-    chosen_version, metrics = candidates[present[0]]
-    return Target(
-        present[0], chosen_version, metrics, label, matcher, _rules_files(prometheus, present[0], metrics, label)
+    chosen_version, metrics = candidates[engine]
+    return Target(engine, chosen_version, metrics, label, matcher, _rules_files(prometheus, engine, metrics, label))
+
+
+def present_engine(
+    query: Callable[[str, float], list[Sample]], url: str, identifying: Mapping[str, str], none: str, what: str
+) -> str:
+    """The one engine whose identifying series (series name: engine) Prometheus at ``url`` holds now; an error
+    saying ``none`` where it holds none, or naming the engines where it holds ``what`` of several."""
+    found = query(f'count by (__name__) ({{__name__=~"{"|".join(identifying)}"}})', time.time())
+    present = sorted(
+        {identifying[name] for name in (item.labels.get("__name__", "") for item in found) if name in identifying}
     )
+    if not present:
+        raise PrometheusError(f"Prometheus at {url} holds {none}")
+    if len(present) > 1:
+        raise PrometheusError(f"Prometheus at {url} holds {what} of {', '.join(present)}: name one with --engine")
+    return present[0]
 
 
 def _rules_files(prometheus: Prometheus, engine: str, metrics: RulesMetrics, label: str) -> tuple[str, ...]:

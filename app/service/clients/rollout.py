@@ -21,7 +21,7 @@ from app.model.engines.base import DecodeTime, RulesMetrics
 from app.model.engines.reports import EngineFormatError, Measurement
 from app.model.live import rollout
 from app.service.clients import spec_counts
-from app.service.clients.prometheus import Prometheus, PrometheusError, Sample, Series, range_series
+from app.service.clients.prometheus import Prometheus, PrometheusError, Sample, Series, present_engine, range_series
 from app.service.schemas.fill import filled
 from app.service.schemas.rollout import (
     AcceptanceCheckOut,
@@ -112,19 +112,9 @@ def _engine(reader: _Reader, given: str | None) -> tuple[str, DecodeTime]:
     if given is not None and missing:
         raise PrometheusError(missing[given] or f"{engines.adapter(given).TITLE} exports no decode-time series")
     wanted = {found.seconds: name for name, found in series.items() if name not in missing}
-    answered = reader.query(f'count by (__name__) ({{__name__=~"{"|".join(wanted)}"}})', time.time())
-    present = sorted({wanted[item] for item in (x.labels.get("__name__", "") for x in answered) if item in wanted})
-    if not present:
-        raise PrometheusError(
-            f"Prometheus at {reader.prometheus.url} holds none of the decode-time series "
-            f"({', '.join(wanted)}): is the engine scraped?"
-        )
-    if len(present) > 1:
-        raise PrometheusError(
-            f"Prometheus at {reader.prometheus.url} holds decode-time series of {', '.join(present)}: name one with "
-            "--engine"
-        )
-    return present[0], series[present[0]]
+    none = f"none of the decode-time series ({', '.join(wanted)}): is the engine scraped?"
+    engine = present_engine(reader.query, reader.prometheus.url, wanted, none, "decode-time series")
+    return engine, series[engine]
 
 
 def _selected(reader: _Reader, series: DecodeTime, option: str, match: str, at: float) -> list[dict[str, str]]:
