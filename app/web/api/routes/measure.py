@@ -6,9 +6,9 @@ names, so it runs only where the deployment allows it (SPECDEC_ALLOW_MEASURE), o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -17,11 +17,14 @@ from app.service.inputs import InputError
 from app.service.measure_jobs import Job, JobError, JobRequest, Jobs
 from app.service.schemas.measure import MeasureJob
 from app.web.api.bodies import body_error, body_text
-from app.web.api.inputs import takes
+from app.web.api.inputs import dependency
 from app.web.core.config import app_settings
 from app.web.core.errors import parameter_error
 
 router = APIRouter(prefix="/api/v1", tags=["measure"])
+
+# The job's inputs as query parameters, their values by name.
+MeasureQuery = Annotated[dict[str, Any], Depends(dependency(live_inputs.MEASURE_JOB, dict))]
 
 
 def jobs(request: Request) -> Jobs:
@@ -83,33 +86,12 @@ def start(request: Request, values: dict[str, Any]) -> Job:
         }
     },
 )
-@takes(*live_inputs.MEASURE_JOB)
-async def start_measure(
-    request: Request,
-    servers: str,
-    batches: str,
-    n_predict: int,
-    repeats: int,
-    max_requests: int,
-    timeout: float,
-    engine: str | None,
-    method: str | None,
-) -> MeasureJob | JSONResponse:
+async def start_measure(request: Request, values: MeasureQuery) -> MeasureJob | JSONResponse:
     """The sweep of `specdec-lab measure --batch` as a job: each server is asked at once whether it is an engine
     this product drives (llama-server or vLLM) and whether it speculates; then B requests at once on each server
     per batch size, rounds interleaved.  Read its progress with GET /api/v1/measure/{id}; cancel it with POST
     /api/v1/measure/{id}/cancel.  Only where the deployment allows it (SPECDEC_ALLOW_MEASURE), one at a time.
     The body, where given, is the workload: one prompt per line (text/plain); empty, four built-in prompts."""
-    values = {
-        "servers": servers,
-        "batches": batches,
-        "n_predict": n_predict,
-        "repeats": repeats,
-        "max_requests": max_requests,
-        "timeout": timeout,
-        "engine": engine,
-        "method": method,
-    }
     prompts = await body_text(request, live_inputs.MAX_JOB_PROMPT_BYTES, "prompts")
     if isinstance(prompts, JSONResponse):
         return prompts
