@@ -100,6 +100,11 @@ def test_the_check_over_a_prometheus_answers_the_verdict_and_its_exit_code() -> 
         assert short.status_code == 422 and short.json()["detail"][0]["loc"] == ["query", "window"]
         same = allowed.post("/api/v1/rollout/check", params={**params, "control": 'role="canary"'})
         assert same.status_code == 422 and same.json()["detail"][0]["loc"] == ["query", "control"]
+        # each parameter is checked on its own before canary against control and the window against the interval
+        both = allowed.post("/api/v1/rollout/check", params={**params, "control": 'role="canary"', "label": "a-b"})
+        assert both.status_code == 422 and both.json()["detail"][0]["loc"] == ["query", "label"]
+        short_and_bad = allowed.post("/api/v1/rollout/check", params={**params, "window": "2m", "calibrated": "x"})
+        assert short_and_bad.status_code == 422 and short_and_bad.json()["detail"][0]["loc"] == ["query", "calibrated"]
 
 
 def test_the_check_takes_its_inputs_as_declared_once() -> None:

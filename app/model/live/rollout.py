@@ -131,8 +131,8 @@ def intervals_in(window: float, interval: float) -> int:
 def window_and_interval(window: str | float, interval: str | float) -> tuple[float, float]:
     """--window and --interval in seconds, each in its bounds, the window holding a count of intervals the check
     can use."""
-    window_s = duration("--window", window, MIN_INTERVAL_S, MAX_WINDOW_S)
     interval_s = duration("--interval", interval, MIN_INTERVAL_S, MAX_INTERVAL_S)
+    window_s = duration("--window", window, MIN_INTERVAL_S, MAX_WINDOW_S)
     intervals_in(window_s, interval_s)
     return window_s, interval_s
 

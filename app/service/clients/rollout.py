@@ -62,22 +62,17 @@ def check_request(
     engine: str | None = None,
     version: str | None = None,
 ) -> CheckRequest:
-    """The check's request from its options as written, each read and bounded; a RolloutInputError names the
-    option."""
+    """The check's request from its options as written, each read and bounded in the order POST /rollout/check
+    has always checked them (each on its own, then canary against control and the window against the interval);
+    a RolloutInputError names the option."""
     canary_series, control_series = rollout.matcher("--canary", canary), rollout.matcher("--control", control)
-    rollout.distinct(canary_series, control_series)
-    window_s, interval_s = rollout.window_and_interval(window, interval)
     label = rollout.class_label("--label", label)
-    return CheckRequest(
-        canary_series,
-        control_series,
-        label,
-        window_s,
-        interval_s,
-        engine,
-        version,
-        rollout.calibrated_interval(calibrated),
-    )
+    window_s = rollout.duration("--window", window, rollout.MIN_INTERVAL_S, rollout.MAX_WINDOW_S)
+    interval_s = rollout.duration("--interval", interval, rollout.MIN_INTERVAL_S, rollout.MAX_INTERVAL_S)
+    given = rollout.calibrated_interval(calibrated)
+    rollout.distinct(canary_series, control_series)
+    rollout.intervals_in(window_s, interval_s)
+    return CheckRequest(canary_series, control_series, label, window_s, interval_s, engine, version, given)
 
 
 @dataclass
