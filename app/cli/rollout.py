@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -94,6 +96,9 @@ def _add_engine(parser: argparse.ArgumentParser, help: str) -> None:
     add_input(parser, plan_inputs.ENGINE_VERSION, help="with --engine: the engine version (default: the newest)")
 
 
+R = TypeVar("R", bound=BaseModel)
+
+
 def _refuse(message: str, as_json: bool) -> int:
     if as_json:
         sys.stdout.write(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n")
@@ -122,7 +127,7 @@ def run_check(arguments: argparse.Namespace) -> int:
         report = rollout_client.check(Prometheus(arguments.prometheus, timeout=arguments.timeout), request)
     except (rollout.RolloutInputError, PrometheusError, UnknownVersionError) as error:
         return _refuse(str(error), as_json)
-    return _write(report, rollout_client.described(report), as_json, report.exit_code)
+    return _write(report, rollout_client.described, as_json, report.exit_code)
 
 
 def run_plan(arguments: argparse.Namespace) -> int:
@@ -154,11 +159,12 @@ def run_plan(arguments: argparse.Namespace) -> int:
         OSError,
     ) as error:
         return _refuse(str(error), as_json)
-    return _write(report, rollout_plan.described(report), as_json, 0)
+    return _write(report, rollout_plan.described, as_json, 0)
 
 
-def _write(report: BaseModel, text: str, as_json: bool, code: int) -> int:
-    sys.stdout.write((report.model_dump_json(indent=2, by_alias=True) if as_json else text) + "\n")
+def _write(report: R, described: Callable[[R], str], as_json: bool, code: int) -> int:
+    """The report as JSON or in words (only the one asked for is made); the exit code."""
+    sys.stdout.write((report.model_dump_json(indent=2, by_alias=True) if as_json else described(report)) + "\n")
     return code
 
 
