@@ -79,6 +79,12 @@ def main() -> None:
             print(f"{label:<72} {n:>6} {median_text:>7} {class_worst or 0:>7.1%}")
 
     fit = published.fit_published()
+    interval = fit["interval"]
+    print(
+        f"\nthe stated interval: a factor of {1 + (interval['spread'] or 0):.2f} either way holds "
+        f"{interval['coverage']:.0%} of the {interval['points']} scored points (split-conformal); each source against "
+        f"the bound from the others alone: {interval['held_out_of_source']} of {interval['points']} inside"
+    )
     print(f"\n{'sweep over batch':<48} {'measured':>8} {'predicted':>9} {'interval':>12} {'2x':>4}")
     crossing = [row for row in fit["crossovers"] if row["measured"] is not None]
     within = sum(1 for row in crossing if row["within_2x"] and row["inside_range"])

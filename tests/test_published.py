@@ -212,6 +212,7 @@ def test_the_committed_fit_is_what_the_protocol_gives() -> None:
             assert low <= value <= high, name
     out_of_source = published.out_of_source_terms(PROBLEM, holdout, terms)
     assert committed["step_times"] == published.step_time_check(PROBLEM, out_of_source)
+    assert committed["interval"] == published.interval_check(PROBLEM, holdout)
     loso = committed["leave_one_source_out"]
     assert loso["points"] == int(PROBLEM.scored.sum())
     assert 0 < loso["median_error"] <= loso["worst_error"]
@@ -312,3 +313,33 @@ def test_the_crossover_range_is_where_the_interval_holds_one() -> None:
     assert published.crossover_range(batches, speedup, 0.0) == (8, 8)
     assert published.crossover_range(batches, speedup * 3, 0.1) == (None, None)
     assert published.crossover_range(batches, speedup / 1.2, math.log(2.0)) == (1, None)
+
+
+def test_the_interval_holds_ninety_percent_of_out_of_source_errors_by_their_order() -> None:
+    """Split-conformal: of n errors, the ceil(0.9 (n + 1))-th smallest; too few for 90% gives none."""
+    assert published.covering([0.1 * step for step in range(1, 10)]) == pytest.approx(0.9)  # rank 9 of 9
+    assert published.covering([0.1 * step for step in range(1, 9)]) is None  # 8 cannot hold 90% of a ninth
+    assert published.covering([-0.5, *[0.01 * step for step in range(1, 19)]]) == pytest.approx(0.18)  # rank 18
+    assert published.covering([-0.5, *[0.01 * step for step in range(1, 20)]]) == pytest.approx(0.19)  # rank 19 of 20
+
+
+def test_a_class_with_too_few_points_takes_every_points_interval_but_never_narrower_than_its_own_worst() -> None:
+    every = [0.01 * step for step in range(1, 40)]
+    assert published.interval_spread([0.05] * 12, every) == (pytest.approx(0.05), "this class")
+    assert published.interval_spread([0.02, 0.03], every) == (pytest.approx(0.36), "every published point")
+    assert published.interval_spread([0.02, 0.9], every) == (pytest.approx(0.9), "this class")
+    assert published.interval_spread([], every)[1] == "every published point"
+
+
+def test_the_stated_interval_holds_at_least_ninety_percent_of_the_published_points() -> None:
+    rows = published._classes_in_fit()
+    errors = [error for _kind, error in rows]
+    shipped = published.shipped_accuracy()
+    assert shipped.spread < max(errors)  # one source's worst miss no longer sets everyone's interval
+    # the same bound as the fit file's, up to the file's rounding of each prediction to 4 decimals
+    assert math.expm1(shipped.spread) == pytest.approx(published.published_fit()["interval"]["spread"], abs=1e-4)
+    assert sum(error <= shipped.spread + 1e-12 for error in errors) >= published.COVERAGE * len(errors)
+    for kind in {kind for kind, _error in rows}:
+        accuracy = published.accuracy_for(kind)
+        mine = [error for other, error in rows if kind.holds(other)]
+        assert accuracy.spread >= max(mine) or sum(e <= accuracy.spread + 1e-12 for e in mine) >= 0.9 * len(mine)

@@ -85,5 +85,8 @@ def published_out() -> PublishedOut:
         classes=classes,
         crossovers=crossovers,
         step_times=step_times,
+        interval_spread=fit["interval"]["spread"],
+        interval_coverage=fit["interval"]["coverage"],
+        interval_held_out_of_source=fit["interval"]["held_out_of_source"],
         points=points,
     )

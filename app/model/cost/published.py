@@ -858,6 +858,53 @@ def effects(problem_: Problem, chosen: Sequence[str]) -> dict[str, float]:
 
 
 MIN_CLASS_POINTS = 3  # a class states its own median from this many scored points
+# The predicted speedup's interval holds at least this share of setups like the published ones.  It is
+# split-conformal: with n errors each predicted out of source, the ceil((n + 1) x COVERAGE)-th smallest |log error|
+# holds a further setup's error with probability COVERAGE or more where the setups are exchangeable.  The worst
+# error instead (the interval before) is as wide as the one most extreme source, whatever the class.
+COVERAGE = 0.9
+
+
+def covering(errors: Sequence[float] | FloatArray) -> float | None:
+    """The |log error| that holds COVERAGE of further predictions, from ``errors`` made out of source; None where
+    there are too few for it (fewer than 9 at 90%)."""
+    ordered = np.sort(np.abs(np.asarray(errors, dtype=np.float64)))
+    rank = math.ceil((ordered.size + 1) * COVERAGE - 1e-9)
+    return float(ordered[rank - 1]) if rank <= ordered.size else None
+
+
+def interval_check(problem_: Problem, holdout: Holdout) -> dict[str, Any]:
+    """The interval over every scored point (its half-width as a factor less one), and how it holds out of source:
+    each source's points against the bound from every other source's errors alone."""
+    errors = np.abs(holdout.log_error)
+    scored = problem_.scored
+    sources = np.array(problem_.sources)
+    held = 0
+    for name in sorted(set(problem_.sources)):
+        own = scored & (sources == name)
+        bound = covering(errors[scored & ~own])
+        held += int(np.sum(errors[own] <= (math.inf if bound is None else bound)))
+    spread = covering(errors[scored])
+    return {
+        "coverage": COVERAGE,
+        "spread": None if spread is None else _r(math.expm1(spread)),
+        "points": int(scored.sum()),
+        "held_out_of_source": held,
+    }
+
+
+def interval_spread(mine: Sequence[float] | FloatArray, every: Sequence[float] | FloatArray) -> tuple[float, str]:
+    """The interval's half-width in log and whose errors set it: the class's own (``mine``) where it has enough
+    for COVERAGE, else every published point's, widened to the class's own worst where that is wider."""
+    own = covering(mine)
+    if own is not None:
+        return own, "this class"
+    pooled = covering(every)
+    pooled = pooled if pooled is not None else max((abs(value) for value in every), default=0.0)
+    worst = max((abs(value) for value in mine), default=0.0)
+    return (worst, "this class") if worst > pooled else (pooled, "every published point")
+
+
 CROSSOVER_BATCHES = np.arange(1, 4097, dtype=np.float64)
 
 
@@ -999,9 +1046,7 @@ def fit_published() -> dict[str, Any]:
         if count:
             classes[label] = {"points": count, "median_error": _r(median), "worst_error": _r(worst)}
     count, median, worst = holdout.summary(scored)
-    spreads = {label: max(abs(float(v)) for v in holdout.log_error[scored & (labels == label)])
-               for label in classes}  # fmt: skip
-    every = float(np.nanmax(np.abs(holdout.log_error))) if count else 0.0
+    every = holdout.log_error[scored]
     crossings = []
     for name, group in sweeps(problem_.points).items():
         if (
@@ -1015,7 +1060,7 @@ def fit_published() -> dict[str, Any]:
         length = float(problem_.lengths(unit)[first])
         curve = sweep_curve(group[0], terms_, length)
         label = point_class(group[0]).label
-        spread = spreads.get(label, every) if classes.get(label, {}).get("points", 0) >= MIN_CLASS_POINTS else every
+        spread, _ = interval_spread(holdout.log_error[scored & (labels == label)], every)
         measured = crossover_batch(
             np.array([point.batch or 0 for point in group]), np.array([point.speedup or 0.0 for point in group])
         )
@@ -1061,6 +1106,7 @@ def fit_published() -> dict[str, Any]:
         "points": rows,
         "crossovers": crossings,
         "step_times": step_time_check(problem_, out_of_source_terms(problem_, holdout, terms)),
+        "interval": interval_check(problem_, holdout),
     }
 
 
@@ -1090,7 +1136,7 @@ class Accuracy:
     class_points: int
     class_median_error: float | None
     class_worst_error: float | None
-    spread: float  # the interval's half-width in log: the class's worst error, else every point's
+    spread: float  # the interval's half-width in log (interval_spread): what held COVERAGE of the published points
     spread_from: str  # "this class" or "every published point"
     measured_hardware: tuple[str, ...]  # accelerator presets with a scored published point
 
@@ -1102,12 +1148,23 @@ class Accuracy:
             f"points from {self.sources} sources, each source predicted by terms fitted on the others"
         )
         if self.class_points == 0:
-            return f"defaults: no published measurement of this class ({self.setup_class}); {overall}"
+            return f"defaults: no published measurement of this class ({self.setup_class}); {overall}; {self.interval}"
         few = " (too few to state a median of their own)" if self.class_points < MIN_CLASS_POINTS else ""
         return (
             f"defaults: on {self.class_points} published points of this class ({self.setup_class}){few}, median "
-            f"error {self.class_median_error or 0:.0%} / worst {self.class_worst_error or 0:.0%}; {overall}"
+            f"error {self.class_median_error or 0:.0%} / worst {self.class_worst_error or 0:.0%}; {overall}; "
+            f"{self.interval}"
         )
+
+    @property
+    def interval(self) -> str:
+        """Where the predicted speedup's interval comes from, in words."""
+        factor = f"the interval, a factor of {math.exp(self.spread):.2f} either way,"
+        if self.spread_from != "this class":
+            return f"{factor} held {COVERAGE:.0%} of them"
+        if covering([0.0] * self.class_points) is not None:
+            return f"{factor} held {COVERAGE:.0%} of this class's points"
+        return f"{factor} is this class's worst"
 
     def band(self, speedup: FloatArray) -> tuple[FloatArray, FloatArray]:
         """The predicted speedup's interval."""
@@ -1145,8 +1202,7 @@ def accuracy_for(request: PointClass | None = None) -> Accuracy:
     rows = _classes_in_fit()
     every = [error for _kind, error in rows]
     mine = [error for kind, error in rows if request is None or request.holds(kind)]
-    spread_all = max(every) if every else 0.0
-    own = len(mine) >= MIN_CLASS_POINTS
+    spread, spread_from = interval_spread(mine, every)
     scored_hardware = {point.accelerator or "" for point in load() if point.priced}
     return Accuracy(
         points=loso["points"],
@@ -1157,8 +1213,8 @@ def accuracy_for(request: PointClass | None = None) -> Accuracy:
         class_points=len(mine),
         class_median_error=math.expm1(statistics.median(mine)) if mine else None,
         class_worst_error=math.expm1(max(mine)) if mine else None,
-        spread=max(mine) if own else spread_all,
-        spread_from="this class" if own else "every published point",
+        spread=spread,
+        spread_from=spread_from,
         measured_hardware=tuple(sorted(scored_hardware)),
     )
 

@@ -98,4 +98,13 @@ class PublishedOut(BaseModel):
     classes: list[PublishedClassOut]
     crossovers: list[PublishedCrossoverOut]
     step_times: PublishedStepTimesOut
+    interval_spread: float | None = Field(
+        description="The predicted speedup's interval over every published point is [S / (1 + spread), S (1 + spread)]"
+        ": the leave-one-source-out error that held interval_coverage of the scored points (split-conformal)."
+    )
+    interval_coverage: float = Field(description="The share of points the interval is made to hold: 0.9.")
+    interval_held_out_of_source: int = Field(
+        description="Scored points inside the interval when each source is checked against the bound from the other "
+        "sources' errors alone (of points_scored)."
+    )
     points: list[PublishedPointOut]

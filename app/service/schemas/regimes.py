@@ -161,8 +161,9 @@ class AccuracyOut(BaseModel):
     class_worst_error: float | None = Field(default=None, description="The worst on this class.")
     interval_spread: float | None = Field(
         default=None,
-        description="The predicted speedup's interval is [S / (1 + spread), S (1 + spread)]: the class's worst "
-        "leave-one-source-out error, else every published point's (interval_from says which).",
+        description="The predicted speedup's interval is [S / (1 + spread), S (1 + spread)]: the leave-one-source-out "
+        "error that held 90% of the class's published points (split-conformal), else of every published point, "
+        "never narrower than the class's own worst (interval_from says whose).",
     )
     interval_from: str | None = Field(default=None, description="this class, or every published point.")
     measured_error: float | None = Field(

@@ -171,6 +171,12 @@ def build(reading: Reading) -> View:
         f"{report.sources_total} sources. Each source predicted by terms fitted on the others: median error "
         f"{_percent(report.median_error)}, worst {_percent(report.worst_error)} over {report.points_scored} points."
     )
+    if report.interval_spread is not None:
+        headline += (
+            f" The interval around a prediction, a factor of {1 + report.interval_spread:.2f} either way, holds "
+            f"{report.interval_coverage:.0%} of them; checked on each source with the bound from the others alone, it "
+            f"held {report.interval_held_out_of_source} of {report.points_scored}."
+        )
     terms = ", ".join(f"{name} {value:g}" for name, value in {**report.terms, **report.scoped_terms}.items())
     return {
         "headline": headline,
