@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -656,3 +657,14 @@ def test_the_chart_shows_the_stated_interval_and_where_stopping_is_within_it() -
     at = curve["x"].index(start)
     assert low["y"][at] <= 1.0 <= high["y"][at]
     assert at > 0 and not low["y"][at - 1] <= 1.0 <= high["y"][at - 1]
+
+
+def test_the_band_is_drawn_only_where_it_has_a_width_and_says_what_it_held() -> None:
+    shown = view({"p": "0.7", "hw": "rtx-3090", "draft": "eagle3"})
+    names = [trace["name"] for trace in shown["figures"]["batch-chart"]["data"]]
+    assert any(
+        re.fullmatch(r"k = 4 within its 90% interval \(a factor of \d\.\d\d either way\)", name) for name in names
+    )
+    given = view({"p": "0.7", "hw": "rtx-3090", "draft": "eagle3", "bandwidth_efficiency": "0.5"})
+    metas = [trace.get("meta") for trace in given["figures"]["batch-chart"]["data"]]
+    assert "interval" not in metas and "interval_low" not in metas  # the user's own terms: no published interval
