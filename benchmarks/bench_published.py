@@ -81,9 +81,10 @@ def main() -> None:
     fit = published.fit_published()
     interval = fit["interval"]
     print(
-        f"\nthe stated interval: a factor of {1 + (interval['spread'] or 0):.2f} either way holds "
-        f"{interval['coverage']:.0%} of the {interval['points']} scored points (split-conformal); each source against "
-        f"the bound from the others alone: {interval['held_out_of_source']} of {interval['points']} inside"
+        f"\nthe stated interval: a factor of {1 + (interval['spread'] or 0):.2f} either way holds at least "
+        f"{interval['coverage']:.0%} of the {interval['points']} scored points (split-conformal); each point against "
+        f"its class's interval made from the other sources alone: {interval['held_out_of_source']} of "
+        f"{interval['points']} inside"
     )
     print(f"\n{'sweep over batch':<48} {'measured':>8} {'predicted':>9} {'interval':>12} {'2x':>4}")
     crossing = [row for row in fit["crossovers"] if row["measured"] is not None]

@@ -866,31 +866,12 @@ COVERAGE = 0.9
 
 
 def covering(errors: Sequence[float] | FloatArray) -> float | None:
-    """The |log error| that holds COVERAGE of further predictions, from ``errors`` made out of source; None where
-    there are too few for it (fewer than 9 at 90%)."""
-    ordered = np.sort(np.abs(np.asarray(errors, dtype=np.float64)))
+    """The |log error| that holds COVERAGE of further predictions, from ``errors`` made out of source (those not
+    finite left out); None where there are too few for it (fewer than 9 at 90%)."""
+    values = np.abs(np.asarray(errors, dtype=np.float64))
+    ordered = np.sort(values[np.isfinite(values)])
     rank = math.ceil((ordered.size + 1) * COVERAGE - 1e-9)
     return float(ordered[rank - 1]) if rank <= ordered.size else None
-
-
-def interval_check(problem_: Problem, holdout: Holdout) -> dict[str, Any]:
-    """The interval over every scored point (its half-width as a factor less one), and how it holds out of source:
-    each source's points against the bound from every other source's errors alone."""
-    errors = np.abs(holdout.log_error)
-    scored = problem_.scored
-    sources = np.array(problem_.sources)
-    held = 0
-    for name in sorted(set(problem_.sources)):
-        own = scored & (sources == name)
-        bound = covering(errors[scored & ~own])
-        held += int(np.sum(errors[own] <= (math.inf if bound is None else bound)))
-    spread = covering(errors[scored])
-    return {
-        "coverage": COVERAGE,
-        "spread": None if spread is None else _r(math.expm1(spread)),
-        "points": int(scored.sum()),
-        "held_out_of_source": held,
-    }
 
 
 def interval_spread(mine: Sequence[float] | FloatArray, every: Sequence[float] | FloatArray) -> tuple[float, str]:
@@ -899,10 +880,39 @@ def interval_spread(mine: Sequence[float] | FloatArray, every: Sequence[float] |
     own = covering(mine)
     if own is not None:
         return own, "this class"
-    pooled = covering(every)
-    pooled = pooled if pooled is not None else max((abs(value) for value in every), default=0.0)
-    worst = max((abs(value) for value in mine), default=0.0)
+    finite = [abs(float(value)) for value in every if math.isfinite(value)]
+    pooled = covering(finite)
+    pooled = pooled if pooled is not None else max(finite, default=0.0)
+    worst = max((abs(float(value)) for value in mine if math.isfinite(value)), default=0.0)
     return (worst, "this class") if worst > pooled else (pooled, "every published point")
+
+
+def asked_class(point: PublishedPoint) -> PointClass:
+    """The class an answer about ``point``'s setup states its error for: the batch answers name no engine."""
+    return replace(point_class(point), engine=None)
+
+
+def interval_check(problem_: Problem, holdout: Holdout) -> dict[str, Any]:
+    """The interval over every scored point (its half-width as a factor less one), and how the interval the answers
+    state holds out of source: each point against the one its class gets from the other sources' errors alone."""
+    errors = np.abs(holdout.log_error)
+    scored = problem_.scored
+    sources = np.array(problem_.sources)
+    kinds = [point_class(point) for point in problem_.points]
+    held = 0
+    for index in np.flatnonzero(scored):
+        others = scored & (sources != sources[index])
+        asked = asked_class(problem_.points[index])
+        mine = [errors[other] for other in np.flatnonzero(others) if asked.holds(kinds[other])]
+        bound, _ = interval_spread(mine, errors[others])
+        held += int(errors[index] <= bound)
+    spread = covering(errors[scored])
+    return {
+        "coverage": COVERAGE,
+        "spread": None if spread is None else _r(math.expm1(spread)),
+        "points": int(scored.sum()),
+        "held_out_of_source": held,
+    }
 
 
 CROSSOVER_BATCHES = np.arange(1, 4097, dtype=np.float64)
@@ -1059,8 +1069,9 @@ def fit_published() -> dict[str, Any]:
         unit = problem_.work.unit_speedup(resolved(problem_, terms_))
         length = float(problem_.lengths(unit)[first])
         curve = sweep_curve(group[0], terms_, length)
-        label = point_class(group[0]).label
-        spread, _ = interval_spread(holdout.log_error[scored & (labels == label)], every)
+        asked = asked_class(group[0])  # the interval /batch states for this setup
+        held = np.array([asked.holds(point_class(point)) for point in problem_.points])
+        spread, _ = interval_spread(holdout.log_error[scored & held], every)
         measured = crossover_batch(
             np.array([point.batch or 0 for point in group]), np.array([point.speedup or 0.0 for point in group])
         )
@@ -1161,10 +1172,10 @@ class Accuracy:
         """Where the predicted speedup's interval comes from, in words."""
         factor = f"the interval, a factor of {math.exp(self.spread):.2f} either way,"
         if self.spread_from != "this class":
-            return f"{factor} held {COVERAGE:.0%} of them"
-        if covering([0.0] * self.class_points) is not None:
-            return f"{factor} held {COVERAGE:.0%} of this class's points"
-        return f"{factor} is this class's worst"
+            return f"{factor} holds at least {COVERAGE:.0%} of every published point's errors"
+        if self.class_worst_error is not None and math.isclose(math.expm1(self.spread), self.class_worst_error):
+            return f"{factor} is this class's worst error"
+        return f"{factor} holds at least {COVERAGE:.0%} of this class's errors"
 
     def band(self, speedup: FloatArray) -> tuple[FloatArray, FloatArray]:
         """The predicted speedup's interval."""

@@ -104,7 +104,7 @@ class PublishedOut(BaseModel):
     )
     interval_coverage: float = Field(description="The share of points the interval is made to hold: 0.9.")
     interval_held_out_of_source: int = Field(
-        description="Scored points inside the interval when each source is checked against the bound from the other "
-        "sources' errors alone (of points_scored)."
+        description="Scored points inside the interval the answers state for their class (interval_spread's rule) when "
+        "it is made from the other sources' errors alone (of points_scored)."
     )
     points: list[PublishedPointOut]

@@ -162,8 +162,9 @@ class AccuracyOut(BaseModel):
     interval_spread: float | None = Field(
         default=None,
         description="The predicted speedup's interval is [S / (1 + spread), S (1 + spread)]: the leave-one-source-out "
-        "error that held 90% of the class's published points (split-conformal), else of every published point, "
-        "never narrower than the class's own worst (interval_from says whose).",
+        "error that holds at least 90% of the class's published errors (split-conformal) where it has 9 points or "
+        "more; a class with fewer takes every published point's, widened to its own worst where that is wider "
+        "(interval_from says whose).",
     )
     interval_from: str | None = Field(default=None, description="this class, or every published point.")
     measured_error: float | None = Field(

@@ -48,7 +48,7 @@ def test_the_page_shows_the_scatter_the_classes_and_the_exclusions(client: TestC
     assert body["interval_coverage"] == 0.9 and 0 < body["interval_spread"] < body["worst_error"]
     assert 0 < body["interval_held_out_of_source"] <= body["points_scored"]
     assert f"a factor of {1 + body['interval_spread']:.2f} either way" in view["headline"]
-    assert f"held {body['interval_held_out_of_source']} of {body['points_scored']}" in view["headline"]
+    assert f"held {body['interval_held_out_of_source']} of the {body['points_scored']}" in view["headline"]
     shown = sum(len(trace["x"]) for trace in chart["data"] if trace.get("mode") == "markers")
     assert shown == body["points_scored"]
 

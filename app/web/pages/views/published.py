@@ -173,9 +173,10 @@ def build(reading: Reading) -> View:
     )
     if report.interval_spread is not None:
         headline += (
-            f" The interval around a prediction, a factor of {1 + report.interval_spread:.2f} either way, holds "
-            f"{report.interval_coverage:.0%} of them; checked on each source with the bound from the others alone, it "
-            f"held {report.interval_held_out_of_source} of {report.points_scored}."
+            f" Over every point, the interval around a prediction is a factor of {1 + report.interval_spread:.2f} "
+            f"either way and holds at least {report.interval_coverage:.0%} of their errors; a class with 9 points or "
+            f"more has its own. Made for each source from the other sources alone, the interval of its class held "
+            f"{report.interval_held_out_of_source} of the {report.points_scored}."
         )
     terms = ", ".join(f"{name} {value:g}" for name, value in {**report.terms, **report.scoped_terms}.items())
     return {
