@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 from app.model.cost import published
 from app.service.schemas.fill import filled
 from app.service.schemas.published import (
     PublishedClassOut,
     PublishedCrossoverOut,
     PublishedGrowthOut,
+    PublishedIntervalOut,
     PublishedOut,
     PublishedPointOut,
     PublishedStepTimesOut,
@@ -86,6 +89,15 @@ def published_out() -> PublishedOut:
         crossovers=crossovers,
         step_times=step_times,
         interval_spread=fit["interval"]["spread"],
+        intervals=[
+            PublishedIntervalOut(
+                setup_class=item.setup_class,
+                points=item.class_points,
+                interval_spread=math.expm1(item.spread),
+                interval_from=item.spread_from,
+            )
+            for item in published.answered_classes()
+        ],
         interval_coverage=fit["interval"]["coverage"],
         interval_held_out_of_source=fit["interval"]["held_out_of_source"],
         points=points,

@@ -889,7 +889,7 @@ def interval_spread(mine: Sequence[float] | FloatArray, every: Sequence[float] |
 
 def asked_class(point: PublishedPoint) -> PointClass:
     """The class an answer about ``point``'s setup states its error for: the batch answers name no engine."""
-    return replace(point_class(point), engine=None)
+    return asked_class_of(point_class(point))
 
 
 def interval_check(problem_: Problem, holdout: Holdout) -> dict[str, Any]:
@@ -1228,6 +1228,17 @@ def accuracy_for(request: PointClass | None = None) -> Accuracy:
         spread_from=spread_from,
         measured_hardware=tuple(sorted(scored_hardware)),
     )
+
+
+def answered_classes() -> list[Accuracy]:
+    """The accuracy, interval included, of each class a batch answer can state (no engine named) that holds a
+    scored published point; the most points first."""
+    asked = {asked_class_of(kind) for kind, _error in _classes_in_fit()}
+    return sorted((accuracy_for(kind) for kind in asked), key=lambda item: (-item.class_points, item.setup_class))
+
+
+def asked_class_of(kind: PointClass) -> PointClass:
+    return replace(kind, engine=None)
 
 
 def shipped_accuracy() -> Accuracy:

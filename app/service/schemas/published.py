@@ -43,6 +43,15 @@ class PublishedClassOut(BaseModel):
     worst_error: float | None
 
 
+class PublishedIntervalOut(BaseModel):
+    setup_class: str = Field(description="A class as the batch answers state it: no engine named.")
+    points: int = Field(description="Scored published points of the class, every engine's.")
+    interval_spread: float = Field(
+        description="The predicted speedup's interval for a setup of this class is [S / (1 + spread), S (1 + spread)]."
+    )
+    interval_from: str = Field(description="this class, or every published point (too few of its own).")
+
+
 class PublishedCrossoverOut(BaseModel):
     sweep: str
     batches: list[int]
@@ -101,6 +110,9 @@ class PublishedOut(BaseModel):
     interval_spread: float | None = Field(
         description="The predicted speedup's interval over every published point is [S / (1 + spread), S (1 + spread)]"
         ": the leave-one-source-out error that held interval_coverage of the scored points (split-conformal)."
+    )
+    intervals: list[PublishedIntervalOut] = Field(
+        description="The interval each class's answers state, for the classes with a scored point."
     )
     interval_coverage: float = Field(description="The share of points the interval is made to hold: 0.9.")
     interval_held_out_of_source: int = Field(

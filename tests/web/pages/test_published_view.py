@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.model.cost import published
@@ -82,3 +83,19 @@ def test_an_accelerator_given_by_its_own_figures_is_named_as_the_users(client: T
     assert "no published measurement of this class" in body["accuracy"]["summary"]
     preset = client.get("/api/v1/regimes/speedup-vs-batch", params={"p": 0.8}).json()
     assert preset["setup"]["accelerator"]["name"] == "H100 SXM"
+
+
+def test_the_interval_each_answer_states_is_listed_by_class_as_the_answers_state_it(client: TestClient) -> None:
+    """The table of intervals holds one row per class (no engine named) with a scored point, and its factor is
+    the one a batch answer about a setup of that class carries."""
+    body = client.get("/api/v1/published").json()
+    rows = {row["setup_class"]: row for row in body["intervals"]}
+    scored = {row["setup_class"] for row in body["points"] if row["predicted"] is not None and row["setup_class"]}
+    assert len(rows) == len({label.split(", ", 2)[0] + ", any engine, " + label.split(", ", 2)[2] for label in scored})
+    answer = client.get("/api/v1/regimes/speedup-vs-batch", params={"hw": "h100-sxm", "draft": "eagle3"}).json()
+    accuracy = answer["accuracy"]
+    row = rows[accuracy["setup_class"]]
+    assert row["interval_spread"] == pytest.approx(accuracy["interval_spread"])
+    assert row["interval_from"] == accuracy["interval_from"] and row["points"] == accuracy["class_points"]
+    view = client.get("/api/v1/views/published").json()
+    assert len(view["intervals"]["rows"]) == len(rows)

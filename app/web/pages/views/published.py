@@ -115,6 +115,14 @@ def excluded_table(report: PublishedOut) -> dict[str, Any]:
     return {"columns": ["Point", "Why it cannot be priced"], "rows": rows}
 
 
+def intervals_table(report: PublishedOut) -> dict[str, Any]:
+    rows = [
+        cells(row.setup_class, str(row.points), f"{1 + row.interval_spread:.2f}", row.interval_from, header=True)
+        for row in report.intervals
+    ]
+    return {"columns": ["Class (any engine)", "Points", "A factor either way", "From"], "rows": rows}
+
+
 def classes_table(report: PublishedOut) -> dict[str, Any]:
     rows = [
         cells(
@@ -186,6 +194,7 @@ def build(reading: Reading) -> View:
         "terms": terms,
         "figures": {"published-chart": scatter(report)},
         "classes": classes_table(report),
+        "intervals": intervals_table(report),
         "crossovers": crossovers_table(report),
         "step_times": step_times_table(report),
         "step_times_sentence": step_times_sentence(report),
