@@ -880,16 +880,16 @@ def interval_spread(mine: Sequence[float] | FloatArray, every: Sequence[float] |
     own = covering(mine)
     if own is not None:
         return own, "this class"
-    finite = [abs(float(value)) for value in every if math.isfinite(value)]
-    pooled = covering(finite)
-    pooled = pooled if pooled is not None else max(finite, default=0.0)
+    pooled = covering(every)
+    if pooled is None:
+        pooled = max((abs(float(value)) for value in every if math.isfinite(value)), default=0.0)
     worst = max((abs(float(value)) for value in mine if math.isfinite(value)), default=0.0)
     return (worst, "this class") if worst > pooled else (pooled, "every published point")
 
 
-def asked_class(point: PublishedPoint) -> PointClass:
-    """The class an answer about ``point``'s setup states its error for: the batch answers name no engine."""
-    return asked_class_of(point_class(point))
+def asked_class(kind: PointClass) -> PointClass:
+    """The class an answer about a setup of class ``kind`` states its error for: the batch answers name no engine."""
+    return replace(kind, engine=None)
 
 
 def interval_check(problem_: Problem, holdout: Holdout) -> dict[str, Any]:
@@ -902,7 +902,7 @@ def interval_check(problem_: Problem, holdout: Holdout) -> dict[str, Any]:
     held = 0
     for index in np.flatnonzero(scored):
         others = scored & (sources != sources[index])
-        asked = asked_class(problem_.points[index])
+        asked = asked_class(kinds[index])
         mine = [errors[other] for other in np.flatnonzero(others) if asked.holds(kinds[other])]
         bound, _ = interval_spread(mine, errors[others])
         held += int(errors[index] <= bound)
@@ -1050,7 +1050,8 @@ def fit_published() -> dict[str, Any]:
             }
         )
     classes: dict[str, dict[str, Any]] = {}
-    labels = np.array([point_class(point).label for point in problem_.points])
+    kinds = [point_class(point) for point in problem_.points]
+    labels = np.array([kind.label for kind in kinds])
     for label in sorted(set(labels)):
         count, median, worst = holdout.summary(scored & (labels == label))
         if count:
@@ -1069,8 +1070,8 @@ def fit_published() -> dict[str, Any]:
         unit = problem_.work.unit_speedup(resolved(problem_, terms_))
         length = float(problem_.lengths(unit)[first])
         curve = sweep_curve(group[0], terms_, length)
-        asked = asked_class(group[0])  # the interval /batch states for this setup
-        held = np.array([asked.holds(point_class(point)) for point in problem_.points])
+        asked = asked_class(point_class(group[0]))  # the interval /batch states for this setup
+        held = np.array([asked.holds(kind) for kind in kinds])
         spread, _ = interval_spread(holdout.log_error[scored & held], every)
         measured = crossover_batch(
             np.array([point.batch or 0 for point in group]), np.array([point.speedup or 0.0 for point in group])
@@ -1233,12 +1234,8 @@ def accuracy_for(request: PointClass | None = None) -> Accuracy:
 def answered_classes() -> list[Accuracy]:
     """The accuracy, interval included, of each class a batch answer can state (no engine named) that holds a
     scored published point; the most points first."""
-    asked = {asked_class_of(kind) for kind, _error in _classes_in_fit()}
+    asked = {asked_class(kind) for kind, _error in _classes_in_fit()}
     return sorted((accuracy_for(kind) for kind in asked), key=lambda item: (-item.class_points, item.setup_class))
-
-
-def asked_class_of(kind: PointClass) -> PointClass:
-    return replace(kind, engine=None)
 
 
 def shipped_accuracy() -> Accuracy:
