@@ -53,12 +53,17 @@ def refusal(error: Exception) -> str:
     return str(error)
 
 
+def fail(name: str, message: str) -> int:
+    """A refusal on stderr, as every command writes it; the exit code 2."""
+    print(f"specdec-lab {name}: error: {message}", file=sys.stderr)
+    return 2
+
+
 def execute(command: Command[Answer], arguments: argparse.Namespace) -> int:
     try:
         report = command.answer(arguments)
     except command.refusals as error:
-        print(f"specdec-lab {command.name}: error: {refusal(error)}", file=sys.stderr)
-        return 2
+        return fail(command.name, refusal(error))
     if arguments.format == "json":
         written = report.model_dump_json(indent=2)
     elif arguments.format == "csv" and command.csv is not None:

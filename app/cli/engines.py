@@ -20,7 +20,7 @@ from app.cli.arguments import (
     read_as,
     read_source,
 )
-from app.cli.command import REFUSALS, Command, Refused, refusal, register
+from app.cli.command import REFUSALS, Command, Refused, fail, refusal, register
 from app.model.cost import step_cost
 from app.model.cost.regimes import RooflineSetup
 from app.model.counters.calibration import CalibrationError
@@ -139,14 +139,12 @@ def run_rules(arguments: argparse.Namespace) -> int:
 
     name = arguments.command
     if arguments.format == "csv":
-        print(f"specdec-lab {name}: error: --format must be text or json", file=sys.stderr)
-        return 2
+        return fail(name, "--format must be text or json")
     try:
         decided = _plan(arguments, watching=True)
         made = decided.rules
     except REFUSALS as error:  # an unknown version, method or tree, a report or setup refused: named
-        print(f"specdec-lab {name}: error: {refusal(error)}", file=sys.stderr)
-        return 2
+        return fail(name, refusal(error))
     if name == "dashboard":
         text = decided.dashboard_text()
     elif arguments.format == "json":
@@ -157,8 +155,7 @@ def run_rules(arguments: argparse.Namespace) -> int:
         try:
             Path(arguments.output).write_text(text, encoding="utf-8")
         except OSError as error:
-            print(f"specdec-lab {name}: error: cannot write {arguments.output}: {error.strerror}", file=sys.stderr)
-            return 2
+            return fail(name, f"cannot write {arguments.output}: {error.strerror}")
         print(f"wrote {arguments.output}", file=sys.stderr)
         return 0
     sys.stdout.write(text)
@@ -286,22 +283,18 @@ def _gauges(arguments: argparse.Namespace) -> _Gauges | None:
 def run_watch(arguments: argparse.Namespace) -> int:
 
     if arguments.prometheus is not None and arguments.url is not None:
-        print("specdec-lab watch: error: give a /metrics URL or --prometheus URL, not both", file=sys.stderr)
-        return 2
+        return fail("watch", "give a /metrics URL or --prometheus URL, not both")
     if arguments.prometheus is None and arguments.url is None:
-        print("specdec-lab watch: error: give the server's /metrics URL, or --prometheus URL", file=sys.stderr)
-        return 2
+        return fail("watch", "give the server's /metrics URL, or --prometheus URL")
     if arguments.prometheus is not None and arguments.engine_version and not arguments.engine:
-        print("specdec-lab watch: error: --engine-version needs --engine", file=sys.stderr)
-        return 2
+        return fail("watch", "--engine-version needs --engine")
     calibrated = arguments.calibrated
     try:
         if arguments.url is not None:
             check_url(arguments.url)
         built = built_setup(arguments)
     except (FetchError, SetupError, Refused) as error:
-        print(f"specdec-lab watch: error: {error}", file=sys.stderr)
-        return 2
+        return fail("watch", str(error))
     gauges: list[_Gauges] = []  # opened once the source is known to answer (the Prometheus found)
     try:
         if arguments.prometheus is not None:
@@ -320,8 +313,7 @@ def run_watch(arguments: argparse.Namespace) -> int:
             )
             what = "intervals"
     except (prometheus_watch.PrometheusError, UnknownVersionError) as error:
-        print(f"specdec-lab watch: error: {error}", file=sys.stderr)
-        return 2
+        return fail("watch", str(error))
     finally:
         for opened in gauges:
             opened.close()

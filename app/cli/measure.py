@@ -11,14 +11,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import httpx
 
 from app.cli.arguments import add_input, add_inputs, add_repeated
 from app.cli.arguments import bounded as _bounded
+from app.cli.command import fail
 from app.cli.render import render_batches, render_text
 from app.model.cost import step_cost
 from app.model.live.measure import MeasureError, analyze, metrics_delta, step_times_csv
@@ -27,11 +29,11 @@ from app.service import live_inputs
 from app.service.clients.measure import (
     BUILTIN_PROMPTS,
     MeasureClientError,
+    Progress,
     Run,
     Sweep,
     pooled,
     read_prompts,
-    stderr_progress,
 )
 from app.service.live_inputs import MAX_SWEEP_BATCH, MAX_SWEEP_K
 from app.service.measure_jobs import batch_report
@@ -124,11 +126,6 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.set_defaults(handler=run_measure)
 
 
-def _fail(message: str) -> int:
-    print(f"specdec-lab measure: error: {message}", file=sys.stderr)
-    return 2
-
-
 def _swept(arguments: argparse.Namespace, **particular: Any) -> tuple[list[str], Run]:
     """The prompts read and what the sweep measured, over the servers, workload and bounds the arguments give."""
 
@@ -165,9 +162,12 @@ def run_measure(arguments: argparse.Namespace) -> int:
     if arguments.batch:
         return run_measure_batches(arguments)
     if arguments.given_step_cost:
-        return _fail("--given-step-cost needs --batch: it holds terms of the step cost across batch sizes")
+        return fail("measure", "--given-step-cost needs --batch: it holds terms of the step cost across batch sizes")
     if arguments.method:
-        return _fail("--method needs --batch: it names the drafter in the config of the schedule measured over batches")
+        return fail(
+            "measure",
+            "--method needs --batch: it names the drafter in the config of the schedule measured over batches",
+        )
     try:
         prompts, run = _swept(arguments, logs=arguments.server_log)
         notes = list(run.notes)
@@ -192,7 +192,7 @@ def run_measure(arguments: argparse.Namespace) -> int:
         if arguments.write_step_fit:
             Path(arguments.write_step_fit).write_text(step_times_csv(analysis), encoding="utf-8")
     except (MeasureClientError, MeasureError, httpx.HTTPError, OSError) as error:
-        return _fail(_reason(error))
+        return fail("measure", _reason(error))
     report = filled(
         SweepReport,
         analysis,
@@ -220,15 +220,15 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     try:
         given = _given_step_cost(arguments.given_step_cost) if arguments.given_step_cost else None
     except ValueError as error:
-        return _fail(f"--given-step-cost {arguments.given_step_cost}: {error}")
+        return fail("measure", f"--given-step-cost {arguments.given_step_cost}: {error}")
     try:
         drafter = live_inputs.drafter_for(arguments.engine, arguments.method)
     except ValueError as error:
-        return _fail(f"--method {arguments.method}: {error}")
+        return fail("measure", f"--method {arguments.method}: {error}")
     try:
         prompts, run = _swept(arguments, batches=arguments.batch)
     except (MeasureClientError, httpx.HTTPError, OSError) as error:
-        return _fail(_reason(error))
+        return fail("measure", _reason(error))
     said = ["--server-log not used with --batch: the draft time is inside each cell's step time"]
     workload = {"prompts": len(prompts), "n_predict": arguments.n_predict, "repeats": arguments.repeats}
     report, analysis, failure = batch_report(
@@ -250,7 +250,7 @@ def run_measure_batches(arguments: argparse.Namespace) -> int:
     except MeasureError as error:
         failure = f"{failure}; {error}" if failure else str(error)
     except OSError as error:
-        return _fail(_reason(error))
+        return fail("measure", _reason(error))
     if arguments.format == "json":
         sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
     elif report.cells is not None:
@@ -275,3 +275,26 @@ def _given_step_cost(path: str) -> dict[str, float]:
         return step_cost.given_terms({str(name): cost.get(name) for name in cost["fitted"]})
     except step_cost.StepCostError as error:
         raise ValueError(f"step_cost.{error}") from None
+
+
+def stderr_progress(stream: TextIO | None = None) -> Progress:
+    """A plain-text progress bar on stderr: redrawn in place on a terminal, a line per tenth otherwise."""
+    out = stream if stream is not None else sys.stderr
+    started = time.monotonic()
+    shown = {"tenth": -1}
+    tty = bool(getattr(out, "isatty", lambda: False)())
+
+    def show(done: int, total: int, label: str) -> None:
+        width = 30
+        share = done / total if total else 1.0
+        bar = "#" * round(width * share) + "." * (width - round(width * share))
+        text = f"measure [{bar}] {done}/{total} requests, {time.monotonic() - started:.0f} s, {label}"
+        if tty:
+            out.write("\r" + text.ljust(100) + ("\n" if label == "done" else ""))
+            out.flush()
+        elif int(share * 10) > shown["tenth"] or label == "done":
+            shown["tenth"] = int(share * 10)
+            out.write(text + "\n")
+            out.flush()
+
+    return show

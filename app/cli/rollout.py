@@ -17,6 +17,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from app.cli.arguments import add_input, add_roofline_arguments, setup_request
+from app.cli.command import fail
 from app.model.counters.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines import UnknownVersionError
 from app.model.live import rollout
@@ -24,6 +25,7 @@ from app.service import plan_inputs, rollout_inputs, rollout_plan
 from app.service.clients import rollout as rollout_client
 from app.service.clients.prometheus import Prometheus, PrometheusError
 from app.service.regimes import SetupError, build_setup
+from app.service.schemas.rollout import RolloutCheckOut, RolloutPlanOut
 
 
 def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,8 +104,7 @@ R = TypeVar("R", bound=BaseModel)
 def _refuse(message: str, as_json: bool) -> int:
     if as_json:
         sys.stdout.write(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n")
-    print(f"specdec-lab rollout: error: {message}", file=sys.stderr)
-    return 2
+    return fail("rollout", message)
 
 
 def run_check(arguments: argparse.Namespace) -> int:
@@ -127,7 +128,7 @@ def run_check(arguments: argparse.Namespace) -> int:
         report = rollout_client.check(Prometheus(arguments.prometheus, timeout=arguments.timeout), request)
     except (rollout.RolloutInputError, PrometheusError, UnknownVersionError) as error:
         return _refuse(str(error), as_json)
-    return _write(report, rollout_client.described, as_json, report.exit_code)
+    return _write(report, check_text, as_json, report.exit_code)
 
 
 def run_plan(arguments: argparse.Namespace) -> int:
@@ -159,7 +160,7 @@ def run_plan(arguments: argparse.Namespace) -> int:
         OSError,
     ) as error:
         return _refuse(str(error), as_json)
-    return _write(report, rollout_plan.described, as_json, 0)
+    return _write(report, plan_text, as_json, 0)
 
 
 def _write(report: R, described: Callable[[R], str], as_json: bool, code: int) -> int:
@@ -173,3 +174,35 @@ def _read(path: str) -> str:
 
     with open(path, encoding="utf-8", errors="replace") as handle:
         return handle.read(MAX_EXPOSITION_BYTES + 1)
+
+
+def check_text(report: RolloutCheckOut) -> str:
+    """The report in words: one line per class, then the verdict."""
+    decode = report.decode_time
+    lines = [
+        f"canary {report.canary} against control {report.control} per {report.label}, "
+        f"{report.window_s:g} s in {report.interval_s:g} s intervals; per-token decode time from "
+        f"{decode.seconds} over {decode.tokens}" + (f" less {decode.first_tokens}" if decode.first_tokens else "")
+    ]
+    for item in report.classes:
+        name = item.class_ or "(no class label)"
+        lines.append(f"{report.label}={name}: {item.verdict}: {item.reason}")
+        lines += [f"  note: {note}" for note in item.notes]
+    lines.append(f"verdict: {report.verdict} (exit {report.exit_code})")
+    return "\n".join(lines)
+
+
+def plan_text(report: RolloutPlanOut) -> str:
+    """The plan in words: one entry per class, the surest gains first."""
+    lines = [
+        f"rollout plan for {report.engine} {report.engine_version} per {report.label} on {report.setup}",
+        f"cost model: {report.cost_model}",
+    ]
+    for index, row in enumerate(report.classes, start=1):
+        name = row.class_ or "(no class label)"
+        seen = rollout_plan.acceptance_seen(row, lambda value: f"{value:.3f}")
+        lines.append(f"{index}. {report.label}={name}: {row.verdict}: {row.reason}")
+        lines.append(f"   p {seen}, {row.drafts or 0.0:,.0f} drafts; batches {rollout_plan.batches_seen(row)}")
+        if row.config is not None:
+            lines.append(f"   config: {' '.join(row.config.flags) or row.config.text}")
+    return "\n".join(lines)

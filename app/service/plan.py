@@ -166,8 +166,13 @@ class Plan:
     def dashboard_text(self) -> str:
         return json.dumps(self.dashboard, indent=2, ensure_ascii=False) + "\n"
 
+    @property
+    def acceptance_note(self) -> str:
+        """Where the tokens per verification come from: the first of the model's notes."""
+        return f"tokens per verification from {self.acceptance.describe()}"
+
     def model_notes(self) -> list[str]:
-        notes = [f"tokens per verification from {self.acceptance.describe()}"]
+        notes = [self.acceptance_note]
         if self.iid.batches:
             where = "batch" if len(self.iid.batches) == 1 else "batches"
             first = (

@@ -274,18 +274,3 @@ def acceptance_seen(row: PlanClassOut, number: Callable[[float], str]) -> str:
 def batches_seen(row: PlanClassOut) -> str:
     """A planned class's batch quantiles as "p50 8, p90 32", or "none seen"."""
     return ", ".join(f"{key} {value}" for key, value in row.batches.quantiles.items()) or "none seen"
-
-
-def described(report: RolloutPlanOut) -> str:
-    lines = [
-        f"rollout plan for {report.engine} {report.engine_version} per {report.label} on {report.setup}",
-        f"cost model: {report.cost_model}",
-    ]
-    for index, row in enumerate(report.classes, start=1):
-        name = row.class_ or "(no class label)"
-        seen = acceptance_seen(row, lambda value: f"{value:.3f}")
-        lines.append(f"{index}. {report.label}={name}: {row.verdict}: {row.reason}")
-        lines.append(f"   p {seen}, {row.drafts or 0.0:,.0f} drafts; batches {batches_seen(row)}")
-        if row.config is not None:
-            lines.append(f"   config: {' '.join(row.config.flags) or row.config.text}")
-    return "\n".join(lines)

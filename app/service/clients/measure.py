@@ -24,7 +24,6 @@ counts (:func:`samples_from`).
 from __future__ import annotations
 
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -725,29 +724,6 @@ class Sweep:
                 "their requests did not find the prompt cached and may not have decoded together throughout"
             )
         return Run(servers, records, self.requests, elapsed, stopped, self.notes)
-
-
-def stderr_progress(stream: Any = None) -> Progress:
-    """A plain-text progress bar on stderr: redrawn in place on a terminal, a line per tenth otherwise."""
-    out = stream if stream is not None else sys.stderr
-    started = time.monotonic()
-    shown = {"tenth": -1}
-    tty = bool(getattr(out, "isatty", lambda: False)())
-
-    def show(done: int, total: int, label: str) -> None:
-        width = 30
-        share = done / total if total else 1.0
-        bar = "#" * round(width * share) + "." * (width - round(width * share))
-        text = f"measure [{bar}] {done}/{total} requests, {time.monotonic() - started:.0f} s, {label}"
-        if tty:
-            out.write("\r" + text.ljust(100) + ("\n" if label == "done" else ""))
-            out.flush()
-        elif int(share * 10) > shown["tenth"] or label == "done":
-            shown["tenth"] = int(share * 10)
-            out.write(text + "\n")
-            out.flush()
-
-    return show
 
 
 def batch_rounds(servers: Sequence[Server], records: Sequence[Record]) -> list[list[Sample]]:

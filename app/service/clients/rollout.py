@@ -309,19 +309,3 @@ def check(
 def _counts(found: Measurement | str | None) -> Measurement | None:
     """A stretch's counts, or None where there were none or they were not read."""
     return found if isinstance(found, Measurement) else None
-
-
-def described(report: RolloutCheckOut) -> str:
-    """The report in words: one line per class, then the verdict."""
-    decode = report.decode_time
-    lines = [
-        f"canary {report.canary} against control {report.control} per {report.label}, "
-        f"{report.window_s:g} s in {report.interval_s:g} s intervals; per-token decode time from "
-        f"{decode.seconds} over {decode.tokens}" + (f" less {decode.first_tokens}" if decode.first_tokens else "")
-    ]
-    for item in report.classes:
-        name = item.class_ or "(no class label)"
-        lines.append(f"{report.label}={name}: {item.verdict}: {item.reason}")
-        lines += [f"  note: {note}" for note in item.notes]
-    lines.append(f"verdict: {report.verdict} (exit {report.exit_code})")
-    return "\n".join(lines)

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import re
 
-from app.model.cost.regimes import REGIME_NAMES as regime_names
+from app.model.cost.regimes import REGIME_NAMES, RegimeName
 from app.service import decision_inputs as inputs
 from app.service.decision import CostRegime, cost_regime
 from app.web.core.errors import parameter_error
-
-REGIME_NAMES = list(regime_names)
 
 
 def check_format(name: str, text: str, pattern: str, example: str) -> None:
@@ -19,10 +17,15 @@ def check_format(name: str, text: str, pattern: str, example: str) -> None:
         raise parameter_error(name, f"must match the pattern {pattern} (for example {example!r}); got {text!r}", text)
 
 
+def regime_name(name: str, parameter: str = "regime") -> RegimeName:
+    """The regime a query names; a 422 naming ``parameter`` and the regimes where it names none."""
+    if name not in REGIME_NAMES:
+        raise parameter_error(parameter, f"must be one of {', '.join(REGIME_NAMES)}; got {name!r}", name)
+    return RegimeName(name)
+
+
 def chosen_regime(regime: str, c: float, beta: float, batch: int) -> CostRegime:
-    if regime not in REGIME_NAMES:
-        raise parameter_error("regime", f"must be one of {', '.join(REGIME_NAMES)}; got {regime!r}", regime)
-    return cost_regime(regime, c, beta=beta, batch=batch)
+    return cost_regime(regime_name(regime), c, beta=beta, batch=batch)
 
 
 def text_parameter(name: str, text: str, limit: int = inputs.MAX_TEXT) -> str:

@@ -72,14 +72,9 @@ class Settings(BaseSettings):
         ),
     )
 
-    @field_validator("frame_ancestors", mode="before")
+    @field_validator("frame_ancestors", "cors_origins", mode="before")
     @classmethod
-    def _parse_frame_ancestors(cls, value: object) -> object:
-        return _origin_list(value)
-
-    @field_validator("cors_origins", mode="before")
-    @classmethod
-    def _parse_cors_origins(cls, value: object) -> object:
+    def _parse_origin_lists(cls, value: object) -> object:
         return _origin_list(value)
 
     @field_validator("frame_ancestors")

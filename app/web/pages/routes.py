@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from app import __version__
 from app.service.inputs import link
 from app.service.schemas.core import Health
+from app.web.api.bodies import read_capped
 from app.web.core.assets import asset_table, asset_url, asset_version
 from app.web.core.compression import accepts
 from app.web.pages import glossary
@@ -132,14 +133,9 @@ async def post_view(name: str, request: Request) -> JSONResponse:
     names = {control.name for control in page.body_controls}
     # Each text up to twice its length once JSON escapes quotes and newlines, + framing.
     limit = 2 * sum(control.max_length for control in page.body_controls) + 65_536
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    raw = await read_capped(request, limit)
+    if raw is None:
         return _body_refused(f"the body must be at most {limit:,} bytes")
-    raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > limit:
-            return _body_refused(f"the body must be at most {limit:,} bytes")
     try:
         body = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):

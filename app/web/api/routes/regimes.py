@@ -8,8 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from app.model import limits
-from app.model.cost.regimes import REGIME_NAMES as regime_names
-from app.model.cost.regimes import RegimeName, make_regime
+from app.model.cost.regimes import make_regime
 from app.service import core_inputs, plan_inputs
 from app.service import regime_inputs as inputs
 from app.service.published import published_out
@@ -38,6 +37,7 @@ from app.web.api.setup_params import (
     SETUP_RULES,
     Setup,
 )
+from app.web.api.text_params import regime_name
 from app.web.core.errors import parameter_error, with_rules
 from app.web.core.heavy import HEAVY, in_worker_process
 
@@ -55,15 +55,6 @@ TABLE_RULES = (
 )
 ROOFLINE_RULES = RULES + SETUP_RULES
 SCHEDULE_RULES = RULES + ACCEPTANCE_RULES + PROFILE_RULE + SETUP_RULES
-
-
-REGIME_NAMES = list(regime_names)
-
-
-def _regime_name(name: str, parameter: str) -> RegimeName:
-    if name not in REGIME_NAMES:
-        raise parameter_error(parameter, f"must be one of {', '.join(REGIME_NAMES)}; got {name!r}")
-    return RegimeName(name)
 
 
 def _format(value: str) -> str:
@@ -116,7 +107,7 @@ def get_verification_cost(
     built: Setup, regime: str, p: float, k: int, c: float, beta: float, batch: int, k_max: int
 ) -> VerificationCostOut:
     """Verification cost v(k), cost per cycle and speedup for k = 0..k_max under one regime."""
-    name = _regime_name(regime, "regime")
+    name = regime_name(regime, "regime")
     chosen = make_regime(name, draft_cost=c, beta=beta, setup=built.setup, batch=batch)
     return verification_out(chosen, p, k, k_max, built)
 
@@ -234,8 +225,8 @@ def get_table(
 ) -> TableOut | Response:
     """Speedup over p x k under two named regimes side by side (and both at p, k); CSV with format=csv."""
     chosen_format = _format(format)
-    request_a = RegimeRequest(_regime_name(regime_a, "regime_a"), beta_a, batch_a)
-    request_b = RegimeRequest(_regime_name(regime_b, "regime_b"), beta_b, batch_b)
+    request_a = RegimeRequest(regime_name(regime_a, "regime_a"), beta_a, batch_a)
+    request_b = RegimeRequest(regime_name(regime_b, "regime_b"), beta_b, batch_b)
     try:
         rows = p_values_for(p_min, p_max, p_step, limits.MAX_TABLE_ROWS)
     except SetupError as error:

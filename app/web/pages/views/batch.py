@@ -21,7 +21,7 @@ from app.model.cost.presets import (
     MODELS,
     draft_preset,
 )
-from app.model.cost.regimes import RegimeName
+from app.model.cost.regimes import REGIME_NAMES, RegimeName
 from app.service import regime_inputs, setup_inputs
 from app.service.inputs import Input, InputError, link
 from app.service.regimes import (
@@ -39,7 +39,7 @@ from app.service.regimes import (
 )
 from app.service.schemas.regimes import BatchSweepOut, ScheduleOut, SetupOut, TableOut
 from app.web.pages import inputs
-from app.web.pages.controls import Control, ControlError, Reading, url_text
+from app.web.pages.controls import Control, ControlError, Reading, changed_from_defaults, url_text
 from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.page import Page, View
 from app.web.pages.text import cells, fixed, times
@@ -47,7 +47,6 @@ from app.web.pages.text import cells, fixed, times
 MAX_BATCH = limits.MAX_BATCH
 K_SEARCH_MAX = limits.BATCH_K_SLIDER_MAX  # best k, in the readouts and the schedule alike
 TABLE_K_MAX = limits.BATCH_TABLE_K_MAX
-REGIMES = tuple(name.value for name in RegimeName)
 GROUPS = setup_inputs.PRESETS  # the presets whose fields a page edits, by prefix
 
 
@@ -63,7 +62,7 @@ STEPS = {
     "compute_efficiency": 0.01,
     **dict.fromkeys(("overhead_us", *(term.name for term in setup_inputs.COST_TERMS)), 1.0),
 }
-REGIME_OPTIONS = [(name, name) for name in REGIMES]
+REGIME_OPTIONS = [(name, name) for name in REGIME_NAMES]
 SETUP = tuple(
     _control(
         item,
@@ -95,7 +94,6 @@ TABLE = (
 )
 CONTROLS = (*SETUP, *MEASURED, *FIELDS, *SLIDERS, *TABLE)
 BY_NAME = {control.name: control for control in CONTROLS}
-SETUP_NAMES = tuple(control.name for control in SETUP)
 
 # The batch slider: position i is batch round(2 ** (i / steps per doubling)), 1 to MAX_BATCH.
 BATCH_POSITIONS = round(limits.BATCH_SLIDER_STEPS_PER_DOUBLING * math.log2(MAX_BATCH))
@@ -561,11 +559,6 @@ def table_summary(table: TableOut) -> str:
     )
 
 
-def _changed(reading: Reading, controls: tuple[Control, ...]) -> list[tuple[str, Any]]:
-    """The controls' values that differ from their defaults, for the links to the API (same names)."""
-    return [(control.name, reading[control.name]) for control in controls if reading[control.name] != control.default]
-
-
 def build(reading: Reading) -> View:
     built, edits = roofline(reading)
     p, k, batch = reading.number("p"), reading.integer("k"), reading.integer("batch")
@@ -583,10 +576,10 @@ def build(reading: Reading) -> View:
     )
     table = two_regime_table(side_a, side_b, reading.number("c"), rows, TABLE_K_MAX, built, p, k)
 
-    setup_params = [(name, url_text(value)) for name, value in _changed(reading, (*SETUP, *MEASURED))]
+    setup_params = [*changed_from_defaults((*SETUP, *MEASURED), reading).items()]
     setup_params += [(name, url_text(value)) for name, value in edits.items()]
     point = [("p", url_text(p)), ("k", str(k))]
-    table_params = [*setup_params, *((name, url_text(value)) for name, value in _changed(reading, TABLE))]
+    table_params = [*setup_params, *changed_from_defaults(TABLE, reading).items()]
     schedule_params = [*setup_params, point[0], ("k_max", str(K_SEARCH_MAX))]
     table_params += [*point, ("k_max", str(TABLE_K_MAX))]
     sweep_params = [*setup_params, *point, ("batch", str(batch)), ("k_max", str(K_SEARCH_MAX))]
@@ -633,7 +626,7 @@ def fitted_terms_params(reading: Reading, edits: dict[str, float | int]) -> list
     defaults, so none of them is written."""
     fitted = published.published_fit()["terms"]
     dropped = {*fitted, *(item.name for item in MEASURED)}
-    kept = [(name, url_text(value)) for name, value in _changed(reading, CONTROLS) if name not in dropped]
+    kept = [(name, text) for name, text in changed_from_defaults(CONTROLS, reading).items() if name not in dropped]
     return [*kept, *((name, url_text(value)) for name, value in edits.items())]
 
 

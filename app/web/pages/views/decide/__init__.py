@@ -38,7 +38,6 @@ from app.web.pages.views.decide.controls import (
     SOURCE_CONTROLS,
     TREE_REGIME,
     chosen_cost,
-    tree_cost,
 )
 from app.web.pages.views.decide.measure import measure_part
 from app.web.pages.views.decide.schedule import config_part, plan_request, schedule_part, setup_params, user_setup
@@ -75,7 +74,7 @@ def build(reading: Reading) -> View:
     schedule, schedule_chart = schedule_part(made)
     schedule["acceptance_model"] = "Tokens per verification from " + made.acceptance.describe() + "."
     config = config_part(made)
-    trees_cost = tree_cost(reading)
+    trees_cost = chosen_cost(reading, reading.number("c"), "tree_regime")
     tree_part, trees_chart, trees_speedup_chart, trees_link = trees_part(reading, trees_cost, result.acceptance)
     watch = watch_part(made)
     decision = made.decision

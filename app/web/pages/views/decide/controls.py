@@ -120,29 +120,15 @@ CONTROLS: tuple[Control, ...] = (
 )
 
 
-def chosen_cost(reading: Reading, c: float) -> CostRegime:
-    return cost_regime(reading.text("regime"), c, beta=reading.number("beta"), batch=reading.integer("batch"))
+def chosen_cost(reading: Reading, c: float, regime: str = "regime") -> CostRegime:
+    """The verification cost the control ``regime`` chooses (the trees' is ``tree_regime``: by default the roofline
+    of the default setup, so a tree's size costs)."""
+    return cost_regime(reading.text(regime), c, beta=reading.number("beta"), batch=reading.integer("batch"))
 
 
-def cost_query(reading: Reading) -> dict[str, Any]:
-    """The API parameters of the cost regime, as the page's controls set them."""
-    params: dict[str, Any] = {"regime": reading.text("regime")}
-    if reading.text("regime") == RegimeName.LINEAR.value:
-        params["beta"] = reading.number("beta")
-    if reading.text("regime") == RegimeName.ROOFLINE.value:
-        params["batch"] = reading.integer("batch")
-    return params
-
-
-def tree_cost(reading: Reading) -> CostRegime:
-    """The trees' verification cost: by default the roofline of the default setup, so a tree's size costs."""
-    return cost_regime(
-        reading.text("tree_regime"), reading.number("c"), beta=reading.number("beta"), batch=reading.integer("batch")
-    )
-
-
-def tree_cost_query(reading: Reading) -> dict[str, Any]:
-    name = reading.text("tree_regime")
+def cost_query(reading: Reading, regime: str = "regime") -> dict[str, Any]:
+    """The API parameters of the cost regime the control ``regime`` chooses, as the page's controls set them."""
+    name = reading.text(regime)
     params: dict[str, Any] = {"regime": name}
     if name == RegimeName.LINEAR.value:
         params["beta"] = reading.number("beta")

@@ -13,7 +13,7 @@ from app.service import plan, plan_inputs
 from app.service.inputs import InputError
 from app.service.plan_inputs import engine_title
 from app.service.regimes import BuiltSetup, SetupError, accuracy_out, build_setup, devices_note
-from app.web.pages.controls import Control, ControlError, Reading, url_text
+from app.web.pages.controls import Control, ControlError, Reading, changed_from_defaults
 from app.web.pages.figures import COLORS, break_even, figure, line
 from app.web.pages.text import cells, fixed, times
 from app.web.pages.views import batch as batch_view
@@ -134,11 +134,7 @@ def _accuracy_line(built: BuiltSetup) -> str:
 def setup_params(reading: Reading) -> list[tuple[str, str]]:
     """The setup's controls that differ from their defaults, as API parameters (names and values as the page's
     address writes them; the link encodes them)."""
-    return [
-        (control.name, url_text(reading[control.name]))
-        for control in SETUP_CONTROLS
-        if reading[control.name] != control.default
-    ]
+    return [*changed_from_defaults(SETUP_CONTROLS, reading).items()]
 
 
 def _config_choice(reading: Reading, control: Control, check: Any) -> str | None:
@@ -190,6 +186,6 @@ def config_part(made: plan.Plan) -> dict[str, Any]:
         "files": [{"name": name, "text": text} for name, text in out.files.items()],
         "placeholders": list(out.placeholders),
         # where tokens per verification come from is said under the schedule (step 2), once
-        "notes": [note for note in out.notes if not note.startswith("tokens per verification from")],
+        "notes": [note for note in out.notes if note != made.acceptance_note],
         "sources": list(out.sources),
     }

@@ -15,7 +15,7 @@ from app.service.inputs import InputError, link
 from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.text import fixed, times
-from app.web.pages.views.decide.controls import ACCEPTANCE, tree_cost_query
+from app.web.pages.views.decide.controls import ACCEPTANCE, cost_query
 
 # ---------------------------------------------------------------------------
 # 4. Chains and trees
@@ -32,8 +32,7 @@ def _acceptance(reading: Reading) -> tuple[float, ...]:
     try:
         return plan_inputs.tree_acceptance(text, ACCEPTANCE.name)
     except InputError as error:
-        reason = error.message.removeprefix("positional acceptance ")  # it names the value or the rule broken
-        reading.correct(ACCEPTANCE, str(ACCEPTANCE.default), f"{ACCEPTANCE.label}: {reason}")
+        reading.correct(ACCEPTANCE, str(ACCEPTANCE.default), f"{ACCEPTANCE.label}: {error.message}")
         return tuple(limits.DEFAULT_TREE_ACCEPTANCE)
 
 
@@ -145,7 +144,7 @@ def trees_part(
             "acceptance": ",".join(f"{value:g}" for value in acceptance),
             "budget": budget,
             "c": reading.number("c"),
-            **tree_cost_query(reading),
+            **cost_query(reading, "tree_regime"),
             "widths": ",".join(str(width) for width in limits.DEFAULT_TREE_WIDTHS),
         },
     )
