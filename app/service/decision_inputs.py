@@ -15,10 +15,10 @@ from app.model.counters import calibration
 from app.service import core_inputs, plan_inputs
 from app.service.inputs import Input, InputError
 
-MAX_TEXT = 1_000  # characters of a list
+MAX_TEXT = plan_inputs.MAX_TEXT  # characters of a list
 MAX_URL = 2_000
 MAX_MODEL_NAME = 200
-MAX_CYCLES = 1e15
+MAX_CYCLES = calibration.MAX_COUNTER
 
 
 def list_pattern(item: str, most: int, least: int = 0) -> str:
@@ -36,7 +36,7 @@ SOURCE_OVERRIDE = f"(?:{'|'.join(draft_sources.SOURCE_IDS)}) *: *{UNIT_NUMBER} *
 OVERRIDES_PATTERN = list_pattern(SOURCE_OVERRIDE, len(draft_sources.SOURCE_IDS))
 ACCEPTANCE_PATTERN = list_pattern(UNIT_NUMBER, trees.MAX_WIDTH, least=1)
 WIDTHS_PATTERN = list_pattern(WIDTH_NUMBER, limits.MAX_TREE_WIDTHS)
-MAX_COUNT = 1e15  # any counter value
+MAX_COUNT = calibration.MAX_COUNTER  # any counter value
 PER_POSITION_PATTERN = list_pattern(COUNT_NUMBER, calibration.MAX_POSITIONS)
 DRAFT_LENGTHS_PATTERN = r"^\s*(\d{1,2}\s*(,\s*\d{1,2}\s*)*)?$"
 

@@ -19,11 +19,10 @@ from app.model import engines, rules
 from app.model.arithmetic.acceptance import AcceptanceProfile
 from app.model.cost import published
 from app.model.counters import prometheus_text
-from app.model.counters.calibration import ErrorKind
 from app.model.engines.base import RulesMetrics
-from app.model.engines.reports import EngineFormatError, Measurement, verification_measurement
+from app.model.engines.reports import MAX_CLASSES, EngineFormatError, Measurement, verification_measurement
 from app.model.live import rollout, rollout_plan
-from app.model.live.watch import read_scrape
+from app.model.live.watch import read_samples, scrape_samples
 from app.service import plan
 from app.service.clients import spec_counts
 from app.service.clients.prometheus import Prometheus, PrometheusError, Series, detect
@@ -39,7 +38,6 @@ from app.service.schemas.rollout import (
 )
 
 QUERIES = 8
-MAX_CLASSES = 32
 MAX_SAMPLES = 1000  # steps of the range query of the running gauge
 
 
@@ -107,14 +105,11 @@ def from_prometheus(
 
 def from_scrape(text: str, label: str) -> tuple[str, str, list[Measured]]:
     """Engine, version and the classes of one pasted scrape (counters since each server started)."""
-    try:
-        every = list(prometheus_text.samples(text))
-    except prometheus_text.ExpositionError as error:
-        raise EngineFormatError(ErrorKind.UNPARSEABLE, f"the scrape is not Prometheus text: {error}") from None
+    every = scrape_samples(text)
     counted = _verifications_engine({sample.name for sample in every})
     if counted is not None:
         return _verification_classes(every, label, *counted)
-    whole = read_scrape(text, label)
+    whole = read_samples(every, label)
     engine = whole.engine
     version = engines.versions(engine)[-1].name
     m = engines.adapter(engine).RULES_METRICS[version]
@@ -126,7 +121,7 @@ def from_scrape(text: str, label: str) -> tuple[str, str, list[Measured]]:
     for name in sorted(names)[:MAX_CLASSES]:
         running = [s.value for s in every if s.name == m.running and s.labels.get(label, "") == name]
         try:
-            scrape = read_scrape(text, label, name)
+            scrape = read_samples(every, label, name)
         except EngineFormatError:
             scrape = None
         measurement = None

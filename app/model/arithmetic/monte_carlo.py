@@ -21,7 +21,7 @@ from app.model.arithmetic.closed_form import (
     expected_tokens,
 )
 
-Z_95 = 1.959963984540054
+Z_95 = bursty.Z_95
 INTERVAL_STEPS = 200
 
 

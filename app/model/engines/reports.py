@@ -145,6 +145,16 @@ def stem_of(name: str, prefix: str) -> str | None:
     return None
 
 
+def position_of(name: str, labels: Mapping[str, str], label: str) -> int:
+    """The draft position a per-position series counts, from its ``label``; refused naming the series where it is
+    not one from 0 to MAX_POSITIONS - 1."""
+    raw = labels.get(label, "")
+    position = int(raw) if raw.isdigit() else -1
+    if not 0 <= position < MAX_POSITIONS:
+        raise fail(ErrorKind.BAD_LABEL, f"{name} needs a {label} label from 0 to {MAX_POSITIONS - 1}; got {raw!r}")
+    return position
+
+
 def check_value(name: str, value: float) -> None:
     if not math.isfinite(value):
         raise fail(ErrorKind.NON_FINITE, f"{name} has the value {value}; counters must be finite")
@@ -199,13 +209,7 @@ def groups(text: str, names: PrometheusNames, label: str) -> tuple[dict[str, Gro
             raise fail(ErrorKind.AMBIGUOUS_MODEL, f"more than {MAX_CLASSES} values of the label {label!r}")
         group.series.add(tuple(sorted((k, v) for k, v in labels.items() if k != names.position_label)))
         if names.position_label in labels:
-            raw = labels[names.position_label]
-            position = int(raw) if raw.isdigit() else -1
-            if not 0 <= position < MAX_POSITIONS:
-                raise fail(
-                    ErrorKind.BAD_LABEL,
-                    f"{name} needs a {names.position_label} label from 0 to {MAX_POSITIONS - 1}; got {raw!r}",
-                )
+            position = position_of(name, labels, names.position_label)
             counts = group.positions.setdefault(stem, {})
             counts[position] = counts.get(position, 0.0) + value
         elif stem in names.counters:

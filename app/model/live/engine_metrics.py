@@ -36,7 +36,7 @@ from app.model.engines.reports import (
     json_payload,
 )
 
-INTERVAL_LEVEL = 0.95
+INTERVAL_LEVEL = mixed_lengths.LEVEL  # the interval from a mixed-lengths estimate is labelled with it
 ENGINES = engines.ENGINES
 REPORT_FORMATS: dict[str, ReportFormat] = {report.name: report for report in engines.formats()}
 FORMATS: dict[str, str] = {name: report.description for name, report in REPORT_FORMATS.items()}

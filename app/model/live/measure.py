@@ -52,11 +52,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from app.model.counters.calibration import MAX_COUNTER
 from app.model.counters.counts import CounterNames, SpecCounts, counter_families
 from app.model.counters.prometheus_text import exposition
 
 MAX_SWEEP = 65  # k = 0..64
-MAX_COUNT = 1e15
+MAX_COUNT = MAX_COUNTER
 
 
 class MeasureError(ValueError):

@@ -26,13 +26,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.model import engines
+from app.model import engines, limits
 from app.model.cost import step_cost as named_terms
 from app.model.cost.regimes import RooflineSetup, model_step
 from app.model.cost.step_cost import StepCost, StepPoint
 from app.model.engines.step_times import MAX_ROWS, StepFitError, StepRow, step_row
 
-MAX_OVERHEAD_US = 100_000.0
+MAX_OVERHEAD_US = limits.MAX_OVERHEAD_US
 EFFICIENCY_FLOOR = 0.01
 GRID = 48
 GRID_CHUNK = 64

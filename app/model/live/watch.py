@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from app.model import engines
+from app.model import engines, limits
 from app.model.cost.capacity import max_batch_that_fits
 from app.model.cost.regimes import RooflineSetup, roofline_speedup
 from app.model.counters import prometheus_text
-from app.model.counters.calibration import MAX_EXPOSITION_BYTES, MAX_POSITIONS, CalibrationError, ErrorKind
+from app.model.counters.calibration import MAX_EXPOSITION_BYTES, CalibrationError, ErrorKind
 from app.model.engines.base import EngineAdapter, RulesMetrics
-from app.model.engines.reports import EngineFormatError, Measurement, check_value, positions_in_order
+from app.model.engines.reports import EngineFormatError, Measurement, check_value, position_of, positions_in_order
 from app.model.live import engine_metrics
 
 DRIFT_LEVEL = 0.999
@@ -70,15 +70,24 @@ def _engine_of(names: set[str]) -> tuple[str, RulesMetrics]:
     )
 
 
-def read_scrape(text: str, label: str = "model_name", value: str | None = None) -> Measurement:
-    """One scrape's spec-decode counters summed over engines (and classes, unless ``value`` picks one), with the
-    running requests of every class as its batch."""
+def scrape_samples(text: str) -> list[prometheus_text.Sample]:
+    """A pasted or fetched scrape's samples; refused where it is too large or not Prometheus text."""
     if len(text.encode("utf-8", errors="replace")) > MAX_EXPOSITION_BYTES:
         raise EngineFormatError(ErrorKind.TOO_LARGE, f"the body is larger than {MAX_EXPOSITION_BYTES:,} bytes")
     try:
-        every = list(prometheus_text.samples(text))
+        return list(prometheus_text.samples(text))
     except prometheus_text.ExpositionError as error:
         raise EngineFormatError(ErrorKind.UNPARSEABLE, f"the scrape is not Prometheus text: {error}") from None
+
+
+def read_scrape(text: str, label: str = "model_name", value: str | None = None) -> Measurement:
+    """One scrape's spec-decode counters summed over engines (and classes, unless ``value`` picks one), with the
+    running requests of every class as its batch."""
+    return read_samples(scrape_samples(text), label, value)
+
+
+def read_samples(every: Sequence[prometheus_text.Sample], label: str, value: str | None = None) -> Measurement:
+    """:func:`read_scrape` of a scrape's samples."""
     engine, m = _engine_of({sample.name for sample in every})
     running = [sample.value for sample in every if sample.name == m.running and math.isfinite(sample.value)]
     found = [sample for sample in every if value is None or sample.labels.get(label) == value]
@@ -89,13 +98,7 @@ def read_scrape(text: str, label: str = "model_name", value: str | None = None) 
             continue
         check_value(sample.name, sample.value)
         if sample.name in (m.per_position, m.drafted_per_position):
-            raw = sample.labels.get(m.position_label, "")
-            position = int(raw) if raw.isdigit() else -1
-            if not 0 <= position < MAX_POSITIONS:
-                raise EngineFormatError(
-                    ErrorKind.BAD_LABEL,
-                    f"{sample.name} needs a {m.position_label} label from 0 to {MAX_POSITIONS - 1}; got {raw!r}",
-                )
+            position = position_of(sample.name, sample.labels, m.position_label)
             counts = positions.setdefault(sample.name, {})
             counts[position] = counts.get(position, 0.0) + sample.value
         else:
@@ -155,7 +158,7 @@ def interval_report(
     after: Measurement,
     setup: RooflineSetup,
     calibrated: tuple[float, float] | None,
-    batch_limit: int = 1024,
+    batch_limit: int = limits.MAX_BATCH,
 ) -> IntervalReport:
     """What one interval says: acceptance with its interval, batch, the implied speedup, and any regression."""
     reason = went_down(before, after)
@@ -195,9 +198,10 @@ def measured_report(
     running: float | None,
     setup: RooflineSetup,
     calibrated: tuple[float, float] | None,
-    batch_limit: int = 1024,
+    batch_limit: int = limits.MAX_BATCH,
 ) -> IntervalReport:
-    """One interval's counts calibrated and judged; idle where they do not calibrate."""
+    """One interval's counts calibrated and judged: the speedup at the running batch, and drift from the calibrated
+    p; idle where they do not calibrate."""
     drafts = measurement.drafts or 0.0
     try:
         calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
@@ -205,20 +209,7 @@ def measured_report(
         return IntervalReport(
             "idle", drafts=drafts, message=f"counters this interval do not calibrate: {error.message}"
         )
-    return judged(measurement, calibrated_now, calibrated_now.result.k, running, drafts, setup, calibrated, batch_limit)
-
-
-def judged(
-    measurement: Measurement,
-    calibrated_now: engine_metrics.EngineCalibration,
-    k: int,
-    running: float | None,
-    drafts: float,
-    setup: RooflineSetup,
-    calibrated: tuple[float, float] | None,
-    batch_limit: int = 1024,
-) -> IntervalReport:
-    """An interval's counts once calibrated: the speedup at the running batch, and drift from the calibrated p."""
+    k = calibrated_now.result.k
     p = calibrated_now.result.acceptance
     low, high = calibrated_now.interval.low, calibrated_now.interval.high
     batch = max(1, round(running)) if running is not None else 1

@@ -35,14 +35,13 @@ from app.model import engines
 from app.model.cost.regimes import RooflineSetup
 from app.model.counters.calibration import CalibrationError
 from app.model.engines.base import RulesMetrics
-from app.model.engines.reports import Measurement, mean_only
+from app.model.engines.reports import MAX_CLASSES, Measurement, mean_only
 from app.model.live.watch import IntervalReport, WatchState, measured_report
 from app.model.rules import promql
 from app.model.rules.file import rules_id_pattern
 
 QUERIES_PER_EVALUATION = 6
 MAX_HISTORY = 1000  # steps of one range query
-MAX_CLASSES = 32
 MAX_RESPONSE_BYTES = 8_000_000
 MAX_FAILURES = 3  # consecutive failed intervals before the watch gives up
 
@@ -332,7 +331,8 @@ class Interval:
         return sorted(found | set(self.positions))
 
 
-def _key(metric: dict[str, str], label: str) -> Key:
+def replica_key(metric: Mapping[str, str], label: str) -> Key:
+    """A series' replica: its instance and, unless the class label is the instance, its class."""
     return metric.get("instance", ""), "" if label == "instance" else metric.get(label, "")
 
 
@@ -350,7 +350,7 @@ def number(raw: object) -> float | None:
 def _store(interval: Interval, name: str, metric: dict[str, str], value: float | None, label: str) -> None:
     if value is None:
         return
-    key = _key(metric, label)
+    key = replica_key(metric, label)
     if name == promql.AT_POSITION:  # its position label is always "position" (the record renames the engine's)
         position = metric.get("position", "")
         if position.isdigit():

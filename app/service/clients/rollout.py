@@ -18,10 +18,18 @@ from dataclasses import dataclass
 
 from app.model import engines
 from app.model.engines.base import DecodeTime, RulesMetrics
-from app.model.engines.reports import EngineFormatError, Measurement
+from app.model.engines.reports import MAX_CLASSES, EngineFormatError, Measurement
 from app.model.live import rollout
 from app.service.clients import spec_counts
-from app.service.clients.prometheus import Prometheus, PrometheusError, Sample, Series, present_engine, range_series
+from app.service.clients.prometheus import (
+    Prometheus,
+    PrometheusError,
+    Sample,
+    Series,
+    present_engine,
+    range_series,
+    replica_key,
+)
 from app.service.schemas.fill import filled
 from app.service.schemas.rollout import (
     AcceptanceCheckOut,
@@ -37,7 +45,6 @@ from app.service.schemas.rollout import (
 )
 
 QUERIES = 12
-MAX_CLASSES = 32
 
 
 @dataclass(frozen=True)
@@ -129,7 +136,7 @@ def _per_replica_range(
     """(instance, class) -> one value per time (None where Prometheus has none)."""
     values: dict[tuple[str, str], list[float | None]] = {}
     for series in range_series(reader.query_range, expr, times, step):
-        key = (series.labels.get("instance", ""), "" if label == "instance" else series.labels.get(label, ""))
+        key = replica_key(series.labels, label)
         row = values.setdefault(key, [None] * len(times))
         for index, value in enumerate(series.values):
             if value is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from app.model.engines.base import RulesMetrics
 from app.model.engines.reports import Measurement, increase_measurement, verification_measurement
 from app.model.live import rollout
-from app.service.clients.prometheus import QueryRange, range_series
+from app.service.clients.prometheus import QueryRange, range_series, replica_key
 
 DRAFTS, DRAFT_TOKENS, VERIFICATIONS, GENERATED = "drafts", "draft tokens", "verifications", "generated"
 AT_POSITION = "accepted at position "  # followed by the position
@@ -74,7 +74,7 @@ def read(
                 if not raw.isdigit():
                     continue
                 key = f"{AT_POSITION}{int(raw)}"
-            replica = (labels.get("instance", ""), "" if label == "instance" else labels.get(label, ""))
+            replica = replica_key(labels, label)
             row = replicas.setdefault(replica, {}).setdefault(key, [None] * len(times))
             for index, value in enumerate(answer.values):
                 if value is not None:

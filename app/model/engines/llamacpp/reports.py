@@ -309,12 +309,7 @@ _PER_POSITION_LINE = re.compile(r"\bacc per pos\s*=\s*\([0-9.,\s]*\)\s*$")
 
 
 # The series of /metrics about drafts (tools/server/server-task.cpp) and the timings fields of a response.
-SPEC_SERIES = (
-    "llamacpp:spec_decode_num_drafts_total",
-    "llamacpp:spec_decode_num_draft_tokens_total",
-    "llamacpp:spec_decode_num_accepted_tokens_total",
-    "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
-)
+SPEC_SERIES = (_SPEC_COUNTERS.drafts, _SPEC_COUNTERS.draft_tokens, _SPEC_COUNTERS.accepted, _SPEC_COUNTERS.per_position)
 TIMINGS_FIELDS = ("draft_n", "draft_n_accepted")
 
 
