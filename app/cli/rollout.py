@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from app.cli.arguments import add_input, add_roofline_arguments, setup_request
+from app.cli.arguments import add_input, add_roofline_arguments, bounded, setup_request
 from app.cli.command import fail
 from app.model.counters.calibration import MAX_EXPOSITION_BYTES, CalibrationError
 from app.model.engines import UnknownVersionError
@@ -64,7 +64,6 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "first half of the window's, the second half judged against it)",
     )
     _add_engine(check, "the engine (default: the one scraped)")
-    check.add_argument("--timeout", type=float, default=10.0, help="seconds each query may take")
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.set_defaults(handler=run_check)
     planned = commands.add_parser(
@@ -87,15 +86,18 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     add_input(planned, plan_inputs.K_MAX)
     _add_engine(planned, "with --prometheus: the engine")
-    planned.add_argument("--timeout", type=float, default=10.0, help="seconds each query may take")
     add_roofline_arguments(planned)
     planned.set_defaults(handler=run_plan)
 
 
 def _add_engine(parser: argparse.ArgumentParser, help: str) -> None:
-    """--engine (optional here: the scrape names it) and --engine-version, as the plan declares them."""
+    """--engine (optional here: the scrape names it) and --engine-version, as the plan declares them, and the
+    --timeout of each query."""
     add_input(parser, plan_inputs.ENGINE, required=False, help=help)
     add_input(parser, plan_inputs.ENGINE_VERSION, help="with --engine: the engine version (default: the newest)")
+    parser.add_argument(
+        "--timeout", type=bounded(float, 0.1, 120), default=10.0, help="seconds each query may take (0.1 to 120)"
+    )
 
 
 R = TypeVar("R", bound=BaseModel)
@@ -113,8 +115,6 @@ def run_check(arguments: argparse.Namespace) -> int:
     try:
         if arguments.engine_version and not arguments.engine:
             raise rollout.RolloutInputError("--engine-version", "needs --engine")
-        if not 0.1 <= arguments.timeout <= 120:
-            raise rollout.RolloutInputError("--timeout", f"must be from 0.1 to 120 seconds; got {arguments.timeout:g}")
         request = rollout_client.check_request(
             arguments.canary,
             arguments.control,

@@ -63,7 +63,7 @@ SCRAPE_BODY: dict[str, Any] = {
     "running), of one or more classes;\n" + SETUP_RULES
 )
 @takes(LABEL, plan_inputs.K_MAX)
-async def post_rollout_plan(request: Request, built: Setup, label: str, k_max: int) -> Any:
+async def post_rollout_plan(request: Request, built: Setup, label: str, k_max: int) -> RolloutPlanOut | JSONResponse:
     """The rollout plan of a pasted scrape: per class (``label``) the measured acceptance with its interval, the
     batches it ran, the schedule and config for it on this setup, the gain weighted over those batches with the
     cost model's stated error, and a verdict (turn on, leave off, measure first); the surest gains first."""
@@ -75,7 +75,7 @@ async def post_rollout_plan(request: Request, built: Setup, label: str, k_max: i
     return await run_in_threadpool(_planned, text, built, _label(label), k_max)
 
 
-def _planned(text: str, built: BuiltSetup, label: str, k_max: int) -> Any:
+def _planned(text: str, built: BuiltSetup, label: str, k_max: int) -> RolloutPlanOut | JSONResponse:
     try:
         engine, version, classes = rollout_report.from_scrape(text, label)
         return rollout_report.plan_classes(engine, version, classes, built, label, k_max)
@@ -111,7 +111,7 @@ async def post_rollout_check(
     window: str,
     interval: str,
     calibrated: str | None,
-) -> Any:
+) -> RolloutCheckOut:
     """Per class, the canary's speedup over control from the engine's own decode-time series (a 95% interval
     over intervals), its acceptance against its calibrated interval, and the verdict with ``exit_code`` as the
     command line's (0 promote, 1 roll back, 3 hold).  Prometheus is read only where the server allows it."""
@@ -126,7 +126,7 @@ async def post_rollout_check(
     return await run_in_threadpool(_checked, prometheus, checked)
 
 
-def _checked(url: str, checked: rollout_check.CheckRequest) -> Any:
+def _checked(url: str, checked: rollout_check.CheckRequest) -> RolloutCheckOut:
     try:
         return rollout_check.check(Prometheus(url), checked)
     except rollout.RolloutInputError as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -137,7 +138,7 @@ def setup_params(reading: Reading) -> list[tuple[str, str]]:
     return [*changed_from_defaults(SETUP_CONTROLS, reading).items()]
 
 
-def _config_choice(reading: Reading, control: Control, check: Any) -> str | None:
+def _config_choice(reading: Reading, control: Control, check: Callable[[str], object]) -> str | None:
     """A text control's value for the engine, or None (the default) with the reason on the page when refused."""
     text = reading.text(control.name).strip()
     if not text:
