@@ -64,8 +64,8 @@ def positional_acceptance(values: Sequence[float]) -> tuple[float, ...]:
     for index in range(1, len(probabilities)):
         if probabilities[index] > probabilities[index - 1]:
             raise ValueError(
-                f"must not increase with rank: P{index + 1} = {probabilities[index]} "
-                f"> P{index} = {probabilities[index - 1]}"
+                f"must not increase with rank (P{index + 1} = {probabilities[index]} "
+                f"> P{index} = {probabilities[index - 1]})"
             )
     total = sum(probabilities)
     if total > 1.0 + SUM_TOLERANCE:
