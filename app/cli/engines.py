@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -26,8 +28,10 @@ from app.model.cost.regimes import RooflineSetup
 from app.model.counters.calibration import CalibrationError
 from app.model.counters.counts import Measurement
 from app.model.engines import UnknownVersionError
+from app.model.engines.reports import MAX_CLASSES
 from app.model.live.rollout import calibrated_interval
 from app.model.live.watch import IntervalReport, ScrapeFailed, WatchState, read_scrape, watch_scrapes
+from app.model.rules import promql
 from app.service import decision_inputs, live_inputs, plan, plan_inputs, rollout_inputs
 from app.service.clients import prometheus as prometheus_watch
 from app.service.decision import CostRegime, cost_regime
@@ -345,7 +349,7 @@ def _watch_prometheus(
         flush=True,
     )
     gauges += [g for g in (_gauges(arguments),) if g is not None]
-    return prometheus_watch.run(
+    return _run_watch(
         prometheus,
         target,
         setup,
@@ -356,3 +360,100 @@ def _watch_prometheus(
         emit=lambda text: print(text, flush=True),
         on_reports=gauges[0].show if gauges else lambda reports, state: None,
     )
+
+
+# ---------------------------------------------------------------------------
+# watch --prometheus: the loop over intervals and its lines
+
+
+def _how(target: prometheus_watch.Target, seconds: float) -> str:
+    """Which the watch does, in words: read the rules' recorded series, or evaluate their expressions."""
+    if target.recorded:
+        return (
+            f"reading the series recorded by the specdec-lab rules ({promql.RULES_LABEL}="
+            f"{', '.join(target.recorded)}), each over the window the rules were written with"
+        )
+    return (
+        f"the specdec-lab rules are not loaded in this Prometheus (or not per instance and {target.label}): "
+        f"evaluating the expressions of their recording rules over each {max(1, round(seconds))} s interval "
+        "(load `specdec-lab rules` to read recorded series)"
+    )
+
+
+def _who(key: prometheus_watch.Key, label: str) -> str:
+    instance, value = key
+    return f"{instance}" if label == "instance" or not value else f"{instance} {label}={value}"
+
+
+def _report_interval(
+    interval: prometheus_watch.Interval,
+    target: prometheus_watch.Target,
+    setup: RooflineSetup,
+    state: WatchState,
+    emit: Callable[[str], None],
+) -> list[IntervalReport]:
+    """One line per class, each judged by the watch's one evaluator (``WatchState.judge``)."""
+    state.index += 1
+    classes = interval.classes()
+    if not classes:
+        emit(f"interval {state.index:>4}: no spec-decode series in Prometheus this interval")
+        return []
+    if len(classes) > MAX_CLASSES:
+        emit(f"interval {state.index:>4}: {len(classes)} classes; reporting the first {MAX_CLASSES}")
+        classes = classes[:MAX_CLASSES]
+    reports = []
+    for key in classes:
+        reset = interval.values.get(promql.COUNTER_RESETS, {}).get(key, 0.0) > 0
+        report, text = state.judge(
+            key,
+            partial(prometheus_watch.class_report, interval, key, target, setup),
+            who=_who(key, target.label),
+            tail="; counters reset in the window read (restart?): increase() counts across it" if reset else "",
+        )
+        emit(text)
+        reports.append(report)
+    return reports
+
+
+def _run_watch(
+    prometheus: prometheus_watch.Prometheus,
+    target: prometheus_watch.Target,
+    setup: RooflineSetup,
+    *,
+    interval: float,
+    samples: int,
+    since: float,
+    calibrated: tuple[float, float] | None,
+    emit: Callable[[str], None],
+    on_reports: Callable[[list[IntervalReport], WatchState], None] = lambda reports, state: None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> WatchState:
+    """History (``since`` seconds, in range queries), then ``samples`` live intervals (instant queries).
+
+    Raises PrometheusError when Prometheus fails prometheus_watch.MAX_FAILURES intervals in a row (or the history)."""
+    state = WatchState(calibrated)
+    emit(_how(target, interval))
+    start = clock()
+    steps = min(prometheus_watch.MAX_HISTORY, int(since // interval))
+    if steps >= 1:
+        times = [start - interval * (steps - index) for index in range(steps)]
+        for answered in prometheus_watch.evaluate(prometheus, target, interval, times):
+            on_reports(_report_interval(answered, target, setup, state, emit), state)
+    for sample in range(samples):
+        due = start + interval * sample
+        wait = due - clock()
+        if wait > 0:
+            sleep(wait)
+        try:
+            answered = prometheus_watch.evaluate(prometheus, target, interval, [due])[0]
+        except prometheus_watch.PrometheusError as error:
+            state.index += 1
+            state.failures += 1
+            emit(f"interval {state.index:>4}: Prometheus query failed: {error}")
+            if state.failures >= prometheus_watch.MAX_FAILURES:
+                raise prometheus_watch.PrometheusError(f"{error} ({state.failures} intervals in a row)") from None
+            continue
+        state.failures = 0
+        on_reports(_report_interval(answered, target, setup, state, emit), state)
+    return state

@@ -25,7 +25,6 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,8 +34,8 @@ from app.model import engines
 from app.model.cost.regimes import RooflineSetup
 from app.model.counters.calibration import CalibrationError
 from app.model.engines.base import RulesMetrics
-from app.model.engines.reports import MAX_CLASSES, Measurement, mean_only
-from app.model.live.watch import IntervalReport, WatchState, measured_report
+from app.model.engines.reports import Measurement, mean_only
+from app.model.live.watch import IntervalReport, measured_report
 from app.model.rules import promql
 from app.model.rules.file import rules_id_pattern
 
@@ -218,19 +217,6 @@ class Target:
             return {name: f"{name}{{{selector}}}" for name in self.read()}
         measured = self.series(seconds).measured()
         return {name: promql.inlined(measured, name) for name in self.read()}
-
-    def how(self, seconds: float) -> str:
-        """Which the watch does, in words."""
-        if self.recorded:
-            return (
-                f"reading the series recorded by the specdec-lab rules ({promql.RULES_LABEL}="
-                f"{', '.join(self.recorded)}), each over the window the rules were written with"
-            )
-        return (
-            f"the specdec-lab rules are not loaded in this Prometheus (or not per instance and {self.label}): "
-            f"evaluating the expressions of their recording rules over each {max(1, round(seconds))} s interval "
-            "(load `specdec-lab rules` to read recorded series)"
-        )
 
 
 def _unwatchable(name: str, version: str, metrics: RulesMetrics | None) -> str:
@@ -424,82 +410,3 @@ def class_report(
     except CalibrationError as error:
         return IntervalReport("idle", drafts=drafts, message=f"counts do not calibrate: {error.message}")
     return measured_report(measurement, running, setup, calibrated)
-
-
-def who(key: Key, label: str) -> str:
-    instance, value = key
-    return f"{instance}" if label == "instance" or not value else f"{instance} {label}={value}"
-
-
-def report_interval(
-    interval: Interval,
-    target: Target,
-    setup: RooflineSetup,
-    state: WatchState,
-    emit: Callable[[str], None],
-) -> list[IntervalReport]:
-    """One line per class, each judged by the watch's one evaluator (``WatchState.judge``)."""
-    state.index += 1
-    classes = interval.classes()
-    if not classes:
-        emit(f"interval {state.index:>4}: no spec-decode series in Prometheus this interval")
-        return []
-    if len(classes) > MAX_CLASSES:
-        emit(f"interval {state.index:>4}: {len(classes)} classes; reporting the first {MAX_CLASSES}")
-        classes = classes[:MAX_CLASSES]
-    reports = []
-    for key in classes:
-        reset = interval.values.get(promql.COUNTER_RESETS, {}).get(key, 0.0) > 0
-        report, text = state.judge(
-            key,
-            partial(class_report, interval, key, target, setup),
-            who=who(key, target.label),
-            tail="; counters reset in the window read (restart?): increase() counts across it" if reset else "",
-        )
-        emit(text)
-        reports.append(report)
-    return reports
-
-
-def run(
-    prometheus: Prometheus,
-    target: Target,
-    setup: RooflineSetup,
-    *,
-    interval: float,
-    samples: int,
-    since: float,
-    calibrated: tuple[float, float] | None,
-    emit: Callable[[str], None],
-    on_reports: Callable[[list[IntervalReport], WatchState], None] = lambda reports, state: None,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-) -> WatchState:
-    """History (``since`` seconds, in range queries), then ``samples`` live intervals (instant queries).
-
-    Raises PrometheusError when Prometheus fails MAX_FAILURES intervals in a row (or the history)."""
-    state = WatchState(calibrated)
-    emit(target.how(interval))
-    start = clock()
-    steps = min(MAX_HISTORY, int(since // interval))
-    if steps >= 1:
-        times = [start - interval * (steps - index) for index in range(steps)]
-        for answered in evaluate(prometheus, target, interval, times):
-            on_reports(report_interval(answered, target, setup, state, emit), state)
-    for sample in range(samples):
-        due = start + interval * sample
-        wait = due - clock()
-        if wait > 0:
-            sleep(wait)
-        try:
-            answered = evaluate(prometheus, target, interval, [due])[0]
-        except PrometheusError as error:
-            state.index += 1
-            state.failures += 1
-            emit(f"interval {state.index:>4}: Prometheus query failed: {error}")
-            if state.failures >= MAX_FAILURES:
-                raise PrometheusError(f"{error} ({state.failures} intervals in a row)") from None
-            continue
-        state.failures = 0
-        on_reports(report_interval(answered, target, setup, state, emit), state)
-    return state
