@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.model import limits
@@ -126,30 +126,13 @@ def _words(label: str) -> str:
 RULE_WORDS = {field: _words(label) for field, label in setup_inputs.FIELD_LABELS.items()}  # a rule's fields
 
 
-TUNING = ("bandwidth_efficiency", "compute_efficiency", "overhead_us")
-COST_TERM_NAMES = tuple(term.name for term in limits.COST_TERMS)
-
-
 def setup_request(reading: Reading, overrides: dict[str, float | int] | None = None) -> SetupRequest:
-    """The setup a page's controls describe (this page's, or /decide's, which takes the same names); the
-    efficiencies and overhead a page has no control for stay at the model's defaults."""
-    tuning = {name: reading.number(name) for name in TUNING if name in reading.values}
-    terms = {name: reading.number(name) for name in COST_TERM_NAMES if reading.values.get(name) is not None}
-    defaults = {term.name: term.default for term in limits.COST_TERMS}
-    measured = _measured(reading)
-    return SetupRequest(
-        hw=reading.text("hw"),
-        model=reading.text("model"),
-        draft=reading.text("draft"),
-        weights=reading.text("weights"),
-        kv_cache=reading.text("kv_cache"),
-        devices=reading.integer("devices"),
-        context=reading.integer("context"),
-        overrides=overrides or {},
-        cost_terms={name: value for name, value in terms.items() if value != defaults[name]},
-        measured=measured,
-        **tuning,  # type: ignore[arg-type]
-    )
+    """The setup a page's controls describe (this page's, or /decide's, which takes the same names), read as the
+    API reads the same parameters (setup_inputs.request); what a page has no control for stays at its default."""
+    given = {
+        item.name: reading.values[item.name] for item in setup_inputs.SETUP if reading.values.get(item.name) is not None
+    }
+    return replace(setup_inputs.request(given), overrides=overrides or {}, measured=_measured(reading))
 
 
 def _measured(reading: Reading) -> Measured | None:
@@ -596,7 +579,9 @@ def build(reading: Reading) -> View:
         "fields": fields,
         "open": {
             **{group: any(name.startswith(f"{group}_") for name in edits) for group in GROUPS},
-            "cost_terms": any(reading.values.get(name) != BY_NAME[name].default for name in COST_TERM_NAMES),
+            "cost_terms": any(
+                reading.values.get(name) != BY_NAME[name].default for name in (term.name for term in limits.COST_TERMS)
+            ),
         },
         "regime_inputs": {
             side: {
