@@ -27,6 +27,7 @@ from app.model.live.watch import (
     watch_scrapes,
     went_down,
 )
+from app.model.rules.alerts import MIN_DRAFTS
 from app.service.regimes import SetupRequest, build_setup
 from tests.samples.engine_reports import sample_accepted
 
@@ -195,6 +196,20 @@ def test_interval_arithmetic_without_a_server() -> None:
     assert report.p is not None and report.p_low is not None and report.p_low < report.p < (report.p_high or 0)
     assert went_down(after, before) == "the drafts counter"
     assert interval_report(after, after, setup, None).status == "idle"
+
+
+def test_an_interval_with_fewer_drafts_than_the_alerts_need_is_not_judged() -> None:
+    """Three drafts that all missed are p = 0 on a [0, 0.57] interval: the alerts wait for MIN_DRAFTS before they
+    judge, and the watch waits as long, so that such an interval neither regresses nor calibrates a class."""
+    setup = build_setup(SetupRequest()).setup
+    before = _scrape(1000, 4000, 2000, (800, 600, 400, 200), 4)
+    few = _scrape(1000 + MIN_DRAFTS - 1, 4000 + 4 * (MIN_DRAFTS - 1), 2000, (800, 600, 400, 200), 4)
+    report = interval_report(before, few, setup, (0.6, 0.9))
+    assert report.status == "idle" and not report.regression and report.p is None
+    assert f"{MIN_DRAFTS - 1} drafts this interval" in report.message
+    enough = _scrape(1000 + MIN_DRAFTS, 4000 + 4 * MIN_DRAFTS, 2000, (800, 600, 400, 200), 4)
+    judged = interval_report(before, enough, setup, (0.6, 0.9))
+    assert judged.status != "idle" and judged.regression  # every draft missed: now it is judged, and it regressed
 
 
 def test_hundreds_of_intervals_at_an_unchanged_p_raise_no_false_alarm() -> None:

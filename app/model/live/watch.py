@@ -23,6 +23,7 @@ from app.model.counters.calibration import MAX_EXPOSITION_BYTES, CalibrationErro
 from app.model.engines.base import EngineAdapter, RulesMetrics
 from app.model.engines.reports import EngineFormatError, Measurement, check_value, position_of, positions_in_order
 from app.model.live import engine_metrics
+from app.model.rules.alerts import MIN_DRAFTS
 
 DRIFT_LEVEL = 0.999
 
@@ -203,6 +204,12 @@ def measured_report(
     """One interval's counts calibrated and judged: the speedup at the running batch, and drift from the calibrated
     p; idle where they do not calibrate."""
     drafts = measurement.drafts or 0.0
+    if drafts < MIN_DRAFTS:
+        return IntervalReport(
+            "idle",
+            drafts=drafts,
+            message=f"{drafts:,.0f} drafts this interval: too few to judge (the alerts need {MIN_DRAFTS})",
+        )
     try:
         calibrated_now = engine_metrics.calibrate_measurement(measurement, 0.0, 1)
     except CalibrationError as error:
