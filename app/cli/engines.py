@@ -431,7 +431,7 @@ def _run_watch(
 ) -> WatchState:
     """History (``since`` seconds, in range queries), then ``samples`` live intervals (instant queries).
 
-    Raises PrometheusError when Prometheus fails prometheus_watch.MAX_FAILURES intervals in a row (or the history)."""
+    Raises PrometheusError when Prometheus fails MAX_FAILURES intervals in a row (or the history)."""
     state = WatchState(calibrated)
     emit(_how(target, interval))
     start = clock()
