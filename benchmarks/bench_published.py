@@ -93,7 +93,8 @@ def main() -> None:
         low, high = row["range"]
         interval = "-" if low is None else f"{low}-{high or 'on'}"
         ok = "-" if row["measured"] is None else ("yes" if row["within_2x"] and row["inside_range"] else "no")
-        print(f"{row['sweep']:<48} {row['measured'] or '-':>8} {row['predicted'] or '-':>9} {interval:>12} {ok:>4}")
+        measured = "-" if row["measured"] is None else f"{row['measured_after'] + 1}-{row['measured']}"
+        print(f"{row['sweep']:<48} {measured:>8} {row['predicted'] or '-':>9} {interval:>12} {ok:>4}")
     never = [row for row in fit["crossovers"] if row["measured"] is None and row["predicted_inside_own_range"]]
     if never:
         print("sweeps that never cross, predicted to cross inside their range: " + ", ".join(r["sweep"] for r in never))
@@ -111,7 +112,7 @@ def main() -> None:
         print(
             f"a sweep's step from its smallest batch to its largest grows (fitted), predicted over measured, "
             f"{float(np.median(growth)):.2f}x at the median ({growth[0]:.2f}x to {growth[-1]:.2f}x over "
-            f"{len(growth)} sweeps)"
+            f"{len(growth)} plain servers)"
         )
     for point, value in zip(problem.points, holdout.predicted, strict=True):
         if not math.isnan(value):

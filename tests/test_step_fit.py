@@ -22,6 +22,7 @@ TRUE = {
     "compute_efficiency": 0.4,
     "step_overhead_us": 120.0,
     "overhead_per_sequence_us": 0.0,
+    "overhead_per_draft_step_us": None,  # a draft pass costs the same overhead as a target pass
 }
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 

@@ -52,6 +52,7 @@ def published_out() -> PublishedOut:
             sweep=row["sweep"],
             batches=row["batches"],
             measured=row["measured"],
+            measured_after=row["measured_after"],
             predicted=row["predicted"],
             range_low=row["range"][0],
             range_high=row["range"][1],
@@ -69,7 +70,10 @@ def published_out() -> PublishedOut:
         large_batch_from=published.STEP_CHECK_LARGE_BATCH,
         large_batch_points=check["large_batch"]["points"],
         large_batch_median_error=check["large_batch"]["median_error"],
-        growth=[PublishedGrowthOut(sweep=name, growth=value) for name, value in check["growth"].items()],
+        growth=[
+            PublishedGrowthOut(sweep=name, growth=value, same_plain_server=check["growth_shared"].get(name, []))
+            for name, value in check["growth"].items()
+        ],
     )
     priced = [point for point in points if point.priced]
     accuracy = published.shipped_accuracy()

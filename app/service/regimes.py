@@ -401,16 +401,18 @@ def sweep_out(
     fits = sweep.memory_needed_gb <= capacity
     marks = fitting_marks(built.setup, k, sweep.batches, sweep.speedup, sweep.best_speedup, sweep.best_k, batch_max)
     max_fit = marks.max_batch_that_fits
-    wanted_marks = [marks.crossover_batch, marks.first_loss_batch, marks.best_crossover_batch, max_fit, batch]
+    accuracy = accuracy_out(built.setup, built.measured)
+    spread = math.log1p(accuracy.interval_spread or 0.0) if accuracy.source == "defaults" else 0.0
+    low, high = sweep.speedup * math.exp(-spread), sweep.speedup * math.exp(spread)
+    band = published.crossover_range(sweep.batches.astype(float), sweep.speedup, spread) if k else (None, None)
+    # the curve is drawn at every mark and on both sides of it, the band's ends included, so that the chart's band
+    # crosses 1 where the answer says it does
+    wanted_marks = [marks.crossover_batch, marks.first_loss_batch, marks.best_crossover_batch, max_fit, batch, *band]
     wanted = set(np.unique(np.rint(np.geomspace(1, batch_max, min(points, batch_max))).astype(int)).tolist())
     for mark in wanted_marks:
         if mark:
             wanted.update((mark - 1, mark, mark + 1))
     indices = np.array(sorted(b - 1 for b in wanted if 1 <= b <= batch_max))
-    accuracy = accuracy_out(built.setup, built.measured)
-    spread = math.log1p(accuracy.interval_spread or 0.0) if accuracy.source == "defaults" else 0.0
-    low, high = sweep.speedup * math.exp(-spread), sweep.speedup * math.exp(spread)
-    band = published.crossover_range(sweep.batches.astype(float), sweep.speedup, spread) if k else (None, None)
     return BatchSweepOut(
         p=p,
         k=k,

@@ -161,6 +161,12 @@ ACCELERATORS: dict[str, Accelerator] = {
     # NVIDIA Ada GPU architecture whitepaper (v2.1), Appendix A, GeForce RTX 4090: GDDR6X 1,008 GB/s on 384 bits,
     # 24 GB; peak BF16 Tensor TFLOPS with FP32 accumulate 165.2 dense (330.4 with sparsity).
     "rtx-4090": Accelerator("GeForce RTX 4090", 1.008, 165.2, 24.0),
+    # NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column: HBM2e 2 TB/s, BF16 Tensor Core 1,513 TFLOPS with
+    # sparsity, so 756.5 dense, 80 GB.
+    "h100-pcie": Accelerator("H100 PCIe", 2.0, 756.5, 80.0),
+    # The same datasheet, H100 NVL column (per GPU): HBM3 3.9 TB/s, BF16 Tensor Core 1,671 TFLOPS with sparsity, so
+    # 835.5 dense, 94 GB.
+    "h100-nvl": Accelerator("H100 NVL (94 GB)", 3.9, 835.5, 94.0),
 }
 
 # Each preset's family: accelerators of one family share a memory system and an engine's kernels, so a stated
@@ -179,6 +185,8 @@ ACCELERATOR_FAMILIES: dict[str, str] = {
     "radeon-ai-pro-r9700": "desktop GPU",
     "arc-pro-b70": "desktop GPU",
     "rtx-4090": "desktop GPU",
+    "h100-pcie": "NVIDIA Hopper",
+    "h100-nvl": "NVIDIA Hopper",
 }
 
 MODELS: dict[str, ModelSpec] = {
@@ -264,6 +272,13 @@ MODELS: dict[str, ModelSpec] = {
     # parameters, counted from those shapes (intermediate 6400, q_lora_rank 768), are 4.07B: the 8.15 GB of its
     # bf16 checkpoint.
     "minicpm3-4b": ModelSpec("MiniCPM3-4B", 4.07, 4.07, 62, 40, 1, 288, kv_tensors=1),
+    # Qwen3 technical report (arXiv:2505.09388), Table 1, and the model cards: Qwen3-32B 32.8B parameters, 64 layers,
+    # 64 query heads, 8 KV heads; Qwen3-4B 4.0B, 36 layers, 32 and 8 heads, tied embeddings; Qwen3-1.7B 1.7B,
+    # 28 layers, 16 and 8 heads, tied embeddings; head dim 128 in each (config.json).  The two small ones are offered
+    # as draft models.
+    "qwen3-32b": ModelSpec("Qwen3-32B", 32.8, 32.8, 64, 64, 8, 128),
+    "qwen3-4b": ModelSpec("Qwen3-4B", 4.0, 4.0, 36, 32, 8, 128),
+    "qwen3-1.7b": ModelSpec("Qwen3-1.7B", 1.7, 1.7, 28, 16, 8, 128),
 }
 
 # Vocabulary and hidden width of each target (config.json of each model): an EAGLE or MTP head's LM head
@@ -287,6 +302,9 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "qwen3.6-27b": (248_320, 5120),
     "gpt-oss-120b": (201_088, 2880),
     "minicpm3-4b": (73_448, 2560),
+    "qwen3-32b": (151_936, 5120),
+    "qwen3-4b": (151_936, 2560),
+    "qwen3-1.7b": (151_936, 2048),
 }
 
 # Drafts that are heads on the target rather than separate models: their cost follows from the target's shape.

@@ -685,6 +685,18 @@ FIT_TOLERANCE = 1e-10
 GROWTH_WEIGHT = 1.0
 
 
+def source_weights(sources: Sequence[str]) -> FloatArray:
+    """A weight for each item such that every source weighs as one (1 / its items), scaled to a mean of 1: a source
+    that measured one setup at 200 batches and draft lengths is one publication, one machine and one way of
+    measuring, and must not outvote twenty sources of a few points each."""
+    if not sources:
+        return np.zeros(0)
+    _, inverse, counts = np.unique(np.array(sources), return_inverse=True, return_counts=True)
+    weights: FloatArray = 1.0 / counts[inverse]
+    scaled: FloatArray = weights * (len(weights) / float(weights.sum()))
+    return scaled
+
+
 def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dict[str, float]:
     """The terms in ``free`` fitted on the ``train`` points: least squares of the log ratio of each speedup and of
     each sweep's plain-step growth (GROWTH_WEIGHT), within BOUNDS, with a weak pull (PRIOR_WEIGHT) toward the plain
@@ -705,6 +717,10 @@ def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dic
     pairs = pairs.reshape(-1, 2)
     measured_growth = np.log(problem_.step_s[pairs[:, 0]] / problem_.step_s[pairs[:, 1]])
 
+    # every source weighs as one, in its speedups and in its step growth alike (source_weights)
+    point_weight = np.sqrt(source_weights([problem_.sources[index] for index in np.flatnonzero(train)]))
+    pair_weight = np.sqrt(source_weights([problem_.sources[index] for index in pairs[:, 0]]))
+
     def residuals(x: FloatArray) -> FloatArray:
         values = dict(zip(names, lows + x * (highs - lows), strict=True))
         times = problem_.work.pass_times(resolved(problem_, values))
@@ -712,7 +728,11 @@ def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dic
         step = times[0]
         growth = np.log(step[pairs[:, 0]] / step[pairs[:, 1]]) - measured_growth
         result: FloatArray = np.concatenate(
-            [np.log(predicted[train] / problem_.measured[train]), PRIOR_WEIGHT * (x - prior), GROWTH_WEIGHT * growth]
+            [
+                point_weight * np.log(predicted[train] / problem_.measured[train]),
+                PRIOR_WEIGHT * (x - prior),
+                GROWTH_WEIGHT * pair_weight * growth,
+            ]
         )
         return result
 
@@ -748,6 +768,7 @@ class Holdout:
     predicted: FloatArray  # nan where not scored
     log_error: FloatArray  # predicted / measured, in log; nan where not scored
     terms: dict[str, dict[str, float]]  # per left-out source
+    sources: tuple[str, ...] = ()  # each point's source (Problem.sources)
 
     def summary(self, mask: NDArray[np.bool_] | None = None) -> tuple[int, float | None, float | None]:
         values = np.abs(self.log_error[~np.isnan(self.log_error)] if mask is None else self.log_error[mask])
@@ -770,13 +791,18 @@ def leave_one_source_out(problem_: Problem, free: Sequence[str]) -> Holdout:
         per_source[name] = values
         guess = problem_.predict(resolved(problem_, values))
         predicted[out & scored] = guess[out & scored]
-    return Holdout(predicted, np.log(predicted / problem_.measured), per_source)
+    return Holdout(predicted, np.log(predicted / problem_.measured), per_source, problem_.sources)
 
 
 def loss(holdout: Holdout) -> float:
-    """What the protocol minimises: the mean absolute log error over every scored point, left out by source."""
-    values = np.abs(holdout.log_error[~np.isnan(holdout.log_error)])
-    return float(values.mean()) if values.size else math.inf
+    """What the protocol minimises: the mean absolute log error over every scored point, left out by source, each
+    source weighing as one (source_weights)."""
+    scored = ~np.isnan(holdout.log_error)
+    values = np.abs(holdout.log_error[scored])
+    if not values.size:
+        return math.inf
+    weights = source_weights([holdout.sources[index] for index in np.flatnonzero(scored)])
+    return float((weights * values).mean())
 
 
 def candidate_terms(problem_: Problem) -> list[str]:
@@ -929,6 +955,25 @@ def crossover_range(batches: FloatArray, speedup: FloatArray, spread: float) -> 
     return int(batches[inside[0]]), last
 
 
+def crossover_verdict(
+    grid: Sequence[int], measured: int | None, predicted: int | None, interval: tuple[int | None, int | None]
+) -> tuple[int | None, bool | None, bool | None]:
+    """How a predicted crossover meets a sweep measured at the batches ``grid``, which stops paying at ``measured``.
+
+    A sweep measures its crossover only to its own grid: after the last batch at which it still paid (0 where it
+    never paid) and at or before ``measured``.  The prediction is within a factor of 2 where some batch in that
+    range is, and the stated interval (the batches at which it holds 1; no end where it holds 1 to the last batch
+    asked) is inside where it meets that range.  Returns (the batch before, within 2x, inside); all None where the
+    sweep never stops paying."""
+    if measured is None:
+        return None, None, None
+    after = [0, *grid][list(grid).index(measured)]
+    low, high = interval
+    within = predicted is not None and after / 2 < predicted <= 2 * measured
+    inside = low is not None and low <= measured and (high is None or high > after)
+    return after, within, inside
+
+
 def sweep_curve(point: PublishedPoint, terms: Mapping[str, float], length: float) -> FloatArray:
     """The predicted speedup of ``point``'s setup over CROSSOVER_BATCHES at acceptance length ``length``."""
     single = problem([point])
@@ -1010,14 +1055,27 @@ def step_time_check(problem_: Problem, costs: SpecCosts | Mapping[str, Any]) -> 
     for index, anchor in problem_.growth_pairs:
         if anchor not in last or problem_.work.batch[index] > problem_.work.batch[last[anchor]]:
             last[anchor] = index
-    growth = {
-        problem_.points[first].sweep: round(math.exp(error[end] - error[first]), 4) for first, end in last.items()
-    }
+    # sweeps of one source over the same plain server (the same baseline at the same batches, several drafts or k)
+    # measure one growth: it is stated once, under the first of them, with the others named beside it
+    growth: dict[str, float] = {}
+    shared: dict[str, list[str]] = {}
+    first_of: dict[tuple[Any, ...], str] = {}
+    for first, end in last.items():
+        sweep = problem_.points[first].sweep
+        plain = (problem_.sources[first], *(float(problem_.work.batch[i]) for i in (first, end)))
+        key = (*plain, float(problem_.step_s[first]), float(problem_.step_s[end]))
+        if key in first_of:
+            shared[first_of[key]].append(sweep)
+            continue
+        first_of[key] = sweep
+        growth[sweep] = round(math.exp(error[end] - error[first]), 4)
+        shared[sweep] = []
     return {
         **summary(read),
         "sources": len({problem_.sources[index] for index in np.flatnonzero(read)}),
         "large_batch": summary(large),
         "growth": growth,
+        "growth_shared": {sweep: others for sweep, others in shared.items() if others},
     }
 
 
@@ -1079,17 +1137,19 @@ def fit_published() -> dict[str, Any]:
         predicted = crossover_batch(CROSSOVER_BATCHES.astype(np.int64), curve)
         low, high = crossover_range(CROSSOVER_BATCHES, curve, spread)
         largest = max(point.batch or 0 for point in group)
-        within = predicted is not None and measured is not None and measured / 2 <= predicted <= 2 * measured
-        inside = low is not None and measured is not None and low <= measured and (high is None or measured <= high)
+        after, within, inside = crossover_verdict(
+            sorted({point.batch or 0 for point in group}), measured, predicted, (low, high)
+        )
         crossings.append(
             {
                 "sweep": name,
                 "batches": sorted({point.batch or 0 for point in group}),
                 "measured": measured,
+                "measured_after": after,
                 "predicted": predicted,
                 "range": [low, high],
-                "within_2x": None if measured is None else within,
-                "inside_range": None if measured is None else inside,
+                "within_2x": within,
+                "inside_range": inside,
                 "predicted_inside_own_range": predicted is not None and predicted <= largest,
             }
         )

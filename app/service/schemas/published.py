@@ -56,6 +56,11 @@ class PublishedCrossoverOut(BaseModel):
     sweep: str
     batches: list[int]
     measured: int | None = Field(description="The batch from which the source's speedup stays at or below 1.")
+    measured_after: int | None = Field(
+        None,
+        description="The sweep's batch before ``measured`` (0 where it never paid): the source puts the crossover "
+        "after it and at or before ``measured``, and the prediction is judged against that whole range.",
+    )
     predicted: int | None = Field(description="The same by terms fitted on every other source.")
     range_low: int | None = Field(description="First batch at which the predicted speedup's interval holds 1.")
     range_high: int | None = Field(description="Last such batch; null when it still holds 1 at batch 4096.")
@@ -68,6 +73,11 @@ class PublishedGrowthOut(BaseModel):
     growth: float = Field(
         description="How much the plain step grows from the sweep's smallest batch to its largest, predicted over "
         "measured (1: as measured)."
+    )
+    same_plain_server: list[str] = Field(
+        default_factory=list,
+        description="The source's other sweeps over the same plain server (the same baseline at the same batches): "
+        "one growth, stated once.",
     )
 
 

@@ -65,13 +65,29 @@ def test_the_step_times_are_reported_against_the_baselines_own_figure(client: Te
     large = [point for point in timed if (point.batch or 0) >= body["large_batch_from"]]
     assert body["large_batch_points"] == len(large) > 0
     assert body["median_error"] < 0 < body["median_absolute_error"]  # the roofline leaves time out
-    growing = {name for name, group in published.sweeps(timed).items() if len({p.batch for p in group}) > 1}
-    assert {row["sweep"] for row in body["growth"]} == growing
+    groups = published.sweeps(timed)
+    growing = {name for name, group in groups.items() if len({p.batch for p in group}) > 1}
+    named = [row["sweep"] for row in body["growth"]] + [
+        name for row in body["growth"] for name in row["same_plain_server"]
+    ]
+    assert sorted(named) == sorted(growing)  # each sweep once: stated, or beside the sweep over its plain server
+
+    def baseline(name: str) -> list[tuple[int | None, float | None]]:
+        return [(point.batch, point.baseline_value) for point in groups[name]]
+
+    for row in body["growth"]:  # sweeps stated as one have the one plain server: the same baseline figures
+        assert all(baseline(other) == baseline(row["sweep"]) for other in row["same_plain_server"])
+    assert any(row["same_plain_server"] for row in body["growth"])
     check = published.published_fit()["step_times"]
     assert body["median_error"] == check["median_error"]
     assert {row["sweep"]: row["growth"] for row in body["growth"]} == check["growth"]
     view = client.get("/api/v1/views/published").json()
-    assert len(view["step_times"]["rows"]) == len(growing)
+    assert len(view["step_times"]["rows"]) == len(body["growth"]) < len(growing)
+    shared = next(row for row in body["growth"] if row["same_plain_server"])
+    assert any(
+        f"{shared['sweep']} and {len(shared['same_plain_server'])} more" in str(cells)
+        for cells in view["step_times"]["rows"]
+    )
     assert f"On {body['points']} points from {body['sources']} sources" in view["step_times_sentence"]
     assert 'id="published-step-times"' in client.get("/published").text
 
