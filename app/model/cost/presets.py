@@ -167,6 +167,11 @@ ACCELERATORS: dict[str, Accelerator] = {
     # The same datasheet, H100 NVL column (per GPU): HBM3 3.9 TB/s, BF16 Tensor Core 1,671 TFLOPS with sparsity, so
     # 835.5 dense, 94 GB.
     "h100-nvl": Accelerator("H100 NVL (94 GB)", 3.9, 835.5, 94.0),
+    # NVIDIA RTX PRO 6000 Blackwell (GTC 2025 announcement, the same for its Workstation, Max-Q and Server editions):
+    # 96 GB GDDR7 on 512 bits at 28 Gbps, 1,792 GB/s; 4,000 AI TOPS, an FP4 figure with sparsity, so 2,000 dense at
+    # FP4 and 500 at FP16/BF16 (each precision step halves the tensor rate, the professional parts at full rate with
+    # FP32 accumulation).
+    "rtx-pro-6000-blackwell": Accelerator("RTX PRO 6000 Blackwell", 1.792, 500.0, 96.0),
 }
 
 # Each preset's family: accelerators of one family share a memory system and an engine's kernels, so a stated
@@ -187,6 +192,7 @@ ACCELERATOR_FAMILIES: dict[str, str] = {
     "rtx-4090": "desktop GPU",
     "h100-pcie": "NVIDIA Hopper",
     "h100-nvl": "NVIDIA Hopper",
+    "rtx-pro-6000-blackwell": "desktop GPU",
 }
 
 MODELS: dict[str, ModelSpec] = {
