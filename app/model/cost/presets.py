@@ -172,6 +172,8 @@ ACCELERATORS: dict[str, Accelerator] = {
     # FP4 and 500 at FP16/BF16 (each precision step halves the tensor rate, the professional parts at full rate with
     # FP32 accumulation).
     "rtx-pro-6000-blackwell": Accelerator("RTX PRO 6000 Blackwell", 1.792, 500.0, 96.0),
+    # NVIDIA A40 datasheet: 48 GB GDDR6 with ECC, 696 GB/s, BF16 Tensor Core 149.7 TFLOPS (299.4 with sparsity).
+    "a40": Accelerator("A40", 0.696, 149.7, 48.0),
 }
 
 # Each preset's family: accelerators of one family share a memory system and an engine's kernels, so a stated
@@ -193,6 +195,7 @@ ACCELERATOR_FAMILIES: dict[str, str] = {
     "h100-pcie": "NVIDIA Hopper",
     "h100-nvl": "NVIDIA Hopper",
     "rtx-pro-6000-blackwell": "desktop GPU",
+    "a40": "desktop GPU",
 }
 
 MODELS: dict[str, ModelSpec] = {
