@@ -332,6 +332,23 @@ def test_a_crossover_is_judged_against_every_batch_its_grid_leaves_open() -> Non
             assert row["measured_after"] in [0, *row["batches"]] and row["measured_after"] < row["measured"]
 
 
+def test_the_backward_search_wins_only_where_each_extra_term_earns_the_forward_steps_gain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Forward stops at {a} (b and c gain less than MIN_GAIN beside it); backward keeps {a, b, c}, lower by a
+    hair: the two extra terms must each earn MIN_GAIN before that set is chosen."""
+    errors = {"": 1.0, "a": 0.5, "b": 0.9, "c": 0.9, "ab": 0.4995, "ac": 0.4995, "bc": 0.9}
+
+    def run(every: float) -> list[str]:
+        table = {**errors, "abc": every}
+        monkeypatch.setattr(published, "leave_one_source_out", lambda _problem, terms: "".join(sorted(terms)))
+        monkeypatch.setattr(published, "loss", lambda holdout: table[holdout])
+        return published.select_terms(PROBLEM, ["a", "b", "c"])[0]
+
+    assert run(0.499) == ["a"]  # 0.001 lower with two more terms: not enough
+    assert sorted(run(0.5 - 2 * published.MIN_GAIN - 1e-6)) == ["a", "b", "c"]  # each extra term earned it
+
+
 def test_every_source_weighs_as_one_in_the_protocol_and_the_fit() -> None:
     weights = published.source_weights(["a", "a", "a", "b"])
     assert weights.mean() == pytest.approx(1.0) and weights[:3].sum() == pytest.approx(weights[3])
