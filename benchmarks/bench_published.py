@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from app.model.cost import published
+from app.web.pages.views.published import measured_range
 
 GOAL_MEDIAN = 0.15
 GOAL_WORST = 0.35
@@ -93,7 +94,7 @@ def main() -> None:
         low, high = row["range"]
         interval = "-" if low is None else f"{low}-{high or 'on'}"
         ok = "-" if row["measured"] is None else ("yes" if row["within_2x"] and row["inside_range"] else "no")
-        measured = "-" if row["measured"] is None else f"{row['measured_after'] + 1}-{row['measured']}"
+        measured = "-" if row["measured"] is None else measured_range(row["measured_after"], row["measured"])
         print(f"{row['sweep']:<48} {measured:>8} {row['predicted'] or '-':>9} {interval:>12} {ok:>4}")
     never = [row for row in fit["crossovers"] if row["measured"] is None and row["predicted_inside_own_range"]]
     if never:

@@ -768,7 +768,7 @@ class Holdout:
     predicted: FloatArray  # nan where not scored
     log_error: FloatArray  # predicted / measured, in log; nan where not scored
     terms: dict[str, dict[str, float]]  # per left-out source
-    sources: tuple[str, ...] = ()  # each point's source (Problem.sources)
+    sources: tuple[str, ...]  # each point's source (Problem.sources)
 
     def summary(self, mask: NDArray[np.bool_] | None = None) -> tuple[int, float | None, float | None]:
         values = np.abs(self.log_error[~np.isnan(self.log_error)] if mask is None else self.log_error[mask])
@@ -971,7 +971,7 @@ def crossover_verdict(
     sweep never stops paying."""
     if measured is None:
         return None, None, None
-    after = [0, *grid][list(grid).index(measured)]
+    after = [0, *grid][grid.index(measured)]
     low, high = interval
     within = predicted is not None and after / 2 < predicted <= 2 * measured
     inside = low is not None and low <= measured and (high is None or high > after)
@@ -1063,23 +1063,22 @@ def step_time_check(problem_: Problem, costs: SpecCosts | Mapping[str, Any]) -> 
     # measure one growth: it is stated once, under the first of them, with the others named beside it
     growth: dict[str, float] = {}
     shared: dict[str, list[str]] = {}
-    first_of: dict[tuple[Any, ...], str] = {}
+    first_of: dict[tuple[Any, ...], str] = {}  # (source, batches, measured steps) -> the sweep that states it
     for first, end in last.items():
         sweep = problem_.points[first].sweep
-        plain = (problem_.sources[first], *(float(problem_.work.batch[i]) for i in (first, end)))
-        key = (*plain, float(problem_.step_s[first]), float(problem_.step_s[end]))
+        ends = (first, end)
+        key = (problem_.sources[first], *(float(problem_.work.batch[i]) for i in ends), *problem_.step_s[[*ends]])
         if key in first_of:
-            shared[first_of[key]].append(sweep)
-            continue
-        first_of[key] = sweep
-        growth[sweep] = round(math.exp(error[end] - error[first]), 4)
-        shared[sweep] = []
+            shared.setdefault(first_of[key], []).append(sweep)
+        else:
+            first_of[key] = sweep
+            growth[sweep] = round(math.exp(error[end] - error[first]), 4)
     return {
         **summary(read),
         "sources": len({problem_.sources[index] for index in np.flatnonzero(read)}),
         "large_batch": summary(large),
         "growth": growth,
-        "growth_shared": {sweep: others for sweep, others in shared.items() if others},
+        "growth_shared": shared,
     }
 
 
@@ -1140,21 +1139,19 @@ def fit_published() -> dict[str, Any]:
         )
         predicted = crossover_batch(CROSSOVER_BATCHES.astype(np.int64), curve)
         low, high = crossover_range(CROSSOVER_BATCHES, curve, spread)
-        largest = max(point.batch or 0 for point in group)
-        after, within, inside = crossover_verdict(
-            sorted({point.batch or 0 for point in group}), measured, predicted, (low, high)
-        )
+        grid = sorted({point.batch or 0 for point in group})
+        after, within, inside = crossover_verdict(grid, measured, predicted, (low, high))
         crossings.append(
             {
                 "sweep": name,
-                "batches": sorted({point.batch or 0 for point in group}),
+                "batches": grid,
                 "measured": measured,
                 "measured_after": after,
                 "predicted": predicted,
                 "range": [low, high],
                 "within_2x": within,
                 "inside_range": inside,
-                "predicted_inside_own_range": predicted is not None and predicted <= largest,
+                "predicted_inside_own_range": predicted is not None and predicted <= grid[-1],
             }
         )
     return {

@@ -142,7 +142,7 @@ def crossovers_table(report: PublishedOut) -> dict[str, Any]:
     for row in report.crossovers:
         interval = "–" if row.range_low is None else f"{row.range_low}–{row.range_high or 'beyond 4096'}"
         verdict = "–" if row.measured is None else ("yes" if row.within_2x and row.inside_range else "no")
-        measured = "never in range" if row.measured is None else _bracket(row.measured_after, row.measured)
+        measured = "never in range" if row.measured is None else measured_range(row.measured_after, row.measured)
         predicted = "beyond 4096" if row.predicted is None else str(row.predicted)
         batches = f"{row.batches[0]}–{row.batches[-1]}"
         rows.append(cells(row.sweep, batches, measured, predicted, interval, verdict, header=True))
@@ -150,7 +150,7 @@ def crossovers_table(report: PublishedOut) -> dict[str, Any]:
     return {"columns": columns, "rows": rows}
 
 
-def _bracket(after: int | None, measured: int) -> str:
+def measured_range(after: int | None, measured: int) -> str:
     """Where a sweep's grid puts its crossover: '24' where the batch before paid at 16 reads '17–24'."""
     if after is None or after + 1 >= measured:
         return str(measured)
