@@ -21,6 +21,7 @@ engine has), RATIO lines against the goals
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -70,6 +71,16 @@ def main() -> None:
         without = published.leave_one_source_out(problem, [term for term in chosen if term != name])
         _n, dropped_median, dropped_worst = without.summary(scored)
         print(f"  - {name:<48} median {dropped_median or 0:.1%}, worst {dropped_worst or 0:.1%}")
+    # the all-reduces' payload over each accelerator's link has no free value, so it is no candidate term; what
+    # leaving it out does is printed beside the terms'
+    zero = np.zeros_like(problem.work.batch)
+    unlinked = dataclasses.replace(
+        problem,
+        work=dataclasses.replace(problem.work, plain_payload_s=zero, verify_payload_s=zero, draft_payload_s=zero),
+    )
+    _n, unlinked_median, unlinked_worst = published.leave_one_source_out(unlinked, chosen).summary(scored)
+    print(f"  - {'the payload over the link (regimes.payload_s)':<48} median {unlinked_median or 0:.1%}, worst "
+          f"{unlinked_worst or 0:.1%}")  # fmt: skip
 
     print(f"\n{'class':<72} {'points':>6} {'median':>7} {'worst':>7}")
     labels = np.array([published.point_class(point).label for point in problem.points])

@@ -116,6 +116,7 @@ def test_every_field_can_be_overridden() -> None:
         "kv_tensors": 1,
         "experts": 16,
         "experts_per_token": 1,
+        "hidden": 2048,
     }
     assert set(edits) == set(MODEL_FIELDS)
     for field, value in edits.items():

@@ -49,8 +49,9 @@ ACCEPTANCES = (0.0, 0.3, 0.6, 0.8, 0.95, 1.0 - 1e-9, 1.0)
 def plain_setup_for(accelerator: str, target: str, **changes: float) -> RooflineSetup:
     """The plain roofline (fixed efficiencies, one overhead per pass, no cycle or all-reduce time): the setup of
     the roofline's own physics, which the fitted defaults' extra terms would blur (a cycle's time makes v > 1 at
-    batch one)."""
-    setup = plain_roofline(RooflineSetup(ACCELERATORS[accelerator], MODELS[target], MODELS["dense-1b"]))
+    batch one), nor the all-reduces' payload over the link (k + 1 tokens would carry k + 1 times one's)."""
+    unlinked = dataclasses.replace(ACCELERATORS[accelerator], link_gb_s=None)
+    setup = plain_roofline(RooflineSetup(unlinked, MODELS[target], MODELS["dense-1b"]))
     setup = dataclasses.replace(setup, devices=devices_to_fit(setup) or 1)
     return dataclasses.replace(setup, **changes)
 
@@ -133,7 +134,7 @@ def test_moe_verification_is_not_free_at_batch_one() -> None:
 @pytest.mark.parametrize("target", DENSE_TARGETS)
 @pytest.mark.parametrize("context", [0, 4096])
 def test_compute_bound_limit_is_one_over_operations_increase(target: str, context: int) -> None:
-    accelerator = dataclasses.replace(ACCELERATORS["h100-sxm"], bandwidth_tb_s=1e12)
+    accelerator = dataclasses.replace(ACCELERATORS["h100-sxm"], bandwidth_tb_s=1e12, link_gb_s=None)
     setup = dataclasses.replace(
         plain_setup_for("h100-sxm", target), accelerator=accelerator, step_overhead_us=0.0, context_tokens=context
     )
@@ -441,6 +442,30 @@ def test_the_cycle_draft_and_all_reduce_terms_enter_each_cost_once() -> None:
         float(target_step(alone, batch, 1).total_s)
     )
     assert float(roofline_speedup(0.8, k, terms, batch)) < float(roofline_speedup(0.8, k, two, batch))
+
+
+def test_the_all_reduces_carry_each_tokens_hidden_state_over_the_link() -> None:
+    from app.model.cost.regimes import target_step
+
+    base = plain_setup_for("h100-sxm", "dense-70b")
+    unlinked = dataclasses.replace(base.accelerator, link_gb_s=None)
+
+    def carried(devices: int, batch: int, tokens: int, link: float | None = 900.0) -> float:
+        setup = dataclasses.replace(base, devices=devices)
+        alone = dataclasses.replace(setup, accelerator=unlinked)
+        if link is not None:
+            setup = dataclasses.replace(setup, accelerator=dataclasses.replace(unlinked, link_gb_s=link))
+        return float(target_step(setup, batch, tokens).total_s - target_step(alone, batch, tokens).total_s)
+
+    # Llama 3.1 70B: 80 layers, hidden 8192 (config.json); two all-reduces per layer of 8192 bf16 values per token;
+    # a ring over 2 devices sends 2 (2 - 1) / 2 = 1 of it each way, at half the datasheet's 900 GB/s both ways.
+    per_token = 2 * 80 * 8192 * 2 / 450e9
+    assert carried(1, 64, 5) == 0.0
+    assert carried(2, 64, 5) == pytest.approx(320 * per_token)
+    assert carried(2, 64, 5, link=450.0) == pytest.approx(2 * 320 * per_token)
+    assert carried(8, 64, 5) == pytest.approx(320 * per_token * 2 * 7 / 8)
+    assert carried(2, 64, 1) == pytest.approx(carried(2, 64, 5) / 5)
+    assert carried(2, 64, 5, link=None) == 0.0
 
 
 def test_the_draft_step_is_priced_with_the_pass_overhead_unless_given() -> None:

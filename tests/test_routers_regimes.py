@@ -156,7 +156,7 @@ def test_table_csv(client: TestClient) -> None:
 
 
 # Every editable preset field, with a value the preset accepts on its own.
-ACCELERATOR_EDITS = {"bandwidth_tb_s": 4.2, "bf16_tflops": 700.0, "memory_gb": 40.0}
+ACCELERATOR_EDITS = {"bandwidth_tb_s": 4.2, "bf16_tflops": 700.0, "memory_gb": 40.0, "link_gb_s": 300.0}
 MODEL_EDITS = {
     "total_params_b": 9.5,
     "active_params_b": 7.5,
@@ -167,6 +167,7 @@ MODEL_EDITS = {
     "kv_tensors": 1,
     "experts": 16,
     "experts_per_token": 1,
+    "hidden": 3000,
 }
 
 
@@ -189,6 +190,8 @@ def test_every_preset_field_round_trips(client: TestClient, prefix: str, owner: 
         value = 12.0
     if field == "experts_per_token" or field == "experts":
         base[prefix] = "mixtral-8x7b"
+    if field in ("link_gb_s", "hidden"):  # what the all-reduces carry between devices
+        base["devices"] = 2
     params = {**base, f"{prefix}_{field}": value}
     plain = client.get(f"{REGIMES}/speedup-vs-batch", params=base).json()
     response = client.get(f"{REGIMES}/speedup-vs-batch", params=params)
@@ -274,7 +277,7 @@ def test_unknown_parameters_do_not_break_things(client: TestClient) -> None:
     # Refused with a 422 that names the parameter and the nearest known one, never a 500 nor a silent default.
     response = client.get(f"{REGIMES}/table", params={"model_wings": 2})
     assert response.status_code == 422
-    assert response.json()["detail"][0]["msg"] == "`model_wings`: unknown parameter; did you mean `model`?"
+    assert response.json()["detail"][0]["msg"] == "`model_wings`: unknown parameter; did you mean `model_hidden`?"
 
 
 def test_openapi_lists_choices_and_caps(client: TestClient) -> None:

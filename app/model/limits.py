@@ -208,6 +208,7 @@ PRESET_FIELD_BOUNDS: dict[str, tuple[type, float, bool, float, str]] = {
     "bandwidth_tb_s": (float, 0.001, True, 1000.0, "peak memory bandwidth per device, TB/s"),
     "bf16_tflops": (float, 0.001, True, 1_000_000.0, "peak dense BF16 TFLOPS per device"),
     "memory_gb": (float, 0.001, True, 1_000_000.0, "memory per device, GB"),
+    "link_gb_s": (float, 0.001, True, 1_000_000.0, "interconnect bandwidth per device, both directions, GB/s"),
     "total_params_b": (float, 0.000001, True, 100_000.0, "total parameters, billions"),
     "active_params_b": (float, 0.000001, True, 100_000.0, "parameters used per token, billions"),
     "layers": (int, 1, True, 10_000, "transformer layers"),
@@ -217,6 +218,7 @@ PRESET_FIELD_BOUNDS: dict[str, tuple[type, float, bool, float, str]] = {
     "kv_tensors": (int, 1, True, 2, "2 = keys and values, 1 = shared latent"),
     "experts": (int, 1, True, 4096, "routed experts per layer (1 = dense)"),
     "experts_per_token": (int, 1, True, 4096, "experts each token uses"),
+    "hidden": (int, 1, True, 1_000_000, "width of the hidden state"),
 }
 
 # The p x k table of two regimes and the k schedule.

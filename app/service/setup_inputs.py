@@ -170,6 +170,7 @@ FIELD_LABELS: dict[str, str] = {
     "bandwidth_tb_s": "Bandwidth (TB/s)",
     "bf16_tflops": "Dense BF16 TFLOPS",
     "memory_gb": "Memory (GB)",
+    "link_gb_s": "Link (GB/s, both ways)",
     "total_params_b": "Total parameters (B)",
     "active_params_b": "Active parameters (B)",
     "layers": "Layers",
@@ -179,6 +180,7 @@ FIELD_LABELS: dict[str, str] = {
     "kv_tensors": "KV tensors (2 = K and V, 1 = latent)",
     "experts": "Experts (1 = dense)",
     "experts_per_token": "Experts per token",
+    "hidden": "Hidden width",
 }
 PRESETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "hw": ("accelerator", presets.ACCELERATOR_FIELDS),

@@ -8,7 +8,10 @@ Accelerator figures are the vendor's peak HBM bandwidth and peak *dense*
 BF16 tensor throughput (never the "with sparsity" figures, which are twice
 as large).  Units: bandwidth in TB/s (1e12 bytes per second), compute in
 TFLOPS (1e12 floating-point operations per second), memory in GB (1e9
-bytes).  Model parameter counts are in billions.
+bytes).  Model parameter counts are in billions.  An accelerator's link is
+the datasheet's interconnect bandwidth per device, both directions together,
+in GB/s: what a tensor-parallel all-reduce crosses between two devices
+(NVLink or Infinity Fabric where the board has it, PCIe otherwise).
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ class Accelerator:
     bandwidth_tb_s: float
     bf16_tflops: float
     memory_gb: float
+    link_gb_s: float | None = None  # None: the all-reduces' payload is not priced
 
     def __post_init__(self) -> None:
         for field in ("bandwidth_tb_s", "bf16_tflops", "memory_gb"):
             if not getattr(self, field) > 0:
                 raise FieldError(field, "{0} must be positive")
+        if self.link_gb_s is not None and not self.link_gb_s > 0:
+            raise FieldError("link_gb_s", "{0} must be positive")
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class ModelSpec:
     kv_tensors: int = 2
     experts: int = 1
     experts_per_token: int = 1
+    hidden: int | None = None  # the residual stream's width; None: query_heads x head_dim
 
     def __post_init__(self) -> None:
         for field in ("total_params_b", "active_params_b"):
@@ -65,6 +72,8 @@ class ModelSpec:
         for field in ("layers", "query_heads", "kv_heads", "head_dim", "experts", "experts_per_token"):
             if getattr(self, field) < 1:
                 raise FieldError(field, "{0} must be at least 1")
+        if self.hidden is not None and self.hidden < 1:
+            raise FieldError("hidden", "{0} must be at least 1")
         if self.kv_tensors not in (1, 2):
             raise FieldError("kv_tensors", "{0} must be 1 (shared latent) or 2 (keys and values)")
         if self.active_params_b > self.total_params_b:
@@ -112,6 +121,11 @@ class ModelSpec:
         return self.total_params_b - self.routed_params_b
 
     @property
+    def width(self) -> int:
+        """The hidden state's width: what a tensor-parallel all-reduce carries per token."""
+        return self.hidden or self.query_heads * self.head_dim
+
+    @property
     def kv_values_per_token(self) -> int:
         return self.layers * self.kv_heads * self.head_dim * self.kv_tensors
 
@@ -122,58 +136,75 @@ WEIGHT_FORMATS: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "int4": 0.5}
 ACCELERATORS: dict[str, Accelerator] = {
     # NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column: HBM2e 2,039 GB/s,
     # BF16 Tensor Core 312 TFLOPS (624 is the sparsity figure), 80 GB.
-    "a100-80gb-sxm": Accelerator("A100 80GB SXM", 2.039, 312.0, 80.0),
+    # Link: NVLink 600 GB/s (same datasheet).
+    "a100-80gb-sxm": Accelerator("A100 80GB SXM", 2.039, 312.0, 80.0, 600.0),
     # NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column: 3.35 TB/s, BF16 Tensor Core
     # 1,979 TFLOPS "with sparsity", so 989.4 dense (H100 whitepaper table), 80 GB.
-    "h100-sxm": Accelerator("H100 SXM", 3.35, 989.4, 80.0),
+    # Link: NVLink 900 GB/s (same datasheet).
+    "h100-sxm": Accelerator("H100 SXM", 3.35, 989.4, 80.0, 900.0),
     # NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column: 4.8 TB/s, BF16 Tensor Core
     # 1,979 TFLOPS with sparsity, so 989.4 dense (same GH100 die as H100), 141 GB HBM3e.
-    "h200": Accelerator("H200 SXM", 4.8, 989.4, 141.0),
+    # Link: NVLink 900 GB/s (same datasheet).
+    "h200": Accelerator("H200 SXM", 4.8, 989.4, 141.0, 900.0),
     # NVIDIA HGX B200 specifications (1,000 W B200): 64 TB/s HBM3e and 1,440 GB over 8 GPUs,
     # i.e. 8 TB/s and 180 GB each; FP16/BF16 Tensor Core 4.5 PFLOPS per GPU with sparsity,
     # so 2,250 TFLOPS dense.
-    "b200": Accelerator("B200 (HGX)", 8.0, 2250.0, 180.0),
+    # Link: NVLink 1.8 TB/s per GPU (fifth generation, same page).
+    "b200": Accelerator("B200 (HGX)", 8.0, 2250.0, 180.0, 1800.0),
     # AMD Instinct MI300X data sheet: 5.3 TB/s HBM3, 192 GB, peak BF16 1,307.4 TFLOPS dense
     # (2,614.9 is the sparsity figure).
-    "mi300x": Accelerator("MI300X", 5.3, 1307.4, 192.0),
+    # Link: Infinity Fabric 896 GB/s peak over 7 links (same data sheet).
+    "mi300x": Accelerator("MI300X", 5.3, 1307.4, 192.0, 896.0),
     # NVIDIA A100 Tensor Core GPU datasheet, A100 40GB SXM column: HBM2 1,555 GB/s, BF16 Tensor Core 312 TFLOPS
     # dense, 40 GB.
-    "a100-40gb-sxm": Accelerator("A100 40GB SXM", 1.555, 312.0, 40.0),
+    # Link: NVLink 600 GB/s (same datasheet).
+    "a100-40gb-sxm": Accelerator("A100 40GB SXM", 1.555, 312.0, 40.0, 600.0),
     # NVIDIA GB200 NVL72 specifications: 13.4 TB of HBM3e and 576 TB/s over 72 Blackwell GPUs (186 GB and 8 TB/s
     # each), FP16/BF16 Tensor Core 360 PFLOPS with sparsity, so 2,500 TFLOPS dense per GPU.
-    "gb200": Accelerator("GB200 (per Blackwell GPU)", 8.0, 2500.0, 186.0),
+    # Link: NVLink 130 TB/s over the 72 GPUs, 1.8 TB/s each (same page).
+    "gb200": Accelerator("GB200 (per Blackwell GPU)", 8.0, 2500.0, 186.0, 1800.0),
     # NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090: GDDR6X 936 GB/s, 24 GB; peak FP16/BF16
     # Tensor TFLOPS with FP32 accumulate 71 dense (142 with sparsity; 142 dense with FP16 accumulate).
-    "rtx-3090": Accelerator("GeForce RTX 3090", 0.936, 71.0, 24.0),
+    # Link: PCIe 4.0 x16, 64 GB/s both ways (a bridge is optional).
+    "rtx-3090": Accelerator("GeForce RTX 3090", 0.936, 71.0, 24.0, 64.0),
     # AMD Instinct MI355X data sheet: 8 TB/s HBM3E, 288 GB, peak FP16/BF16 2,516.6 TFLOPS dense (the sparsity
     # figure is twice that).
-    "mi355x": Accelerator("MI355X", 8.0, 2516.6, 288.0),
+    # Link: Infinity Fabric 1,075.2 GB/s peak over 7 links (same data sheet).
+    "mi355x": Accelerator("MI355X", 8.0, 2516.6, 288.0, 1075.2),
     # GeForce RTX 3060 12GB: 192-bit GDDR6 at 15 Gbps, 360 GB/s, 12 GB (NVIDIA's specifications); NVIDIA's launch
     # figure of 101 "tensor TFLOPS" is FP16 with sparsity and FP16 accumulate, so 25.3 dense with FP32 accumulate
     # (a quarter of it, as the GA102 whitepaper's ratios for the RTX 3090 give).
-    "rtx-3060-12gb": Accelerator("GeForce RTX 3060 12GB", 0.360, 25.3, 12.0),
+    # Link: PCIe 4.0 x16, 64 GB/s both ways.
+    "rtx-3060-12gb": Accelerator("GeForce RTX 3060 12GB", 0.360, 25.3, 12.0, 64.0),
     # AMD Radeon AI PRO R9700 product page: 32 GB GDDR6 on 256 bits at 20 Gbps (640 GB/s), 389 TFLOPS FP16 matrix
     # with sparsity, so 194.6 dense.
-    "radeon-ai-pro-r9700": Accelerator("Radeon AI PRO R9700", 0.640, 194.6, 32.0),
+    # Link: PCIe 5.0 x16, 128 GB/s both ways (same page).
+    "radeon-ai-pro-r9700": Accelerator("Radeon AI PRO R9700", 0.640, 194.6, 32.0, 128.0),
     # Intel Arc Pro B70: 32 GB GDDR6 at 608 GB/s on 256 bits, 367 INT8 TOPS on its XMX engines (Intel's product
     # page); Intel gives no FP16 figure, and XMX runs FP16 at half its INT8 rate: 183.5.
+    # Link: the page gives no host interface figure, so the all-reduces' payload is not priced.
     "arc-pro-b70": Accelerator("Arc Pro B70", 0.608, 183.5, 32.0),
     # NVIDIA Ada GPU architecture whitepaper (v2.1), Appendix A, GeForce RTX 4090: GDDR6X 1,008 GB/s on 384 bits,
     # 24 GB; peak BF16 Tensor TFLOPS with FP32 accumulate 165.2 dense (330.4 with sparsity).
-    "rtx-4090": Accelerator("GeForce RTX 4090", 1.008, 165.2, 24.0),
+    # Link: PCIe 4.0 x16, 64 GB/s both ways (the card has no NVLink).
+    "rtx-4090": Accelerator("GeForce RTX 4090", 1.008, 165.2, 24.0, 64.0),
     # NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column: HBM2e 2 TB/s, BF16 Tensor Core 1,513 TFLOPS with
     # sparsity, so 756.5 dense, 80 GB.
-    "h100-pcie": Accelerator("H100 PCIe", 2.0, 756.5, 80.0),
+    # Link: PCIe Gen5 128 GB/s (same column; its 600 GB/s NVLink needs a bridge).
+    "h100-pcie": Accelerator("H100 PCIe", 2.0, 756.5, 80.0, 128.0),
     # The same datasheet, H100 NVL column (per GPU): HBM3 3.9 TB/s, BF16 Tensor Core 1,671 TFLOPS with sparsity, so
     # 835.5 dense, 94 GB.
-    "h100-nvl": Accelerator("H100 NVL (94 GB)", 3.9, 835.5, 94.0),
+    # Link: NVLink 600 GB/s (the pair's bridge, same column).
+    "h100-nvl": Accelerator("H100 NVL (94 GB)", 3.9, 835.5, 94.0, 600.0),
     # NVIDIA RTX PRO 6000 Blackwell (GTC 2025 announcement, the same for its Workstation, Max-Q and Server editions):
     # 96 GB GDDR7 on 512 bits at 28 Gbps, 1,792 GB/s; 4,000 AI TOPS, an FP4 figure with sparsity, so 2,000 dense at
     # FP4 and 500 at FP16/BF16 (each precision step halves the tensor rate, the professional parts at full rate with
     # FP32 accumulation).
-    "rtx-pro-6000-blackwell": Accelerator("RTX PRO 6000 Blackwell", 1.792, 500.0, 96.0),
+    # Link: PCIe 5.0 x16, 128 GB/s both ways (the card has no NVLink).
+    "rtx-pro-6000-blackwell": Accelerator("RTX PRO 6000 Blackwell", 1.792, 500.0, 96.0, 128.0),
     # NVIDIA A40 datasheet: 48 GB GDDR6 with ECC, 696 GB/s, BF16 Tensor Core 149.7 TFLOPS (299.4 with sparsity).
-    "a40": Accelerator("A40", 0.696, 149.7, 48.0),
+    # Link: PCIe Gen4 64 GB/s (same datasheet; its 112.5 GB/s NVLink needs a bridge).
+    "a40": Accelerator("A40", 0.696, 149.7, 48.0, 64.0),
 }
 
 # Each preset's family: accelerators of one family share a memory system and an engine's kernels, so a stated
@@ -198,7 +229,7 @@ ACCELERATOR_FAMILIES: dict[str, str] = {
     "a40": "desktop GPU",
 }
 
-MODELS: dict[str, ModelSpec] = {
+_SHAPES: dict[str, ModelSpec] = {
     # Llama 3.2 1B (Hugging Face config.json): 1.24B parameters, 16 layers, 32 query heads,
     # 8 KV heads, head dim 64.  Offered as a draft model.
     "dense-1b": ModelSpec("Dense 1B (Llama 3.2 1B)", 1.24, 1.24, 16, 32, 8, 64),
@@ -315,6 +346,9 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "qwen3-4b": (151_936, 2560),
     "qwen3-1.7b": (151_936, 2048),
 }
+MODELS: dict[str, ModelSpec] = {
+    key: dataclasses.replace(shape, hidden=VOCABULARY_AND_HIDDEN[key][1]) for key, shape in _SHAPES.items()
+}
 
 # Drafts that are heads on the target rather than separate models: their cost follows from the target's shape.
 # EAGLE (Li et al., ICML 2024) and EAGLE-3 (arXiv:2503.01840) run one decoder layer of the target's shape
@@ -328,7 +362,7 @@ DRAFT_CHOICES: tuple[str, ...] = (*MODELS, *DRAFT_HEADS)
 
 def draft_head(target: ModelSpec, kind: str, target_key: str) -> ModelSpec:
     """An EAGLE, EAGLE-3 or MTP head on ``target``: one layer of its shape, the fusion layer and an LM head."""
-    vocabulary, hidden = VOCABULARY_AND_HIDDEN.get(target_key, (128_256, target.query_heads * target.head_dim))
+    vocabulary, hidden = VOCABULARY_AND_HIDDEN.get(target_key, (128_256, 0))[0], target.width
     if kind == "eagle3":
         vocabulary = EAGLE3_VOCABULARY
     fusion = (3 if kind == "eagle3" else 2) * hidden * hidden
@@ -342,6 +376,7 @@ def draft_head(target: ModelSpec, kind: str, target_key: str) -> ModelSpec:
         target.kv_heads,
         target.head_dim,
         target.kv_tensors,
+        hidden=hidden,
     )
 
 

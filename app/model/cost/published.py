@@ -54,6 +54,7 @@ from app.model.cost.regimes import (
     crossover_batch,
     flops_per_token,
     kv_cache_bytes,
+    payload_s,
     priced,
     weight_bytes_read,
 )
@@ -428,6 +429,9 @@ class Work:
     drafted: FloatArray  # 1 where a draft step runs a model, 0 for a lookup
     target_allreduces: FloatArray  # all-reduces per target pass (0 on one device)
     draft_allreduces: FloatArray
+    plain_payload_s: FloatArray  # what a plain pass's all-reduces carry over the link, seconds (regimes.payload_s)
+    verify_payload_s: FloatArray
+    draft_payload_s: FloatArray
 
     def unit_speedup(self, costs: SpecCosts | Mapping[str, Any]) -> FloatArray:
         """The speedup at an acceptance length of 1 (multiply by L); each term a number or one per entry."""
@@ -448,8 +452,10 @@ class Work:
         target_comm = self.target_allreduces * term["allreduce_us"] * 1e-6
         plain = np.maximum(self.plain_bytes / bandwidth, self.plain_flops / compute) + per_pass + target_comm
         verify = np.maximum(self.verify_bytes / bandwidth, self.verify_flops / compute) + per_pass + target_comm
+        plain, verify = plain + self.plain_payload_s, verify + self.verify_payload_s
         draft = self.drafted * (
             np.maximum(self.draft_bytes / bandwidth, self.draft_flops / compute)
+            + self.draft_payload_s
             + (
                 term["overhead_per_draft_step_us"]
                 + term["overhead_per_sequence_us"] * self.batch
@@ -488,12 +494,12 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
     verify_bytes, verify_flops = reads(target, target_bytes, verified, context)
     ones = np.ones_like(at)
     if draft is None:
-        draft_bytes, draft_flops, drafted, draft_layers = 0 * at, 0 * at, 0 * at, 0
+        draft_bytes, draft_flops, drafted, draft_layers, draft_payload = 0 * at, 0 * at, 0 * at, 0, 0 * at
     else:
         cached = min(point.draft_kv_budget or context, context) if point.draft_method in SPARSE_METHODS else context
         own = target_bytes if draft is target else WEIGHT_BYTES[point.draft_weights or "bf16"]
         draft_bytes, draft_flops = reads(draft, own, width, cached)
-        drafted, draft_layers = ones, draft.layers
+        drafted, draft_layers, draft_payload = ones, draft.layers, payload_s(setup, draft, at * width)
     multi = 1.0 if devices > 1 else 0.0
     return Work(
         batch=at,
@@ -509,6 +515,9 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
         drafted=drafted,
         target_allreduces=2.0 * target.layers * multi * ones,
         draft_allreduces=2.0 * draft_layers * multi * ones,
+        plain_payload_s=payload_s(setup, target, at),
+        verify_payload_s=payload_s(setup, target, at * verified),
+        draft_payload_s=draft_payload,
     )
 
 

@@ -226,7 +226,7 @@ def model_step(
 
     ``overhead_us`` is the pass's fixed time (default: the setup's per-pass overhead), ``per_sequence_us`` its
     time per sequence of the batch; with more than one device each layer adds two all-reduces of
-    ``setup.allreduce_us``."""
+    ``setup.allreduce_us`` and their payload over the link (:func:`payload_s`)."""
     batch_array = np.asarray(batch, dtype=np.float64)
     tokens_array = np.asarray(tokens, dtype=np.float64)
     token_count = batch_array * tokens_array
@@ -242,13 +242,30 @@ def model_step(
             + communication_us(setup, model)
             + per_sequence_us * batch_array
         )
-        * 1e-6,
+        * 1e-6
+        + payload_s(setup, model, token_count),
     )
 
 
 def communication_us(setup: RooflineSetup, model: ModelSpec) -> float:
     """Two all-reduces per layer per pass across the devices (none on one device)."""
     return 2.0 * model.layers * setup.allreduce_us if setup.devices > 1 else 0.0
+
+
+ACTIVATION_BYTES = 2.0  # a hidden state's bytes per value (bf16) as the all-reduces carry it
+
+
+def payload_s(setup: RooflineSetup, model: ModelSpec, token_count: ArrayLike) -> FloatArray:
+    """What the all-reduces carry, in seconds: two per layer, each the hidden state of every token in the pass, in
+    a ring where each device sends 2 (n - 1) / n of it over its link one way (half the both-ways figure).  Nothing
+    on one device, or where the accelerator gives no link."""
+    tokens = np.asarray(token_count, dtype=np.float64)
+    link = setup.accelerator.link_gb_s
+    if setup.devices == 1 or link is None:
+        return np.zeros_like(tokens)
+    ring = 2.0 * (setup.devices - 1) / setup.devices
+    result: FloatArray = tokens * 2.0 * model.layers * ring * model.width * ACTIVATION_BYTES / (link * 1e9 / 2.0)
+    return result
 
 
 def cycle_overhead_s(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:

@@ -16,6 +16,8 @@ class AcceleratorOut(
         "bandwidth_tb_s": "Peak HBM bandwidth per device, TB/s.",
         "bf16_tflops": "Peak dense BF16 tensor throughput per device, TFLOPS (not sparsity).",
         "memory_gb": "Memory per device, GB.",
+        "link_gb_s": "Interconnect bandwidth per device, both directions together, GB/s (NVLink, Infinity Fabric or "
+        "PCIe); the all-reduces' payload crosses it at half this each way. Null: not priced.",
     },
 ):
     key: str = Field(description="Preset the values started from.")
@@ -29,6 +31,7 @@ class ModelOut(
         "active_params_b": "Parameters one token uses, billions (2 FLOPs each per token).",
         "kv_tensors": "2 for separate keys and values, 1 for a shared latent (MLA).",
         "experts": "Routed experts per MoE layer; 1 for a dense model.",
+        "hidden": "Width of the hidden state (what an all-reduce carries per token); null: query heads x head dim.",
     },
 ):
     key: str = Field(description="Preset the values started from.")
@@ -46,7 +49,8 @@ class SetupOut(
         "overhead_per_draft_step_us": "Fixed time per draft step, microseconds; null: as a pass.",
         "cycle_overhead_us": "What a speculative cycle adds beyond its passes, microseconds.",
         "cycle_overhead_per_sequence_us": "The same per sequence of the batch, microseconds.",
-        "allreduce_us": "One all-reduce over the devices (two per layer per pass), microseconds.",
+        "allreduce_us": "One all-reduce's latency over the devices (two per layer per pass; what it carries is "
+        "priced from the accelerator's link), microseconds.",
     },
 ):
     """The roofline actually computed, after presets and overrides."""

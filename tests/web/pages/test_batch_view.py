@@ -504,7 +504,7 @@ def test_a_batch_past_the_largest_that_fits_shows_no_speedup() -> None:
 
 def test_every_headline_says_what_the_roofline_leaves_out() -> None:
     readouts = view({})["readouts"]
-    assert "tensor-parallel communication" in readouts["leaves_out"] and "step-fit" in readouts["leaves_out"]
+    assert "no peer-to-peer" in readouts["leaves_out"] and "step-fit" in readouts["leaves_out"]
 
 
 def test_the_page_offers_the_terms_fitted_to_published_measurements(client: TestClient) -> None:

@@ -217,10 +217,12 @@ def _best(best_k: int, best_speedup: float) -> str:
 
 
 ROOFLINE_LEAVES_OUT = (
-    "The roofline counts weight and KV-cache reads and FLOPs, and by default adds fixed times per pass, per draft "
-    "step and per sequence of a cycle, and a latency per all-reduce, all fitted to published measurements. It "
-    "leaves out tensor-parallel communication that grows with the batch, the scheduler's own work and the draft's "
-    "KV cache. Fit the efficiencies and the overheads below to your server's step times with step-fit."
+    "The roofline counts weight and KV-cache reads and FLOPs and, on more than one device, the hidden states its "
+    "all-reduces carry over the accelerator's link at the datasheet's rate; by default it adds fixed times per "
+    "pass, per draft step and per sequence of a cycle, and a latency per all-reduce, all fitted to published "
+    "measurements. It leaves out all-reduces slower than the link's rate (no peer-to-peer), the scheduler's own "
+    "work and the draft's KV cache. Fit the efficiencies and the overheads below to your server's step times with "
+    "step-fit."
 )
 
 
