@@ -52,6 +52,15 @@ def test_the_page_shows_the_scatter_the_classes_and_the_exclusions(client: TestC
     assert f"held {body['interval_held_out_of_source']} of the {body['points_scored']}" in view["headline"]
     shown = sum(len(trace["x"]) for trace in chart["data"] if trace.get("mode") == "markers")
     assert shown == body["points_scored"]
+    # each tick is named as a speedup in full (a log axis under two decades would read "4" for 0.4), and the ticks
+    # cover every point's measured and predicted speedup: one at or below the least, one at or above the largest
+    values = [value for trace in chart["data"] if trace.get("mode") == "markers" for value in trace["x"] + trace["y"]]
+    for name in ("xaxis", "yaxis"):
+        ticks, texts = chart["layout"][name]["tickvals"], chart["layout"][name]["ticktext"]
+        assert texts == [f"{value:g}×" for value in ticks] and "1×" in texts
+        low, high = (10**edge for edge in chart["layout"][name]["range"])
+        assert all(low <= value <= high for value in ticks)
+        assert ticks[0] <= min(values) * 1.5 and ticks[-1] >= max(values) / 1.5
 
 
 def test_the_step_times_are_reported_against_the_baselines_own_figure(client: TestClient) -> None:

@@ -36,6 +36,9 @@ def _times(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
+SPEEDUP_TICKS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0)
+
+
 def scatter(report: PublishedOut) -> dict[str, Any]:
     """Predicted against measured on log axes, the diagonal and a ±15% band."""
     scored = [point for point in report.points if point.predicted is not None and point.measured]
@@ -76,12 +79,15 @@ def scatter(report: PublishedOut) -> dict[str, Any]:
             )
         )
     axis_range = [math.log10(low), math.log10(high)]
+    # Plotly labels a log axis under two decades by the leading digit alone ("4" for 0.4): name each tick in full
+    ticks = [value for value in SPEEDUP_TICKS if low <= value <= high]
+    labels = {"tickvals": ticks, "ticktext": [f"{value:g}×" for value in ticks]}
     return figure(
         data,
         "measured speedup",
-        "predicted speedup (from the other sources)",
-        x={"type": "log", "range": axis_range},
-        y={"type": "log", "range": axis_range},
+        "predicted speedup",
+        x={"type": "log", "range": axis_range, **labels},
+        y={"type": "log", "range": axis_range, **labels},
     )
 
 
