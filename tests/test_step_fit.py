@@ -46,6 +46,26 @@ def test_a_noiseless_csv_gives_back_its_parameters() -> None:
     assert fit.rms_relative_error < 0.01
 
 
+def test_on_two_devices_what_the_all_reduces_carry_is_known_not_fitted() -> None:
+    """Over a link (an H100 PCIe pair, 70B) the steps hold the all-reduces' payload: the fit takes it as known, so
+    it gives back the same efficiencies and overhead, and the fitted setup, which prices the payload itself, gives
+    back the measured steps instead of adding it twice."""
+    pair = SetupRequest(hw="h100-pcie", model="dense-70b", devices=2)
+    setup = replace(build_setup(pair).setup, **TRUE, allreduce_us=0.0, cycle_overhead_us=0.0)
+    text = example_step_times(setup, BATCHES, [1, 2, 4, 8], noise=0.0, seed=0)  # type: ignore[arg-type]
+    name, rows = read_step_times(text)
+    fit = fit_step_times(build_setup(pair).setup, name, rows)
+    assert fit.bandwidth_efficiency == pytest.approx(0.55, rel=0.02)
+    assert fit.compute_efficiency == pytest.approx(0.4, rel=0.02)
+    assert fit.overhead_us == pytest.approx(120.0, rel=0.05)
+    for row in rows:
+        again = float(target_step(fit.setup, row.batch, row.tokens).total_s) * 1e3
+        assert again == pytest.approx(row.ms, rel=0.02)
+    # the payload is a share of the step worth counting: at batch 512 and 8 tokens more than a tenth of it
+    unlinked = replace(fit.setup, accelerator=replace(fit.setup.accelerator, link_gb_s=None))
+    assert float(target_step(unlinked, 512, 8).total_s) < 0.9 * float(target_step(fit.setup, 512, 8).total_s)
+
+
 def test_the_endpoint_reports_the_fit_error_and_the_fitted_schedule(client: TestClient) -> None:
     text = example_step_times(_truth(), BATCHES, [1, 3, 5], noise=0.03, seed=4)  # type: ignore[arg-type]
     body = client.post(FIT, content=text, params={"p": 0.8}).json()

@@ -172,7 +172,8 @@ def priced(setup: RooflineSetup, terms: Mapping[str, float | None]) -> RooflineS
 
 def plain_roofline(setup: RooflineSetup) -> RooflineSetup:
     """``setup`` priced by the plain roofline (limits.PLAIN_ROOFLINE_TERMS): fixed efficiencies, one overhead per
-    pass for target and draft alike (the draft's follows the pass's), no cycle or all-reduce time."""
+    pass for target and draft alike (the draft's follows the pass's), no cycle time or all-reduce latency (what the
+    all-reduces carry over the link, :func:`payload_s`, is the accelerator's and stays)."""
     return priced(setup, {**limits.PLAIN_ROOFLINE_TERMS, "overhead_per_draft_step_us": None})
 
 

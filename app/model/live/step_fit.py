@@ -28,7 +28,7 @@ import numpy as np
 
 from app.model import engines, limits
 from app.model.cost import step_cost as named_terms
-from app.model.cost.regimes import RooflineSetup, model_step
+from app.model.cost.regimes import RooflineSetup, model_step, payload_s
 from app.model.cost.step_cost import StepCost, StepPoint
 from app.model.engines.step_times import MAX_ROWS, StepFitError, StepRow, step_row
 
@@ -119,7 +119,9 @@ def read_step_times(text: str) -> tuple[str, list[StepRow]]:
 
 
 def _components(setup: RooflineSetup, rows: list[StepRow]) -> tuple[np.ndarray, ...]:
-    """Per row: target and draft passes' bytes and FLOPs in seconds at efficiency 1, and passes per row."""
+    """Per row: target and draft passes' bytes and FLOPs in seconds at efficiency 1, passes per row, and what the
+    passes' all-reduces carry over the link (regimes.payload_s): known, so the fitted terms do not absorb it and
+    the fitted setup, which prices it again, does not count it twice."""
     unit = replace(setup, bandwidth_efficiency=1.0, compute_efficiency=1.0, step_overhead_us=0.0)
     batch = np.array([row.batch for row in rows], dtype=np.float64)
     tokens = np.array([row.tokens for row in rows], dtype=np.float64)
@@ -127,14 +129,15 @@ def _components(setup: RooflineSetup, rows: list[StepRow]) -> tuple[np.ndarray, 
     steps = np.array([row.draft_steps for row in rows], dtype=np.float64)
     target = model_step(unit, unit.target, unit.target_bytes_per_param, batch, tokens)
     draft = model_step(unit, unit.draft, unit.draft_bytes_per_param, batch, width)
-    return target.memory_s, target.compute_s, draft.memory_s, draft.compute_s, steps
+    carried = payload_s(unit, unit.target, batch * tokens) + steps * payload_s(unit, unit.draft, batch * width)
+    return target.memory_s, target.compute_s, draft.memory_s, draft.compute_s, steps, carried
 
 
 def _predict(parts: tuple[np.ndarray, ...], eb: np.ndarray, ec: np.ndarray) -> np.ndarray:
-    tm, tc, dm, dc, steps = parts
+    tm, tc, dm, dc, steps, carried = parts
     target = np.maximum(tm[None, :] / eb[:, None], tc[None, :] / ec[:, None])
     draft = np.maximum(dm[None, :] / eb[:, None], dc[None, :] / ec[:, None])
-    result: np.ndarray = target + steps[None, :] * draft
+    result: np.ndarray = target + steps[None, :] * draft + carried[None, :]
     return result
 
 
@@ -232,8 +235,9 @@ def _fitted(
         compute_efficiency=ec,
         step_overhead_us=overhead * 1e6,
         overhead_per_draft_step_us=None,  # the fit gives draft and target passes one overhead
-        # measured steps hold the cycle's own time and the all-reduces: the fitted overhead carries them, so the
-        # defaults' terms for them (fitted to published measurements) would count them twice
+        # measured steps hold the cycle's own time and the all-reduces' latency: the fitted overhead carries them, so
+        # the defaults' terms for them (fitted to published measurements) would count them twice; what the
+        # all-reduces carry over the link was a known term of the fit and stays priced
         overhead_per_sequence_us=0.0,
         cycle_overhead_us=0.0,
         cycle_overhead_per_sequence_us=0.0,
