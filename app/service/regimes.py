@@ -200,12 +200,15 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
     try:
         own_figures = _prefixed(request.overrides, "hw")
         accelerator: Accelerator = with_overrides(ACCELERATORS[request.hw], own_figures)
-        if accelerator != ACCELERATORS[request.hw]:  # given by its own figures: named as the user's, not the preset's
+        preset = ACCELERATORS[request.hw]
+        if replace(accelerator, link_gb_s=preset.link_gb_s) != preset:  # its own figures: the user's, not the preset's
             accelerator = replace(
                 accelerator,
                 name=f"your accelerator ({accelerator.bandwidth_tb_s:g} TB/s, {accelerator.bf16_tflops:g} TFLOPS, "
                 f"{accelerator.memory_gb:g} GB)",
             )
+        elif accelerator != preset:  # the preset's device over another link (a bridge, or none for peer-to-peer)
+            accelerator = replace(accelerator, name=f"{preset.name}, link {accelerator.link_gb_s:g} GB/s")
     except SetupError:
         raise
     except FieldError as error:

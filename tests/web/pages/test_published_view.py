@@ -108,6 +108,15 @@ def test_an_accelerator_given_by_its_own_figures_is_named_as_the_users(client: T
     assert "no published measurement of this class" in body["accuracy"]["summary"]
     preset = client.get("/api/v1/regimes/speedup-vs-batch", params={"p": 0.8}).json()
     assert preset["setup"]["accelerator"]["name"] == "H100 SXM"
+    # the preset's device over another link (no peer-to-peer, a bridge) is still that device: named so, and of its
+    # family, so it states the same class and error as the preset does
+    params = {"hw": "h100-pcie", "model": "dense-70b", "devices": 2, "p": 0.8}
+    linked = client.get("/api/v1/regimes/speedup-vs-batch", params=params).json()
+    slower = client.get("/api/v1/regimes/speedup-vs-batch", params={**params, "hw_link_gb_s": 32}).json()
+    assert slower["setup"]["accelerator"]["name"] == "H100 PCIe, link 32 GB/s"
+    assert slower["accuracy"]["setup_class"] == linked["accuracy"]["setup_class"]
+    assert "Hopper" in slower["accuracy"]["setup_class"]
+    assert slower["speedup"][-1] < linked["speedup"][-1]  # its all-reduces carry the payload more slowly
 
 
 def test_the_interval_each_answer_states_is_listed_by_class_as_the_answers_state_it(client: TestClient) -> None:
