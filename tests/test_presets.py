@@ -181,3 +181,12 @@ def test_model_spec_defaults_are_dense() -> None:
     model = ModelSpec("tiny", 1.0, 1.0, 2, 2, 1, 8)
     assert model.experts == model.experts_per_token == 1
     assert model.kv_tensors == 2
+
+
+def test_a_device_is_its_preset_over_any_link_but_not_with_figures_of_its_own() -> None:
+    from app.model.cost.presets import device_preset
+
+    for key, preset in ACCELERATORS.items():
+        assert device_preset(preset) == key
+        assert device_preset(with_overrides(preset, {"link_gb_s": 12.5, "name": "renamed"})) == key
+        assert device_preset(with_overrides(preset, {"bandwidth_tb_s": preset.bandwidth_tb_s * 1.5})) is None

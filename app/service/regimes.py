@@ -29,6 +29,7 @@ from app.model.cost.presets import (
     WEIGHT_FORMATS,
     Accelerator,
     ModelSpec,
+    device_preset,
     draft_preset,
     with_overrides,
 )
@@ -201,7 +202,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
         own_figures = _prefixed(request.overrides, "hw")
         accelerator: Accelerator = with_overrides(ACCELERATORS[request.hw], own_figures)
         preset = ACCELERATORS[request.hw]
-        if replace(accelerator, link_gb_s=preset.link_gb_s) != preset:  # its own figures: the user's, not the preset's
+        if device_preset(accelerator) != request.hw:  # a device of its own figures: the user's, not the preset's
             accelerator = replace(
                 accelerator,
                 name=f"your accelerator ({accelerator.bandwidth_tb_s:g} TB/s, {accelerator.bf16_tflops:g} TFLOPS, "

@@ -395,6 +395,19 @@ MODEL_FIELDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields
 PresetT = TypeVar("PresetT", Accelerator, ModelSpec)
 
 
+def device_preset(accelerator: Accelerator) -> str | None:
+    """The preset whose device ``accelerator`` is: its figures but its name and its link (a bridge, or none for
+    peer-to-peer, changes how fast devices talk, not the device); None for a device given by figures of its own."""
+    return next(
+        (
+            key
+            for key, preset in ACCELERATORS.items()
+            if preset == dataclasses.replace(accelerator, name=preset.name, link_gb_s=preset.link_gb_s)
+        ),
+        None,
+    )
+
+
 def with_overrides(preset: PresetT, overrides: Mapping[str, Any]) -> PresetT:
     """A copy of the preset with the given fields replaced; None values are ignored."""
     changes = {name: value for name, value in overrides.items() if value is not None}

@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.model import limits
-from app.model.cost.presets import ACCELERATOR_FAMILIES, ACCELERATORS, MODELS, ModelSpec, draft_head
+from app.model.cost.presets import ACCELERATOR_FAMILIES, ACCELERATORS, MODELS, ModelSpec, device_preset, draft_head
 from app.model.cost.regimes import (
     RooflineSetup,
     crossover_batch,
@@ -1256,15 +1256,7 @@ class Accuracy:
 def class_of_setup(setup: RooflineSetup, engine: str | None = None) -> PointClass:
     """The class of a request's setup: its draft (a head, a model), engine where it names one, accelerator family
     (none when given by its own figures; a preset's device over another link keeps its family) and context."""
-    own = setup.accelerator
-    accelerator = next(
-        (
-            key
-            for key, value in ACCELERATORS.items()
-            if value == replace(own, name=value.name, link_gb_s=value.link_gb_s)
-        ),
-        None,
-    )
+    accelerator = device_preset(setup.accelerator)
     head = any(setup.draft.name.startswith(name) for name in ("EAGLE head", "EAGLE-3 head", "MTP head"))
     return PointClass(
         "head" if head else "draft-model",
