@@ -115,9 +115,6 @@ def test_the_published_pricing_is_the_products_roofline(point: published.Publish
     costs = published.SpecCosts(cycle_overhead_us=300.0, cycle_overhead_per_sequence_us=7.0, allreduce_us=5.0)
     p, k = 0.7, point.k or 1
     length = expected_tokens(p, k)
-    # a timed prefill and a server's cache size have no counterpart in a batch answer: priced without them, over
-    # the same cache length (their own tests follow)
-    point = dataclasses.replace(point, prompt_len=None, kv_cache_tokens=None, baseline_kv_cache_tokens=None)
     ours = published.predicted_speedup(point, costs, length)
     product = float(roofline_speedup(p, k, published.setup_of(point, costs), point.batch or 1))
     assert ours == pytest.approx(product, rel=1e-9)
@@ -159,60 +156,6 @@ def test_a_long_context_makes_speculation_pay_more_as_the_batch_grows() -> None:
     long = dataclasses.replace(point, context=32_000, draft_kv_budget=512)
     costs = published.PLAIN_ROOFLINE
     assert published.predicted_speedup(long, costs, 2.0, batch=64) > published.predicted_speedup(long, costs, 2.0, 8)
-
-
-def _served(**change: Any) -> published.PublishedPoint:
-    """Llama 3.3 70B with a 1B draft at k = 4 over two H100s, from a serving benchmark that times its prefill."""
-    point = next(point for point in POINTS if point.id == "ruiz-vllm-llama33-70b-llama32-1b-k4-c64")
-    return dataclasses.replace(point, **change)
-
-
-def test_the_cache_a_pass_reads_is_the_sources_context_else_its_mean_prompt_and_half_its_output() -> None:
-    assert published.kv_length(_served(context=None, prompt_len=170, output_len=146)) == 170 + 73
-    assert published.kv_length(_served(context=4096, prompt_len=170, output_len=146)) == 4096
-    assert published.kv_length(_served(context=None, prompt_len=None, output_len=146)) == 1024  # the default
-
-
-def test_a_timed_prefill_takes_the_compute_speculation_would_spend_on_verifying() -> None:
-    """A serving run's throughput counts each request's prefill.  Its tokens ride in the passes: under a memory-bound
-    step they cost nothing, but a cycle that keeps L tokens per sequence prefills L times the prompt tokens of a
-    plain step, which pushes verification past the roofline's corner sooner."""
-    costs = published.PLAIN_ROOFLINE
-    plain = dataclasses.replace(_served(), prompt_len=None, kv_cache_tokens=None, baseline_kv_cache_tokens=None)
-    plain = dataclasses.replace(plain, context=published.kv_length(_served()))
-    timed = dataclasses.replace(plain, prompt_len=170, output_len=146)
-    # one sequence: every pass is the weights' read, which the prompt's arithmetic hides under (but the draft's)
-    alone = published.predicted_speedup(timed, costs, 3.9, batch=1) / published.predicted_speedup(plain, costs, 3.9, 1)
-    assert 0.99 < alone <= 1.0
-    # 64 sequences: 320 verified tokens and 290 prompt tokens per cycle against 64 and 75 per plain step
-    crowded = published.predicted_speedup(timed, costs, 3.9, 64) / published.predicted_speedup(plain, costs, 3.9, 64)
-    assert crowded < 0.85
-    work = published.work(timed, [64.0])
-    per_token = 170 / 146 * published.flops_per_token(MODELS["dense-70b"], 170 // 2)
-    assert work.plain_prefill_flops[0] == pytest.approx(64 * per_token)
-    assert work.prefill_flops[0] == pytest.approx(64 * per_token)  # times the tokens a cycle keeps
-    shorter = published.work(dataclasses.replace(timed, output_len=292), [64.0])
-    assert shorter.prefill_flops[0] == pytest.approx(work.prefill_flops[0] / 2)  # prompts per generated token
-
-
-def test_a_concurrency_past_what_the_cache_holds_runs_at_the_batch_that_fits() -> None:
-    """vLLM states its KV cache in tokens; a speculative server's is smaller (the draft's weights and cache share
-    the memory).  At 64 concurrent requests of 243 tokens on average, 14,864 tokens hold 61 of them."""
-    point = _served(prompt_len=170, output_len=146, kv_cache_tokens=14_864, baseline_kv_cache_tokens=26_432)
-    assert published.batch_that_fits(point, np.array([64.0]), 14_864)[0] == 61
-    assert published.batch_that_fits(point, np.array([8.0]), 14_864)[0] == 8
-    assert published.batch_that_fits(point, np.array([64.0]), 100)[0] == 1  # never fewer than one
-    work = published.work(point, [64.0])
-    assert (work.batch[0], work.spec_batch[0]) == (64, 61)
-    # where the weights' read sets every pass's time, a server that runs half the sequences gives half the
-    # throughput; where the arithmetic does (64 sequences of 70B verifying 5 tokens), fewer sequences take
-    # shorter passes and the throughput hardly moves
-    costs = dataclasses.replace(published.PLAIN_ROOFLINE, overhead_per_sequence_us=0.0)
-    free = published.predicted_speedup(dataclasses.replace(point, kv_cache_tokens=None), costs, 3.9, batch=8)
-    half = published.predicted_speedup(dataclasses.replace(point, kv_cache_tokens=4 * 243), costs, 3.9, batch=8)
-    assert 0.5 < half / free < 0.56
-    free = published.predicted_speedup(dataclasses.replace(point, kv_cache_tokens=None), costs, 3.9)
-    assert 0.9 < published.predicted_speedup(point, costs, 3.9) / free < 1.0
 
 
 def test_a_sweep_without_an_acceptance_takes_it_from_its_smallest_batch_which_then_tests_nothing() -> None:

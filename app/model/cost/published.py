@@ -136,12 +136,11 @@ class PublishedPoint:
     notes: str | None
     quote: str | None = None  # the source's own words for the figure or for a field filled in later
     draft_weights: str | None = None  # the draft's weight format where not bf16 (WEIGHT_BYTES)
-    # mean prompt tokens of each request, prefilled inside the timed run (null where the timing leaves the prefill
-    # out, as a time per output token does, or the source gives no count); priced with output_len
+    # What a serving run held, where its logs state it; recorded, not priced (the README's "tried and not entered":
+    # a prefill timed in the run and a cache that holds fewer sequences than the concurrency).  The mean prompt
+    # tokens of each request (with output_len, the mean tokens generated), and the tokens the speculative and the
+    # plain server's KV caches hold.
     prompt_len: int | None = None
-    # sequences' tokens the KV cache holds, as the engine's log states: the speculative server's (both models'
-    # caches and its look-ahead come out of the same memory) and the plain one's; a concurrency past what fits runs
-    # at the batch that fits (:func:`batch_that_fits`)
     kv_cache_tokens: int | None = None
     baseline_kv_cache_tokens: int | None = None
 
@@ -229,7 +228,7 @@ def problems(point: PublishedPoint) -> list[tuple[str, str]]:
     if point.draft_weights is not None and point.draft_method in ("ngram", "self-speculation-sparse-kv"):
         found.append(("draft_weights", f"a {point.draft_method} draft has no weights of its own"))
     if point.prompt_len is not None and not (point.prompt_len >= 1 and point.output_len):
-        found.append(("prompt_len", "at least 1, and priced per generated token: it needs output_len"))
+        found.append(("prompt_len", "at least 1, and read per generated token: it needs output_len"))
     for name in ("kv_cache_tokens", "baseline_kv_cache_tokens"):
         given = getattr(point, name)
         if given is not None and (given < 1 or point.batch_kind != "concurrency"):
@@ -419,7 +418,7 @@ def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
         devices=point.tensor_parallel or point.devices or 1,
         target_bytes_per_param=WEIGHT_BYTES.get(point.weights or "bf16", 2.0),
         draft_bytes_per_param=WEIGHT_BYTES.get(point.draft_weights or "bf16", 2.0),
-        context_tokens=kv_length(point),
+        context_tokens=point.context or limits.DEFAULT_CONTEXT,
     )
     return priced(bare, costs.terms())
 
@@ -430,8 +429,7 @@ class Work:
 
     Time of a pass = max(bytes / (bandwidth x efficiency), flops / (compute x efficiency)) + its overheads."""
 
-    batch: FloatArray  # the plain server's sequences in a pass
-    spec_batch: FloatArray  # the speculative server's (fewer where its cache holds fewer: batch_that_fits)
+    batch: FloatArray
     draft_steps: FloatArray  # per cycle: k for a chain or a tree, 1 for a parallel draft
     bandwidth: FloatArray  # bytes/s, peak over the devices
     compute: FloatArray  # FLOP/s, peak over the devices
@@ -447,87 +445,49 @@ class Work:
     plain_payload_s: FloatArray  # what a plain pass's all-reduces carry over the link, seconds (regimes.payload_s)
     verify_payload_s: FloatArray
     draft_payload_s: FloatArray
-    # a run that times its prefill: the prompts' tokens per pass at one generated token per sequence (the plain
-    # pass's; a cycle's scale with the tokens it keeps), their arithmetic and what their all-reduces carry
-    plain_prefill_flops: FloatArray
-    plain_prefill_payload_s: FloatArray
-    prefill_flops: FloatArray
-    prefill_payload_s: FloatArray
-    draft_prefill_flops: FloatArray  # a separate draft model prefills the prompts too
 
-    def unit_speedup(self, costs: SpecCosts | Mapping[str, Any], lengths: FloatArray | float = 1.0) -> FloatArray:
-        """The speedup at an acceptance length of 1 (multiply by L) where a cycle keeps ``lengths`` tokens per
-        sequence (what its prefill scales with); each term a number or one per entry."""
-        return self.unit_of(self.pass_times(costs, lengths))
+    def unit_speedup(self, costs: SpecCosts | Mapping[str, Any]) -> FloatArray:
+        """The speedup at an acceptance length of 1 (multiply by L); each term a number or one per entry."""
+        return self.unit_of(self.pass_times(costs))
 
     def unit_of(self, times: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -> FloatArray:
         """:meth:`unit_speedup` from pass times already computed (:meth:`pass_times`)."""
         plain, verify, draft, cycle = times
-        result: FloatArray = self.spec_batch / self.batch * plain / (self.draft_steps * draft + verify + cycle)
+        result: FloatArray = plain / (self.draft_steps * draft + verify + cycle)
         return result
 
-    def pass_times(
-        self, costs: SpecCosts | Mapping[str, Any], lengths: FloatArray | float = 1.0
-    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-        """Seconds of a plain step, a verification, a draft step and a cycle's own time, where each cycle keeps
-        ``lengths`` tokens per sequence (the prompts prefilled in it scale with them)."""
+    def pass_times(self, costs: SpecCosts | Mapping[str, Any]) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """Seconds of a plain step, a verification, a draft step and a cycle's own time."""
         term = costs.terms() if isinstance(costs, SpecCosts) else costs
         bandwidth = self.bandwidth * np.clip(term["bandwidth_efficiency"], 1e-3, 1.0)
         compute = self.compute * np.clip(term["compute_efficiency"], 1e-3, 1.0)
         per_pass = (term["overhead_us"] + term["overhead_per_sequence_us"] * self.batch) * 1e-6
-        per_cycle_pass = (term["overhead_us"] + term["overhead_per_sequence_us"] * self.spec_batch) * 1e-6
         target_comm = self.target_allreduces * term["allreduce_us"] * 1e-6
-        plain_flops = self.plain_flops + self.plain_prefill_flops
-        verify_flops = self.verify_flops + lengths * self.prefill_flops
-        plain = np.maximum(self.plain_bytes / bandwidth, plain_flops / compute) + per_pass + target_comm
-        verify = np.maximum(self.verify_bytes / bandwidth, verify_flops / compute) + per_cycle_pass + target_comm
-        plain = plain + self.plain_payload_s + self.plain_prefill_payload_s
-        verify = verify + self.verify_payload_s + lengths * self.prefill_payload_s
+        plain = np.maximum(self.plain_bytes / bandwidth, self.plain_flops / compute) + per_pass + target_comm
+        verify = np.maximum(self.verify_bytes / bandwidth, self.verify_flops / compute) + per_pass + target_comm
+        plain, verify = plain + self.plain_payload_s, verify + self.verify_payload_s
         draft = self.drafted * (
             np.maximum(self.draft_bytes / bandwidth, self.draft_flops / compute)
             + self.draft_payload_s
             + (
                 term["overhead_per_draft_step_us"]
-                + term["overhead_per_sequence_us"] * self.spec_batch
+                + term["overhead_per_sequence_us"] * self.batch
                 + self.draft_allreduces * term["allreduce_us"]
             )
             * 1e-6
         )
-        cycle = (term["cycle_overhead_us"] + term["cycle_overhead_per_sequence_us"] * self.spec_batch) * 1e-6
-        cycle = cycle + lengths * self.draft_prefill_flops / compute
+        cycle = (term["cycle_overhead_us"] + term["cycle_overhead_per_sequence_us"] * self.batch) * 1e-6
         return plain, verify, draft, cycle
-
-
-def kv_length(point: PublishedPoint) -> int:
-    """Tokens of each sequence's cache a pass reads: the source's context, else its mean prompt and half its mean
-    output (a sequence's average over its decode), else the product's default."""
-    if point.context:
-        return point.context
-    if point.prompt_len and point.output_len:
-        return point.prompt_len + point.output_len // 2
-    return limits.DEFAULT_CONTEXT
-
-
-def batch_that_fits(point: PublishedPoint, asked: FloatArray, cache_tokens: int | None) -> FloatArray:
-    """Sequences a server runs at once at concurrency ``asked``: all of them, or as many as its KV cache holds at
-    their average length (:func:`kv_length`) where the source states the cache; never fewer than one."""
-    if cache_tokens is None:
-        return asked
-    held = max(1.0, math.floor(cache_tokens / kv_length(point)))
-    result: FloatArray = np.minimum(asked, held)
-    return result
 
 
 def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = None) -> Work:
     """The reads and arithmetic of ``point``'s passes at its batch (or at each of ``batches``)."""
     target = _target(point)
     draft = _draft(point)
-    asked = np.asarray(batches if batches is not None else [point.batch or 1], dtype=np.float64)
-    plain_at = batch_that_fits(point, asked, point.baseline_kv_cache_tokens)
-    at = batch_that_fits(point, asked, point.kv_cache_tokens)
+    at = np.asarray(batches if batches is not None else [point.batch or 1], dtype=np.float64)
     devices = point.tensor_parallel or point.devices or 1
     accelerator = ACCELERATORS[point.accelerator or ""]
-    context = kv_length(point)
+    context = point.context or limits.DEFAULT_CONTEXT
     setup = setup_of(point, PLAIN_ROOFLINE)
     k = float(point.k or 0)
     verified, width, steps = k + 1.0, 1.0, k
@@ -543,28 +503,19 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
         weights = weight_bytes_read(model, bytes_per_param, at * tokens)
         return weights + kv, at * tokens * flops_per_token(model, cached)
 
-    plain_kv = kv_cache_bytes(target, replace(setup, context_tokens=context), plain_at)
-    plain_bytes = weight_bytes_read(target, target_bytes, plain_at) + plain_kv
-    plain_flops = plain_at * flops_per_token(target, context)
+    plain_bytes, plain_flops = reads(target, target_bytes, 1.0, context)
     verify_bytes, verify_flops = reads(target, target_bytes, verified, context)
-    # the prompts prefilled per generated token, over half the prompt on average (chunks of it ride in the passes)
-    prompt_share = (point.prompt_len or 0) / (point.output_len or 1)
-    prompt_context = (point.prompt_len or 0) // 2
     ones = np.ones_like(at)
-    draft_prefill = 0 * at
     if draft is None:
         draft_bytes, draft_flops, drafted, draft_layers, draft_payload = 0 * at, 0 * at, 0 * at, 0, 0 * at
     else:
-        if draft is not target:
-            draft_prefill = at * prompt_share * flops_per_token(draft, prompt_context)
         cached = min(point.draft_kv_budget or context, context) if point.draft_method in SPARSE_METHODS else context
         own = target_bytes if draft is target else WEIGHT_BYTES[point.draft_weights or "bf16"]
         draft_bytes, draft_flops = reads(draft, own, width, cached)
         drafted, draft_layers, draft_payload = ones, draft.layers, payload_s(setup, draft, at * width)
     multi = 1.0 if devices > 1 else 0.0
     return Work(
-        batch=plain_at,
-        spec_batch=at,
+        batch=at,
         draft_steps=steps * ones,
         bandwidth=accelerator.bandwidth_tb_s * 1e12 * devices * ones,
         compute=accelerator.bf16_tflops * 1e12 * devices * ones,
@@ -577,14 +528,9 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
         drafted=drafted,
         target_allreduces=2.0 * target.layers * multi * ones,
         draft_allreduces=2.0 * draft_layers * multi * ones,
-        plain_payload_s=payload_s(setup, target, plain_at),
+        plain_payload_s=payload_s(setup, target, at),
         verify_payload_s=payload_s(setup, target, at * verified),
         draft_payload_s=draft_payload,
-        plain_prefill_flops=plain_at * prompt_share * flops_per_token(target, prompt_context),
-        plain_prefill_payload_s=payload_s(setup, target, plain_at * prompt_share),
-        prefill_flops=at * prompt_share * flops_per_token(target, prompt_context),
-        prefill_payload_s=payload_s(setup, target, at * prompt_share),
-        draft_prefill_flops=draft_prefill,
     )
 
 
@@ -616,7 +562,7 @@ def predicted_speedup(point: PublishedPoint, costs: SpecCosts, acceptance: float
     """The cost model's speedup for ``point`` at acceptance length ``acceptance`` (at ``batch`` where given)."""
     if not point.priced:
         raise ValueError(f"{point.id}: the cost model cannot price this point ({exclusion(point)})")
-    unit = work(point, None if batch is None else [batch]).unit_speedup(costs, acceptance)
+    unit = work(point, None if batch is None else [batch]).unit_speedup(costs)
     return float(acceptance * unit[0])
 
 
@@ -670,21 +616,13 @@ class Problem:
         return out
 
     def predict(self, costs: SpecCosts | Mapping[str, Any]) -> FloatArray:
-        return self.predict_from(costs)[0]
+        return self.predict_from(self.work.pass_times(costs))
 
-    def predict_from(
-        self, costs: SpecCosts | Mapping[str, Any]
-    ) -> tuple[FloatArray, tuple[FloatArray, FloatArray, FloatArray, FloatArray]]:
-        """Each point's speedup and its pass times.  A cycle's prefill grows with the tokens it keeps, so the
-        lengths a calibrating point implies are found again once with the prefill they bring (one step of a
-        fixed point, enough where the prefill is a part of the cycle)."""
-        times = self.work.pass_times(costs, np.where(np.isnan(self.stated_length), 1.0, self.stated_length))
-        lengths = self.lengths(self.work.unit_of(times))
-        if np.any(self.work.prefill_flops):
-            times = self.work.pass_times(costs, lengths)
-            lengths = self.lengths(self.work.unit_of(times))
-        predicted: FloatArray = lengths * self.work.unit_of(times)
-        return predicted, times
+    def predict_from(self, times: tuple[FloatArray, FloatArray, FloatArray, FloatArray]) -> FloatArray:
+        """:meth:`predict` from pass times already computed (:meth:`Work.pass_times`)."""
+        unit = self.work.unit_of(times)
+        predicted: FloatArray = self.lengths(unit) * unit
+        return predicted
 
     def mask(self, scope: str) -> FloatArray:
         return np.array([1.0 if scope in scopes(point) else 0.0 for point in self.points])
@@ -807,7 +745,8 @@ def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dic
 
     def residuals(x: FloatArray) -> FloatArray:
         values = dict(zip(names, lows + x * (highs - lows), strict=True))
-        predicted, times = problem_.predict_from(resolved(problem_, values))
+        times = problem_.work.pass_times(resolved(problem_, values))
+        predicted = problem_.predict_from(times)
         step = times[0]
         growth = np.log(step[pairs[:, 0]] / step[pairs[:, 1]]) - measured_growth
         result: FloatArray = np.concatenate(
@@ -1066,7 +1005,7 @@ def sweep_curve(point: PublishedPoint, terms: Mapping[str, float], length: float
     single = problem([point])
     values = resolved(single, terms)
     scalar = {name: float(np.asarray(value).reshape(-1)[0]) for name, value in values.items()}
-    curve: FloatArray = length * work(point, CROSSOVER_BATCHES).unit_speedup(scalar, length)
+    curve: FloatArray = length * work(point, CROSSOVER_BATCHES).unit_speedup(scalar)
     return curve
 
 
@@ -1211,8 +1150,8 @@ def fit_published() -> dict[str, Any]:
             continue
         first = problem_.points.index(group[0])
         terms_ = holdout.terms[problem_.sources[first]]
-        predicted_, times = problem_.predict_from(resolved(problem_, terms_))
-        length = float(predicted_[first] / problem_.work.unit_of(times)[first])
+        unit = problem_.work.unit_speedup(resolved(problem_, terms_))
+        length = float(problem_.lengths(unit)[first])
         curve = sweep_curve(group[0], terms_, length)
         asked = asked_class(point_class(group[0]))  # the interval /batch states for this setup
         held = np.array([asked.holds(kind) for kind in kinds])
