@@ -100,7 +100,7 @@ def test_kv_cache_values_per_token() -> None:
 
 
 def test_every_field_can_be_overridden() -> None:
-    accelerator = ACCELERATORS["h100-sxm"]
+    accelerator = ACCELERATORS["mi300x"]  # a mesh: every field set
     for field in ACCELERATOR_FIELDS:
         changed = with_overrides(accelerator, {field: getattr(accelerator, field) * 2})
         assert getattr(changed, field) == getattr(accelerator, field) * 2
@@ -189,4 +189,5 @@ def test_a_device_is_its_preset_over_any_link_but_not_with_figures_of_its_own() 
     for key, preset in ACCELERATORS.items():
         assert device_preset(preset) == key
         assert device_preset(with_overrides(preset, {"link_gb_s": 12.5, "name": "renamed"})) == key
+        assert device_preset(with_overrides(preset, {"links": 3})) == key
         assert device_preset(with_overrides(preset, {"bandwidth_tb_s": preset.bandwidth_tb_s * 1.5})) is None

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from app.model.arithmetic import closed_form
 from app.model.cost import published
-from app.model.cost.presets import ACCELERATORS, MODELS
+from app.model.cost.presets import ACCELERATORS, MODELS, Accelerator
 from app.model.cost.regimes import (
     MAX_SIMULATED_ROUTINGS,
     RegimeName,
@@ -466,6 +466,27 @@ def test_the_all_reduces_carry_each_tokens_hidden_state_over_the_link() -> None:
     assert carried(8, 64, 5) == pytest.approx(320 * per_token * 2 * 7 / 8)
     assert carried(2, 64, 1) == pytest.approx(carried(2, 64, 5) / 5)
     assert carried(2, 64, 5, link=None) == 0.0
+
+
+def test_a_mesh_of_links_sends_over_one_link_per_peer() -> None:
+    """AMD Instinct's seven Infinity Fabric links join each of 8 devices to every other: a ring over 8 sends as
+    fast as over a switch of the same total, but 4 devices reach their 3 peers over 3 of the 7 links."""
+    from app.model.cost.regimes import payload_s
+
+    mesh = ACCELERATORS["mi300x"]
+    assert mesh.links == 7 and mesh.link_gb_s == 896.0  # AMD's data sheet: 7 links, 896 GB/s together
+    switch = dataclasses.replace(mesh, links=None)
+    model = MODELS["dense-70b"]
+
+    def sent(accelerator: Accelerator, devices: int) -> float:
+        setup = dataclasses.replace(plain_setup_for("mi300x", "dense-70b"), accelerator=accelerator, devices=devices)
+        return float(payload_s(setup, model, 64.0))
+
+    assert sent(mesh, 8) == pytest.approx(sent(switch, 8))
+    assert sent(mesh, 4) == pytest.approx(sent(switch, 4) * 7 / 3)
+    assert sent(mesh, 2) == pytest.approx(sent(switch, 2) * 7)
+    # one link of 128 GB/s both ways (64 each way) carries all of it between a pair: 2 x 80 layers x 8192 x 2 B
+    assert sent(mesh, 2) == pytest.approx(64 * 2 * 80 * 8192 * 2 / 64e9)
 
 
 def test_the_draft_step_is_priced_with_the_pass_overhead_unless_given() -> None:

@@ -156,7 +156,7 @@ def test_table_csv(client: TestClient) -> None:
 
 
 # Every editable preset field, with a value the preset accepts on its own.
-ACCELERATOR_EDITS = {"bandwidth_tb_s": 4.2, "bf16_tflops": 700.0, "memory_gb": 40.0, "link_gb_s": 300.0}
+ACCELERATOR_EDITS = {"bandwidth_tb_s": 4.2, "bf16_tflops": 700.0, "memory_gb": 40.0, "link_gb_s": 300.0, "links": 4}
 MODEL_EDITS = {
     "total_params_b": 9.5,
     "active_params_b": 7.5,
@@ -190,7 +190,7 @@ def test_every_preset_field_round_trips(client: TestClient, prefix: str, owner: 
         value = 12.0
     if field == "experts_per_token" or field == "experts":
         base[prefix] = "mixtral-8x7b"
-    if field in ("link_gb_s", "hidden"):  # what the all-reduces carry between devices
+    if field in ("link_gb_s", "links", "hidden"):  # what the all-reduces carry between devices
         base["devices"] = 2
     params = {**base, f"{prefix}_{field}": value}
     plain = client.get(f"{REGIMES}/speedup-vs-batch", params=base).json()

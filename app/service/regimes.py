@@ -209,7 +209,8 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
                 f"{accelerator.memory_gb:g} GB)",
             )
         elif accelerator != preset:  # the preset's device over another link (a bridge, or none for peer-to-peer)
-            accelerator = replace(accelerator, name=f"{preset.name}, link {accelerator.link_gb_s:g} GB/s")
+            over = f" over {accelerator.links} link{'s' if accelerator.links > 1 else ''}" if accelerator.links else ""
+            accelerator = replace(accelerator, name=f"{preset.name}, link {accelerator.link_gb_s:g} GB/s{over}")
     except SetupError:
         raise
     except FieldError as error:

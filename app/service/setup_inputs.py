@@ -171,6 +171,7 @@ FIELD_LABELS: dict[str, str] = {
     "bf16_tflops": "Dense BF16 TFLOPS",
     "memory_gb": "Memory (GB)",
     "link_gb_s": "Link (GB/s, both ways)",
+    "links": "Links in a mesh",
     "total_params_b": "Total parameters (B)",
     "active_params_b": "Active parameters (B)",
     "layers": "Layers",

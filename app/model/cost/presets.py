@@ -31,6 +31,7 @@ class Accelerator:
     bf16_tflops: float
     memory_gb: float
     link_gb_s: float | None = None  # None: the all-reduces' payload is not priced
+    links: int | None = None  # point-to-point links link_gb_s is split over (a mesh); None: through a switch
 
     def __post_init__(self) -> None:
         for field in ("bandwidth_tb_s", "bf16_tflops", "memory_gb"):
@@ -38,6 +39,8 @@ class Accelerator:
                 raise FieldError(field, "{0} must be positive")
         if self.link_gb_s is not None and not self.link_gb_s > 0:
             raise FieldError("link_gb_s", "{0} must be positive")
+        if self.links is not None and not self.links >= 1:
+            raise FieldError("links", "{0} must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,7 @@ ACCELERATORS: dict[str, Accelerator] = {
     # AMD Instinct MI300X data sheet: 5.3 TB/s HBM3, 192 GB, peak BF16 1,307.4 TFLOPS dense
     # (2,614.9 is the sparsity figure).
     # Link: Infinity Fabric 896 GB/s peak over 7 links (same data sheet).
-    "mi300x": Accelerator("MI300X", 5.3, 1307.4, 192.0, 896.0),
+    "mi300x": Accelerator("MI300X", 5.3, 1307.4, 192.0, 896.0, links=7),
     # NVIDIA A100 Tensor Core GPU datasheet, A100 40GB SXM column: HBM2 1,555 GB/s, BF16 Tensor Core 312 TFLOPS
     # dense, 40 GB.
     # Link: NVLink 600 GB/s (same datasheet).
@@ -170,7 +173,7 @@ ACCELERATORS: dict[str, Accelerator] = {
     # AMD Instinct MI355X data sheet: 8 TB/s HBM3E, 288 GB, peak FP16/BF16 2,516.6 TFLOPS dense (the sparsity
     # figure is twice that).
     # Link: Infinity Fabric 1,075.2 GB/s peak over 7 links (same data sheet).
-    "mi355x": Accelerator("MI355X", 8.0, 2516.6, 288.0, 1075.2),
+    "mi355x": Accelerator("MI355X", 8.0, 2516.6, 288.0, 1075.2, links=7),
     # GeForce RTX 3060 12GB: 192-bit GDDR6 at 15 Gbps, 360 GB/s, 12 GB (NVIDIA's specifications); NVIDIA's launch
     # figure of 101 "tensor TFLOPS" is FP16 with sparsity and FP16 accumulate, so 25.3 dense with FP32 accumulate
     # (a quarter of it, as the GA102 whitepaper's ratios for the RTX 3090 give).
@@ -397,12 +400,14 @@ PresetT = TypeVar("PresetT", Accelerator, ModelSpec)
 
 def device_preset(accelerator: Accelerator) -> str | None:
     """The preset whose device ``accelerator`` is: its figures but its name and its link (a bridge, or none for
-    peer-to-peer, changes how fast devices talk, not the device); None for a device given by figures of its own."""
+    peer-to-peer, or a mesh of other links, changes how fast devices talk, not the device); None for a device
+    given by figures of its own."""
     return next(
         (
             key
             for key, preset in ACCELERATORS.items()
-            if preset == dataclasses.replace(accelerator, name=preset.name, link_gb_s=preset.link_gb_s)
+            if preset
+            == dataclasses.replace(accelerator, name=preset.name, link_gb_s=preset.link_gb_s, links=preset.links)
         ),
         None,
     )

@@ -258,14 +258,21 @@ ACTIVATION_BYTES = 2.0  # a hidden state's bytes per value (bf16) as the all-red
 
 def payload_s(setup: RooflineSetup, model: ModelSpec, token_count: ArrayLike) -> FloatArray:
     """What the all-reduces carry, in seconds: two per layer, each the hidden state of every token in the pass, in
-    a ring where each device sends 2 (n - 1) / n of it over its link one way (half the both-ways figure).  Nothing
-    on one device, or where the accelerator gives no link."""
+    a ring where each device sends 2 (n - 1) / n of it over its link one way (half the both-ways figure).  A mesh
+    (``links``, AMD Infinity Fabric's 7) reaches each peer over a link of its own, so n devices use n - 1 of them
+    and the others stand idle: 4 MI300X send at 3/7 of the figure.  Nothing on one device, or where the accelerator
+    gives no link."""
     tokens = np.asarray(token_count, dtype=np.float64)
     link = setup.accelerator.link_gb_s
     if setup.devices == 1 or link is None:
         return np.zeros_like(tokens)
     ring = 2.0 * (setup.devices - 1) / setup.devices
-    result: FloatArray = tokens * 2.0 * model.layers * ring * model.width * ACTIVATION_BYTES / (link * 1e9 / 2.0)
+    links = setup.accelerator.links
+    # a mesh reaches each peer over one link of its own: with fewer peers than links, the rest stand idle
+    share = 1.0 if links is None else min(setup.devices - 1, links) / links
+    result: FloatArray = (
+        tokens * 2.0 * model.layers * ring * model.width * ACTIVATION_BYTES / (share * link * 1e9 / 2.0)
+    )
     return result
 
 

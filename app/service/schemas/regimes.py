@@ -18,6 +18,8 @@ class AcceleratorOut(
         "memory_gb": "Memory per device, GB.",
         "link_gb_s": "Interconnect bandwidth per device, both directions together, GB/s (NVLink, Infinity Fabric or "
         "PCIe); the all-reduces' payload crosses it at half this each way. Null: not priced.",
+        "links": "Point-to-point links link_gb_s is split over, one to each peer (AMD Infinity Fabric's 7): with "
+        "fewer peers than links the rest stand idle. Null: the devices meet in a switch (NVSwitch, PCIe).",
     },
 ):
     key: str = Field(description="Preset the values started from.")

@@ -117,6 +117,14 @@ def test_an_accelerator_given_by_its_own_figures_is_named_as_the_users(client: T
     assert slower["accuracy"]["setup_class"] == linked["accuracy"]["setup_class"]
     assert "Hopper" in slower["accuracy"]["setup_class"]
     assert slower["speedup"][-1] < linked["speedup"][-1]  # its all-reduces carry the payload more slowly
+    # a mesh: two MI300X reach each other over one of their seven links, not all seven
+    params = {"hw": "mi300x", "model": "dense-70b", "devices": 2, "p": 0.8}
+    mesh = client.get("/api/v1/regimes/speedup-vs-batch", params=params).json()
+    switched = client.get("/api/v1/regimes/speedup-vs-batch", params={**params, "hw_links": 1}).json()
+    assert mesh["setup"]["accelerator"]["links"] == 7 and mesh["setup"]["accelerator"]["name"] == "MI300X"
+    assert switched["setup"]["accelerator"]["name"] == "MI300X, link 896 GB/s over 1 link"
+    assert switched["accuracy"]["setup_class"] == mesh["accuracy"]["setup_class"]
+    assert switched["speedup"][-1] > mesh["speedup"][-1]  # all 896 GB/s to its one peer
 
 
 def test_the_interval_each_answer_states_is_listed_by_class_as_the_answers_state_it(client: TestClient) -> None:

@@ -220,8 +220,8 @@ ROOFLINE_LEAVES_OUT = (
     "The roofline counts weight and KV-cache reads and FLOPs and, on more than one device, the hidden states its "
     "all-reduces carry over the accelerator's link at the datasheet's rate; by default it adds fixed times per "
     "pass, per draft step and per sequence of a cycle, and a latency per all-reduce, all fitted to published "
-    "measurements. It leaves out all-reduces slower than the link's rate (no peer-to-peer, a mesh of links "
-    "with fewer devices than links, several nodes), the scheduler's own "
+    "measurements. It leaves out all-reduces slower than the link's rate (no peer-to-peer, an NVL bridge "
+    "beyond its pair, several nodes), the scheduler's own "
     "work and the draft's KV cache. Fit the efficiencies and the overheads below to your server's step times with "
     "step-fit."
 )
