@@ -186,6 +186,15 @@ def _cost_terms(given: Mapping[str, float | None]) -> dict[str, float | None]:
     return dict(given)
 
 
+def _link_name(accelerator: Accelerator) -> str:
+    """How a preset's device edited only in its link reads: its rate, and the mesh it is split over."""
+    links = accelerator.links
+    mesh = f"{links} link{'s' if links != 1 else ''}" if links else ""
+    if accelerator.link_gb_s is None:
+        return mesh or "no link"
+    return f"link {accelerator.link_gb_s:g} GB/s" + (f" over {mesh}" if mesh else "")
+
+
 def build_setup(request: SetupRequest) -> BuiltSetup:
     """The roofline a request describes, or a SetupError naming the offending parameter."""
     _choice("hw", request.hw, ACCELERATORS)
@@ -209,8 +218,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
                 f"{accelerator.memory_gb:g} GB)",
             )
         elif accelerator != preset:  # the preset's device over another link (a bridge, or none for peer-to-peer)
-            over = f" over {accelerator.links} link{'s' if accelerator.links > 1 else ''}" if accelerator.links else ""
-            accelerator = replace(accelerator, name=f"{preset.name}, link {accelerator.link_gb_s:g} GB/s{over}")
+            accelerator = replace(accelerator, name=f"{preset.name}, {_link_name(accelerator)}")
     except SetupError:
         raise
     except FieldError as error:

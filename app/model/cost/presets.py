@@ -39,8 +39,8 @@ class Accelerator:
                 raise FieldError(field, "{0} must be positive")
         if self.link_gb_s is not None and not self.link_gb_s > 0:
             raise FieldError("link_gb_s", "{0} must be positive")
-        if self.links is not None and not self.links >= 1:
-            raise FieldError("links", "{0} must be at least 1")
+        if self.links is not None and not (isinstance(self.links, int) and self.links >= 1):
+            raise FieldError("links", "{0} must be a whole number, at least 1")
 
 
 @dataclass(frozen=True)

@@ -260,8 +260,8 @@ def payload_s(setup: RooflineSetup, model: ModelSpec, token_count: ArrayLike) ->
     """What the all-reduces carry, in seconds: two per layer, each the hidden state of every token in the pass, in
     a ring where each device sends 2 (n - 1) / n of it over its link one way (half the both-ways figure).  A mesh
     (``links``, AMD Infinity Fabric's 7) reaches each peer over a link of its own, so n devices use n - 1 of them
-    and the others stand idle: 4 MI300X send at 3/7 of the figure.  Nothing on one device, or where the accelerator
-    gives no link."""
+    and the others stand idle: 4 MI300X send at 3/7 of the figure (more devices than a mesh joins are another node,
+    priced as one: a known limit).  Nothing on one device, or where the accelerator gives no link."""
     tokens = np.asarray(token_count, dtype=np.float64)
     link = setup.accelerator.link_gb_s
     if setup.devices == 1 or link is None:

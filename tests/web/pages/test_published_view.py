@@ -125,6 +125,13 @@ def test_an_accelerator_given_by_its_own_figures_is_named_as_the_users(client: T
     assert switched["setup"]["accelerator"]["name"] == "MI300X, link 896 GB/s over 1 link"
     assert switched["accuracy"]["setup_class"] == mesh["accuracy"]["setup_class"]
     assert switched["speedup"][-1] > mesh["speedup"][-1]  # all 896 GB/s to its one peer
+    # links on a device with no link given: named, and still nothing priced over it
+    params = {"hw": "arc-pro-b70", "model": "dense-8b", "devices": 2, "p": 0.8}
+    unlinked = client.get("/api/v1/regimes/speedup-vs-batch", params=params).json()
+    meshed = client.get("/api/v1/regimes/speedup-vs-batch", params={**params, "hw_links": 3})
+    assert meshed.status_code == 200, meshed.text
+    assert meshed.json()["setup"]["accelerator"]["name"] == "Arc Pro B70, 3 links"
+    assert meshed.json()["speedup"] == unlinked["speedup"]
 
 
 def test_the_interval_each_answer_states_is_listed_by_class_as_the_answers_state_it(client: TestClient) -> None:
