@@ -175,6 +175,8 @@ def test_nonpositive_accelerator_is_rejected() -> None:
         Accelerator("x", 0.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="bf16_tflops must be positive"):
         Accelerator("x", 1.0, math.nan, 1.0)
+    with pytest.raises(ValueError, match="fp8_tflops must be positive"):
+        Accelerator("x", 1.0, 1.0, 1.0, fp8_tflops=0.0)
 
 
 def test_model_spec_defaults_are_dense() -> None:

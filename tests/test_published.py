@@ -147,6 +147,22 @@ def test_a_parallel_draft_is_one_draft_step_k_wide() -> None:
     assert published.work(dataclasses.replace(point, draft_method="eagle3")).draft_steps[0] == point.k
 
 
+def test_fp8_weights_are_priced_at_the_fp8_rate_where_the_device_has_one() -> None:
+    """An FP8 checkpoint multiplies its weights in FP8 (W8A8): on the RTX PRO 6000 (1,000 dense FP8 TFLOPS against
+    500 at BF16) a verification's weight FLOPs take half the time they would at BF16; on an A100 (no FP8 rate) the
+    same point's take the whole time."""
+    point = next(point for point in POINTS if point.weights == "fp8" and point.accelerator == "rtx-pro-6000-blackwell")
+    model = MODELS[point.target_preset or ""]
+    batch, tokens, context = 128.0, (point.k or 0) + 1.0, point.context or 1024
+    weights = 2.0 * model.active_params_b * 1e9 * batch * tokens
+    attention = 4.0 * model.layers * model.query_heads * model.head_dim * context * batch * tokens
+    assert published.work(point, [batch]).verify_flops[0] == pytest.approx(weights / 2.0 + attention, rel=1e-12)
+    ampere = dataclasses.replace(point, accelerator="a100-80gb-sxm")
+    assert published.work(ampere, [batch]).verify_flops[0] == pytest.approx(weights + attention, rel=1e-12)
+    plain = dataclasses.replace(point, weights=None)  # the same checkpoint in BF16
+    assert published.work(plain, [batch]).verify_flops[0] == pytest.approx(weights + attention, rel=1e-12)
+
+
 def test_a_long_context_makes_speculation_pay_more_as_the_batch_grows() -> None:
     """The KV read of every sequence grows with context x batch and verification reads it once for k + 1 tokens:
     at 32k tokens of context a draft reading a sparse cache gains more at batch 64 than at batch 8."""

@@ -131,6 +131,38 @@ def test_moe_verification_is_not_free_at_batch_one() -> None:
 # ---------------------------------------------------------------- compute-bound limit
 
 
+@pytest.mark.parametrize("context", [0, 4096])
+def test_fp8_weights_multiply_at_the_fp8_rate_and_attention_at_bf16(context: int) -> None:
+    """An FP8 checkpoint runs W8A8: its weights' multiplies at the device's FP8 rate, attention at BF16's; a device
+    without an FP8 rate (Ampere) multiplies them at BF16's."""
+    setup = plain_setup_for("h100-sxm", "dense-70b", context_tokens=context, target_bytes_per_param=1.0)
+    model, tokens = setup.target, 4096.0
+    weights = 2.0 * model.active_params_b * 1e9 * tokens
+    attention = 4.0 * model.layers * model.query_heads * model.head_dim * context * tokens
+    rate = setup.accelerator.bf16_tflops * 1e12 * setup.devices * setup.compute_efficiency
+    fp8 = dataclasses.replace(setup, target_fp8=True)
+    assert float(target_step(setup, 1, tokens).compute_s) == pytest.approx((weights + attention) / rate, rel=1e-12)
+    speed = 1978.9 / 989.4  # the H100 SXM data sheet's dense FP8 and BF16 rates
+    assert float(target_step(fp8, 1, tokens).compute_s) == pytest.approx(
+        (weights / speed + attention) / rate, rel=1e-12
+    )
+    assert float(target_step(fp8, 1, tokens).flops) == pytest.approx(weights + attention, rel=1e-12)  # the count
+    ampere = dataclasses.replace(fp8, accelerator=ACCELERATORS["a100-80gb-sxm"])
+    assert ampere.accelerator.fp8_tflops is None
+    at_bf16 = dataclasses.replace(ampere, target_fp8=False)
+    assert float(target_step(ampere, 1, tokens).compute_s) == float(target_step(at_bf16, 1, tokens).compute_s)
+
+
+def test_fp8_weights_move_the_crossover_to_a_larger_batch() -> None:
+    """Where verification turns compute-bound, a faster multiply keeps speculation paying to a larger batch."""
+    bf16 = plain_setup_for("h100-sxm", "dense-8b", target_bytes_per_param=1.0, draft_bytes_per_param=1.0)
+    fp8 = dataclasses.replace(bf16, target_fp8=True, draft_fp8=True)
+    batches = np.arange(1, 4097)
+    before, after = (crossover_batch(batches, roofline_speedup(0.7, 4, setup, batches)) for setup in (bf16, fp8))
+    assert before is not None and (after is None or after > before)
+    assert float(roofline_speedup(0.7, 4, fp8, before)) > 1.0
+
+
 @pytest.mark.parametrize("target", DENSE_TARGETS)
 @pytest.mark.parametrize("context", [0, 4096])
 def test_compute_bound_limit_is_one_over_operations_increase(target: str, context: int) -> None:

@@ -156,7 +156,14 @@ def test_table_csv(client: TestClient) -> None:
 
 
 # Every editable preset field, with a value the preset accepts on its own.
-ACCELERATOR_EDITS = {"bandwidth_tb_s": 4.2, "bf16_tflops": 700.0, "memory_gb": 40.0, "link_gb_s": 300.0, "links": 4}
+ACCELERATOR_EDITS = {
+    "bandwidth_tb_s": 4.2,
+    "bf16_tflops": 700.0,
+    "memory_gb": 40.0,
+    "link_gb_s": 300.0,
+    "links": 4,
+    "fp8_tflops": 3000.0,
+}
 MODEL_EDITS = {
     "total_params_b": 9.5,
     "active_params_b": 7.5,
@@ -192,6 +199,8 @@ def test_every_preset_field_round_trips(client: TestClient, prefix: str, owner: 
         base[prefix] = "mixtral-8x7b"
     if field in ("link_gb_s", "links", "hidden"):  # what the all-reduces carry between devices
         base["devices"] = 2
+    if field == "fp8_tflops":  # the rate FP8 weights multiply at, where the verification is compute-bound
+        base.update(weights="fp8", batch=256)
     params = {**base, f"{prefix}_{field}": value}
     plain = client.get(f"{REGIMES}/speedup-vs-batch", params=base).json()
     response = client.get(f"{REGIMES}/speedup-vs-batch", params=params)

@@ -210,6 +210,7 @@ PRESET_FIELD_BOUNDS: dict[str, tuple[type, float, bool, float, str]] = {
     "memory_gb": (float, 0.001, True, 1_000_000.0, "memory per device, GB"),
     "link_gb_s": (float, 0.001, True, 1_000_000.0, "interconnect bandwidth per device, both directions, GB/s"),
     "links": (int, 1, True, 64, "point-to-point links the link's bandwidth is split over (a mesh)"),
+    "fp8_tflops": (float, 0.001, True, 1_000_000.0, "peak dense FP8 TFLOPS per device (FP8 weights multiply at it)"),
     "total_params_b": (float, 0.000001, True, 100_000.0, "total parameters, billions"),
     "active_params_b": (float, 0.000001, True, 100_000.0, "parameters used per token, billions"),
     "layers": (int, 1, True, 10_000, "transformer layers"),

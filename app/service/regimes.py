@@ -24,6 +24,7 @@ from app.model.cost.presets import (
     ACCELERATORS,
     DRAFT_CHOICES,
     DRAFT_HEADS,
+    FP8_MATMUL_FORMATS,
     MODEL_FIELDS,
     MODELS,
     WEIGHT_FORMATS,
@@ -214,8 +215,9 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
         if device_preset(accelerator) != request.hw:  # a device of its own figures: the user's, not the preset's
             accelerator = replace(
                 accelerator,
-                name=f"your accelerator ({accelerator.bandwidth_tb_s:g} TB/s, {accelerator.bf16_tflops:g} TFLOPS, "
-                f"{accelerator.memory_gb:g} GB)",
+                name=f"your accelerator ({accelerator.bandwidth_tb_s:g} TB/s, {accelerator.bf16_tflops:g} TFLOPS"
+                + ("" if accelerator.fp8_tflops is None else f" ({accelerator.fp8_tflops:g} at FP8)")
+                + f", {accelerator.memory_gb:g} GB)",
             )
         elif accelerator != preset:  # the preset's device over another link (a bridge, or none for peer-to-peer)
             accelerator = replace(accelerator, name=f"{preset.name}, {_link_name(accelerator)}")
@@ -236,6 +238,8 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
             devices=max(request.devices, 1),
             target_bytes_per_param=WEIGHT_FORMATS[request.weights],
             draft_bytes_per_param=WEIGHT_FORMATS[draft_weights],
+            target_fp8=request.weights in FP8_MATMUL_FORMATS,
+            draft_fp8=draft_weights in FP8_MATMUL_FORMATS,
             kv_bytes_per_value=KV_CACHE_FORMATS[request.kv_cache],
             context_tokens=request.context,
             bandwidth_efficiency=request.bandwidth_efficiency,

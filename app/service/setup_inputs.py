@@ -172,6 +172,7 @@ FIELD_LABELS: dict[str, str] = {
     "memory_gb": "Memory (GB)",
     "link_gb_s": "Link (GB/s, both ways)",
     "links": "Links in a mesh",
+    "fp8_tflops": "Dense FP8 TFLOPS",
     "total_params_b": "Total parameters (B)",
     "active_params_b": "Active parameters (B)",
     "layers": "Layers",

@@ -11,7 +11,9 @@ TFLOPS (1e12 floating-point operations per second), memory in GB (1e9
 bytes).  Model parameter counts are in billions.  An accelerator's link is
 the datasheet's interconnect bandwidth per device, both directions together,
 in GB/s: what a tensor-parallel all-reduce crosses between two devices
-(NVLink or Infinity Fabric where the board has it, PCIe otherwise).
+(NVLink or Infinity Fabric where the board has it, PCIe otherwise).  Its
+FP8 figure, also dense, is the rate at which FP8 weights multiply (W8A8);
+none where the device has no FP8 tensor rate or none is taken here.
 """
 
 from __future__ import annotations
@@ -32,13 +34,15 @@ class Accelerator:
     memory_gb: float
     link_gb_s: float | None = None  # None: the all-reduces' payload is not priced
     links: int | None = None  # point-to-point links link_gb_s is split over (a mesh); None: through a switch
+    fp8_tflops: float | None = None  # peak dense FP8 tensor rate; None: FP8 weights multiply at the BF16 rate
 
     def __post_init__(self) -> None:
         for field in ("bandwidth_tb_s", "bf16_tflops", "memory_gb"):
             if not getattr(self, field) > 0:
                 raise FieldError(field, "{0} must be positive")
-        if self.link_gb_s is not None and not self.link_gb_s > 0:
-            raise FieldError("link_gb_s", "{0} must be positive")
+        for field in ("link_gb_s", "fp8_tflops"):
+            if getattr(self, field) is not None and not getattr(self, field) > 0:
+                raise FieldError(field, "{0} must be positive")
         if self.links is not None and not (isinstance(self.links, int) and self.links >= 1):
             raise FieldError("links", "{0} must be a whole number, at least 1")
 
@@ -135,78 +139,94 @@ class ModelSpec:
 
 # Bytes per stored parameter for the weight formats offered.
 WEIGHT_FORMATS: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "int4": 0.5}
+# Weight formats whose multiplies run in FP8, at the accelerator's FP8 rate where it has one: vLLM, SGLang and
+# TensorRT-LLM serve an FP8 checkpoint W8A8, quantizing each pass's activations to FP8 too.  Every other format
+# multiplies at the BF16 rate (int4 weights, W4A16, are widened to BF16 before they multiply).
+FP8_MATMUL_FORMATS: tuple[str, ...] = ("fp8",)
 
 ACCELERATORS: dict[str, Accelerator] = {
     # NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column: HBM2e 2,039 GB/s,
     # BF16 Tensor Core 312 TFLOPS (624 is the sparsity figure), 80 GB.
     # Link: NVLink 600 GB/s (same datasheet).
+    # No FP8 tensor rate (Ampere): FP8 weights multiply at the BF16 rate.
     "a100-80gb-sxm": Accelerator("A100 80GB SXM", 2.039, 312.0, 80.0, 600.0),
     # NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column: 3.35 TB/s, BF16 Tensor Core
     # 1,979 TFLOPS "with sparsity", so 989.4 dense (H100 whitepaper table), 80 GB.
-    # Link: NVLink 900 GB/s (same datasheet).
-    "h100-sxm": Accelerator("H100 SXM", 3.35, 989.4, 80.0, 900.0),
+    # Link: NVLink 900 GB/s (same datasheet).  FP8 Tensor Core 3,958 TFLOPS with sparsity, so 1,978.9 dense.
+    "h100-sxm": Accelerator("H100 SXM", 3.35, 989.4, 80.0, 900.0, fp8_tflops=1978.9),
     # NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column: 4.8 TB/s, BF16 Tensor Core
     # 1,979 TFLOPS with sparsity, so 989.4 dense (same GH100 die as H100), 141 GB HBM3e.
-    # Link: NVLink 900 GB/s (same datasheet).
-    "h200": Accelerator("H200 SXM", 4.8, 989.4, 141.0, 900.0),
+    # Link: NVLink 900 GB/s (same datasheet).  FP8 Tensor Core 3,958 TFLOPS with sparsity, so 1,978.9 dense.
+    "h200": Accelerator("H200 SXM", 4.8, 989.4, 141.0, 900.0, fp8_tflops=1978.9),
     # NVIDIA HGX B200 specifications (1,000 W B200): 64 TB/s HBM3e and 1,440 GB over 8 GPUs,
     # i.e. 8 TB/s and 180 GB each; FP16/BF16 Tensor Core 4.5 PFLOPS per GPU with sparsity,
     # so 2,250 TFLOPS dense.
-    # Link: NVLink 1.8 TB/s per GPU (fifth generation, same page).
-    "b200": Accelerator("B200 (HGX)", 8.0, 2250.0, 180.0, 1800.0),
+    # Link: NVLink 1.8 TB/s per GPU (fifth generation, same page).  FP8 Tensor Core 72 PFLOPS over 8 GPUs with
+    # sparsity, so 4,500 TFLOPS dense each.
+    "b200": Accelerator("B200 (HGX)", 8.0, 2250.0, 180.0, 1800.0, fp8_tflops=4500.0),
     # AMD Instinct MI300X data sheet: 5.3 TB/s HBM3, 192 GB, peak BF16 1,307.4 TFLOPS dense
     # (2,614.9 is the sparsity figure).
-    # Link: Infinity Fabric 896 GB/s peak over 7 links (same data sheet).
-    "mi300x": Accelerator("MI300X", 5.3, 1307.4, 192.0, 896.0, links=7),
+    # Link: Infinity Fabric 896 GB/s peak over 7 links (same data sheet).  Peak FP8 2,614.9 TFLOPS dense.
+    "mi300x": Accelerator("MI300X", 5.3, 1307.4, 192.0, 896.0, links=7, fp8_tflops=2614.9),
     # NVIDIA A100 Tensor Core GPU datasheet, A100 40GB SXM column: HBM2 1,555 GB/s, BF16 Tensor Core 312 TFLOPS
     # dense, 40 GB.
     # Link: NVLink 600 GB/s (same datasheet).
+    # No FP8 tensor rate (Ampere): FP8 weights multiply at the BF16 rate.
     "a100-40gb-sxm": Accelerator("A100 40GB SXM", 1.555, 312.0, 40.0, 600.0),
     # NVIDIA GB200 NVL72 specifications: 13.4 TB of HBM3e and 576 TB/s over 72 Blackwell GPUs (186 GB and 8 TB/s
     # each), FP16/BF16 Tensor Core 360 PFLOPS with sparsity, so 2,500 TFLOPS dense per GPU.
-    # Link: NVLink 130 TB/s over the 72 GPUs, 1.8 TB/s each (same page).
-    "gb200": Accelerator("GB200 (per Blackwell GPU)", 8.0, 2500.0, 186.0, 1800.0),
+    # Link: NVLink 130 TB/s over the 72 GPUs, 1.8 TB/s each (same page).  FP8 Tensor Core 720 PFLOPS with sparsity,
+    # so 5,000 TFLOPS dense per GPU.
+    "gb200": Accelerator("GB200 (per Blackwell GPU)", 8.0, 2500.0, 186.0, 1800.0, fp8_tflops=5000.0),
     # NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090: GDDR6X 936 GB/s, 24 GB; peak FP16/BF16
     # Tensor TFLOPS with FP32 accumulate 71 dense (142 with sparsity; 142 dense with FP16 accumulate).
     # Link: PCIe 4.0 x16, 64 GB/s both ways (a bridge is optional).
+    # No FP8 tensor rate (Ampere): FP8 weights multiply at the BF16 rate.
     "rtx-3090": Accelerator("GeForce RTX 3090", 0.936, 71.0, 24.0, 64.0),
     # AMD Instinct MI355X data sheet: 8 TB/s HBM3E, 288 GB, peak FP16/BF16 2,516.6 TFLOPS dense (the sparsity
     # figure is twice that).
-    # Link: Infinity Fabric 1,075.2 GB/s peak over 7 links (same data sheet).
-    "mi355x": Accelerator("MI355X", 8.0, 2516.6, 288.0, 1075.2, links=7),
+    # Link: Infinity Fabric 1,075.2 GB/s peak over 7 links (same data sheet).  Peak FP8 5,033.2 TFLOPS dense.
+    "mi355x": Accelerator("MI355X", 8.0, 2516.6, 288.0, 1075.2, links=7, fp8_tflops=5033.2),
     # GeForce RTX 3060 12GB: 192-bit GDDR6 at 15 Gbps, 360 GB/s, 12 GB (NVIDIA's specifications); NVIDIA's launch
     # figure of 101 "tensor TFLOPS" is FP16 with sparsity and FP16 accumulate, so 25.3 dense with FP32 accumulate
     # (a quarter of it, as the GA102 whitepaper's ratios for the RTX 3090 give).
     # Link: PCIe 4.0 x16, 64 GB/s both ways.
+    # No FP8 tensor rate (Ampere): FP8 weights multiply at the BF16 rate.
     "rtx-3060-12gb": Accelerator("GeForce RTX 3060 12GB", 0.360, 25.3, 12.0, 64.0),
     # AMD Radeon AI PRO R9700 product page: 32 GB GDDR6 on 256 bits at 20 Gbps (640 GB/s), 389 TFLOPS FP16 matrix
     # with sparsity, so 194.6 dense.
     # Link: PCIe 5.0 x16, 128 GB/s both ways (same page).
+    # No FP8 figure is taken here: FP8 weights are priced at the BF16 rate.
     "radeon-ai-pro-r9700": Accelerator("Radeon AI PRO R9700", 0.640, 194.6, 32.0, 128.0),
     # Intel Arc Pro B70: 32 GB GDDR6 at 608 GB/s on 256 bits, 367 INT8 TOPS on its XMX engines (Intel's product
     # page); Intel gives no FP16 figure, and XMX runs FP16 at half its INT8 rate: 183.5.
     # Link: the page gives no host interface figure, so the all-reduces' payload is not priced.
+    # No FP8 figure is taken here: FP8 weights are priced at the BF16 rate.
     "arc-pro-b70": Accelerator("Arc Pro B70", 0.608, 183.5, 32.0),
     # NVIDIA Ada GPU architecture whitepaper (v2.1), Appendix A, GeForce RTX 4090: GDDR6X 1,008 GB/s on 384 bits,
     # 24 GB; peak BF16 Tensor TFLOPS with FP32 accumulate 165.2 dense (330.4 with sparsity).
-    # Link: PCIe 4.0 x16, 64 GB/s both ways (the card has no NVLink).
-    "rtx-4090": Accelerator("GeForce RTX 4090", 1.008, 165.2, 24.0, 64.0),
+    # Link: PCIe 4.0 x16, 64 GB/s both ways (the card has no NVLink).  Peak FP8 Tensor TFLOPS with FP32 accumulate
+    # 330.3 dense (same table).
+    "rtx-4090": Accelerator("GeForce RTX 4090", 1.008, 165.2, 24.0, 64.0, fp8_tflops=330.3),
     # NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column: HBM2e 2 TB/s, BF16 Tensor Core 1,513 TFLOPS with
     # sparsity, so 756.5 dense, 80 GB.
-    # Link: PCIe Gen5 128 GB/s (same column; its 600 GB/s NVLink needs a bridge).
-    "h100-pcie": Accelerator("H100 PCIe", 2.0, 756.5, 80.0, 128.0),
+    # Link: PCIe Gen5 128 GB/s (same column; its 600 GB/s NVLink needs a bridge).  FP8 Tensor Core 3,026 TFLOPS
+    # with sparsity, so 1,513 dense.
+    "h100-pcie": Accelerator("H100 PCIe", 2.0, 756.5, 80.0, 128.0, fp8_tflops=1513.0),
     # The same datasheet, H100 NVL column (per GPU): HBM3 3.9 TB/s, BF16 Tensor Core 1,671 TFLOPS with sparsity, so
     # 835.5 dense, 94 GB.
-    # Link: NVLink 600 GB/s (the pair's bridge, same column).
-    "h100-nvl": Accelerator("H100 NVL (94 GB)", 3.9, 835.5, 94.0, 600.0),
+    # Link: NVLink 600 GB/s (the pair's bridge, same column).  FP8 Tensor Core 3,341 TFLOPS with sparsity, so
+    # 1,670.5 dense.
+    "h100-nvl": Accelerator("H100 NVL (94 GB)", 3.9, 835.5, 94.0, 600.0, fp8_tflops=1670.5),
     # NVIDIA RTX PRO 6000 Blackwell (GTC 2025 announcement, the same for its Workstation, Max-Q and Server editions):
     # 96 GB GDDR7 on 512 bits at 28 Gbps, 1,792 GB/s; 4,000 AI TOPS, an FP4 figure with sparsity, so 2,000 dense at
     # FP4 and 500 at FP16/BF16 (each precision step halves the tensor rate, the professional parts at full rate with
     # FP32 accumulation).
-    # Link: PCIe 5.0 x16, 128 GB/s both ways (the card has no NVLink).
-    "rtx-pro-6000-blackwell": Accelerator("RTX PRO 6000 Blackwell", 1.792, 500.0, 96.0, 128.0),
+    # Link: PCIe 5.0 x16, 128 GB/s both ways (the card has no NVLink).  FP8: 1,000 dense, by the same halving.
+    "rtx-pro-6000-blackwell": Accelerator("RTX PRO 6000 Blackwell", 1.792, 500.0, 96.0, 128.0, fp8_tflops=1000.0),
     # NVIDIA A40 datasheet: 48 GB GDDR6 with ECC, 696 GB/s, BF16 Tensor Core 149.7 TFLOPS (299.4 with sparsity).
     # Link: PCIe Gen4 64 GB/s (same datasheet; its 112.5 GB/s NVLink needs a bridge).
+    # No FP8 tensor rate (Ampere): FP8 weights multiply at the BF16 rate.
     "a40": Accelerator("A40", 0.696, 149.7, 48.0, 64.0),
 }
 

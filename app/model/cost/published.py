@@ -48,7 +48,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from app.model import limits
-from app.model.cost.presets import ACCELERATOR_FAMILIES, ACCELERATORS, MODELS, ModelSpec, device_preset, draft_head
+from app.model.cost.presets import (
+    ACCELERATOR_FAMILIES,
+    ACCELERATORS,
+    FP8_MATMUL_FORMATS,
+    MODELS,
+    ModelSpec,
+    device_preset,
+    draft_head,
+)
 from app.model.cost.regimes import (
     RooflineSetup,
     crossover_batch,
@@ -419,6 +427,8 @@ def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
         target_bytes_per_param=WEIGHT_BYTES.get(point.weights or "bf16", 2.0),
         draft_bytes_per_param=WEIGHT_BYTES.get(point.draft_weights or "bf16", 2.0),
         context_tokens=point.context or limits.DEFAULT_CONTEXT,
+        target_fp8=point.weights in FP8_MATMUL_FORMATS,
+        draft_fp8=(point.weights if draft is _target(point) else point.draft_weights) in FP8_MATMUL_FORMATS,
     )
     return priced(bare, costs.terms())
 
@@ -498,20 +508,23 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
         verified = float(point.num_draft_tokens or k * point.topk + 1)
     target_bytes = setup.target_bytes_per_param
 
-    def reads(model: ModelSpec, bytes_per_param: float, tokens: float, cached: int) -> tuple[FloatArray, FloatArray]:
+    def reads(
+        model: ModelSpec, bytes_per_param: float, tokens: float, cached: int, fp8: bool
+    ) -> tuple[FloatArray, FloatArray]:
+        """Bytes read, and FLOPs as the time they take at the BF16 rate (regimes.flops_per_token)."""
         kv = kv_cache_bytes(model, replace(setup, context_tokens=cached), at)
         weights = weight_bytes_read(model, bytes_per_param, at * tokens)
-        return weights + kv, at * tokens * flops_per_token(model, cached)
+        return weights + kv, at * tokens * flops_per_token(model, cached, setup.matmul_speed(fp8))
 
-    plain_bytes, plain_flops = reads(target, target_bytes, 1.0, context)
-    verify_bytes, verify_flops = reads(target, target_bytes, verified, context)
+    plain_bytes, plain_flops = reads(target, target_bytes, 1.0, context, setup.target_fp8)
+    verify_bytes, verify_flops = reads(target, target_bytes, verified, context, setup.target_fp8)
     ones = np.ones_like(at)
     if draft is None:
         draft_bytes, draft_flops, drafted, draft_layers, draft_payload = 0 * at, 0 * at, 0 * at, 0, 0 * at
     else:
         cached = min(point.draft_kv_budget or context, context) if point.draft_method in SPARSE_METHODS else context
         own = target_bytes if draft is target else WEIGHT_BYTES[point.draft_weights or "bf16"]
-        draft_bytes, draft_flops = reads(draft, own, width, cached)
+        draft_bytes, draft_flops = reads(draft, own, width, cached, setup.draft_fp8)
         drafted, draft_layers, draft_payload = ones, draft.layers, payload_s(setup, draft, at * width)
     multi = 1.0 if devices > 1 else 0.0
     return Work(

@@ -113,6 +113,10 @@ class RooflineSetup:
     draft_bytes_per_param: float = 2.0
     kv_bytes_per_value: float = 2.0
     context_tokens: int = limits.DEFAULT_CONTEXT
+    # whether the target's (the draft's) weights multiply in FP8, at the accelerator's FP8 rate where it has one
+    # (presets.FP8_MATMUL_FORMATS); attention multiplies at the BF16 rate either way
+    target_fp8: bool = False
+    draft_fp8: bool = False
     bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     # Launch, synchronisation and sampling per forward pass, fitted to published measurements (limits.FITTED_TERMS).
@@ -154,6 +158,12 @@ class RooflineSetup:
     @property
     def compute_flops_s(self) -> float:
         return self.accelerator.bf16_tflops * 1e12 * self.devices * self.compute_efficiency
+
+    def matmul_speed(self, fp8: bool) -> float:
+        """How much faster than at the BF16 rate the weights multiply: the FP8 rate over the BF16 one where they
+        multiply in FP8 and the accelerator gives an FP8 rate, else 1."""
+        fp8_tflops = self.accelerator.fp8_tflops
+        return fp8_tflops / self.accelerator.bf16_tflops if fp8 and fp8_tflops is not None else 1.0
 
 
 def default_setup() -> RooflineSetup:
@@ -208,10 +218,12 @@ def weight_bytes_read(model: ModelSpec, bytes_per_param: float, tokens_in_step: 
     return (model.shared_params_b + model.routed_params_b * coverage) * 1e9 * bytes_per_param
 
 
-def flops_per_token(model: ModelSpec, context_tokens: int) -> float:
-    """2 x active parameters plus attention scores and values over the cached context."""
+def flops_per_token(model: ModelSpec, context_tokens: int, matmul_speed: float = 1.0) -> float:
+    """2 x active parameters plus attention scores and values over the cached context; with ``matmul_speed`` (the
+    weights' multiply rate over the BF16 rate, RooflineSetup.matmul_speed) the weights' share counted as the FLOPs
+    that take as long at the BF16 rate."""
     attention = 4.0 * model.layers * model.query_heads * model.head_dim * context_tokens
-    return 2.0 * model.active_params_b * 1e9 + attention
+    return 2.0 * model.active_params_b * 1e9 / matmul_speed + attention
 
 
 def model_step(
@@ -222,22 +234,25 @@ def model_step(
     tokens: ArrayLike,
     overhead_us: float | None = None,
     per_sequence_us: float = 0.0,
+    fp8: bool = False,
 ) -> StepTime:
     """Roofline time of one step of ``model`` over ``tokens`` tokens for each of ``batch`` sequences.
 
     ``overhead_us`` is the pass's fixed time (default: the setup's per-pass overhead), ``per_sequence_us`` its
     time per sequence of the batch; with more than one device each layer adds two all-reduces of
-    ``setup.allreduce_us`` and their payload over the link (:func:`payload_s`)."""
+    ``setup.allreduce_us`` and their payload over the link (:func:`payload_s`).  ``fp8``: its weights multiply in
+    FP8 (RooflineSetup.matmul_speed)."""
     batch_array = np.asarray(batch, dtype=np.float64)
     tokens_array = np.asarray(tokens, dtype=np.float64)
     token_count = batch_array * tokens_array
     bytes_read = weight_bytes_read(model, bytes_per_param, token_count) + kv_cache_bytes(model, setup, batch_array)
     flops = token_count * flops_per_token(model, setup.context_tokens)
+    at_bf16 = token_count * flops_per_token(model, setup.context_tokens, setup.matmul_speed(fp8))
     return StepTime(
         bytes_read=bytes_read,
         flops=flops,
         memory_s=bytes_read / setup.bandwidth_bytes_s,
-        compute_s=flops / setup.compute_flops_s,
+        compute_s=at_bf16 / setup.compute_flops_s,
         overhead_s=(
             (setup.step_overhead_us if overhead_us is None else overhead_us)
             + communication_us(setup, model)
@@ -285,7 +300,13 @@ def cycle_overhead_s(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
 def target_step(setup: RooflineSetup, batch: ArrayLike, tokens: ArrayLike) -> StepTime:
     """One pass of the target, plain or verifying: its fixed time and its time per sequence beside the roofline."""
     return model_step(
-        setup, setup.target, setup.target_bytes_per_param, batch, tokens, per_sequence_us=setup.overhead_per_sequence_us
+        setup,
+        setup.target,
+        setup.target_bytes_per_param,
+        batch,
+        tokens,
+        per_sequence_us=setup.overhead_per_sequence_us,
+        fp8=setup.target_fp8,
     )
 
 
@@ -299,6 +320,7 @@ def draft_step(setup: RooflineSetup, batch: ArrayLike) -> StepTime:
         1,
         setup.draft_step_overhead_us,
         per_sequence_us=setup.overhead_per_sequence_us,
+        fp8=setup.draft_fp8,
     )
 
 

@@ -127,8 +127,8 @@ def _components(setup: RooflineSetup, rows: list[StepRow]) -> tuple[np.ndarray, 
     tokens = np.array([row.tokens for row in rows], dtype=np.float64)
     width = np.array([row.draft_width for row in rows], dtype=np.float64)
     steps = np.array([row.draft_steps for row in rows], dtype=np.float64)
-    target = model_step(unit, unit.target, unit.target_bytes_per_param, batch, tokens)
-    draft = model_step(unit, unit.draft, unit.draft_bytes_per_param, batch, width)
+    target = model_step(unit, unit.target, unit.target_bytes_per_param, batch, tokens, fp8=unit.target_fp8)
+    draft = model_step(unit, unit.draft, unit.draft_bytes_per_param, batch, width, fp8=unit.draft_fp8)
     carried = payload_s(unit, unit.target, batch * tokens) + steps * payload_s(unit, unit.draft, batch * width)
     return target.memory_s, target.compute_s, draft.memory_s, draft.compute_s, steps, carried
 

@@ -20,6 +20,8 @@ class AcceleratorOut(
         "PCIe); the all-reduces' payload crosses it at half this each way. Null: not priced.",
         "links": "Point-to-point links link_gb_s is split over, one to each peer (AMD Infinity Fabric's 7): with "
         "fewer peers than links the rest stand idle. Null: the devices meet in a switch (NVSwitch, PCIe).",
+        "fp8_tflops": "Peak dense FP8 tensor throughput per device, TFLOPS: the rate FP8 weights multiply at (W8A8). "
+        "Null: FP8 weights multiply at the BF16 rate.",
     },
 ):
     key: str = Field(description="Preset the values started from.")
@@ -49,6 +51,8 @@ class SetupOut(
         "overhead_per_sequence_us": "Time every target pass spends per sequence of the batch beyond its reads and "
         "arithmetic, microseconds.",
         "overhead_per_draft_step_us": "Fixed time per draft step, microseconds; null: as a pass.",
+        "target_fp8": "True when the target's weights multiply in FP8 (fp8 weights), at the accelerator's FP8 rate.",
+        "draft_fp8": "True when the draft's weights multiply in FP8, at the accelerator's FP8 rate.",
         "cycle_overhead_us": "What a speculative cycle adds beyond its passes, microseconds.",
         "cycle_overhead_per_sequence_us": "The same per sequence of the batch, microseconds.",
         "allreduce_us": "One all-reduce's latency over the devices (two per layer per pass; what it carries is "
