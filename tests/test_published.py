@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
+from app.model import limits
 from app.model.arithmetic.acceptance import expected_tokens
 from app.model.cost import published
 from app.model.cost.presets import MODELS, draft_head
@@ -58,6 +59,7 @@ def test_each_entry_is_whole_and_consistent(point: published.PublishedPoint) -> 
         ({"prompt_len": 0, "output_len": 146}, "prompt_len"),
         ({"kv_cache_tokens": 14_864, "batch_kind": "batch"}, "kv_cache_tokens"),
         ({"baseline_kv_cache_tokens": 0, "batch_kind": "concurrency"}, "baseline_kv_cache_tokens"),
+        ({"context": -1}, "context"),
     ],
 )
 def test_a_missing_or_contradictory_field_is_named(change: dict[str, object], field: str) -> None:
@@ -161,6 +163,18 @@ def test_fp8_weights_are_priced_at_the_fp8_rate_where_the_device_has_one() -> No
     assert published.work(ampere, [batch]).verify_flops[0] == pytest.approx(weights + attention, rel=1e-12)
     plain = dataclasses.replace(point, weights=None)  # the same checkpoint in BF16
     assert published.work(plain, [batch]).verify_flops[0] == pytest.approx(weights + attention, rel=1e-12)
+
+
+def test_a_context_of_zero_reads_no_cache_and_an_unstated_one_the_default() -> None:
+    """A source's context of 0 (nothing before the output) is priced as 0 tokens of cache, not as the default it
+    takes where the source states none."""
+    point = next(point for point in POINTS if point.priced and point.context is None and point.draft_method == "mtp")
+    model = MODELS[point.target_preset or ""]
+    bytes_per_value = published.setup_of(point, published.PLAIN_ROOFLINE).kv_bytes_per_value
+    cache = model.kv_values_per_token * bytes_per_value * 16.0  # per token of context at batch 16
+    unstated = published.work(point, [16.0]).plain_bytes[0]
+    empty = published.work(dataclasses.replace(point, context=0), [16.0]).plain_bytes[0]
+    assert unstated - empty == pytest.approx(cache * limits.DEFAULT_CONTEXT, rel=1e-9)
 
 
 def test_a_long_context_makes_speculation_pay_more_as_the_batch_grows() -> None:

@@ -325,6 +325,23 @@ _SHAPES: dict[str, ModelSpec] = {
     # Only the 16 attention layers cache keys and values: 16 x 4 heads is entered as one KV head on each of the 64
     # layers, the same bytes per token; the DeltaNet layers' fixed state is not counted.
     "qwen3.6-27b": ModelSpec("Qwen3.5/3.6/3.8-27B (hybrid attention)", 27.0, 27.0, 64, 24, 1, 256),
+    # Qwen3.5-397B-A17B (model card: 397B total, 17B activated, 60 layers, hidden 4096, "15 * (3 * (Gated DeltaNet ->
+    # MoE) -> 1 * (Gated Attention -> MoE))"; 32 query heads and 2 KV heads of 256; 512 experts, "10 Routed + 1
+    # Shared" activated).  Only the 15 attention layers cache keys and values and attend: their 15 x 2 heads of 256
+    # are entered as one KV head of 128 on each of the 60 layers (the same bytes per token), and their 15 x 32 query
+    # heads of 256 as 16 of 128 (the same attention FLOPs); the DeltaNet layers' fixed state is not counted.
+    "qwen3.5-397b-a17b": ModelSpec(
+        "Qwen3.5-397B-A17B (hybrid attention)",
+        397.0,
+        17.0,
+        60,
+        16,
+        1,
+        128,
+        experts=512,
+        experts_per_token=10,
+        hidden=4096,
+    ),
     # gpt-oss-120b (OpenAI's model card; config.json): 117B total, 5.1B active, 36 layers, 64 query heads, 8 KV
     # heads of 64, 128 experts with 4 per token; every other layer attends over a 128-token window, so 18 x 8
     # heads cache the whole context: entered as 4 KV heads on each of the 36 layers.
@@ -363,6 +380,7 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "minimax-m2": (200_064, 3072),
     "kimi-k2": (163_840, 7168),
     "qwen3.6-27b": (248_320, 5120),
+    "qwen3.5-397b-a17b": (248_320, 4096),
     "gpt-oss-120b": (201_088, 2880),
     "minicpm3-4b": (73_448, 2560),
     "qwen3-32b": (151_936, 5120),

@@ -212,6 +212,8 @@ def problems(point: PublishedPoint) -> list[tuple[str, str]]:
         found.append(("qps", f"a request rate on a point measured by {point.batch_kind}"))
     if point.batch is not None and point.batch < 1:
         found.append(("batch", "at least 1"))
+    if point.context is not None and point.context < 0:
+        found.append(("context", "at least 0 (0: nothing precedes the output)"))
     if point.k is not None and not 1 <= point.k <= 64:
         found.append(("k", "from 1 to 64"))
     if point.accelerator is not None and point.accelerator not in ACCELERATORS:
@@ -416,6 +418,11 @@ def _draft(point: PublishedPoint) -> ModelSpec | None:
     return None
 
 
+def _context(point: PublishedPoint) -> int:
+    """The point's context: as the source gives it (0 where nothing precedes the output), the default where not."""
+    return limits.DEFAULT_CONTEXT if point.context is None else point.context
+
+
 def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
     """The product's roofline setup for ``point`` priced with ``costs``."""
     draft = _draft(point) or _target(point)
@@ -426,7 +433,7 @@ def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
         devices=point.tensor_parallel or point.devices or 1,
         target_bytes_per_param=WEIGHT_BYTES.get(point.weights or "bf16", 2.0),
         draft_bytes_per_param=WEIGHT_BYTES.get(point.draft_weights or "bf16", 2.0),
-        context_tokens=point.context or limits.DEFAULT_CONTEXT,
+        context_tokens=_context(point),
         target_fp8=point.weights in FP8_MATMUL_FORMATS,
         draft_fp8=(point.weights if draft is _target(point) else point.draft_weights) in FP8_MATMUL_FORMATS,
     )
@@ -497,7 +504,7 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
     at = np.asarray(batches if batches is not None else [point.batch or 1], dtype=np.float64)
     devices = point.tensor_parallel or point.devices or 1
     accelerator = ACCELERATORS[point.accelerator or ""]
-    context = point.context or limits.DEFAULT_CONTEXT
+    context = _context(point)
     setup = setup_of(point, PLAIN_ROOFLINE)
     k = float(point.k or 0)
     verified, width, steps = k + 1.0, 1.0, k
