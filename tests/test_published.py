@@ -188,6 +188,19 @@ def test_a_long_context_makes_speculation_pay_more_as_the_batch_grows() -> None:
     assert published.predicted_speedup(long, costs, 2.0, batch=64) > published.predicted_speedup(long, costs, 2.0, 8)
 
 
+@pytest.mark.parametrize(("first", "length"), [(0.05, 1.0), (9.0, 4.0)])
+def test_the_length_a_calibrating_point_implies_is_held_to_one_to_k_plus_one(first: float, length: float) -> None:
+    """A verification keeps at least its own token and at most k + 1 (k = 3 here): a first point far below or far
+    above what those allow sets the bound, not a length no engine can have."""
+    sweep = [point for point in POINTS if point.sweep == "eagle3_paper_tab3_sglang_h100_eagle"]
+    assert sweep[0].k == 3 and all(point.acceptance_length is None for point in sweep)
+    changed = [dataclasses.replace(sweep[0], speedup=first), *sweep[1:]]
+    single = published.problem(changed)
+    unit = single.work.unit_speedup(published.PLAIN_ROOFLINE)
+    assert single.lengths(unit) == pytest.approx([length] * len(changed))
+    assert single.predict(published.PLAIN_ROOFLINE) == pytest.approx(length * unit)
+
+
 def test_a_sweep_without_an_acceptance_takes_it_from_its_smallest_batch_which_then_tests_nothing() -> None:
     scored = PROBLEM.scored
     for index, (point, own) in enumerate(zip(PROBLEM.points, PROBLEM.calibrator, strict=True)):
@@ -199,7 +212,13 @@ def test_a_sweep_without_an_acceptance_takes_it_from_its_smallest_batch_which_th
     unit = PROBLEM.work.unit_speedup(published.PLAIN_ROOFLINE)
     predicted = PROBLEM.lengths(unit) * unit
     setting = [index for index in range(len(PROBLEM.points)) if not scored[index]]
-    assert np.allclose(predicted[setting], PROBLEM.measured[setting])  # it matches itself by construction
+    implied = PROBLEM.measured[setting] / unit[setting]
+    top = np.array([PROBLEM.ks[index] + 1.0 for index in setting])
+    inside = (implied >= 1.0) & (implied <= top)
+    assert inside.any()
+    # it matches itself by construction where the length it implies is one a verification can keep; else the bound
+    assert np.allclose(predicted[setting][inside], PROBLEM.measured[setting][inside])
+    assert np.allclose(predicted[setting][~inside], (np.clip(implied, 1.0, top) * unit[setting])[~inside])
 
 
 def test_a_prediction_does_not_see_its_own_source() -> None:

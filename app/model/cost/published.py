@@ -620,13 +620,17 @@ class Problem:
         )
 
     def lengths(self, unit: FloatArray) -> FloatArray:
-        """Each point's acceptance length: the source's, else from the p its sweep's calibrating point implies."""
+        """Each point's acceptance length: the source's, else from the p its sweep's calibrating point implies.
+
+        A verification keeps at least its own token and at most k + 1, so the length a calibrating point implies is
+        held to 1 to k + 1: a speedup below what one token per verification gives says the cost model is off
+        there, not that fewer than one token was kept."""
         out = self.stated_length.copy()
         implied: dict[int, float] = {}
         for index, own in enumerate(self.calibrator):
             if not math.isnan(out[index]):
                 continue
-            length = float(self.measured[own] / unit[own])
+            length = min(max(float(self.measured[own] / unit[own]), 1.0), self.ks[own] + 1.0)
             if not self.chain[index] or self.ks[index] == self.ks[own]:
                 out[index] = length
                 continue
