@@ -178,6 +178,13 @@ MODEL_EDITS = {
 }
 
 
+def test_a_device_with_an_fp8_figure_of_its_own_is_named_with_it(client: TestClient) -> None:
+    own = client.get(f"{REGIMES}/speedup-vs-batch", params={"hw_fp8_tflops": 3000}).json()["setup"]["accelerator"]
+    assert own["name"] == "your accelerator (3.35 TB/s, 989.4 TFLOPS (3000 at FP8), 80 GB)"
+    other = client.get(f"{REGIMES}/speedup-vs-batch", params={"hw_memory_gb": 120}).json()["setup"]["accelerator"]
+    assert other["name"] == "your accelerator (3.35 TB/s, 989.4 TFLOPS, 120 GB)"  # its FP8 figure is the preset's
+
+
 def test_edit_tables_cover_every_field() -> None:
     assert set(ACCELERATOR_EDITS) == set(ACCELERATOR_FIELDS)
     assert set(MODEL_EDITS) == set(MODEL_FIELDS)

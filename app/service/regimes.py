@@ -216,7 +216,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
             accelerator = replace(
                 accelerator,
                 name=f"your accelerator ({accelerator.bandwidth_tb_s:g} TB/s, {accelerator.bf16_tflops:g} TFLOPS"
-                + ("" if accelerator.fp8_tflops is None else f" ({accelerator.fp8_tflops:g} at FP8)")
+                + (f" ({accelerator.fp8_tflops:g} at FP8)" if "fp8_tflops" in own_figures else "")
                 + f", {accelerator.memory_gb:g} GB)",
             )
         elif accelerator != preset:  # the preset's device over another link (a bridge, or none for peer-to-peer)

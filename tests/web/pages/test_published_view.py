@@ -63,6 +63,23 @@ def test_the_page_shows_the_scatter_the_classes_and_the_exclusions(client: TestC
         assert ticks[0] <= min(values) * 1.5 and ticks[-1] >= max(values) / 1.5
 
 
+def test_the_sweeps_that_stop_paying_come_first_and_the_others_fold_away(client: TestClient) -> None:
+    """Every published sweep is listed once: those that stop paying within their batches, as measured or as
+    predicted, in the open table; those measured and predicted to pay throughout, in the folded one."""
+    body = client.get("/api/v1/published").json()
+    view = client.get("/api/v1/views/published").json()
+    opened = [row["cells"][0]["text"] for row in view["crossovers"]["rows"]]
+    folded = [row["cells"][0]["text"] for row in view["crossovers_paying"]["rows"]]
+    assert sorted(opened + folded) == sorted(row["sweep"] for row in body["crossovers"])
+    for row in body["crossovers"]:
+        predicted_in_range = row["predicted"] is not None and row["predicted"] <= row["batches"][-1]
+        assert (row["sweep"] in opened) == (row["measured"] is not None or predicted_in_range), row["sweep"]
+    assert any(row["measured"] is not None for row in body["crossovers"]) and folded
+    page = client.get("/published").text
+    assert page.index('id="published-crossovers"') < page.index('<details id="paying-details">')
+    assert page.index('<details id="step-times-details">') < page.index('id="published-step-times"')
+
+
 def test_the_step_times_are_reported_against_the_baselines_own_figure(client: TestClient) -> None:
     """The plain step's level against each source's baseline rate (never fitted) and each sweep's growth (fitted
     from the other sources), in the JSON and on the page: the points, sources and sweeps counted from the dataset

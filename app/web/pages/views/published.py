@@ -8,7 +8,7 @@ from typing import Any
 
 from app.model.cost import published
 from app.service.published import published_out
-from app.service.schemas.published import PublishedOut
+from app.service.schemas.published import PublishedCrossoverOut, PublishedOut
 from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, figure, line
 from app.web.pages.page import Page, View
@@ -143,9 +143,17 @@ def classes_table(report: PublishedOut) -> dict[str, Any]:
     return {"columns": ["Class", "Points", "Median error", "Worst error"], "rows": rows}
 
 
-def crossovers_table(report: PublishedOut) -> dict[str, Any]:
+def stops_in_range(row: PublishedCrossoverOut) -> bool:
+    """Whether a sweep stops paying inside its own batches, as measured or as predicted."""
+    return row.measured is not None or (row.predicted is not None and row.predicted <= row.batches[-1])
+
+
+def crossovers_table(report: PublishedOut, stops: bool = True) -> dict[str, Any]:
+    """The sweeps that stop paying in their range, measured or predicted (``stops``), or the others."""
     rows = []
     for row in report.crossovers:
+        if stops_in_range(row) != stops:
+            continue
         interval = "–" if row.range_low is None else f"{row.range_low}–{row.range_high or 'beyond 4096'}"
         verdict = "–" if row.measured is None else ("yes" if row.within_2x and row.inside_range else "no")
         measured = "never in range" if row.measured is None else measured_range(row.measured_after, row.measured)
@@ -219,6 +227,7 @@ def build(reading: Reading) -> View:
         "classes": classes_table(report),
         "intervals": intervals_table(report),
         "crossovers": crossovers_table(report),
+        "crossovers_paying": crossovers_table(report, stops=False),
         "step_times": step_times_table(report),
         "step_times_sentence": step_times_sentence(report),
         "points": points_table(report),
