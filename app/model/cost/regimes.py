@@ -360,7 +360,8 @@ def roofline_speedup(p: Acceptance, k: int, setup: RooflineSetup, batch: ArrayLi
 
 
 def operations_ratio(setup: RooflineSetup) -> float:
-    """Draft FLOPs per token over target FLOPs per token: Leviathan's c in the compute-bound limit."""
+    """Draft FLOPs per token over target FLOPs per token: Leviathan's c in the compute-bound limit where both
+    models multiply at the same rate (with FP8 weights on one side only, that side's weights multiply faster)."""
     return flops_per_token(setup.draft, setup.context_tokens) / flops_per_token(setup.target, setup.context_tokens)
 
 
