@@ -58,6 +58,7 @@ def published_out() -> PublishedOut:
             range_high=row["range"][1],
             within_2x=row["within_2x"],
             inside_range=row["inside_range"],
+            predicted_inside_own_range=row["predicted_inside_own_range"],
         )
         for row in fit["crossovers"]
     ]

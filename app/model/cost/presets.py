@@ -137,12 +137,37 @@ class ModelSpec:
         return self.layers * self.kv_heads * self.head_dim * self.kv_tensors
 
 
-# Bytes per stored parameter for the weight formats offered.
-WEIGHT_FORMATS: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "int4": 0.5}
-# Weight formats whose multiplies run in FP8, at the accelerator's FP8 rate where it has one: vLLM, SGLang and
-# TensorRT-LLM serve an FP8 checkpoint W8A8, quantizing each pass's activations to FP8 too.  Every other format
-# multiplies at the BF16 rate (int4 weights, W4A16, are widened to BF16 before they multiply).
-FP8_MATMUL_FORMATS: tuple[str, ...] = ("fp8",)
+@dataclass(frozen=True)
+class WeightFormat:
+    """How a weight format is stored and multiplied."""
+
+    bytes_per_param: float
+    # Multiplies in FP8, at the accelerator's FP8 rate where it has one: vLLM, SGLang and TensorRT-LLM serve an FP8
+    # checkpoint W8A8, quantizing each pass's activations to FP8 too.  Every other format multiplies at the BF16
+    # rate (int4 weights, W4A16, are widened to BF16 before they multiply; FP4's own rate is not priced).
+    fp8: bool = False
+
+
+# Every weight format priced.  The block formats are their blocks' sizes: llama.cpp's ggml/src/ggml-common.h at
+# 01243c58 (Q8_0 34 bytes per 32 weights, Q4_K 144 per 256, Q5_K 176 per 256, Q6_K 210 per 256, IQ3_XXS 98 per
+# 256, MXFP4 17 per 32), NVFP4 one FP8 scale per 16 FP4 values, MLX's affine 8-bit with a 16-bit scale and bias
+# per group of 64.  Mixes (Q4_K_M, Unsloth's dynamic quantizations) have no one size and are not priced.
+WEIGHTS: dict[str, WeightFormat] = {
+    "bf16": WeightFormat(2.0),
+    "fp8": WeightFormat(1.0, fp8=True),
+    "fp4": WeightFormat(0.5),
+    "int4": WeightFormat(0.5),
+    "q8_0": WeightFormat(34 / 32),
+    "q4_k": WeightFormat(144 / 256),
+    "q5_k": WeightFormat(176 / 256),
+    "q6_k": WeightFormat(210 / 256),
+    "iq3_xxs": WeightFormat(98 / 256),
+    "mxfp4": WeightFormat(17 / 32),
+    "nvfp4": WeightFormat(9 / 16),
+    "mlx-8bit-g64": WeightFormat(68 / 64),
+}
+# The formats a setup offers, with their bytes per stored parameter.
+WEIGHT_FORMATS: dict[str, float] = {name: WEIGHTS[name].bytes_per_param for name in ("bf16", "fp8", "int4")}
 
 ACCELERATORS: dict[str, Accelerator] = {
     # NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column: HBM2e 2,039 GB/s,

@@ -51,8 +51,8 @@ from app.model import limits
 from app.model.cost.presets import (
     ACCELERATOR_FAMILIES,
     ACCELERATORS,
-    FP8_MATMUL_FORMATS,
     MODELS,
+    WEIGHTS,
     ModelSpec,
     device_preset,
     draft_head,
@@ -60,11 +60,9 @@ from app.model.cost.presets import (
 from app.model.cost.regimes import (
     RooflineSetup,
     crossover_batch,
-    flops_per_token,
-    kv_cache_bytes,
+    model_step,
     payload_s,
     priced,
-    weight_bytes_read,
 )
 
 FloatArray = NDArray[np.float64]
@@ -81,25 +79,6 @@ PRICED_METHODS = (*HEAD_METHODS, *MODEL_METHODS, "self-speculation-sparse-kv", "
 # whose shape its sources do not give with the block size.
 UNPRICED_METHODS = ("mtp-relaxed", "block-diffusion")
 METHODS = (*PRICED_METHODS, *UNPRICED_METHODS)
-# Bytes per stored parameter of the target (and of a draft where ``draft_weights`` says).  The block formats are
-# their blocks' sizes: llama.cpp's ggml/src/ggml-common.h at 01243c58 (Q8_0 34 bytes per 32 weights, Q4_K 144 per
-# 256, Q5_K 176 per 256, Q6_K 210 per 256, IQ3_XXS 98 per 256, MXFP4 17 per 32), NVFP4 one FP8 scale per 16 FP4
-# values, MLX's affine 8-bit with a 16-bit scale and bias per group of 64.  Mixes (Q4_K_M, Unsloth's dynamic
-# quantizations) have no one size and are not priced.
-WEIGHT_BYTES = {
-    "bf16": 2.0,
-    "fp8": 1.0,
-    "fp4": 0.5,
-    "int4": 0.5,
-    "q8_0": 34 / 32,
-    "q4_k": 144 / 256,
-    "q5_k": 176 / 256,
-    "q6_k": 210 / 256,
-    "iq3_xxs": 98 / 256,
-    "mxfp4": 17 / 32,
-    "nvfp4": 9 / 16,
-    "mlx-8bit-g64": 68 / 64,
-}
 LONG_CONTEXT = 8000  # tokens from which a point's context is long: the KV read rivals the weights' at batch 8
 
 
@@ -118,7 +97,7 @@ class PublishedPoint:
     engine_version: str | None
     target: str | None
     target_preset: str | None
-    weights: str | None  # the target's weight format where not bf16 (WEIGHT_BYTES)
+    weights: str | None  # the target's weight format where not bf16 (WEIGHTS)
     draft_method: str
     draft: str | None
     draft_preset: str | None  # a separate draft model's preset
@@ -143,7 +122,7 @@ class PublishedPoint:
     lossless: bool
     notes: str | None
     quote: str | None = None  # the source's own words for the figure or for a field filled in later
-    draft_weights: str | None = None  # the draft's weight format where not bf16 (WEIGHT_BYTES)
+    draft_weights: str | None = None  # the draft's weight format where not bf16 (WEIGHTS)
     # What a serving run held, where its logs state it; recorded, not priced (the README's "tried and not entered":
     # a prefill timed in the run and a cache that holds fewer sequences than the concurrency).  The mean prompt
     # tokens of each request (with output_len, the mean tokens generated), and the tokens the speculative and the
@@ -172,7 +151,7 @@ def exclusion(point: PublishedPoint) -> str | None:
     if point.draft_method not in PRICED_METHODS:
         reasons.append(f"its draft method ({point.draft_method}) has no cost model here")
     for given in (point.weights, point.draft_weights):
-        if given is not None and given not in WEIGHT_BYTES:
+        if given is not None and given not in WEIGHTS:
             reasons.append(f"no byte count for its weight format ({given})")
     if point.accelerator is None:
         reasons.append(
@@ -234,7 +213,7 @@ def problems(point: PublishedPoint) -> list[tuple[str, str]]:
     for name in ("weights", "draft_weights"):
         given = getattr(point, name)
         if given is not None and not given.strip():
-            found.append((name, f"null for bf16, else the source's format (priced: {', '.join(WEIGHT_BYTES)})"))
+            found.append((name, f"null for bf16, else the source's format (priced: {', '.join(WEIGHTS)})"))
     if point.draft_weights is not None and point.draft_method in ("ngram", "self-speculation-sparse-kv"):
         found.append(("draft_weights", f"a {point.draft_method} draft has no weights of its own"))
     if point.prompt_len is not None and not (point.prompt_len >= 1 and point.output_len):
@@ -426,16 +405,19 @@ def _context(point: PublishedPoint) -> int:
 def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
     """The product's roofline setup for ``point`` priced with ``costs``."""
     draft = _draft(point) or _target(point)
+    target_weights = WEIGHTS[point.weights or "bf16"]
+    # a self-speculating draft is the target's own weights
+    draft_weights = target_weights if draft is _target(point) else WEIGHTS[point.draft_weights or "bf16"]
     bare = RooflineSetup(
         ACCELERATORS[point.accelerator or ""],
         _target(point),
         draft,
         devices=point.tensor_parallel or point.devices or 1,
-        target_bytes_per_param=WEIGHT_BYTES.get(point.weights or "bf16", 2.0),
-        draft_bytes_per_param=WEIGHT_BYTES.get(point.draft_weights or "bf16", 2.0),
+        target_bytes_per_param=target_weights.bytes_per_param,
+        draft_bytes_per_param=draft_weights.bytes_per_param,
         context_tokens=_context(point),
-        target_fp8=point.weights in FP8_MATMUL_FORMATS,
-        draft_fp8=(point.weights if draft is _target(point) else point.draft_weights) in FP8_MATMUL_FORMATS,
+        target_fp8=target_weights.fp8,
+        draft_fp8=draft_weights.fp8,
     )
     return priced(bare, costs.terms())
 
@@ -518,10 +500,11 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
     def reads(
         model: ModelSpec, bytes_per_param: float, tokens: float, cached: int, fp8: bool
     ) -> tuple[FloatArray, FloatArray]:
-        """Bytes read, and FLOPs as the time they take at the BF16 rate (regimes.flops_per_token)."""
-        kv = kv_cache_bytes(model, replace(setup, context_tokens=cached), at)
-        weights = weight_bytes_read(model, bytes_per_param, at * tokens)
-        return weights + kv, at * tokens * flops_per_token(model, cached, setup.matmul_speed(fp8))
+        """Bytes read, and FLOPs as the time they take at the BF16 rate: regimes.model_step's, at the cache of
+        ``cached`` tokens."""
+        at_cache = replace(setup, context_tokens=cached)
+        step = model_step(at_cache, model, bytes_per_param, at, tokens, fp8=fp8)
+        return step.bytes_read, step.compute_s * at_cache.compute_flops_s
 
     plain_bytes, plain_flops = reads(target, target_bytes, 1.0, context, setup.target_fp8)
     verify_bytes, verify_flops = reads(target, target_bytes, verified, context, setup.target_fp8)
@@ -530,8 +513,7 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
         draft_bytes, draft_flops, drafted, draft_layers, draft_payload = 0 * at, 0 * at, 0 * at, 0, 0 * at
     else:
         cached = min(point.draft_kv_budget or context, context) if point.draft_method in SPARSE_METHODS else context
-        own = target_bytes if draft is target else WEIGHT_BYTES[point.draft_weights or "bf16"]
-        draft_bytes, draft_flops = reads(draft, own, width, cached, setup.draft_fp8)
+        draft_bytes, draft_flops = reads(draft, setup.draft_bytes_per_param, width, cached, setup.draft_fp8)
         drafted, draft_layers, draft_payload = ones, draft.layers, payload_s(setup, draft, at * width)
     multi = 1.0 if devices > 1 else 0.0
     return Work(

@@ -114,7 +114,7 @@ class RooflineSetup:
     kv_bytes_per_value: float = 2.0
     context_tokens: int = limits.DEFAULT_CONTEXT
     # whether the target's (the draft's) weights multiply in FP8, at the accelerator's FP8 rate where it has one
-    # (presets.FP8_MATMUL_FORMATS); attention multiplies at the BF16 rate either way
+    # (presets.WeightFormat.fp8); attention multiplies at the BF16 rate either way
     target_fp8: bool = False
     draft_fp8: bool = False
     bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
@@ -222,8 +222,13 @@ def flops_per_token(model: ModelSpec, context_tokens: int, matmul_speed: float =
     """2 x active parameters plus attention scores and values over the cached context; with ``matmul_speed`` (the
     weights' multiply rate over the BF16 rate, RooflineSetup.matmul_speed) the weights' share counted as the FLOPs
     that take as long at the BF16 rate."""
-    attention = 4.0 * model.layers * model.query_heads * model.head_dim * context_tokens
-    return 2.0 * model.active_params_b * 1e9 / matmul_speed + attention
+    weights, attention = token_flops(model, context_tokens)
+    return weights / matmul_speed + attention
+
+
+def token_flops(model: ModelSpec, context_tokens: int) -> tuple[float, float]:
+    """One token's FLOPs: (through the weights, 2 x active parameters; through attention over the cached context)."""
+    return 2.0 * model.active_params_b * 1e9, 4.0 * model.layers * model.query_heads * model.head_dim * context_tokens
 
 
 def model_step(
@@ -246,11 +251,11 @@ def model_step(
     tokens_array = np.asarray(tokens, dtype=np.float64)
     token_count = batch_array * tokens_array
     bytes_read = weight_bytes_read(model, bytes_per_param, token_count) + kv_cache_bytes(model, setup, batch_array)
-    flops = token_count * flops_per_token(model, setup.context_tokens)
-    at_bf16 = token_count * flops_per_token(model, setup.context_tokens, setup.matmul_speed(fp8))
+    weights, attention = token_flops(model, setup.context_tokens)
+    at_bf16 = token_count * (weights / setup.matmul_speed(fp8) + attention)
     return StepTime(
         bytes_read=bytes_read,
-        flops=flops,
+        flops=token_count * (weights + attention),
         memory_s=bytes_read / setup.bandwidth_bytes_s,
         compute_s=at_bf16 / setup.compute_flops_s,
         overhead_s=(

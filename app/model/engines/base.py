@@ -324,12 +324,12 @@ class LiveFormat:
 
     engine: str  # the package's NAME
     title: str
-    metrics_path: str  # where its Prometheus text is served
     marker: str  # the prefix of its series there: what tells this engine from the others
-    native: bool  # llama-server's /completion with its own timings; otherwise OpenAI /v1/completions, streamed
     counts: Callable[[str], SpecCounts | None]  # cumulative, from one scrape; None: the server does not speculate
     k_of: Callable[[str, SpecCounts | None], int | None]  # the configured k where the scrape (or its counts) say it
     sources: tuple[Source, ...]
+    metrics_path: str = "/metrics"  # where its Prometheus text is served
+    native: bool = False  # llama-server's /completion with its own timings; otherwise OpenAI /v1/completions, streamed
     # the request of one completion that decodes n tokens whatever it says: (prompt, n, served model, cache prompt)
     body: Callable[[str, int, str | None, bool], dict[str, object]] = openai_completion
     completion_path: str = "/v1/completions"

@@ -66,6 +66,10 @@ class PublishedCrossoverOut(BaseModel):
     range_high: int | None = Field(description="Last such batch; null when it still holds 1 at batch 4096.")
     within_2x: bool | None
     inside_range: bool | None
+    predicted_inside_own_range: bool = Field(
+        description="Whether the predicted crossover falls inside the sweep's own batches (a sweep that never stops "
+        "paying is judged by it: it should not)."
+    )
 
 
 class PublishedGrowthOut(BaseModel):

@@ -73,6 +73,7 @@ def test_the_sweeps_that_stop_paying_come_first_and_the_others_fold_away(client:
     assert sorted(opened + folded) == sorted(row["sweep"] for row in body["crossovers"])
     for row in body["crossovers"]:
         predicted_in_range = row["predicted"] is not None and row["predicted"] <= row["batches"][-1]
+        assert row["predicted_inside_own_range"] == predicted_in_range, row["sweep"]
         assert (row["sweep"] in opened) == (row["measured"] is not None or predicted_in_range), row["sweep"]
     assert any(row["measured"] is not None for row in body["crossovers"]) and folded
     page = client.get("/published").text

@@ -265,7 +265,6 @@ def completion(prompt: str, n_predict: int, model: str | None, cache_prompt: boo
 LIVE = LiveFormat(
     engine="llamacpp",
     title="llama.cpp",
-    metrics_path="/metrics",
     marker=PREFIX,
     native=True,
     counts=spec_counts,

@@ -170,9 +170,7 @@ def _k(text: str, counts: SpecCounts | None) -> int | None:
 LIVE = LiveFormat(
     engine="sglang",
     title="SGLang",
-    metrics_path="/metrics",
     marker=PREFIX,
-    native=False,
     counts=spec_counts,
     k_of=_k,
     sources=(METRICS,),

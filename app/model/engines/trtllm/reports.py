@@ -188,7 +188,6 @@ LIVE = LiveFormat(
     title="TensorRT-LLM",
     metrics_path="/prometheus/metrics",
     marker=PREFIX,
-    native=False,
     counts=spec_counts,
     k_of=_k,
     sources=(OPENAI_SERVER, COLLECTOR, OPENAI_PROTOCOL),

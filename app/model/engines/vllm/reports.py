@@ -189,9 +189,7 @@ def spec_counts(text: str) -> SpecCounts | None:
 LIVE = LiveFormat(
     engine="vllm",
     title="vLLM",
-    metrics_path="/metrics",
     marker=PREFIX,
-    native=False,
     counts=spec_counts,
     k_of=per_position_k,
     sources=(

@@ -145,7 +145,7 @@ def classes_table(report: PublishedOut) -> dict[str, Any]:
 
 def stops_in_range(row: PublishedCrossoverOut) -> bool:
     """Whether a sweep stops paying inside its own batches, as measured or as predicted."""
-    return row.measured is not None or (row.predicted is not None and row.predicted <= row.batches[-1])
+    return row.measured is not None or row.predicted_inside_own_range
 
 
 def crossovers_table(report: PublishedOut, stops: bool = True) -> dict[str, Any]:
