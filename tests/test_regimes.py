@@ -17,7 +17,6 @@ from app.model.cost.regimes import (
     RooflineSetup,
     acceptance_grid,
     best_k_by_batch,
-    best_k_schedule,
     compare_regimes,
     crossover_batch,
     default_setup,
@@ -34,6 +33,7 @@ from app.model.cost.regimes import (
     roofline_draft_cost,
     roofline_speedup,
     roofline_verification,
+    schedule_from,
     simulate_expert_coverage,
     speedup_grid,
     speedup_table,
@@ -341,7 +341,8 @@ def test_speedup_grid_and_best_k_agree_with_closed_form() -> None:
 def test_schedule_covers_every_batch_and_switches_off() -> None:
     # the plain roofline: without a cycle's own time to spread, a longer draft never pays more at a larger batch
     setup = dataclasses.replace(plain_roofline(default_setup()), context_tokens=0)
-    schedule = best_k_schedule(0.8, setup, 8, 1024)
+    batches = np.arange(1, 1025)
+    schedule = schedule_from(batches, *best_k_by_batch(0.8, setup, batches, 8))
     assert schedule[0].batch_from == 1 and schedule[-1].batch_to == 1024
     for before, after in itertools.pairwise(schedule):
         assert after.batch_from == before.batch_to + 1

@@ -47,20 +47,8 @@ def published_out() -> PublishedOut:
         )
         for label, row in loso["classes"].items()
     ]
-    crossovers = [
-        PublishedCrossoverOut(
-            sweep=row["sweep"],
-            batches=row["batches"],
-            measured=row["measured"],
-            measured_after=row["measured_after"],
-            predicted=row["predicted"],
-            range_low=row["range"][0],
-            range_high=row["range"][1],
-            within_2x=row["within_2x"],
-            inside_range=row["inside_range"],
-            predicted_inside_own_range=row["predicted_inside_own_range"],
-        )
-        for row in fit["crossovers"]
+    crossovers = [  # the fit's row by name, its interval in two fields
+        PublishedCrossoverOut(**row, range_low=row["range"][0], range_high=row["range"][1]) for row in fit["crossovers"]
     ]
     check = fit["step_times"]
     step_times = PublishedStepTimesOut(

@@ -483,7 +483,3 @@ def with_overrides(preset: PresetT, overrides: Mapping[str, Any]) -> PresetT:
     if unknown:
         raise ValueError(f"unknown fields: {', '.join(sorted(unknown))}")
     return dataclasses.replace(preset, **changes)
-
-
-def preset_fields(preset: Accelerator | ModelSpec) -> dict[str, Any]:
-    return dataclasses.asdict(preset)

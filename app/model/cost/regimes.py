@@ -510,12 +510,6 @@ def schedule_from(batches: IntArray, best_k: IntArray, best_speedup: FloatArray)
     ]
 
 
-def best_k_schedule(p: float, setup: RooflineSetup, k_max: int, batch_max: int) -> list[ScheduleStep]:
-    batches = np.arange(1, batch_max + 1, dtype=np.int64)
-    best_k, best_speedup = best_k_by_batch(p, setup, batches, k_max)
-    return schedule_from(batches, best_k, best_speedup)
-
-
 # ---------------------------------------------------------------------------
 # Named regimes and the p x k table
 
