@@ -60,6 +60,9 @@ def test_each_entry_is_whole_and_consistent(point: published.PublishedPoint) -> 
         ({"kv_cache_tokens": 14_864, "batch_kind": "batch"}, "kv_cache_tokens"),
         ({"baseline_kv_cache_tokens": 0, "batch_kind": "concurrency"}, "baseline_kv_cache_tokens"),
         ({"context": -1}, "context"),
+        ({"replicas": 1, "devices": 4, "tensor_parallel": 4}, "replicas"),
+        ({"replicas": 2, "devices": 4, "tensor_parallel": 4}, "replicas"),
+        ({"replicas": 2, "devices": 8, "tensor_parallel": None}, "replicas"),
     ],
 )
 def test_a_missing_or_contradictory_field_is_named(change: dict[str, object], field: str) -> None:
@@ -118,7 +121,8 @@ def test_the_published_pricing_is_the_products_roofline(point: published.Publish
     p, k = 0.7, point.k or 1
     length = expected_tokens(p, k)
     ours = published.predicted_speedup(point, costs, length)
-    product = float(roofline_speedup(p, k, published.setup_of(point, costs), point.batch or 1))
+    batch = float(published.engine_batch(point, [point.batch or 1])[0])  # the product's setup is one engine
+    product = float(roofline_speedup(p, k, published.setup_of(point, costs), batch))
     assert ours == pytest.approx(product, rel=1e-9)
 
 
@@ -163,6 +167,20 @@ def test_fp8_weights_are_priced_at_the_fp8_rate_where_the_device_has_one() -> No
     assert published.work(ampere, [batch]).verify_flops[0] == pytest.approx(weights + attention, rel=1e-12)
     plain = dataclasses.replace(point, weights=None)  # the same checkpoint in BF16
     assert published.work(plain, [batch]).verify_flops[0] == pytest.approx(weights + attention, rel=1e-12)
+
+
+def test_engines_behind_a_balancer_each_run_their_share_of_the_batch() -> None:
+    """Two engines of 4 devices each serving 64 concurrent requests: each prices as one engine of 4 devices at 32
+    (at one request, one engine runs it and the other idles), and the speedup is that engine's."""
+    point = next(point for point in POINTS if point.replicas == 2 and point.priced)
+    one = dataclasses.replace(point, replicas=None, devices=point.tensor_parallel)
+    shared, alone = published.work(point, [1.0, 8.0, 64.0]), published.work(one, [1.0, 4.0, 32.0])
+    assert list(shared.batch) == list(published.engine_batch(point, [1.0, 8.0, 64.0])) == [1.0, 4.0, 32.0]
+    for name in ("bandwidth", "compute", "plain_bytes", "verify_flops", "draft_bytes", "target_allreduces"):
+        assert list(getattr(shared, name)) == list(getattr(alone, name)), name
+    costs = published.PLAIN_ROOFLINE
+    assert published.predicted_speedup(point, costs, 2.0, 64) == published.predicted_speedup(one, costs, 2.0, 32)
+    assert published.setup_of(point, costs).devices == point.tensor_parallel == 4
 
 
 def test_a_context_of_zero_reads_no_cache_and_an_unstated_one_the_default() -> None:

@@ -130,6 +130,9 @@ class PublishedPoint:
     prompt_len: int | None = None
     kv_cache_tokens: int | None = None
     baseline_kv_cache_tokens: int | None = None
+    # Engines that share the batch behind a balancer, each over tensor_parallel devices: each runs batch / replicas
+    # sequences (one where the batch is smaller than the replicas); null for one engine.
+    replicas: int | None = None
 
     @property
     def priced(self) -> bool:
@@ -224,6 +227,10 @@ def problems(point: PublishedPoint) -> list[tuple[str, str]]:
             found.append((name, "at least 1, on a point measured at a concurrency (a batch runs whole)"))
     if point.devices is not None and point.tensor_parallel is not None and point.tensor_parallel > point.devices:
         found.append(("tensor_parallel", f"{point.tensor_parallel} is more than the {point.devices} devices"))
+    if point.replicas is not None and not (
+        point.replicas >= 2 and point.tensor_parallel and point.devices == point.replicas * point.tensor_parallel
+    ):
+        found.append(("replicas", "null for one engine, else at least 2, with devices = replicas x tensor_parallel"))
     if point.speedup is None and not point.notes:
         found.append(("speedup", "a point without a figure says why in notes"))
     if point.speedup is not None and not 0.1 < point.speedup < 10:
@@ -397,6 +404,17 @@ def _draft(point: PublishedPoint) -> ModelSpec | None:
     return None
 
 
+def engine_batch(point: PublishedPoint, batches: Sequence[float] | FloatArray) -> FloatArray:
+    """One engine's sequences at each of the point's batches: its share where ``replicas`` engines serve them (one
+    where the batch is smaller than the engines: the others idle)."""
+    return np.maximum(np.asarray(batches, dtype=np.float64) / (point.replicas or 1), 1.0)
+
+
+def engine_devices(point: PublishedPoint) -> int:
+    """The devices one engine runs over: its tensor parallelism, else every device the point names."""
+    return point.tensor_parallel or point.devices or 1
+
+
 def _context(point: PublishedPoint) -> int:
     """The point's context: as the source gives it (0 where nothing precedes the output), the default where not."""
     return limits.DEFAULT_CONTEXT if point.context is None else point.context
@@ -412,7 +430,7 @@ def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
         ACCELERATORS[point.accelerator or ""],
         _target(point),
         draft,
-        devices=point.tensor_parallel or point.devices or 1,
+        devices=engine_devices(point),
         target_bytes_per_param=target_weights.bytes_per_param,
         draft_bytes_per_param=draft_weights.bytes_per_param,
         context_tokens=_context(point),
@@ -428,7 +446,7 @@ class Work:
 
     Time of a pass = max(bytes / (bandwidth x efficiency), flops / (compute x efficiency)) + its overheads."""
 
-    batch: FloatArray
+    batch: FloatArray  # one engine's sequences
     draft_steps: FloatArray  # per cycle: k for a chain or a tree, 1 for a parallel draft
     bandwidth: FloatArray  # bytes/s, peak over the devices
     compute: FloatArray  # FLOP/s, peak over the devices
@@ -483,8 +501,8 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
     """The reads and arithmetic of ``point``'s passes at its batch (or at each of ``batches``)."""
     target = _target(point)
     draft = _draft(point)
-    at = np.asarray(batches if batches is not None else [point.batch or 1], dtype=np.float64)
-    devices = point.tensor_parallel or point.devices or 1
+    at = engine_batch(point, batches if batches is not None else [point.batch or 1])
+    devices = engine_devices(point)
     accelerator = ACCELERATORS[point.accelerator or ""]
     context = _context(point)
     setup = setup_of(point, PLAIN_ROOFLINE)

@@ -14,6 +14,9 @@ class PublishedPointOut(BaseModel):
     setup_class: str | None = Field(description="Method x engine x accelerator family x context; null if not priced.")
     hardware: str | None
     devices: int | None
+    replicas: int | None = Field(
+        default=None, description="Engines sharing the batch behind a balancer, each over its share of the devices."
+    )
     engine: str | None
     target: str | None
     draft_method: str
