@@ -104,16 +104,12 @@ def test_schedule_text_csv_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_schedule_takes_a_measured_sweep_and_says_measured(
     capsys: pytest.CaptureFixture[str], tmp_path: pytest.TempPathFactory
 ) -> None:
-    import dataclasses
-
     from fastapi.testclient import TestClient
 
-    from app.model.cost.regimes import default_setup
     from app.web.main import create_app
-    from tests.samples.step_times import example_step_times
+    from tests.samples.step_times import slower_server_steps
 
-    server = dataclasses.replace(default_setup(), bandwidth_efficiency=0.5, compute_efficiency=0.2, step_overhead_us=40)
-    steps = example_step_times(server, [1, 2, 4, 8, 16, 32, 64, 128], [1, 3, 5], noise=0.02, seed=3)
+    steps = slower_server_steps()
     path = tmp_path / "steps.csv"  # type: ignore[operator]
     path.write_text(steps, encoding="utf-8")
     _, defaults, _ = run(capsys, "schedule", "--format", "json")

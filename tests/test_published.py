@@ -345,6 +345,35 @@ def test_each_sweeps_step_growth_is_fitted_beside_the_speedups() -> None:
     assert published.fit(partly, term, PROBLEM.scored)[term[0]] > base[term[0]] + 1.0
 
 
+def test_the_protocols_error_scores_each_sweeps_growth_where_its_source_was_left_out() -> None:
+    """What the fit trains on, the protocol scores out of source: the speedups and the plain step's growth, each
+    growth by the terms fitted without its source, weighed as the fit weighs it."""
+    chosen = published.published_fit()["protocol"]["chosen"]
+    holdout = published.leave_one_source_out(PROBLEM, chosen)
+    assert len(holdout.growth_error) == len(PROBLEM.growth_pairs) == len(holdout.growth_sources)
+    timed = ~np.isnan(holdout.growth_error)
+    assert timed.sum() >= 20
+    pairs = np.array(PROBLEM.growth_pairs)
+    for position in np.flatnonzero(timed)[:: max(1, int(timed.sum()) // 12)]:
+        index, anchor = pairs[position]
+        where = PROBLEM.sources[index]
+        assert holdout.growth_sources[position] == where
+        step = PROBLEM.work.pass_times(published.resolved(PROBLEM, holdout.terms[where]))[0]
+        measured = PROBLEM.step_s[index] / PROBLEM.step_s[anchor]
+        assert holdout.growth_error[position] == pytest.approx(math.log(step[index] / step[anchor] / measured))
+    # steps that grow faster than the terms can follow raise the error
+    steeper = dataclasses.replace(PROBLEM, step_s=PROBLEM.step_s * (1 + 0.05 * PROBLEM.work.batch))
+    after = published.leave_one_source_out(steeper, chosen)
+    assert published.loss(after) > published.loss(holdout)
+    # the mean over both kinds, each source weighing as one within its kind
+    made = published.Holdout(
+        np.ones(3), np.log([1.1, 1.1, 2.0]), {}, ("a", "a", "b"), np.log([1.5, 1.5, 1.2]), ("a", "b", "b")
+    )
+    speedups = [math.log(1.1), math.log(1.1), math.log(2.0)] * np.array([0.75, 0.75, 1.5])
+    growths = published.GROWTH_WEIGHT * np.array([math.log(1.5), math.log(1.5), math.log(1.2)]) * [1.5, 0.75, 0.75]
+    assert published.loss(made) == pytest.approx(float(np.concatenate([speedups, growths]).mean()))
+
+
 def test_the_fit_does_not_turn_on_the_last_bits_of_the_floating_point() -> None:
     """Another CPU's arithmetic differs in the last bits: measurements moved by a part in 1e12 give the same
     rounded terms on every source left out, so the stated error and the committed fit are what any machine

@@ -21,7 +21,7 @@ from app.web.pages.text import fixed
 from app.web.pages.views.batch import K_SEARCH_MAX
 from tests.browser.test_accessibility import blocking_violations
 from tests.conftest import PageWatch
-from tests.samples.step_times import example_step_times
+from tests.samples.step_times import example_step_times, slower_server_steps
 from tests.support import wait_until
 from tests.web.pages.test_batch_view import DEFAULT_VERIFICATION_AT_BATCH_ONE
 
@@ -575,10 +575,8 @@ def test_a_sweep_uploaded_as_a_file_draws_the_measured_crossover(
     page: Page, live_server: str, watch: PageWatch, tmp_path: Path
 ) -> None:
     """measure --batch's step-fit input, uploaded: the crossover and the chart come from it, labelled measured."""
-    server = dataclasses.replace(default_setup(), bandwidth_efficiency=0.5, compute_efficiency=0.2)
-    server = dataclasses.replace(server, step_overhead_us=40.0)
     sweep = tmp_path / "sweep.csv"
-    sweep.write_text(example_step_times(server, [1, 2, 4, 8, 16, 32, 64, 128], [1, 3, 5], noise=0.02, seed=3))
+    sweep.write_text(slower_server_steps())
     open_batch(page, live_server + "/batch?k=4")
     crossover = page.text_content("#crossover")
     expect(page.locator("#source")).to_contain_text("Defaults")
@@ -593,6 +591,7 @@ def test_a_sweep_uploaded_as_a_file_draws_the_measured_crossover(
     view = json.loads(page.evaluate("fetch('/api/v1/views/batch' + location.search).then((r) => r.text())"))
     assert view["readouts"]["source"].startswith("Measured")
     assert page.text_content("#crossover") == view["readouts"]["crossover"] != crossover
+    assert int(view["readouts"]["crossover"]) < int(crossover)  # the slower arithmetic stops paying sooner
     drawn = page.evaluate("document.getElementById('batch-chart').data[0].y")
     assert drawn == pytest.approx(view["figures"]["batch-chart"]["data"][0]["y"])
     assert_clean(watch)

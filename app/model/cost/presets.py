@@ -384,6 +384,9 @@ _SHAPES: dict[str, ModelSpec] = {
     "qwen3-32b": ModelSpec("Qwen3-32B", 32.8, 32.8, 64, 64, 8, 128),
     "qwen3-4b": ModelSpec("Qwen3-4B", 4.0, 4.0, 36, 32, 8, 128),
     "qwen3-1.7b": ModelSpec("Qwen3-1.7B", 1.7, 1.7, 28, 16, 8, 128),
+    # Qwen2.5-7B (Qwen's model card: "Number of Parameters: 7.61B", 28 layers, "28 for Q and 4 for KV"; config.json:
+    # hidden 3584, so head dim 128, vocabulary 152,064, untied embeddings).
+    "qwen2.5-7b": ModelSpec("Qwen2.5-7B", 7.61, 7.61, 28, 28, 4, 128),
 }
 
 # Vocabulary and hidden width of each target (config.json of each model): an EAGLE or MTP head's LM head
@@ -411,6 +414,7 @@ VOCABULARY_AND_HIDDEN: dict[str, tuple[int, int]] = {
     "qwen3-32b": (151_936, 5120),
     "qwen3-4b": (151_936, 2560),
     "qwen3-1.7b": (151_936, 2048),
+    "qwen2.5-7b": (152_064, 3584),
 }
 MODELS: dict[str, ModelSpec] = {
     key: dataclasses.replace(shape, hidden=VOCABULARY_AND_HIDDEN[key][1]) for key, shape in _SHAPES.items()

@@ -39,7 +39,7 @@ import json
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -809,12 +809,16 @@ def rounded(values: Mapping[str, float]) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Holdout:
-    """Every scored point predicted by terms fitted on the other sources only."""
+    """Every scored point predicted by terms fitted on the other sources only, and each sweep's growth of its plain
+    step (Problem.growth_pairs) by the same terms: what the fit trains on, each scored where it was left out."""
 
     predicted: FloatArray  # nan where not scored
     log_error: FloatArray  # predicted / measured, in log; nan where not scored
     terms: dict[str, dict[str, float]]  # per left-out source
     sources: tuple[str, ...]  # each point's source (Problem.sources)
+    # per growth pair: the predicted growth over the measured, in log; nan where its source has no scored point
+    growth_error: FloatArray = field(default_factory=lambda: np.zeros(0))
+    growth_sources: tuple[str, ...] = ()  # each pair's source
 
     def summary(self, mask: NDArray[np.bool_] | None = None) -> tuple[int, float | None, float | None]:
         values = np.abs(self.log_error[~np.isnan(self.log_error)] if mask is None else self.log_error[mask])
@@ -828,6 +832,9 @@ def leave_one_source_out(problem_: Problem, free: Sequence[str]) -> Holdout:
     scored = problem_.scored
     sources = np.array(problem_.sources)
     predicted = np.full(len(problem_.points), np.nan)
+    pairs = np.array(problem_.growth_pairs, dtype=np.int64).reshape(-1, 2)
+    pair_sources = sources[pairs[:, 0]]
+    growth = np.full(len(pairs), np.nan)
     per_source: dict[str, dict[str, float]] = {}
     for name in sorted(set(problem_.sources)):
         out = sources == name
@@ -835,20 +842,38 @@ def leave_one_source_out(problem_: Problem, free: Sequence[str]) -> Holdout:
             continue
         values = rounded(fit(problem_, free, scored & ~out))
         per_source[name] = values
-        guess = problem_.predict(resolved(problem_, values))
+        times = problem_.work.pass_times(resolved(problem_, values))
+        guess = problem_.predict_from(times)
         predicted[out & scored] = guess[out & scored]
-    return Holdout(predicted, np.log(predicted / problem_.measured), per_source, problem_.sources)
+        own = pair_sources == name
+        step = times[0]
+        growth[own] = np.log(step[pairs[own, 0]] / step[pairs[own, 1]]) - np.log(
+            problem_.step_s[pairs[own, 0]] / problem_.step_s[pairs[own, 1]]
+        )
+    return Holdout(
+        predicted,
+        np.log(predicted / problem_.measured),
+        per_source,
+        problem_.sources,
+        growth,
+        tuple(str(where) for where in pair_sources),
+    )
 
 
 def loss(holdout: Holdout) -> float:
-    """What the protocol minimises: the mean absolute log error over every scored point, left out by source, each
-    source weighing as one (source_weights)."""
+    """What the protocol minimises: the mean absolute log error, left out by source, of what the fit trains on:
+    every scored speedup and each sweep's growth of its plain step (weighted GROWTH_WEIGHT, as in the fit), each
+    source weighing as one among the speedups and among the growths (source_weights).  A term that only mends the
+    speedups at the price of the steps' growth, where sources measured it, is thus held to both, as the fit is."""
     scored = ~np.isnan(holdout.log_error)
     values = np.abs(holdout.log_error[scored])
     if not values.size:
         return math.inf
     weights = source_weights([holdout.sources[index] for index in np.flatnonzero(scored)])
-    return float((weights * values).mean())
+    timed = ~np.isnan(holdout.growth_error)
+    growth = GROWTH_WEIGHT * np.abs(holdout.growth_error[timed])
+    growth_weights = source_weights([holdout.growth_sources[index] for index in np.flatnonzero(timed)])
+    return float(np.concatenate([weights * values, growth_weights * growth]).mean())
 
 
 def candidate_terms(problem_: Problem) -> list[str]:
