@@ -391,7 +391,7 @@ def test_an_input_refusal_crosses_a_process_whole() -> None:
     so that the app-wide handler still names the input."""
     import pickle
 
-    from app.service.inputs import InputError
+    from app.model.limits import InputError
 
     error = pickle.loads(pickle.dumps(InputError("widths", "each width must be an integer from 2 to 16", "1")))
     assert (error.name, error.message, error.value, str(error)) == (

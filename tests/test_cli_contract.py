@@ -259,3 +259,17 @@ def test_the_rollout_label_must_be_a_prometheus_label_name_on_the_cli_as_on_the_
     assert code == 2, code
     said = capsys.readouterr()
     assert "--label" in said.err + said.out and "Prometheus label name" in said.err + said.out
+
+
+def test_a_rules_or_measuring_refusal_is_an_input_refusal_read_by_its_name() -> None:
+    """The rules' and a measuring job's refusals are input refusals: the command line names the option and the API
+    the parameter from the error's name (the API's 422s are in the rules and measure tests), never its words."""
+    from app.cli.command import refusal
+    from app.model.limits import InputError
+    from app.model.rules import RulesError
+    from app.service.measure_jobs import JobError
+
+    for error in (RulesError("p_low", "must be below p"), JobError("max_requests", "too many")):
+        assert isinstance(error, InputError)
+        assert refusal(error) == f"--{error.name.replace('_', '-')}: {error.message}"
+        assert str(error) == f"{error.name}: {error.message}"

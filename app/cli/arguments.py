@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.command import Refused
+from app.model.limits import InputError
 from app.service import setup_inputs
 from app.service.fetch import MAX_FETCH_BYTES, fetch_text
-from app.service.inputs import Input, InputError, by_name
+from app.service.inputs import Input, by_name
 from app.service.regimes import BuiltSetup, SetupRequest, build_setup
 from app.service.step_fit import StepFitError, fitted_setup
 

@@ -13,8 +13,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
-from app.model.rules import RulesError
-from app.service.inputs import InputError
+from app.model.limits import InputError
 from app.service.regimes import SetupError
 
 
@@ -46,7 +45,7 @@ class Command(Generic[Answer]):
 
 def refusal(error: Exception) -> str:
     """What a refusal says: an input or a rules parameter by its option, a file by its name, others in their words."""
-    if isinstance(error, (InputError, RulesError)):
+    if isinstance(error, InputError):
         return f"--{error.name.replace('_', '-')}: {error.message}"
     if isinstance(error, OSError) and error.strerror:
         return f"cannot read {error.filename or 'the input'}: {error.strerror}"

@@ -34,6 +34,22 @@ class FieldError(ValueError):
         return type(self), (self.field, self.rule, *self.fields[1:])
 
 
+class InputError(ValueError):
+    """A value one input, or a rule between inputs, refuses: the input's name and why.  Every refusal of a request's
+    input is one (the rules' and a measuring job's too), so that the API answers each with a 422 naming the input
+    and the command line with its option, by the name, never by the message."""
+
+    def __init__(self, name: str, message: str, value: object = None) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.message = message
+        self.value = value
+
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, object]]:
+        # Raised in a heavy-work process and pickled back to the worker: rebuilt from all three fields.
+        return type(self), (self.name, self.message, self.value)
+
+
 # The seed demo's question (DESIGN.md section 1): its defaults are the API's defaults too.
 DEFAULT_P = 0.75
 DEFAULT_K = 6

@@ -12,8 +12,9 @@ from dataclasses import replace
 from app.model import limits, rules
 from app.model.arithmetic import draft_sources, trees
 from app.model.counters import calibration
+from app.model.limits import InputError
 from app.service import core_inputs, plan_inputs
-from app.service.inputs import Input, InputError
+from app.service.inputs import Input
 
 MAX_TEXT = plan_inputs.MAX_TEXT  # characters of a list
 MAX_URL = 2_000

@@ -15,24 +15,12 @@ from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from app.model.limits import InputError
+
 Scalar = float | int | str
 # kept as written in an address, so that lists (0.9,0.5), decimals, paths and URLs stay readable; every other
 # character (& = + # ? % and spaces among them) is percent-encoded
 ADDRESS_SAFE = ",.-_~/:"
-
-
-class InputError(ValueError):
-    """A value one input, or a rule between inputs, refuses: the input's name and why."""
-
-    def __init__(self, name: str, message: str, value: object = None) -> None:
-        super().__init__(f"{name}: {message}")
-        self.name = name
-        self.message = message
-        self.value = value
-
-    def __reduce__(self) -> tuple[type[InputError], tuple[str, str, object]]:
-        # Raised in a heavy-work process and pickled back to the worker: rebuilt from all three fields.
-        return type(self), (self.name, self.message, self.value)
 
 
 def number_list(name: str, text: str, limit: int) -> tuple[float, ...]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from app.model import engines, limits
-from app.service.inputs import Input, InputError
+from app.model.limits import InputError
+from app.service.inputs import Input
 
 DAY_S = 86_400.0
 MAX_SAMPLES = 100_000

@@ -20,6 +20,7 @@ import httpx
 
 from app.model import engines
 from app.model.cost import step_cost
+from app.model.limits import InputError
 from app.model.live import engine_config
 from app.model.live.measure import MeasureError
 from app.model.live.measure_batches import BatchAnalysis, analyze_batches, measured_schedule
@@ -40,13 +41,8 @@ MAX_JOBS_KEPT = 16  # finished jobs kept for reading, the oldest dropped first
 MAX_RUNNING = 1  # sweeps at once per worker: two would share, and so disturb, what each measures
 
 
-class JobError(ValueError):
-    """A job that cannot start (``field`` names the input it is about) or is not known."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
+class JobError(InputError):
+    """A job that cannot start (``name`` is the input it is about) or is not known (``name`` is ``job``)."""
 
 
 def analysis_report(analysis: BatchAnalysis) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from app.model import engines, limits, rules
 from app.model.arithmetic import closed_form, trees
 from app.model.arithmetic.acceptance import Acceptance, AcceptanceProfile
 from app.model.engines.base import UnknownVersionError
-from app.service.inputs import Input, InputError, by_name, checked, number_list, same_named
+from app.model.limits import InputError
+from app.service.inputs import Input, by_name, checked, number_list, same_named
 from app.service.plan import PlanRequest
 
 MAX_LABEL = 100
@@ -410,8 +411,5 @@ def watch_request(given: Mapping[str, Any], profile: tuple[float, ...] | None = 
     """The plan's request with the watch's window; the rules' own checks (version with series, durations, label,
     matchers, p_low) answer before anything is decided."""
     made = request(given, profile)
-    try:
-        rules.check(made.rules_request())
-    except rules.RulesError as error:
-        raise InputError(error.name, error.message) from None
+    rules.check(made.rules_request())  # a RulesError is an InputError naming the input
     return made

@@ -12,7 +12,8 @@ from typing import Any
 from app.model import limits
 from app.model.cost import presets
 from app.model.engines.step_times import MAX_ROWS
-from app.service.inputs import Input, InputError, checked, same_named
+from app.model.limits import InputError
+from app.service.inputs import Input, checked, same_named
 from app.service.regimes import (
     DEFAULTS,
     KV_CACHE_FORMATS,

@@ -14,7 +14,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute
 
 from app import __version__
-from app.service.inputs import InputError
+from app.model.limits import InputError
 from app.web.api.routes import calibrate, core, engines, measure, regimes, rollout, rules, sampling, sources, trees
 from app.web.core.compression import NegotiatedGZipMiddleware
 from app.web.core.config import Settings, get_settings

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from app.model import engines
 from app.model.engines.base import EngineVersion, RulesMetrics
+from app.model.limits import InputError
 
 DEFAULT_LABEL = "model_name"
 DEFAULT_WINDOW = "5m"
@@ -29,13 +30,8 @@ _MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\\n]|\\.)*"\s*
 _MATCHERS = re.compile(rf"^{_MATCHER}(?:,{_MATCHER})*,?\s*$")
 
 
-class RulesError(ValueError):
+class RulesError(InputError):
     """A request rules cannot be made for; ``name`` is the parameter to blame."""
-
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(f"{name}: {message}")
-        self.name = name
-        self.message = message
 
 
 def duration_seconds(text: str, name: str) -> float:

@@ -13,7 +13,6 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from app.model import rules
 from app.model.live import engine_config
 from app.service import plan, plan_inputs
 from app.service.plan_inputs import ACCEPTANCE_RULES, PLAN, PLAN_RULES, PROFILE_RULE, WATCH
@@ -51,8 +50,5 @@ def built_plan(request: plan.PlanRequest, built: BuiltSetup) -> plan.Plan:
 def watched_plan(request: plan.PlanRequest, built: BuiltSetup) -> plan.Plan:
     """The plan with its rules made (a 422 naming the parameter when they cannot be)."""
     made = built_plan(request, built)
-    try:
-        made.rules  # noqa: B018 - the rules are made here so that their refusal is a 422
-    except rules.RulesError as error:
-        raise parameter_error(error.name, error.message) from None
+    made.rules  # noqa: B018 - the rules are made here, so that their refusal (an InputError) is a 422
     return made

@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.routing import Route
 
-from app.service.inputs import InputError
+from app.model.limits import InputError
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 

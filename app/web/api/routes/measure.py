@@ -12,14 +12,13 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.model.limits import InputError
 from app.service import live_inputs
-from app.service.inputs import InputError
 from app.service.measure_jobs import Job, JobError, JobRequest, Jobs
 from app.service.schemas.measure import MeasureJob
 from app.web.api.bodies import body_error, body_text
 from app.web.api.inputs import dependency
 from app.web.core.config import app_settings
-from app.web.core.errors import parameter_error
 
 router = APIRouter(prefix="/api/v1", tags=["measure"])
 
@@ -63,10 +62,7 @@ def start(request: Request, values: dict[str, Any]) -> Job:
         method=live_inputs.drafter_for(values.get("engine") or None, values.get("method")),
         **({"prompts": prompts} if prompts else {}),
     )
-    try:
-        return jobs(request).start(job_request)
-    except JobError as error:
-        raise parameter_error(error.field, error.message) from None
+    return jobs(request).start(job_request)  # a JobError is an InputError: a 422 naming the input
 
 
 @router.post(

@@ -22,8 +22,9 @@ from app.model.cost.presets import (
     draft_preset,
 )
 from app.model.cost.regimes import REGIME_NAMES, RegimeName
+from app.model.limits import InputError
 from app.service import regime_inputs, setup_inputs
-from app.service.inputs import Input, InputError, link
+from app.service.inputs import Input, link
 from app.service.regimes import (
     BuiltSetup,
     Measured,

@@ -10,8 +10,8 @@ import numpy as np
 from app.model import engines, limits
 from app.model.arithmetic.acceptance import iid_p
 from app.model.cost import published
+from app.model.limits import InputError
 from app.service import plan, plan_inputs
-from app.service.inputs import InputError
 from app.service.plan_inputs import engine_title
 from app.service.regimes import BuiltSetup, SetupError, accuracy_out, build_setup, devices_note
 from app.web.pages.controls import Control, ControlError, Reading, changed_from_defaults

@@ -6,12 +6,13 @@ from typing import Any
 
 from app.model import limits
 from app.model.arithmetic import trees
+from app.model.limits import InputError
 from app.service import plan_inputs
 from app.service.decision import (
     CostRegime,
     tree_verification_assumption,
 )
-from app.service.inputs import InputError, link
+from app.service.inputs import link
 from app.web.pages.controls import Reading
 from app.web.pages.figures import COLORS, break_even, figure, line, marked
 from app.web.pages.text import fixed, times
