@@ -49,7 +49,10 @@ def main() -> None:
     chosen = list(committed["protocol"]["chosen"])
     fresh, steps = published.select_terms(problem)
     print(f"{len(points)} published points, {len(problem.points)} priced, {int(scored.sum())} scored")
-    print("protocol (each step the term that lowered the leave-one-source-out mean |log error| most):")
+    print(
+        "protocol (each step the term that lowered most the leave-one-source-out mean |log error| of the speedups"
+        " and of each sweep's plain-step growth):"
+    )
     for step in steps:
         print(f"  + {step.term:<48} {step.loss_before:.4f} -> {step.loss_after:.4f}")
     print(
