@@ -648,6 +648,14 @@ class Problem:
         predicted: FloatArray = self.lengths(unit) * unit
         return predicted
 
+    def growth_error(self, step: FloatArray, pairs: NDArray[np.int64]) -> FloatArray:
+        """For each pair (point, its sweep's anchor): the plain step's predicted growth (``step``) over its measured
+        growth, in log; what the fit trains on beside the speedups and the protocol scores out of source."""
+        ratio: FloatArray = (step[pairs[:, 0]] / step[pairs[:, 1]]) * (
+            self.step_s[pairs[:, 1]] / self.step_s[pairs[:, 0]]
+        )
+        return np.log(ratio)
+
     def mask(self, scope: str) -> FloatArray:
         return np.array([1.0 if scope in scopes(point) else 0.0 for point in self.points])
 
@@ -761,7 +769,6 @@ def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dic
     trained = {problem_.sources[index] for index in np.flatnonzero(train)}
     pairs = np.array([pair for pair in problem_.growth_pairs if problem_.sources[pair[0]] in trained], dtype=np.int64)
     pairs = pairs.reshape(-1, 2)
-    measured_growth = np.log(problem_.step_s[pairs[:, 0]] / problem_.step_s[pairs[:, 1]])
 
     # every source weighs as one, in its speedups and in its step growth alike (source_weights)
     point_weight = np.sqrt(source_weights([problem_.sources[index] for index in np.flatnonzero(train)]))
@@ -771,8 +778,7 @@ def fit(problem_: Problem, free: Sequence[str], train: NDArray[np.bool_]) -> dic
         values = dict(zip(names, lows + x * (highs - lows), strict=True))
         times = problem_.work.pass_times(resolved(problem_, values))
         predicted = problem_.predict_from(times)
-        step = times[0]
-        growth = np.log(step[pairs[:, 0]] / step[pairs[:, 1]]) - measured_growth
+        growth = problem_.growth_error(times[0], pairs)
         result: FloatArray = np.concatenate(
             [
                 point_weight * np.log(predicted[train] / problem_.measured[train]),
@@ -846,10 +852,7 @@ def leave_one_source_out(problem_: Problem, free: Sequence[str]) -> Holdout:
         guess = problem_.predict_from(times)
         predicted[out & scored] = guess[out & scored]
         own = pair_sources == name
-        step = times[0]
-        growth[own] = np.log(step[pairs[own, 0]] / step[pairs[own, 1]]) - np.log(
-            problem_.step_s[pairs[own, 0]] / problem_.step_s[pairs[own, 1]]
-        )
+        growth[own] = problem_.growth_error(times[0], pairs[own])
     return Holdout(
         predicted,
         np.log(predicted / problem_.measured),
