@@ -213,9 +213,10 @@ def changed_from_defaults(controls: Sequence[Control], reading: Reading) -> dict
 
 
 def url_text(value: Value | None) -> str:
-    """A value as the address carries it: integers without a point, floats in their shortest form."""
+    """A value as the address carries it: integers without a point, floats in their shortest form (so is a whole
+    number past 2**53, 1e+308 rather than its 309 digits)."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+    return str(int(value)) if float(value).is_integer() and abs(value) < 2**53 else repr(float(value))

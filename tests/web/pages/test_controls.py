@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.web.pages.controls import ControlError, changed_from_defaults, read_controls
+from app.web.pages.controls import ControlError, changed_from_defaults, read_controls, url_text
 from app.web.pages.views.demo import CONTROLS
 
 
@@ -40,6 +40,12 @@ def test_a_clamped_value_says_so_by_its_label() -> None:
     reading = read_controls(CONTROLS, {"k": "20"}, strict=False)
     assert reading.notes == ["Draft length k 20 from the address is out of range; showing 16."]
     assert changed_from_defaults(CONTROLS, reading) == {"k": "16"}
+
+
+def test_a_huge_whole_number_is_noted_as_written_short() -> None:
+    reading = read_controls(CONTROLS, {"k": "1e308"}, strict=False)
+    assert reading.notes == ["Draft length k 1e+308 from the address is out of range; showing 16."]
+    assert url_text(1e308) == "1e+308" and url_text(2.0**53 - 1) == "9007199254740991" and url_text(64.0) == "64"
 
 
 @pytest.mark.parametrize(

@@ -234,6 +234,7 @@ def test_a_malformed_acceptance_is_named_once_with_the_value_at_fault() -> None:
         ("mode=guess", "I have"),
         ("rate=1.5", "Draft acceptance rate"),
         ("k=0", "Draft length k it was measured at"),
+        ("report_k=6", "Draft length k, if the report does not say it"),  # the example scrape counts k = 5
         ("eagle_c=11", "Draft cost c of Feature-level drafting (EAGLE)"),
         ("budget=257", "Tokens verified per step (budget)"),
     ],
@@ -244,6 +245,20 @@ def test_the_json_twin_refuses_what_the_page_would_correct(client: TestClient, q
     detail = response.json()["detail"][0]
     assert detail["label"] == label and detail["msg"].startswith(label)
     assert view(query)["notes"][0].startswith(label)  # the page clamps or falls back, and says so
+
+
+def test_a_k_the_report_contradicts_is_corrected_on_the_page_and_refused_by_the_json_twin(client: TestClient) -> None:
+    label = "Draft length k, if the report does not say it"
+    for given in ("3", "6", "1e308"):  # 1e308 is clamped to 64 first: two notes
+        page = client.get(f"/decide?report_k={given}")
+        assert page.status_code == 200, (given, page.text[:300])
+        assert f"{label}: k = " in page.text and "per-position counters for k = 5; showing 0." in page.text
+        result = view(f"report_k={given}")
+        assert result["controls"]["report_k"]["value"] == 0 and "report_k" not in result["links"]["self"]
+        assert result["calibration"] == view()["calibration"]  # read with the report's own k, as at the defaults
+    refused = client.get(f"{VIEW}?report_k=6").json()["detail"][0]
+    assert refused["loc"] == ["query", "report_k"] and refused["label"] == label
+    assert refused["msg"] == f"{label}: k = 6 was given but the exposition has per-position counters for k = 5"
 
 
 def test_a_clamped_value_is_shown_clamped_with_a_note() -> None:

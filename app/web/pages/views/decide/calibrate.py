@@ -117,7 +117,15 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     except BaselineError as error:
         raise _engine_error(BASELINE, error) from None
     except CalibrationError as error:
-        raise _engine_error(METRICS, error) from None
+        if given_k is None:
+            raise _engine_error(METRICS, error) from None
+        # the report may read on its own, with its own k: then the fault is the k given, which the strict reading
+        # refuses by that field's label and the page's address corrects (a k of the page's example scrape's other)
+        try:
+            calibrated = calibrate_report(report, chosen, k_max, baseline=baseline)
+        except CalibrationError:
+            raise _engine_error(METRICS, error) from None
+        reading.correct(REPORT_K, 0, f"{REPORT_K.label}: {error.message}")
     out, read = calibrated.out, calibrated.read
     classes, top = read.classes, read.top
     engine = out.engine
