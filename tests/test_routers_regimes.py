@@ -185,6 +185,20 @@ def test_a_device_with_an_fp8_figure_of_its_own_is_named_with_it(client: TestCli
     assert other["name"] == "your accelerator (3.35 TB/s, 989.4 TFLOPS, 120 GB)"  # its FP8 figure is the preset's
 
 
+def test_a_bf16_rate_of_the_users_own_takes_no_fp8_rate_from_the_preset(client: TestClient) -> None:
+    """FP8 weights on a device given by its own BF16 rate multiply at that rate, not at the preset's FP8 rate (an
+    integrated GPU of 59 TFLOPS edited from the H100 once multiplied FP8 weights at 1,979 TFLOPS)."""
+    own = {"hw_bandwidth_tb_s": 0.256, "hw_bf16_tflops": 59, "weights": "fp8", "p": 0.8, "batch": 256}
+    body = client.get(f"{REGIMES}/speedup-vs-batch", params=own).json()
+    assert body["setup"]["accelerator"]["fp8_tflops"] is None
+    given = client.get(f"{REGIMES}/speedup-vs-batch", params={**own, "hw_fp8_tflops": 118}).json()
+    assert given["setup"]["accelerator"]["fp8_tflops"] == 118
+    # at a batch where verification is compute-bound, twice the rate for FP8 weights makes it cheaper
+    assert given["current"]["verify_step_ms"] < body["current"]["verify_step_ms"]
+    same = client.get(f"{REGIMES}/speedup-vs-batch", params={"hw_bf16_tflops": 989.4}).json()["setup"]["accelerator"]
+    assert same["name"] == "H100 SXM" and same["fp8_tflops"] == 1978.9  # the preset's own rate, written out
+
+
 def test_edit_tables_cover_every_field() -> None:
     assert set(ACCELERATOR_EDITS) == set(ACCELERATOR_FIELDS)
     assert set(MODEL_EDITS) == set(MODEL_FIELDS)

@@ -212,6 +212,10 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
         own_figures = _prefixed(request.overrides, "hw")
         accelerator: Accelerator = with_overrides(ACCELERATORS[request.hw], own_figures)
         preset = ACCELERATORS[request.hw]
+        if own_figures.get("bf16_tflops", preset.bf16_tflops) != preset.bf16_tflops and "fp8_tflops" not in own_figures:
+            # a preset's FP8 rate goes with its BF16 rate: beside a BF16 rate of the user's own it is nobody's, so
+            # FP8 weights multiply at the rate given (Accelerator.fp8_tflops None) unless an FP8 rate is given too
+            accelerator = replace(accelerator, fp8_tflops=None)
         if device_preset(accelerator) != request.hw:  # a device of its own figures: the user's, not the preset's
             accelerator = replace(
                 accelerator,
