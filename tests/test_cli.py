@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from app.cli import main
 from app.model.arithmetic import closed_form as cf
+from app.model.counters import calibration
 from tests.support import ROOT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -163,6 +165,18 @@ def test_bad_setups_exit_2_with_a_message(capsys: pytest.CaptureFixture[str], ar
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert message in err
+
+
+def test_a_k_the_report_contradicts_is_refused_by_its_option(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    report = tmp_path / "metrics.prom"
+    report.write_text(calibration.example_exposition(0.7, 5, drafts=10_000), encoding="utf-8")
+    for source in ("--metrics", "--from"):
+        code, out, err = run(capsys, "calibrate", source, str(report), "--k", "6")
+        assert code == 2 and out == ""
+        assert "--k: k = 6 was given but the exposition has per-position counters for k = 5" in err
+        assert run(capsys, "calibrate", source, str(report), "--k", "5")[0] == 0
 
 
 def test_an_integer_field_takes_an_integral_number_as_json_writes_it(capsys: pytest.CaptureFixture[str]) -> None:

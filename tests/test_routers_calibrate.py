@@ -125,6 +125,21 @@ def test_calibration_422(client: TestClient, url: str, params: dict[str, object]
     assert any(message.startswith(name) and fragment in message for message in messages(response)), messages(response)
 
 
+def test_a_k_the_counts_contradict_is_refused_by_the_k_parameter(client: TestClient) -> None:
+    """The k given is what the counters contradict: every calibration blames the query's k, not the report."""
+    scrape = calibration.example_exposition(0.7, 5, drafts=10_000)
+    message = "k: k = 6 was given but the exposition has per-position counters for k = 5"
+    for url in (METRICS, "/api/v1/calibrate"):
+        response = client.post(f"{url}?k=6", content=scrape, headers={"content-type": "text/plain"})
+        assert response.status_code == 422, (url, response.text)
+        assert response.json()["detail"][0]["loc"] == ["query", "k"] and messages(response) == [message]
+        assert client.post(f"{url}?k=5", content=scrape, headers={"content-type": "text/plain"}).status_code == 200
+    counters = {"drafts": 1000, "draft_tokens": 3000, "accepted": 2000, "per_position": "900,700,400", "k": 4}
+    response = client.get(COUNTERS, params=counters)
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["query", "k"]
+    assert messages(response) == ["k: k = 4 was given but the exposition has per-position counters for k = 3"]
+
+
 def test_pasted_exposition_as_text(client: TestClient) -> None:
     text = calibration.example_exposition(0.85, 6, drafts=100_000, engines=2)
     response = client.post(

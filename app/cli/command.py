@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
+from app.model.counters.calibration import CalibrationError
 from app.model.limits import InputError
 from app.service.regimes import SetupError
 
@@ -47,6 +48,8 @@ def refusal(error: Exception) -> str:
     """What a refusal says: an input or a rules parameter by its option, a file by its name, others in their words."""
     if isinstance(error, InputError):
         return f"--{error.name.replace('_', '-')}: {error.message}"
+    if isinstance(error, CalibrationError) and error.field == "k":  # the k given, which the counts contradict
+        return f"--k: {error.message}"
     if isinstance(error, OSError) and error.strerror:
         return f"cannot read {error.filename or 'the input'}: {error.strerror}"
     return str(error)

@@ -80,7 +80,8 @@ class ErrorKind(StrEnum):
 
 class CalibrationError(ValueError):
     """A measurement that cannot be turned into p, with a message saying why and, where one count is at fault, the
-    count it is about (``field``: drafts, draft_tokens, accepted or per_position)."""
+    count it is about (``field``: drafts, draft_tokens, accepted or per_position), or ``k`` where the draft length
+    given is what the counts contradict."""
 
     def __init__(self, kind: ErrorKind, message: str, field: str | None = None) -> None:
         super().__init__(message)
@@ -406,7 +407,7 @@ def _calibrate_v1(
             raise CalibrationError(
                 ErrorKind.INCONSISTENT,
                 f"k = {k} was given but the exposition has per-position counters for k = {positions_k}",
-                "per_position",
+                "k",
             )
         k = positions_k
         chain = (drafts, *per_position)

@@ -247,6 +247,8 @@ def _calibrate_texts(
     except BaselineError as error:
         return body_error("baseline", error.message, error.kind.value)
     except CalibrationError as error:
+        if error.field == "k":  # the k given, which the counts contradict
+            raise parameter_error("k", error.message, k) from None
         return body_error("metrics", error.message, error.kind.value)
     return calibration_out(result, chosen)
 
@@ -349,6 +351,8 @@ def _calibrate(
             engine_version=engine_version,
         ).out
     except CalibrationError as error:
+        if error.field == "k":  # the k given, which the report contradicts
+            raise parameter_error("k", error.message, k) from None
         return body_error("body", error.message, error.kind.value)
     except UnknownVersionError as error:
         return body_error(

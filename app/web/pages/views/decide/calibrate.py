@@ -117,15 +117,17 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     except BaselineError as error:
         raise _engine_error(BASELINE, error) from None
     except CalibrationError as error:
-        if given_k is None:
+        if error.field != "k":
             raise _engine_error(METRICS, error) from None
-        # the report may read on its own, with its own k: then the fault is the k given, which the strict reading
-        # refuses by that field's label and the page's address corrects (a k of the page's example scrape's other)
+        # the report contradicts the k given: the strict reading refuses that field by its label, and the page's
+        # address is corrected to the report's own k (the page's example scrape counts another k)
+        reading.correct(REPORT_K, 0, f"{REPORT_K.label}: {error.message}")
         try:
             calibrated = calibrate_report(report, chosen, k_max, baseline=baseline)
-        except CalibrationError:
-            raise _engine_error(METRICS, error) from None
-        reading.correct(REPORT_K, 0, f"{REPORT_K.label}: {error.message}")
+        except BaselineError as again:
+            raise _engine_error(BASELINE, again) from None
+        except CalibrationError as again:
+            raise _engine_error(METRICS, again) from None
     out, read = calibrated.out, calibrated.read
     classes, top = read.classes, read.top
     engine = out.engine
