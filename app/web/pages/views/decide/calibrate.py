@@ -112,22 +112,18 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     given_k = reading.integer("report_k") or None
     if fetch_message is not None:
         report = example_scrape(reading.number("example_p"))
-    try:
-        calibrated = calibrate_report(report, chosen, k_max, k=given_k, baseline=baseline)
-    except BaselineError as error:
-        raise _engine_error(BASELINE, error) from None
-    except CalibrationError as error:
-        if error.field != "k":
-            raise _engine_error(METRICS, error) from None
-        # the report contradicts the k given: the strict reading refuses that field by its label, and the page's
-        # address is corrected to the report's own k (the page's example scrape counts another k)
-        reading.correct(REPORT_K, 0, f"{REPORT_K.label}: {error.message}")
+    for k in (given_k, None):
         try:
-            calibrated = calibrate_report(report, chosen, k_max, baseline=baseline)
-        except BaselineError as again:
-            raise _engine_error(BASELINE, again) from None
-        except CalibrationError as again:
-            raise _engine_error(METRICS, again) from None
+            calibrated = calibrate_report(report, chosen, k_max, k=k, baseline=baseline)
+            break
+        except BaselineError as error:
+            raise _engine_error(BASELINE, error) from None
+        except CalibrationError as error:
+            if error.field != "k" or k is None:
+                raise _engine_error(METRICS, error) from None
+            # the report contradicts the k given: the strict reading refuses that field by its label, and the
+            # page's address is corrected to the report's own k (the page's example scrape counts another k)
+            reading.correct(REPORT_K, 0, f"{REPORT_K.label}: {error.message}")
     out, read = calibrated.out, calibrated.read
     classes, top = read.classes, read.top
     engine = out.engine
