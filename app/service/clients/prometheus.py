@@ -43,6 +43,12 @@ QUERIES_PER_EVALUATION = 6
 MAX_HISTORY = 1000  # steps of one range query
 MAX_RESPONSE_BYTES = 8_000_000
 MAX_FAILURES = 3  # consecutive failed intervals before the watch gives up
+# Prometheus's increase() stretches each counter's growth to the ends of its window, but only as far back as the
+# counter would have been zero, so two counters that began inside the window (a fresh engine) are stretched by
+# different amounts: a share of drafts accepted at a position then reads a little above 1, or above the one before
+# it.  Overshoots up to this share are that artefact and are read as the bound they cross; larger ones stand, and
+# the calibration says the counts are inconsistent.
+EXTRAPOLATION_SLACK = 0.1
 
 
 class PrometheusError(Exception):
@@ -361,6 +367,28 @@ def evaluate(prometheus: Prometheus, target: Target, seconds: float, times: Sequ
     return intervals
 
 
+def settled(shares: list[float], mean_length: float | None, accepted: float) -> tuple[list[float], float | None, float]:
+    """Per draft: the share accepted at each position, the mean draft length and the tokens accepted (the shares'
+    sum where there are shares), held to what counts allow where they cross it by no more than EXTRAPOLATION_SLACK,
+    the error of ratios of extrapolated increases: a share at most 1 and at most the one before it; a mean length
+    of at least one token and the tokens accepted, and at most k where the shares give k."""
+    reached: list[float] = []
+    bound = 1.0
+    for share in shares:
+        reached.append(bound if bound < share <= bound * (1.0 + EXTRAPOLATION_SLACK) else share)
+        bound = reached[-1]
+    if reached:
+        accepted = sum(reached)
+    if mean_length is None:
+        return reached, None, accepted
+    low, high = max(1.0, accepted), float(len(reached)) if reached else math.inf
+    if mean_length < low <= mean_length * (1.0 + EXTRAPOLATION_SLACK):
+        mean_length = low
+    elif high < mean_length <= high * (1.0 + EXTRAPOLATION_SLACK):
+        mean_length = high
+    return reached, mean_length, accepted
+
+
 def class_report(
     interval: Interval,
     key: Key,
@@ -395,15 +423,19 @@ def class_report(
             shares = interval.positions.get(key, {})
             if m.per_position and not shares:
                 return IntervalReport("idle", drafts=drafts, message="no per-position counts yet: nothing to measure")
-            per_position = tuple(shares.get(i, 0.0) * drafts for i in range(max(shares, default=-1) + 1))
-            mean_length = values.get(promql.DRAFT_LENGTH)
+            reached, mean_length, accepted = settled(
+                [shares.get(i, 0.0) for i in range(max(shares, default=-1) + 1)],
+                values.get(promql.DRAFT_LENGTH),
+                tokens - 1.0,
+            )
+            per_position = tuple(share * drafts for share in reached)
             measurement = Measurement(
                 engine=target.engine,
                 format=m.scrape_format,
                 label=None,
                 drafts=drafts,
                 draft_tokens=(mean_length if mean_length is not None else len(per_position)) * drafts,
-                accepted=float(sum(per_position)) if per_position else (tokens - 1.0) * drafts,
+                accepted=accepted * drafts,
                 per_position=per_position,
                 batch=running,
             )
