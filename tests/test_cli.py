@@ -235,3 +235,15 @@ def test_installed_entry_point_runs() -> None:
         check=True,
     )
     assert result.stdout.startswith("batch_from,batch_to,k,speedup_at_from,speedup_at_to\n")
+
+
+def test_the_command_list_says_what_watch_and_calibrate_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """The summaries said "vLLM" alone, where watch reads llama-server's /metrics (tests/test_watch_live.py) and
+    calibrate --from reads every engine's report."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    watch = text.split("watch ", 1)[1].split(" rules ", 1)[0]
+    assert "llama.cpp" in watch and "TensorRT-LLM" in watch and "Prometheus" in watch, watch
+    calibrate = text.split("calibrate ", 1)[1].split(" sources ", 1)[0]
+    assert "any engine's report" in calibrate, calibrate

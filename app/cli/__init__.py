@@ -289,7 +289,8 @@ COMMANDS: tuple[Command[Any], ...] = (
     ),
     Command(
         "calibrate",
-        "infer p from a draft acceptance rate, a mean acceptance length or a vLLM /metrics scrape",
+        "infer p from a draft acceptance rate, a mean acceptance length, a vLLM /metrics scrape or any engine's "
+        "report (--from)",
         _calibrate_options,
         _calibrate,
         _calibration_text,

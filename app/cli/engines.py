@@ -30,7 +30,7 @@ from app.model.counters.counts import Measurement
 from app.model.engines import UnknownVersionError
 from app.model.engines.reports import MAX_CLASSES
 from app.model.live.rollout import calibrated_interval
-from app.model.live.watch import IntervalReport, ScrapeFailed, WatchState, read_scrape, watch_scrapes
+from app.model.live.watch import IntervalReport, ScrapeFailed, WatchState, read_scrape, scrape_engines, watch_scrapes
 from app.model.rules import promql
 from app.service import decision_inputs, live_inputs, plan, plan_inputs, rollout_inputs
 from app.service.clients import prometheus as prometheus_watch
@@ -65,7 +65,12 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     register(subparsers, CONFIG, argparse.HelpFormatter)
     register(subparsers, STEP_FIT, argparse.HelpFormatter)
 
-    watch = subparsers.add_parser("watch", help="poll a live vLLM /metrics and say when speculation stops paying")
+    read = ", ".join(scrape_engines())
+    watch = subparsers.add_parser(
+        "watch",
+        help=f"poll a live server's /metrics ({read}), or a Prometheus over a fleet, and say when speculation stops "
+        "paying",
+    )
     watch.add_argument("url", nargs="?", help="http(s) URL of the server's /metrics (or give --prometheus)")
     add_input(
         watch,

@@ -55,6 +55,11 @@ def watched(module: EngineAdapter) -> list[RulesMetrics]:
     ]
 
 
+def scrape_engines() -> list[str]:
+    """The engines (by title) whose /metrics the watch reads: those with a version :func:`watched` holds."""
+    return [engines.adapter(name).TITLE for name in engines.ENGINES if watched(engines.adapter(name))]
+
+
 def _engine_of(names: set[str]) -> tuple[str, RulesMetrics]:
     """The registered engine whose counter of drafts the scrape holds, and that version's series."""
     wanted: list[str] = []
