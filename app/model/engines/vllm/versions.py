@@ -116,6 +116,6 @@ WATCHED = (
         checked="open in the PR thread; speculative.py @ 002e77c1f0ef (the newest stored SpeculativeConfig) declares "
         "only num_speculative_tokens_per_batch_size as 3-item tuples and dynamic/utils.py @ a6f6bb1d3c17 takes 3-item "
         "entries alone; a stored dynamic/utils.py @ 14b450ca590c validates speculative_token_schedule with 3- or "
-        "5-item entries: the PR's branch, with no SpeculativeConfig field naming it",
+        "5-item entries: the PR's branch (where SpeculativeConfig takes the old name as a validation alias)",
     ),
 )
