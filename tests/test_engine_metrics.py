@@ -318,3 +318,16 @@ def test_a_scrape_with_no_drafts_names_the_engines_own_series(scrape: str, name:
         em.calibrate_report(scrape, 0.05, 8, k=3)
     assert str(raised.value).startswith(name) or f" {name} " in str(raised.value)
     assert "vllm" not in str(raised.value) or name.startswith("vllm")
+
+
+def test_a_best_k_that_p_s_interval_does_not_support_says_so(client: TestClient) -> None:
+    """Three drafts: p's interval reaches low enough that the best k at p gives far less than the k best there;
+    POST /api/v1/calibrate (and `calibrate --from`, which prints its notes) says so. Thousands of drafts do not."""
+    few = engine_reports.example_report("vllm-metrics", 0.95, 4, 3, 5)
+    body = client.post(CALIBRATE, content=few, params={"c": 0.15}).json()
+    spread = [note for note in body["notes"] if note.startswith("p's interval is too wide to choose k by")]
+    assert len(spread) == 1 and f"before acting on k = {body['calibration']['best_k']}" in spread[0], body["notes"]
+    assert "(3 so far)" in spread[0]
+    many = engine_reports.example_report("vllm-metrics", 0.95, 4, 20_000, 5)
+    body = client.post(CALIBRATE, content=many, params={"c": 0.15}).json()
+    assert not [note for note in body["notes"] if "too wide to choose k" in note], body["notes"]

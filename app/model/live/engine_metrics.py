@@ -37,6 +37,7 @@ from app.model.engines.reports import (
 )
 
 INTERVAL_LEVEL = mixed_lengths.LEVEL  # the interval from a mixed-lengths estimate is labelled with it
+K_REGRET = 0.05  # share of the speedup that the best k at p may lose within p's interval before a note says so
 ENGINES = engines.ENGINES
 REPORT_FORMATS: dict[str, ReportFormat] = {report.name: report for report in engines.formats()}
 FORMATS: dict[str, str] = {name: report.description for name, report in REPORT_FORMATS.items()}
@@ -254,7 +255,35 @@ def calibrate_measurement(
     else:
         interval = acceptance_interval(measurement, result.acceptance, result.k)
     interval = containing(interval, result.acceptance)
-    return EngineCalibration(measurement, result, interval, [*measurement.notes, *result.notes])
+    notes = [*measurement.notes, *result.notes]
+    spread = best_k_spread(result, interval, k_max, verify)
+    if spread:
+        notes.append(spread)
+    return EngineCalibration(measurement, result, interval, notes)
+
+
+def best_k_spread(
+    result: calibration.Calibration, interval: Interval, k_max: int, verify: closed_form.VerifyCost
+) -> str:
+    """A note where the best k at p would lose more than K_REGRET of the speedup at an end of p's interval,
+    against the k best there (the interval is too wide to choose k by); empty where it would not, or where the
+    interval is unknown."""
+    if interval.low is None or interval.high is None:
+        return ""
+    worst = (0.0, 0, 0.0)
+    for end in (interval.low, interval.high):
+        there, best_there = closed_form.best_k(end, result.c, k_max, verify)
+        loss = 1.0 - closed_form.speedup(end, result.best_k, result.c, verify) / best_there
+        worst = max(worst, (loss, there, end))
+    loss, there, end = worst
+    if loss <= K_REGRET:
+        return ""
+    drafts = result.counters.drafts if result.counters is not None else None
+    counted = f" ({drafts:,.0f} so far)" if drafts is not None else ""
+    return (
+        f"p's interval is too wide to choose k by: at p = {end:.4f}, within it, k = {there} is best and k = "
+        f"{result.best_k} gives {loss:.0%} less; measure more drafts{counted} before acting on k = {result.best_k}"
+    )
 
 
 def pooled(measurements: list[Measurement]) -> Measurement | None:
