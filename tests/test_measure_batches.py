@@ -150,7 +150,7 @@ def test_the_table_names_each_crossover_and_the_out_of_sample_error() -> None:
 
     analysis = analyze_batches([[_cell(k, batch) for k in (0, 4) for batch in BATCHES]], draft_model=False)
     text = render_batches(_report(analysis_report(analysis), analysis.notes))
-    assert "k = 4: stops paying at batch 64 measured, 53 predicted from batches 1,2,4,8,16,32" in text
+    assert "k = 4: stops paying at batch 64 measured; predicted to stop at batch 53 from batches 1,2,4,8,16,32" in text
     assert "leave-one-batch-out: median error 0.0%" in text
     assert "best k per batch, measured (predicted with that batch left out): 1: 4 (4)" in text
 
@@ -245,3 +245,18 @@ def test_a_term_given_from_an_earlier_sweep_is_held_where_these_batches_cannot_i
     assert list(without_one.step_cost.given) == ["multi_token_ms"]
     assert without_one.step_cost.multi_token_ms == jump
     assert any("held at the given 8 ms" in note for note in without_one.notes)
+
+
+def test_a_crossover_that_cannot_be_predicted_says_why_in_words() -> None:
+    """A k that does not pay at the smallest batch has no batch below to fit on: the line says so, where it read
+    'stops paying at batch 1 measured, - predicted from batches -'."""
+    from app.cli.render import render_batches
+    from app.service.measure_jobs import analysis_report
+
+    slow = [[_cell(k, batch, slower=3.0 if k else 1.0) for k in (0, 4) for batch in BATCHES]]
+    text = render_batches(_report(analysis_report(analyze_batches(slow, draft_model=False)), []))
+    line = next(line for line in text.splitlines() if line.startswith("k = 4:"))
+    assert (
+        line
+        == "k = 4: stops paying at batch 1 measured; not predicted: it does not pay at batch 1, the smallest measured"
+    )

@@ -311,12 +311,15 @@ def render_batches(report: BatchReport) -> str:
     for item in report.crossover or []:
         measured = item.crossover_batch_measured
         predicted = item.crossover_batch_predicted
-        fitted = ",".join(map(str, item.fitted_on_batches)) or "-"
-        lines.append(
-            f"k = {item.k}: stops paying at batch {measured if measured is not None else '- (pays at every batch)'}"
-            f" measured, {predicted if predicted is not None else '-'} predicted from batches {fitted}"
-            + (f" ({item.note})" if item.note else "")
-        )
+        fitted = ",".join(map(str, item.fitted_on_batches))
+        said = f"stops paying at batch {measured}" if measured is not None else "pays at every batch"
+        if item.note:  # no prediction was made, and the note says why
+            guess = f"not predicted: {item.note}"
+        elif predicted is None:
+            guess = f"predicted from batches {fitted} to pay at every batch"
+        else:
+            guess = f"predicted to stop at batch {predicted} from batches {fitted}"
+        lines.append(f"k = {item.k}: {said} measured; {guess}")
     if any(cell.measured_speedup_end_to_end is not None for cell in cells):
         lines.append(
             "measured is the decoding phase's speedup (time per output token after the first), which the crossover "
