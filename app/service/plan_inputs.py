@@ -344,7 +344,8 @@ def measured_acceptance(
     p: float | None, rate: float | None, length: float | None, k: int | None, profile: str = ""
 ) -> Acceptance:
     """The acceptance a prediction is priced with: p from exactly one of p, a rate or a mean length at k
-    (acceptance), and with a measured profile its tokens per verification (the i.i.d. p only beyond it)."""
+    (acceptance), and with a measured profile its tokens per verification (beyond its last position, the
+    conditional acceptance measured there: :mod:`app.model.arithmetic.acceptance`)."""
     value = acceptance(p, rate, length, k)
     shares = profile_shares(profile)
     return AcceptanceProfile.of(value, shares) if shares else value
