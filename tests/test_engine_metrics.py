@@ -325,9 +325,21 @@ def test_a_best_k_that_p_s_interval_does_not_support_says_so(client: TestClient)
     POST /api/v1/calibrate (and `calibrate --from`, which prints its notes) says so. Thousands of drafts do not."""
     few = engine_reports.example_report("vllm-metrics", 0.95, 4, 3, 5)
     body = client.post(CALIBRATE, content=few, params={"c": 0.15}).json()
-    spread = [note for note in body["notes"] if note.startswith("p's interval is too wide to choose k by")]
+    spread = [note for note in body["notes"] if note.startswith("p's 95% interval is too wide to choose k by")]
     assert len(spread) == 1 and f"before acting on k = {body['calibration']['best_k']}" in spread[0], body["notes"]
     assert "(3 so far)" in spread[0]
     many = engine_reports.example_report("vllm-metrics", 0.95, 4, 20_000, 5)
     body = client.post(CALIBRATE, content=many, params={"c": 0.15}).json()
     assert not [note for note in body["notes"] if "too wide to choose k" in note], body["notes"]
+
+
+def test_the_note_on_a_wide_interval_names_speculation_off_in_words() -> None:
+    """At p = 0.4 and c = 0.5 the best k is off; the interval's high end would speculate."""
+    from app.model.arithmetic.closed_form import free_verification
+    from app.model.counters import calibration
+
+    result = calibration.calibrate_from_length(1.4, 1, 0.5, 8)  # p = 0.4
+    assert result.best_k == 0
+    note = em.best_k_spread(result, em.Interval(0.3, 0.95, 0.95, "given"), 8, free_verification)
+    assert "k = 0" not in note.replace("(k = 0)", "") and "before acting on speculation off (k = 0)" in note, note
+    assert em.best_k_spread(result, em.Interval(None, None, 0.95, "none"), 8, free_verification) == ""

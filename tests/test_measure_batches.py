@@ -127,7 +127,7 @@ def test_a_crossover_below_two_fitted_batches_is_not_predicted_and_says_why() ->
     rounds = [[_cell(0, b) for b in (1, 2)] + [_cell(4, b, slower=3.0) for b in (1, 2)]]
     (four,) = analyze_batches(rounds, draft_model=False).crossovers
     assert four.measured == 1 and four.predicted is None
-    assert four.note is not None and "smallest measured" in four.note
+    assert four.note == "no batch below the smallest measured (1) to fit on"
     assert not math.isnan(analyze_batches(rounds, draft_model=False).cells[0].step_ms)
 
 
@@ -150,7 +150,10 @@ def test_the_table_names_each_crossover_and_the_out_of_sample_error() -> None:
 
     analysis = analyze_batches([[_cell(k, batch) for k in (0, 4) for batch in BATCHES]], draft_model=False)
     text = render_batches(_report(analysis_report(analysis), analysis.notes))
-    assert "k = 4: stops paying at batch 64 measured; predicted to stop at batch 53 from batches 1,2,4,8,16,32" in text
+    assert (
+        "k = 4: measured: stops paying at batch 64; predicted to stop at batch 53 (fitted on batches 1,2,4,8,16,32)"
+        in text
+    )
     assert "leave-one-batch-out: median error 0.0%" in text
     assert "best k per batch, measured (predicted with that batch left out): 1: 4 (4)" in text
 
@@ -248,15 +251,27 @@ def test_a_term_given_from_an_earlier_sweep_is_held_where_these_batches_cannot_i
 
 
 def test_a_crossover_that_cannot_be_predicted_says_why_in_words() -> None:
-    """A k that does not pay at the smallest batch has no batch below to fit on: the line says so, where it read
-    'stops paying at batch 1 measured, - predicted from batches -'."""
+    """Each line says what was measured and what was predicted, or why nothing was, where a k that never paid
+    read 'stops paying at batch 1 measured, - predicted from batches -'."""
     from app.cli.render import render_batches
     from app.service.measure_jobs import analysis_report
 
+    def line(rounds: list[list[Sample]], batches: tuple[int, ...] = BATCHES) -> str:
+        report = _report(analysis_report(analyze_batches(rounds, draft_model=False)), [])
+        text = render_batches(report.model_copy(update={"batches": list(batches)}))
+        return next(line for line in text.splitlines() if line.startswith("k = 4:"))
+
     slow = [[_cell(k, batch, slower=3.0 if k else 1.0) for k in (0, 4) for batch in BATCHES]]
-    text = render_batches(_report(analysis_report(analyze_batches(slow, draft_model=False)), []))
-    line = next(line for line in text.splitlines() if line.startswith("k = 4:"))
-    assert (
-        line
-        == "k = 4: stops paying at batch 1 measured; not predicted: it does not pay at batch 1, the smallest measured"
+    assert line(slow) == (
+        "k = 4: measured: does not pay at any measured batch; not predicted: no batch below the smallest measured "
+        "(1) to fit on"
+    )
+    paying = [[_cell(k, batch) for k in (0, 4) for batch in (1, 2, 4)]]
+    assert line(paying, (1, 2, 4)) == (
+        "k = 4: measured: pays at every measured batch; predicted to stop at batch 53 (fitted on batches 1,2,4)"
+    )
+    one = [[_cell(k, 1) for k in (0, 4)]]
+    assert line(one, (1,)) == (
+        "k = 4: measured: pays at every measured batch; not predicted: one batch measured (1): too few to fit how "
+        "the cost grows"
     )

@@ -231,15 +231,18 @@ def test_an_instant_querys_samples_are_typed(
 def test_shares_that_a_fresh_counters_extrapolation_pushes_past_their_bounds_are_read_at_the_bound() -> None:
     """increase() stretches a counter that began inside its window less far than the others: the shares read
     a little above 1 or above the one before; within the slack they are the bound, beyond it they stand."""
-    reached, length, accepted = prometheus_watch.settled([1.004, 1.01, 0.99, 0.995], 3.96, 0.0)
-    assert reached == [1.0, 1.0, 0.99, 0.99]
-    assert accepted == pytest.approx(3.98) and length == pytest.approx(3.98)
-    assert prometheus_watch.settled([1.0, 1.0], 2.03, 0.0)[1] == 2.0  # at most k tokens per draft
-    assert prometheus_watch.settled([], 0.97, 0.2) == ([], 1.0, 0.2)  # at least one
-    assert prometheus_watch.settled([], 2.0, 2.04) == ([], 2.04, 2.04)
+    held = prometheus_watch.settled([1.004, 1.01, 0.99, 0.995], 3.96, 0.0)
+    assert held.shares == (1.0, 1.0, 0.99, 0.99) and held.moved == pytest.approx(0.01)
+    assert held.accepted == pytest.approx(3.98) and held.mean_length == pytest.approx(3.98)
+    assert prometheus_watch.settled([1.0, 1.0], 2.03, 0.0).mean_length == 2.0  # at most k tokens per draft
+    assert prometheus_watch.settled([], 0.97, 0.2) == prometheus_watch.Settled(
+        (), 1.0, 0.2, pytest.approx(0.0309, abs=1e-4)
+    )
+    assert prometheus_watch.settled([], 2.0, 2.04).mean_length == 2.04
     far = 1.0 + 2 * prometheus_watch.EXTRAPOLATION_SLACK
-    assert prometheus_watch.settled([far, 0.5], 2.0, 0.0)[0] == [far, 0.5]
-    assert prometheus_watch.settled([0.9, 0.5], 1.0, 0.0)[1] == 1.0  # below the accepted 1.4 by far: stands
+    assert prometheus_watch.settled([far, 0.5], 2.0, 0.0).shares == (far, 0.5)
+    assert prometheus_watch.settled([0.9, 0.5], 1.0, 0.0).mean_length == 1.0  # below the accepted 1.4 by far: stands
+    assert prometheus_watch.settled([0.9, 0.5], 1.5, 0.0).moved == 0.0  # nothing to hold
 
 
 def _llamacpp_interval(shares: list[float], length: float) -> tuple[prometheus_watch.Interval, Any]:
@@ -266,6 +269,7 @@ def test_a_fresh_engine_that_accepts_every_token_is_measured_not_called_inconsis
     report = prometheus_watch.class_report(interval, key, target, SETUP, None)
     assert report.status == "ok", report.message
     assert report.p is not None and report.p > 0.95 and report.k == 4
+    assert report.message == "ok; " + prometheus_watch.HELD.format(0.009)  # said, so that a fault that lasts shows
     broken, (key, target) = _llamacpp_interval([1.5, 1.4, 1.3, 1.2], 3.0)
     report = prometheus_watch.class_report(broken, key, target, SETUP, None)
     assert report.status == "idle" and "exceed" in report.message, report.message

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from app.model import limits
 from app.model.arithmetic import trees
 from app.model.cost import published, step_cost
-from app.model.live.measure_batches import CellResult
+from app.model.live.measure_batches import MAX_PREDICTED_BATCH, CellResult
 from app.service.regimes import off_range_text
 from app.service.schemas.core import Curve, OptimalK, Speedup
 from app.service.schemas.decision import CalibrationOut, DraftSourcesOut, TreesOut
@@ -312,14 +312,19 @@ def render_batches(report: BatchReport) -> str:
         measured = item.crossover_batch_measured
         predicted = item.crossover_batch_predicted
         fitted = ",".join(map(str, item.fitted_on_batches))
-        said = f"stops paying at batch {measured}" if measured is not None else "pays at every batch"
+        if measured is None:
+            said = "pays at every measured batch" if item.fitted_on_batches else "none"
+        elif item.fitted_on_batches:
+            said = f"stops paying at batch {measured}"
+        else:
+            said = "does not pay at any measured batch"
         if item.note:  # no prediction was made, and the note says why
             guess = f"not predicted: {item.note}"
         elif predicted is None:
-            guess = f"predicted from batches {fitted} to pay at every batch"
+            guess = f"predicted to pay up to batch {MAX_PREDICTED_BATCH} (fitted on batches {fitted})"
         else:
-            guess = f"predicted to stop at batch {predicted} from batches {fitted}"
-        lines.append(f"k = {item.k}: {said} measured; {guess}")
+            guess = f"predicted to stop at batch {predicted} (fitted on batches {fitted})"
+        lines.append(f"k = {item.k}: measured: {said}; {guess}")
     if any(cell.measured_speedup_end_to_end is not None for cell in cells):
         lines.append(
             "measured is the decoding phase's speedup (time per output token after the first), which the crossover "

@@ -280,10 +280,15 @@ def best_k_spread(
         return ""
     drafts = result.counters.drafts if result.counters is not None else None
     counted = f" ({drafts:,.0f} so far)" if drafts is not None else ""
+    chosen = _k_words(result.best_k)
     return (
-        f"p's interval is too wide to choose k by: at p = {end:.4f}, within it, k = {there} is best and k = "
-        f"{result.best_k} gives {loss:.0%} less; measure more drafts{counted} before acting on k = {result.best_k}"
+        f"p's 95% interval is too wide to choose k by: at p = {end:.4f}, within it, {_k_words(there)} is best and "
+        f"{chosen} gives {loss:.0%} less; measure more drafts{counted} before acting on {chosen}"
     )
+
+
+def _k_words(k: int) -> str:
+    return f"k = {k}" if k else "speculation off (k = 0)"
 
 
 def pooled(measurements: list[Measurement]) -> Measurement | None:

@@ -341,11 +341,12 @@ def _crossover(
     measured = crossover_batch(np.array(grid), np.array([mine[batch].measured_speedup for batch in grid]))
     below = [batch for batch in grid if measured is None or batch < measured]
     if len(below) < 2:
-        note = (
-            f"it does not pay at batch {grid[0]}, the smallest measured"
-            if not below
-            else f"one batch below the measured crossover ({below[0]}): too few to fit how the cost grows"
-        )
+        if not below:
+            note = f"no batch below the smallest measured ({grid[0]}) to fit on"
+        elif measured is None:
+            note = f"one batch measured ({below[0]}): too few to fit how the cost grows"
+        else:
+            note = f"one batch below the measured crossover ({below[0]}): too few to fit how the cost grows"
         return Crossover(k, measured, None, tuple(below), None, note)
     fitted_cells = [cell for cell in cells if cell.sample.batch in below]
     cost = _fit(fitted_cells, draft_model, given)

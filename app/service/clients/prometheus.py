@@ -24,7 +24,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,6 +49,7 @@ MAX_FAILURES = 3  # consecutive failed intervals before the watch gives up
 # it.  Overshoots up to this share are that artefact and are read as the bound they cross; larger ones stand, and
 # the calibration says the counts are inconsistent.
 EXTRAPOLATION_SLACK = 0.1
+HELD = "counts held to their bounds (by up to {:.1%}): increase() stretched counters that began in the window apart"
 
 
 class PrometheusError(Exception):
@@ -367,26 +368,40 @@ def evaluate(prometheus: Prometheus, target: Target, seconds: float, times: Sequ
     return intervals
 
 
-def settled(shares: list[float], mean_length: float | None, accepted: float) -> tuple[list[float], float | None, float]:
-    """Per draft: the share accepted at each position, the mean draft length and the tokens accepted (the shares'
-    sum where there are shares), held to what counts allow where they cross it by no more than EXTRAPOLATION_SLACK,
-    the error of ratios of extrapolated increases: a share at most 1 and at most the one before it; a mean length
-    of at least one token and the tokens accepted, and at most k where the shares give k."""
+@dataclass(frozen=True)
+class Settled:
+    """Per draft, held to what counts allow: the share accepted at each position, the mean draft length (None
+    where not recorded) and the tokens accepted; ``moved``, the largest relative change that took."""
+
+    shares: tuple[float, ...]
+    mean_length: float | None
+    accepted: float
+    moved: float = 0.0
+
+
+def settled(shares: list[float], mean_length: float | None, accepted: float) -> Settled:
+    """The shares, mean draft length and tokens accepted per draft (the shares' sum where there are shares), held
+    to what counts allow where they cross it by no more than EXTRAPOLATION_SLACK, the error of ratios of
+    extrapolated increases: a share at most 1 and at most the one before it; a mean length of at least one token
+    and the tokens accepted, and at most k where the shares give k."""
     reached: list[float] = []
-    bound = 1.0
+    moved, bound = 0.0, 1.0
     for share in shares:
-        reached.append(bound if bound < share <= bound * (1.0 + EXTRAPOLATION_SLACK) else share)
-        bound = reached[-1]
+        if bound < share <= bound * (1.0 + EXTRAPOLATION_SLACK):
+            moved, share = max(moved, share / bound - 1.0), bound
+        reached.append(share)
+        bound = share
     if reached:
         accepted = sum(reached)
-    if mean_length is None:
-        return reached, None, accepted
-    low, high = max(1.0, accepted), float(len(reached)) if reached else math.inf
-    if mean_length < low <= mean_length * (1.0 + EXTRAPOLATION_SLACK):
-        mean_length = low
-    elif high < mean_length <= high * (1.0 + EXTRAPOLATION_SLACK):
-        mean_length = high
-    return reached, mean_length, accepted
+    if mean_length is not None:
+        low, high = max(1.0, accepted), float(len(reached)) if reached else math.inf
+        held = mean_length
+        if mean_length < low <= mean_length * (1.0 + EXTRAPOLATION_SLACK):
+            held = low
+        elif high < mean_length <= high * (1.0 + EXTRAPOLATION_SLACK):
+            held = high
+        moved, mean_length = max(moved, abs(held / mean_length - 1.0)), held
+    return Settled(tuple(reached), mean_length, accepted, moved)
 
 
 def class_report(
@@ -411,6 +426,7 @@ def class_report(
     )
     if drafts <= 0 or tokens is None:
         return IntervalReport("idle", message="no drafts this interval: nothing to measure")
+    held: Settled | None = None
     try:
         if m.counts_verifications:
             steps = values.get(promql.RUNNING_K)
@@ -423,12 +439,13 @@ def class_report(
             shares = interval.positions.get(key, {})
             if m.per_position and not shares:
                 return IntervalReport("idle", drafts=drafts, message="no per-position counts yet: nothing to measure")
-            reached, mean_length, accepted = settled(
+            held = settled(
                 [shares.get(i, 0.0) for i in range(max(shares, default=-1) + 1)],
                 values.get(promql.DRAFT_LENGTH),
                 tokens - 1.0,
             )
-            per_position = tuple(share * drafts for share in reached)
+            per_position = tuple(share * drafts for share in held.shares)
+            mean_length, accepted = held.mean_length, held.accepted
             measurement = Measurement(
                 engine=target.engine,
                 format=m.scrape_format,
@@ -441,4 +458,7 @@ def class_report(
             )
     except CalibrationError as error:
         return IntervalReport("idle", drafts=drafts, message=f"counts do not calibrate: {error.message}")
-    return measured_report(measurement, running, setup, calibrated)
+    report = measured_report(measurement, running, setup, calibrated)
+    if held is not None and held.moved > 0.0 and report.p is not None:
+        report = replace(report, message=f"{report.message}; {HELD.format(held.moved)}")
+    return report
