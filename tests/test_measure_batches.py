@@ -275,3 +275,22 @@ def test_a_crossover_that_cannot_be_predicted_says_why_in_words() -> None:
         "k = 4: measured: pays at every measured batch; not predicted: one batch measured (1): too few to fit how "
         "the cost grows"
     )
+
+
+def test_a_sweep_where_speculation_never_paid_says_to_run_without_it() -> None:
+    """The measured config read 'none written', with a note for the largest batch alone."""
+    from app.service.clients.measure import Server
+    from app.service.measure_jobs import measured_config
+
+    servers = [Server("http://a", False), Server("http://b", True, "speculative,ngram-simple", 4)]
+    slow = analyze_batches([[_cell(k, b, slower=3.0 if k else 1.0) for k in (0, 4) for b in (1, 2, 4)]], False)
+    config = measured_config(servers, slow)
+    assert config is not None and config.text == ""
+    assert config.notes[0] == (
+        "speculation paid at none of the batches measured (1, 2, 4): run llama.cpp without it; there is no "
+        "speculation config to write"
+    )
+    paying = analyze_batches([[_cell(k, b) for k in (0, 4) for b in (1, 2, 4)]], False)
+    config = measured_config(servers, paying)
+    assert config is not None and "--spec-type ngram-simple" in config.text
+    assert not any("paid at none" in note for note in config.notes)

@@ -341,7 +341,7 @@ def render_batches(report: BatchReport) -> str:
     config = report.engine_config
     if config:
         lines.append(f"the engine's config for the measured schedule ({config.title} {config.version}):")
-        written = config.text or config.error or "none written"
+        written = config.text or config.error or "(nothing to write: see the notes)"
         lines += [f"  {line}" for line in written.splitlines()]
         lines += [f"  note: {note}" for note in config.notes]
     lines += [f"note: {note}" for note in report.notes]

@@ -141,12 +141,21 @@ def measured_config(
     except ValueError as error:  # a drafter or a version the engine does not take
         return MeasuredConfig(**entry, error=str(error), notes=said)
     exported = written.exported
+    off = (
+        [
+            f"speculation paid at none of the batches measured ({', '.join(map(str, analysis.batches))}): run "
+            f"{entry['title']} without it; there is no speculation config to write"
+        ]
+        if not paying
+        else []
+    )
     return filled(
         MeasuredConfig,
         exported,
         **entry,
         error=None,
         notes=[
+            *off,
             f"the schedule measured at batches {', '.join(map(str, analysis.batches))}: a batch between two takes "
             "the best k of the next measured batch up",
             "the drafter's settings other than k (an n-gram's match length, a draft model's path) are not in what "

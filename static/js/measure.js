@@ -111,7 +111,7 @@ function showConfig(config) {
   if (!config) return;
   document.getElementById("measure-config-title").textContent =
     `The config for the measured schedule (${config.title} ${config.version}):`;
-  document.getElementById("measure-config-text").textContent = config.text || config.error || "none written";
+  document.getElementById("measure-config-text").textContent = config.text || config.error || "(nothing to write: see the notes)";
   document.getElementById("measure-config-notes").replaceChildren(
     ...(config.notes || []).map((note) => {
       const li = document.createElement("li");
