@@ -787,3 +787,49 @@ def test_a_report_url_is_fetched_once_for_every_part_of_the_page(monkeypatch: py
     assert response.status_code == 200, response.text
     assert fetched == ["/metrics"], response.json()["calibration"]["engine"]
     assert response.json()["calibration"]["engine"]["fetch"] in (None, "")
+
+
+def test_a_report_url_is_read_where_the_paste_box_still_holds_the_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paste box opens with the example scrape, which the page posts as it is: a URL typed beside it was
+    ignored and the example's numbers shown. The example gives way to the URL; a report of the user's does not."""
+    served = example_scrape(0.55).replace('model_name="target-model"', 'model_name="served"')
+
+    def answer(path: str, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        return 200, "text/plain", served.encode()
+
+    monkeypatch.setenv("SPECDEC_ALLOW_FETCH", "1")
+    get_settings.cache_clear()
+    try:
+        with answering(answer) as address, TestClient(create_app(Settings(allow_fetch=True))) as allowed:
+            url = {"url": f"http://{address}/metrics"}
+            example = allowed.post(VIEW, params=url, json={"metrics": example_scrape(EXAMPLE_P)}).json()
+            own = allowed.post(VIEW, params=url, json={"metrics": example_scrape(0.9)}).json()
+    finally:
+        monkeypatch.delenv("SPECDEC_ALLOW_FETCH")
+        get_settings.cache_clear()
+    assert abs(float(example["calibration"]["p"]) - 0.55) < 0.01, example["calibration"]["p"]
+    assert example["calibration"]["engine"]["served_model"] == "served"
+    assert abs(float(own["calibration"]["p"]) - 0.9) < 0.01  # pasted text of the user's own wins over the URL
+
+
+def test_drafts_of_several_lengths_are_not_called_a_report_without_per_position_counters(client: TestClient) -> None:
+    """llama-server's n-gram drafts vary in length: its per-position counters are read, but the independence test
+    is not run; the page said the report had no per-position counters."""
+    lines = [
+        "# TYPE llamacpp:spec_decode_num_drafts_total counter",
+        "llamacpp:spec_decode_num_drafts_total 40",
+        "# TYPE llamacpp:spec_decode_num_draft_tokens_total counter",
+        "llamacpp:spec_decode_num_draft_tokens_total 100",
+        "# TYPE llamacpp:spec_decode_num_accepted_tokens_total counter",
+        "llamacpp:spec_decode_num_accepted_tokens_total 60",
+        "# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter",
+        *(
+            f'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {n}'
+            for i, n in enumerate((30, 15, 10, 5))
+        ),
+    ]
+    result = client.post(VIEW, json={"metrics": "\n".join(lines) + "\n"}).json()["calibration"]
+    assert "Drafts of several lengths: independence from token to token is not tested" in result["verdict"]
+    sglang = engine_reports.example_report("sglang-metrics", 0.7, 4, 2000, 3)
+    result = client.post(VIEW, params={"cycles": 2000}, json={"metrics": sglang}).json()["calibration"]
+    assert "No per-position counters" in result["verdict"], result["verdict"]

@@ -81,7 +81,8 @@ def _report_text(reading: Reading) -> tuple[str, str, str | None]:
         return example_scrape(reading.number("example_p")), "", None
     report, baseline = body.get("metrics", ""), body.get("baseline", "")
     url = reading.text("url").strip()
-    if not url or report.strip():
+    example = report.strip() == example_scrape(reading.number("example_p")).strip()
+    if not url or (report.strip() and not example):  # the example the paste box opens with gives way to a URL
         return report, baseline, None
     if not get_settings().allow_fetch:
         try:
@@ -219,6 +220,12 @@ def calibrate(reading: Reading, chosen: CostRegime) -> tuple[calibration.Calibra
 def _verdict(result: calibration.Calibration) -> tuple[str, str]:
     departure = result.departure
     if departure is None:
+        if result.source == "exposition" and result.counters is not None and result.counters.per_position:
+            return (
+                "Drafts of several lengths: independence from token to token is not tested (the test needs every "
+                "draft k long).",
+                "",
+            )
         if result.source == "exposition":
             return "No per-position counters: independence from token to token cannot be checked.", ""
         return "A single rate or length cannot test independence: the i.i.d. model is assumed.", ""
