@@ -833,3 +833,47 @@ def test_drafts_of_several_lengths_are_not_called_a_report_without_per_position_
     sglang = engine_reports.example_report("sglang-metrics", 0.7, 4, 2000, 3)
     result = client.post(VIEW, params={"cycles": 2000}, json={"metrics": sglang}).json()["calibration"]
     assert "No per-position counters" in result["verdict"], result["verdict"]
+
+
+def test_an_address_that_names_a_report_url_reads_it_from_the_first_paint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/decide?url=... opened (GET) showed the example's numbers under the server's URL until a script posted the
+    page again; the address's URL is read as a posted empty paste box would be, once per view. One that cannot be
+    read is a note and the example on the page, and a 422 at its label from the JSON twin."""
+    served = example_scrape(0.55)
+    fetched: list[str] = []
+
+    def answer(path: str, _query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        fetched.append(path)
+        return 200, "text/plain", served.encode()
+
+    off = view("url=http%3A%2F%2F10.0.0.1%3A8000%2Fmetrics")["calibration"]
+    assert "SPECDEC_ALLOW_FETCH" in off["engine"]["fetch"]  # type: ignore[index]
+    monkeypatch.setenv("SPECDEC_ALLOW_FETCH", "1")
+    get_settings.cache_clear()
+    try:
+        with answering(answer) as address:
+            url = urlencode({"url": f"http://{address}/metrics"})
+            page = view(url)
+            twin = view(url, strict=True)
+        unreachable = urlencode({"url": f"http://127.0.0.1:{_closed_port()}/metrics"})
+        lenient = view(unreachable)
+        with pytest.raises(ControlError, match="Report URL"):
+            view(unreachable, strict=True)
+    finally:
+        monkeypatch.delenv("SPECDEC_ALLOW_FETCH")
+        get_settings.cache_clear()
+    for result in (page, twin):
+        assert abs(float(result["calibration"]["p"]) - 0.55) < 0.01  # type: ignore[index]
+        assert result["calibration"]["example"] is None  # type: ignore[index]
+    assert fetched == ["/metrics", "/metrics"]  # once per view
+    notes = " ".join(lenient["notes"])  # type: ignore[arg-type]
+    assert "Report URL: " in notes and "showing the example report" in notes
+    assert abs(float(lenient["calibration"]["p"]) - EXAMPLE_P) < 0.02  # type: ignore[index]
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

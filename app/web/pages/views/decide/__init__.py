@@ -10,6 +10,7 @@ servers measured over batch sizes, where the deployment allows it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from app.service import plan
@@ -58,6 +59,8 @@ NO_RESULT = {"p": "–", "best_k": "–", "best_speedup": "–", "observed": "�
 
 
 def build(reading: Reading) -> View:
+    if reading.body is None and reading.text("url").strip():  # an address naming a report URL reads it, not the
+        reading = replace(reading, body={})  # example: as if posted with an empty paste box
     chosen = chosen_cost(reading, reading.number("c"))
     result, calibration_link, engine = calibrate(reading, chosen)
     sources, sources_chart, sources_link = sources_part(reading, chosen.verify)

@@ -74,26 +74,30 @@ def _engine_error(control: Control, error: CalibrationError) -> ControlError:
     return ControlError(control, f"{control.label}: {error.message}")
 
 
+UNREAD = "unread_url"  # in a view's body: the URL that could not be read, so that it is tried once per view
+
+
 def _report_text(reading: Reading) -> tuple[str, str, str | None]:
     """(report, baseline, message about the URL): the pasted text, or the URL's when the server may fetch it."""
     body = reading.body
-    if body is None:  # asked for with GET: the example scrape the page opens with
+    if body is None:  # asked for with GET: the example scrape the page opens with (build posts a URL's as empty)
         return example_scrape(reading.number("example_p")), "", None
     report, baseline = body.get("metrics", ""), body.get("baseline", "")
     url = reading.text("url").strip()
     example = report.strip() == example_scrape(reading.number("example_p")).strip()
-    if not url or (report.strip() and not example):  # the example the paste box opens with gives way to a URL
-        return report, baseline, None
-    if not get_settings().allow_fetch:
-        try:
-            shown = check_url(url)
-        except FetchError as error:
-            raise ControlError(URL, f"{URL.label}: {error}") from None
-        return "", "", FETCH_OFF.format(url=shown)
+    if not url or (report.strip() and not example) or body.get(UNREAD) == url:
+        return report, baseline, None  # the example the paste box opens with gives way to a URL not yet tried
     try:
+        if not get_settings().allow_fetch:
+            return "", "", FETCH_OFF.format(url=check_url(url))
         fetched = fetch_text(url)
     except FetchError as error:
-        raise ControlError(URL, f"{URL.label}: {error}") from None
+        if reading.strict:
+            raise ControlError(URL, f"{URL.label}: {error}") from None
+        # an address that names it (read leniently): said, and the example shown, as with no URL
+        reading.notes.append(f"{URL.label}: {error}; showing the example report.")
+        body["metrics"], body[UNREAD] = example_scrape(reading.number("example_p")), url  # tried once per view
+        return body["metrics"], "", None
     body["metrics"] = fetched  # fetched once per view: every part of the page reads this same scrape
     return fetched, baseline, None
 
