@@ -877,3 +877,27 @@ def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def test_a_recommended_k_beyond_the_positions_measured_says_it_is_carried_on(client: TestClient) -> None:
+    """Four positions measured, the last two alike (a conditional acceptance of 1 carries the profile on): the
+    schedule's k = 16 rests on positions never measured, and the recommendation says so; at the example's own
+    k it does not."""
+    lines = [
+        "# TYPE llamacpp:spec_decode_num_drafts_total counter",
+        "llamacpp:spec_decode_num_drafts_total 40",
+        "# TYPE llamacpp:spec_decode_num_draft_tokens_total counter",
+        "llamacpp:spec_decode_num_draft_tokens_total 160",
+        "# TYPE llamacpp:spec_decode_num_accepted_tokens_total counter",
+        "llamacpp:spec_decode_num_accepted_tokens_total 80",
+        "# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter",
+        *(
+            f'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {n}'
+            for i, n in enumerate((30, 20, 15, 15))
+        ),
+    ]
+    result = client.post(VIEW, json={"metrics": "\n".join(lines) + "\n"}).json()["calibration"]
+    assert int(result["best_k"]) > 4
+    assert "That is beyond the 4 positions the report measured" in result["where"], result["where"]
+    default = view()["calibration"]
+    assert "beyond the" not in default["where"]  # type: ignore[index]

@@ -373,7 +373,14 @@ def recommendation(
     return {
         "best_k": str(k) if k else "off",
         "best_speedup": times(speedup) if k else times(1.0),
-        "where": f"{where}, from step 2's schedule: " + (f"k = {k}, {times(speedup)}." if k else "leave it off."),
+        "where": f"{where}, from step 2's schedule: "
+        + (f"k = {k}, {times(speedup)}." if k else "leave it off.")
+        + (
+            f" That is beyond the {len(result.positions)} positions the report measured: step 2 says how tokens per "
+            "verification are carried on past them, so measure at that k before relying on it."
+            if result.positions and k > len(result.positions)
+            else ""
+        ),
         "generic": generic,
     }
 
