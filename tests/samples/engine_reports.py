@@ -234,6 +234,13 @@ def llamacpp_metrics(p: float, k: int, cycles: int, seed: int, classes: int) -> 
     return re.sub(r'\{model_name="model-0",?', "{", text).replace("{}", "")
 
 
+def llamacpp_counts(counts: SpecCounts) -> str:
+    """llama-server's /metrics holding the given spec-decode counts, written by the product's exposition writer:
+    for reports no i.i.d. draw gives (drafts of several lengths, a flat tail)."""
+    names = CounterNames(**{kind: f"llamacpp:{stem}_total" for kind, stem in SPEC_DECODE_COUNTERS.items()})
+    return exposition(counter_families(names, [((), counts)]))
+
+
 def llamacpp_log(p: float, k: int, cycles: int, seed: int, classes: int) -> str:
     draws = sample_accepted(p, k, cycles, seed)
     lines = [

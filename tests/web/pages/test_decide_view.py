@@ -14,6 +14,7 @@ from starlette.datastructures import QueryParams
 
 from app.model.arithmetic import closed_form, draft_sources
 from app.model.counters import calibration
+from app.model.counters.counts import SpecCounts
 from app.model.limits import DEFAULT_C
 from app.web.core.config import Settings, get_settings
 from app.web.main import create_app
@@ -22,7 +23,7 @@ from app.web.pages.views import decide
 from app.web.pages.views.decide import EXAMPLE_DRAFTS, EXAMPLE_K, EXAMPLE_P, EXAMPLE_SEED, PAGE
 from app.web.pages.views.decide.calibrate import example_scrape
 from tests.samples import engine_reports
-from tests.support import answering
+from tests.support import answering, free_port
 
 VIEW = "/api/v1/views/decide"
 METRICS = "/api/v1/calibrate/metrics"
@@ -815,20 +816,8 @@ def test_a_report_url_is_read_where_the_paste_box_still_holds_the_example(monkey
 def test_drafts_of_several_lengths_are_not_called_a_report_without_per_position_counters(client: TestClient) -> None:
     """llama-server's n-gram drafts vary in length: its per-position counters are read, but the independence test
     is not run; the page said the report had no per-position counters."""
-    lines = [
-        "# TYPE llamacpp:spec_decode_num_drafts_total counter",
-        "llamacpp:spec_decode_num_drafts_total 40",
-        "# TYPE llamacpp:spec_decode_num_draft_tokens_total counter",
-        "llamacpp:spec_decode_num_draft_tokens_total 100",
-        "# TYPE llamacpp:spec_decode_num_accepted_tokens_total counter",
-        "llamacpp:spec_decode_num_accepted_tokens_total 60",
-        "# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter",
-        *(
-            f'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {n}'
-            for i, n in enumerate((30, 15, 10, 5))
-        ),
-    ]
-    result = client.post(VIEW, json={"metrics": "\n".join(lines) + "\n"}).json()["calibration"]
+    report = engine_reports.llamacpp_counts(SpecCounts(40, 100, 60, (30, 15, 10, 5)))
+    result = client.post(VIEW, json={"metrics": report}).json()["calibration"]
     assert "Drafts of several lengths: independence from token to token is not tested" in result["verdict"]
     sglang = engine_reports.example_report("sglang-metrics", 0.7, 4, 2000, 3)
     result = client.post(VIEW, params={"cycles": 2000}, json={"metrics": sglang}).json()["calibration"]
@@ -855,7 +844,7 @@ def test_an_address_that_names_a_report_url_reads_it_from_the_first_paint(monkey
             url = urlencode({"url": f"http://{address}/metrics"})
             page = view(url)
             twin = view(url, strict=True)
-        unreachable = urlencode({"url": f"http://127.0.0.1:{_closed_port()}/metrics"})
+        unreachable = urlencode({"url": f"http://127.0.0.1:{free_port()}/metrics"})  # closed once it is found
         lenient = view(unreachable)
         with pytest.raises(ControlError, match="Report URL"):
             view(unreachable, strict=True)
@@ -871,32 +860,12 @@ def test_an_address_that_names_a_report_url_reads_it_from_the_first_paint(monkey
     assert abs(float(lenient["calibration"]["p"]) - EXAMPLE_P) < 0.02  # type: ignore[index]
 
 
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_a_recommended_k_beyond_the_positions_measured_says_it_is_carried_on(client: TestClient) -> None:
     """Four positions measured, the last two alike (a conditional acceptance of 1 carries the profile on): the
     schedule's k = 16 rests on positions never measured, and the recommendation says so; at the example's own
     k it does not."""
-    lines = [
-        "# TYPE llamacpp:spec_decode_num_drafts_total counter",
-        "llamacpp:spec_decode_num_drafts_total 40",
-        "# TYPE llamacpp:spec_decode_num_draft_tokens_total counter",
-        "llamacpp:spec_decode_num_draft_tokens_total 160",
-        "# TYPE llamacpp:spec_decode_num_accepted_tokens_total counter",
-        "llamacpp:spec_decode_num_accepted_tokens_total 80",
-        "# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter",
-        *(
-            f'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {n}'
-            for i, n in enumerate((30, 20, 15, 15))
-        ),
-    ]
-    result = client.post(VIEW, json={"metrics": "\n".join(lines) + "\n"}).json()["calibration"]
+    report = engine_reports.llamacpp_counts(SpecCounts(40, 160, 80, (30, 20, 15, 15)))
+    result = client.post(VIEW, json={"metrics": report}).json()["calibration"]
     assert int(result["best_k"]) > 4
     assert "That is beyond the 4 positions the report measured" in result["where"], result["where"]
     default = view()["calibration"]

@@ -77,6 +77,11 @@ def _engine_error(control: Control, error: CalibrationError) -> ControlError:
 UNREAD = "unread_url"  # in a view's body: the URL that could not be read, so that it is tried once per view
 
 
+def _is_example(reading: Reading, report: str) -> bool:
+    """Whether the report is the example scrape the page opens with (at the page's example p)."""
+    return report.strip() == example_scrape(reading.number("example_p")).strip()
+
+
 def _report_text(reading: Reading) -> tuple[str, str, str | None]:
     """(report, baseline, message about the URL): the pasted text, or the URL's when the server may fetch it."""
     body = reading.body
@@ -84,8 +89,7 @@ def _report_text(reading: Reading) -> tuple[str, str, str | None]:
         return example_scrape(reading.number("example_p")), "", None
     report, baseline = body.get("metrics", ""), body.get("baseline", "")
     url = reading.text("url").strip()
-    example = report.strip() == example_scrape(reading.number("example_p")).strip()
-    if not url or (report.strip() and not example) or body.get(UNREAD) == url:
+    if not url or body.get(UNREAD) == url or (report.strip() and not _is_example(reading, report)):
         return report, baseline, None  # the example the paste box opens with gives way to a URL not yet tried
     try:
         if not get_settings().allow_fetch:
@@ -169,7 +173,7 @@ def _engine_report(reading: Reading, chosen: CostRegime) -> tuple[calibration.Ca
     if fetch_message is not None:  # nothing of the user's was read: say whose numbers these are
         info["format"] = f"the example report, not yours (the URL was not fetched); {info['format']}"
         info["notes"] = [EXAMPLE_INSTEAD, *notes_of(info)]
-    elif report.strip() == example_scrape(reading.number("example_p")).strip():
+    elif _is_example(reading, report):
         p = fixed(reading.number("example_p"), 2)
         info["example"] = f"Example: the numbers below are a synthetic report's at p = {p}; paste your server's above."
     return calibrated.top, info
