@@ -58,13 +58,19 @@ class PublishedIntervalOut(BaseModel):
 class PublishedCrossoverOut(BaseModel):
     sweep: str
     batches: list[int]
-    measured: int | None = Field(description="The batch from which the source's speedup stays at or below 1.")
+    measured: int | None = Field(
+        description="The batch from which the source's speedup stays at or below 1; the sweep's smallest batch where "
+        "it paid at none of them."
+    )
     measured_after: int | None = Field(
         None,
         description="The sweep's batch before ``measured`` (0 where it never paid): the source puts the crossover "
         "after it and at or before ``measured``, and the prediction is judged against that whole range.",
     )
-    predicted: int | None = Field(description="The same by terms fitted on every other source.")
+    predicted: int | None = Field(
+        description="The same by terms fitted on every other source; 1 where the predicted speedup is at or below 1 at "
+        "every batch."
+    )
     range_low: int | None = Field(description="First batch at which the predicted speedup's interval holds 1.")
     range_high: int | None = Field(description="Last such batch; null when it still holds 1 at batch 4096.")
     within_2x: bool | None

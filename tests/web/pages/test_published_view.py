@@ -83,6 +83,30 @@ def test_the_sweeps_that_stop_paying_come_first_and_the_others_fold_away(client:
     assert page.index('<details id="step-times-details">') < page.index('id="published-step-times"')
 
 
+def test_a_sweep_that_pays_at_no_batch_says_so_instead_of_naming_batch_one(client: TestClient) -> None:
+    """A crossover at the first batch means the speedup was never above 1 there: the table says 'pays at no batch'
+    where the published speedups (or the prediction) stay at or below 1 from the first batch, and a batch where
+    they ever paid."""
+    body = client.get("/api/v1/published").json()
+    view = client.get("/api/v1/views/published").json()
+    cells = {
+        row["cells"][0]["text"]: [cell["text"] for cell in row["cells"]]
+        for table in ("crossovers", "crossovers_paying")
+        for row in view[table]["rows"]
+    }
+    by_sweep = published.sweeps(point for point in published.load() if point.priced)
+    never_measured = never_predicted = 0
+    for row in body["crossovers"]:
+        shown = cells[row["sweep"]]
+        paid = any((point.speedup or 0.0) > 1.0 for point in by_sweep[row["sweep"]])
+        assert (shown[2] == "pays at no batch") == (not paid), row["sweep"]
+        assert (shown[3] == "pays at no batch") == (row["predicted"] == 1), row["sweep"]
+        assert shown[3] != "1"
+        never_measured += not paid
+        never_predicted += row["predicted"] == 1
+    assert never_predicted >= 1  # the dataset holds sweeps predicted to pay at no batch (long-context MoE)
+
+
 def test_the_step_times_are_reported_against_the_baselines_own_figure(client: TestClient) -> None:
     """The plain step's level against each source's baseline rate (never fitted) and each sweep's growth (fitted
     from the other sources), in the JSON and on the page: the points, sources and sweeps counted from the dataset

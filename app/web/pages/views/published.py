@@ -157,7 +157,11 @@ def crossovers_table(report: PublishedOut, stops: bool = True) -> dict[str, Any]
         interval = "–" if row.range_low is None else f"{row.range_low}–{row.range_high or 'beyond 4096'}"
         verdict = "–" if row.measured is None else ("yes" if row.within_2x and row.inside_range else "no")
         measured = "never in range" if row.measured is None else measured_range(row.measured_after, row.measured)
+        if row.measured is not None and row.measured == row.batches[0]:
+            measured = "pays at no batch"
         predicted = "beyond 4096" if row.predicted is None else str(row.predicted)
+        if row.predicted == 1:
+            predicted = "pays at no batch"
         batches = f"{row.batches[0]}–{row.batches[-1]}"
         rows.append(cells(row.sweep, batches, measured, predicted, interval, verdict, header=True))
     columns = ["Sweep", "Batches", "Stops paying (measured)", "Predicted", "Interval holds 1", "Within 2× and inside"]
