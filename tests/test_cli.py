@@ -95,12 +95,27 @@ def test_schedule_text_csv_json(capsys: pytest.CaptureFixture[str]) -> None:
         else f"from batch {body['off_range_low']} on"
     )
     assert f"(within the stated error it {'stops' if body['off_range_high'] else 'may stop'} paying {interval})" in text
+    assert body["off_range_pays_past"] is not True
     assert body["accuracy"]["summary"] in text  # how good the schedule is, and the plain roofline to compare
     assert "the plain roofline, to compare: --bandwidth-efficiency" in text
     plain = text.split("the plain roofline, to compare: ", 1)[1].split()
     code, again, _ = run(capsys, *args, *plain)
     assert code == 0 and "given here" in again and "the plain roofline, to compare:" not in again
     assert "within the stated error" not in again  # the user's own terms: no published error to state
+
+
+def test_schedule_says_where_a_rising_speedup_may_not_pay(capsys: pytest.CaptureFixture[str]) -> None:
+    """A mixture of experts at a long context (Qwen3.5-397B-A17B, 4 x RTX PRO 6000, 65,536 tokens) whose speedup
+    dips and rises again: the range is where it may not pay, and it pays past it, as the JSON says."""
+    args = ("schedule", "--model", "qwen3.5-397b-a17b", "--hw", "rtx-pro-6000-blackwell", "--devices", "4")
+    args += ("--weights", "int4", "--draft", "mtp", "--context", "65536", "--batch-max", "128", "--color", "never")
+    _, text, _ = run(capsys, *args)
+    _, json_out, _ = run(capsys, *args, "--format", "json")
+    body = json.loads(json_out)
+    low, high = body["off_range_low"], body["off_range_high"]
+    assert body["off_range_pays_past"] is True
+    assert f"(within the stated error it may not pay at batches {low} to {high}, and pays past batch {high})" in text
+    assert "stops paying between" not in text
 
 
 def test_schedule_takes_a_measured_sweep_and_says_measured(

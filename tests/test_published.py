@@ -415,6 +415,19 @@ def test_the_crossover_range_is_where_the_interval_holds_one() -> None:
     assert published.crossover_range(batches, speedup / 1.2, math.log(2.0)) == (1, None)
 
 
+def test_past_the_range_a_rising_speedup_pays_and_a_falling_one_does_not() -> None:
+    """Past the last batch whose interval holds 1, the interval is wholly above 1 or wholly below: above where the
+    speedup rises again with the batch (a mixture of experts, a long context), below where it keeps falling."""
+    batches = np.array([1.0, 2, 4, 8, 16, 32])
+    falling = np.array([1.6, 1.4, 1.2, 1.0, 0.85, 0.7])
+    rising = np.array([1.3, 1.1, 1.0, 1.1, 1.5, 1.9])
+    assert published.crossover_range(batches, falling, math.log(1.2)) == (4, 16)
+    assert published.pays_past(batches, falling, 16) is False
+    assert published.crossover_range(batches, rising, math.log(1.2)) == (2, 8)
+    assert published.pays_past(batches, rising, 8) is True
+    assert published.pays_past(batches, rising, None) is None and published.pays_past(batches, rising, 32) is None
+
+
 def test_a_crossover_is_judged_against_every_batch_its_grid_leaves_open() -> None:
     """Measured at 64 (still paying) and 128 (not), a sweep stops paying somewhere from 65 to 128: 40 is within a
     factor of 2 of 80, 30 is not within 2x of any batch there, and an interval meets the range or misses it."""

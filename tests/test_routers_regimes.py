@@ -493,6 +493,40 @@ def test_the_defaults_stop_paying_near_the_published_eagle_sweep_on_one_h100(cli
     assert plain["crossover_batch"] is None or plain["crossover_batch"] > 4 * 24
 
 
+# A mixture of experts at a long context whose speedup dips and rises again with the batch: 4 x RTX PRO 6000,
+# Qwen3.5-397B-A17B in 4-bit weights with its MTP head, 65,536 tokens of context.
+RISING = {
+    "p": 0.8,
+    "k_max": 8,
+    "batch_max": 128,
+    "hw": "rtx-pro-6000-blackwell",
+    "devices": 4,
+    "model": "qwen3.5-397b-a17b",
+    "weights": "int4",
+    "draft": "mtp",
+    "context": 65536,
+}
+
+
+def test_where_the_speedup_rises_again_the_range_is_where_it_may_not_pay(client: TestClient) -> None:
+    """Past the off range the interval of a rising speedup lies above 1: the schedule says it pays there, in the
+    JSON (off_range_pays_past, crossover_range_pays_past) and in words, not that it stops paying in the range."""
+    body = client.get(f"{REGIMES}/schedule", params=RISING).json()
+    spread = body["accuracy"]["interval_spread"]
+    low, high = body["off_range_low"], body["off_range_high"]
+    assert low is not None and high is not None and high < body["batch_limit"], body
+    assert body["off_range_pays_past"] is True and body["off_from_batch"] is None
+    past = next(step for step in body["steps"] if step["batch_from"] <= high + 1 <= step["batch_to"])
+    sweep = client.get(f"{REGIMES}/speedup-vs-batch", params={**RISING, "k": past["k"], "batch": high + 1}).json()
+    assert sweep["current"]["speedup"] / (1 + spread) > 1.0
+    end = sweep["crossover_range_high"]
+    assert end is not None, sweep  # this k's own range ends too, and the chart's curve is drawn just past it
+    after = sweep["speedup"][sweep["batches"].index(end + 1)]
+    assert sweep["crossover_range_pays_past"] is (after > 1.0) is True
+    falling = client.get(f"{REGIMES}/schedule", params={"p": 0.4, "k_max": 8, "context": 0, "hw": "rtx-3090"}).json()
+    assert falling["off_range_high"] is not None and falling["off_range_pays_past"] is False
+
+
 def test_hardware_nobody_has_measured_gets_the_same_terms_and_is_told_so(client: TestClient) -> None:
     """An accelerator with no published point of the request's class (every preset now has some published point,
     but not of every class) is answered with the same terms and told so."""

@@ -444,6 +444,7 @@ def sweep_out(
         crossover_batch=marks.crossover_batch,
         crossover_range_low=band[0],
         crossover_range_high=band[1],
+        crossover_range_pays_past=published.pays_past(sweep.batches.astype(float), sweep.speedup, band[1]),
         speedup_low=low[indices].tolist(),
         speedup_high=high[indices].tolist(),
         first_loss_batch=marks.first_loss_batch,
@@ -505,29 +506,34 @@ def schedule_out(
     return decision_schedule(capacity.decide(acceptance, built.setup, k_max, batch_max, devices_note(built)), built)
 
 
-def off_range(decision: Decision, accuracy: AccuracyOut) -> tuple[int | None, int | None]:
+def off_range(decision: Decision, accuracy: AccuracyOut) -> tuple[int | None, int | None, bool | None]:
     """The batches at which the best speculating speedup's interval holds 1 (the stated error; none when the
-    terms are the user's own or measured)."""
+    terms are the user's own or measured), and whether it pays past them (:func:`published.pays_past`)."""
     if not decision.speculating_speedup:
-        return None, None
+        return None, None, None
     spread = math.log1p(accuracy.interval_spread or 0.0) if accuracy.source == "defaults" else 0.0
     batches = np.arange(1, len(decision.speculating_speedup) + 1, dtype=np.float64)
-    return published.crossover_range(batches, np.asarray(decision.speculating_speedup), spread)
+    speedup = np.asarray(decision.speculating_speedup)
+    low, high = published.crossover_range(batches, speedup, spread)
+    return low, high, published.pays_past(batches, speedup, high)
 
 
-def off_range_text(low: int | None, high: int | None) -> str:
-    """The off range in words, '' when there is none."""
+def off_range_text(low: int | None, high: int | None, pays_past: bool | None = None) -> str:
+    """The off range in words, '' when there is none.  Where the speedup rises past it (``pays_past``), the range
+    is where speculation may not pay, not where it stops."""
     if low is None:
         return ""
     if high is None:
         return f"within the stated error it may stop paying from batch {low} on"
+    if pays_past:
+        return f"within the stated error it may not pay at batches {low} to {high}, and pays past batch {high}"
     return f"within the stated error it stops paying between batch {low} and batch {high}"
 
 
 def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
     k_max = decision.k_max
     accuracy = accuracy_out(built.setup, built.measured)
-    low, high = off_range(decision, accuracy)
+    low, high, past = off_range(decision, accuracy)
     return filled(  # the decision's own fields by name (p, k_max, batch_max, limits, off batch, headline), and these
         ScheduleOut,
         decision,
@@ -538,6 +544,7 @@ def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
         thresholds={str(step.batch_from): step.k for step in decision.steps},
         off_range_low=low,
         off_range_high=high,
+        off_range_pays_past=past,
         k_search_max=k_max,
         limit_reached=any(closed_form.limit_reached(step.k, k_max) for step in decision.steps),
         setup=built.description,

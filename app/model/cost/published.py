@@ -1033,6 +1033,17 @@ def crossover_range(batches: FloatArray, speedup: FloatArray, spread: float) -> 
     return int(batches[inside[0]]), last
 
 
+def pays_past(batches: FloatArray, speedup: FloatArray, high: int | None) -> bool | None:
+    """Whether speculation pays past ``high``, the last batch at which the speedup's interval holds 1: there the
+    interval lies wholly above 1 or wholly below, and above is where the speedup rises again with the batch (a
+    mixture of experts reads more of its experts, a long context more of its cache, as the batch grows).  None where
+    the interval holds 1 to the last batch (``high`` None) or ``high`` is the last batch."""
+    if high is None:
+        return None
+    after = np.flatnonzero(batches > high)
+    return None if after.size == 0 else bool(speedup[after[0]] > 1.0)
+
+
 def crossover_verdict(
     grid: Sequence[int], measured: int | None, predicted: int | None, interval: tuple[int | None, int | None]
 ) -> tuple[int | None, bool | None, bool | None]:

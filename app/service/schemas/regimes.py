@@ -198,6 +198,11 @@ class BatchSweepOut(BaseModel):
     crossover_range_high: int | None = Field(
         default=None, description="Last such batch; null when the interval still holds 1 at batch_max or never does."
     )
+    crossover_range_pays_past: bool | None = Field(
+        default=None,
+        description="True where past crossover_range_high the interval lies above 1 (the speedup rises again with "
+        "the batch), false where below; null where crossover_range_high is null.",
+    )
     speedup_low: list[float] = Field(default_factory=list, description="The interval's lower edge at each batch.")
     speedup_high: list[float] = Field(default_factory=list, description="The interval's upper edge at each batch.")
     crossover_batch: int | None = Field(
@@ -254,8 +259,14 @@ class ScheduleOut(BaseModel):
     )
     off_range_high: int | None = Field(
         default=None,
-        description="Last batch at which that interval holds 1 (beyond it speculation surely loses); null where it "
-        "still holds 1 at the last batch decided.",
+        description="Last batch at which that interval holds 1 (beyond it speculation surely loses, unless "
+        "off_range_pays_past); null where it still holds 1 at the last batch decided.",
+    )
+    off_range_pays_past: bool | None = Field(
+        default=None,
+        description="True where past off_range_high the interval lies above 1: the speedup rises again with the "
+        "batch (a mixture of experts, a long context) and speculation surely pays there; false where it surely "
+        "loses there; null where off_range_high is null.",
     )
     loses_at_batch_one: bool = Field(default=False, description="No k beats plain decoding even at batch 1.")
     headline: str = Field(default="", description="The decision in one sentence, memory included.")

@@ -657,6 +657,19 @@ def test_the_chart_shows_the_stated_interval_and_where_stopping_is_within_it() -
     assert at > 0 and not low["y"][at - 1] <= 1.0 <= high["y"][at - 1]
 
 
+def test_where_the_speedup_rises_again_the_chart_marks_where_it_may_not_pay() -> None:
+    """A mixture of experts at a long context whose speedup dips and rises again with the batch: the range marked
+    on the chart is where it may not pay, and past it the band lies above 1."""
+    rising = {"hw": "rtx-pro-6000-blackwell", "devices": "4", "model": "qwen3.5-397b-a17b", "weights": "int4"}
+    shown = view({**rising, "draft": "mtp", "context": "65536", "p": "0.8", "k": "3", "batch_max": "128"})
+    chart = shown["figures"]["batch-chart"]
+    ranges = [shape for shape in chart["layout"]["shapes"] if shape.get("name", "").startswith("may ")]
+    assert len(ranges) == 1 and ranges[0]["name"].startswith("may not pay: batches "), ranges
+    traces = {trace["meta"]: trace for trace in chart["data"]}
+    end = int(ranges[0]["x1"])
+    assert traces["interval_low"]["y"][traces["speedup"]["x"].index(end + 1)] > 1.0
+
+
 def test_the_band_is_drawn_only_where_it_has_a_width_and_says_what_it_held() -> None:
     shown = view({"p": "0.7", "hw": "rtx-3090", "draft": "eagle3"})
     names = [trace["name"] for trace in shown["figures"]["batch-chart"]["data"]]

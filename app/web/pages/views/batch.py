@@ -453,7 +453,8 @@ def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str,
                 "fillcolor": COLORS["bad"],
                 "opacity": 0.35,
                 "line": {"width": 0},
-                "name": f"may stop paying: batches {sweep.crossover_range_low} to "
+                "name": f"may {'not pay' if sweep.crossover_range_pays_past else 'stop paying'}: batches "
+                f"{sweep.crossover_range_low} to "
                 + (str(sweep.crossover_range_high) if sweep.crossover_range_high is not None else "the last"),
                 "showlegend": True,
             }
