@@ -159,6 +159,33 @@ def test_sglang_follows_the_draft_type_and_writes_its_adaptive_file(client: Test
     assert legacy["config"]["speculative_algorithm"] == "EAGLE"
 
 
+def test_a_setup_priced_with_a_head_gets_the_engines_own_drafter_for_it(client: TestClient) -> None:
+    """draft=mtp prices an MTP head; without method= the config runs that head in each engine's own words (vLLM's
+    method, SGLang's algorithm, TensorRT-LLM's decoding_type), not a separate draft model; llama.cpp's written
+    config has no head and says so.  A method given still wins."""
+    common = {"p": 0.8, "model": "qwen3.5-397b-a17b", "hw": "rtx-pro-6000-blackwell", "devices": 4}
+    common |= {"weights": "int4", "draft": "mtp"}
+    vllm = _get(client, engine="vllm", **common)
+    assert vllm["config"]["method"] == "mtp" and "model" not in vllm["config"] and vllm["placeholders"] == []
+    sglang = _get(client, engine="sglang", **common)
+    assert sglang["config"]["speculative_algorithm"] == "NEXTN"
+    assert any("target's own path" in note for note in sglang["notes"])
+    trtllm = _get(client, engine="trtllm", **common)
+    assert trtllm["config"]["speculative_config"]["decoding_type"] == "MTP"
+    for body, word in ((vllm, "mtp"), (sglang, "NEXTN"), (trtllm, "MTP")):
+        assert f"drafter {word}: " in " ".join(body["notes"])
+    llama = _get(client, engine="llamacpp", **common)
+    assert "--spec-type" in llama["flags"] and llama["flags"][llama["flags"].index("--spec-type") + 1] == "draft-simple"
+    assert any("cannot run" in note and "MTP head" in note for note in llama["notes"])
+    eagle3 = _get(client, engine="vllm", **{**common, "draft": "eagle3"})
+    assert eagle3["config"]["method"] == "eagle3" and eagle3["config"]["model"] in eagle3["placeholders"]
+    given = _get(client, engine="vllm", **common, method="ngram")
+    assert given["config"]["method"] == "ngram"
+    assert not any(note.startswith("drafter ") for note in given["notes"])
+    plain = _get(client, engine="vllm", p=0.8)
+    assert plain["config"]["method"] == "draft_model"
+
+
 def test_a_measured_profile_decides_and_the_iid_schedule_is_shown_beside_it(client: TestClient) -> None:
     params = {"engine": "vllm", "p": 0.8, "draft_path": "d", "k_max": 8}
     iid = _get(client, **params)

@@ -25,6 +25,7 @@ from app.model import engines, limits, rules
 from app.model.arithmetic import trees
 from app.model.arithmetic.acceptance import AcceptanceProfile
 from app.model.cost import capacity
+from app.model.cost.presets import DRAFT_HEADS
 from app.model.cost.regimes import best_k_by_batch
 from app.model.engines.base import describe_batches
 from app.model.live import dashboard, engine_config
@@ -129,6 +130,7 @@ class Plan:
     export: engine_config.EngineExport
     tree: trees.TreeShape | None
     iid: IidComparison = field(default_factory=IidComparison)
+    method_note: str = ""  # where the drafter was taken from the setup's head, or could not be
 
     @property
     def version(self) -> engines.EngineVersion:
@@ -228,7 +230,7 @@ class Plan:
             acceptance_model=self.acceptance.describe(),
             iid_differs_at=list(self.iid.batches),
             accuracy=self.accuracy,
-            notes=self.model_notes() + notes + exported.notes,
+            notes=self.model_notes() + ([self.method_note] if self.method_note else []) + notes + exported.notes,
         )
 
     def links(self, setup: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
@@ -268,6 +270,7 @@ def build(request: PlanRequest, built: BuiltSetup) -> Plan:
         acceptance if request.profile else request.p, built.setup, request.k_max, request.batch_max, devices_note(built)
     )
     iid = _iid_comparison(request.p, built, decision, request.k_max) if request.profile else IidComparison()
+    method, method_note = head_method(request, built)
     tree = None
     if request.tree_acceptance and request.tree_budget > 0:
         tree = trees.best_first_tree(request.tree_acceptance, request.tree_budget)
@@ -278,9 +281,26 @@ def build(request: PlanRequest, built: BuiltSetup) -> Plan:
         decision.batch_limit,
         batch=request.batch,
         tree=tree,
-        method=request.method,
+        method=method,
         draft_path=request.draft_path,
         version=request.version,
         data_parallel=request.data_parallel,
     )
-    return Plan(request, built, acceptance, decision, export, tree, iid)
+    return Plan(request, built, acceptance, decision, export, tree, iid, method_note)
+
+
+def head_method(request: PlanRequest, built: BuiltSetup) -> tuple[str | None, str]:
+    """The drafter the config runs: the one given, else the engine's own for the head the setup is priced with
+    (EngineAdapter.HEAD_METHODS), else the engine's default (a separate draft model); with a note where a head
+    chose it or the engine's written config has none for it."""
+    head = built.description.draft.key
+    if request.method is not None or head not in DRAFT_HEADS:
+        return request.method, ""
+    adapter = engines.adapter(request.engine)
+    method = adapter.HEAD_METHODS.get(head)
+    if method is None:
+        return None, (
+            f"the setup is priced with an {DRAFT_HEADS[head]}, which {adapter.TITLE}'s config here cannot run: it is "
+            "written for a separate draft model; price that draft model (draft=) for a schedule it runs"
+        )
+    return method, f"drafter {method}: {adapter.TITLE}'s own for the {DRAFT_HEADS[head]} the setup is priced with"

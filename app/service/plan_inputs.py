@@ -132,7 +132,8 @@ METHOD = Input(
     "Drafter",
     str,
     None,
-    f"The drafter in the engine's own words (any case). {_methods_text()}. Without it: a separate draft model",
+    f"The drafter in the engine's own words (any case). {_methods_text()}. Without it: the engine's own drafter "
+    "for the head the setup is priced with (draft=eagle, eagle3 or mtp), else a separate draft model",
     max_length=MAX_LABEL,
 )
 DRAFT_PATH = Input(
@@ -193,7 +194,7 @@ def _older_method(engine: str) -> Input:
         f"{adapter.TITLE} drafter",
         str,
         None,
-        f"{adapter.TITLE}'s drafter, the older name of method= for engine={engine}; without it a separate draft model",
+        f"{adapter.TITLE}'s drafter, the older name of method= for engine={engine}; without it as method= says",
         choices=lambda: tuple(engines.adapter(engine).METHODS),
     )
 

@@ -3,6 +3,8 @@ the engine's own word as the oracle, exports that read back to the schedule, and
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 from dataclasses import replace
 
@@ -10,6 +12,7 @@ import pytest
 
 from app.model import engines
 from app.model.arithmetic import trees
+from app.model.cost import presets
 from app.model.engines.base import ConfigRuleError, EngineVersion, Exported
 from app.model.engines.llamacpp.versions import LIVE_BUILDS
 from app.model.live import engine_config
@@ -135,6 +138,34 @@ def test_every_drafter_of_every_version_reads_back_to_the_schedule(
             return
     assert len(checked) == len(suite.SETUPS) * len(suite.P_VALUES)
     assert sum(item["batches"] for item in checked) > 1_000
+
+
+@pytest.mark.parametrize("engine", sorted(engines.ENGINES))
+def test_each_head_runs_as_one_of_the_engines_own_drafters_and_reads_back(engine: str) -> None:
+    """The drafter an engine runs for a priced head is one of its own (so the grid above reads it back with a
+    draft path), and without a draft path, as a setup priced with a head writes it, it reads back too."""
+    module = engines.adapter(engine)
+    assert set(module.HEAD_METHODS) <= set(presets.DRAFT_HEADS)
+    for method in module.HEAD_METHODS.values():
+        assert module.choose_method(method) == method and method in module.METHODS
+        for case in itertools.islice(suite.cases(), 20):
+            best, steps, limit = suite.schedule_of(case)
+            result = engine_config.export(engine, best, steps, limit, method=method, version=module.VERSIONS[-1].name)
+            if result.exported.config is not None:
+                exported = _filled_in(result.exported, "models/target")  # as the user fills in what it names
+                assert len(module.read_config(exported, result.version, limit)) == limit
+
+
+def _filled_in(exported: Exported, value: str) -> Exported:
+    """The config with each placeholder it names replaced by ``value``."""
+
+    def fill(text: str) -> str:
+        for placeholder in exported.placeholders:
+            text = text.replace(placeholder, value)
+        return text
+
+    config = json.loads(fill(json.dumps(exported.config)))
+    return replace(exported, config=config, flags=[fill(flag) for flag in exported.flags], text=fill(exported.text))
 
 
 def _falling_exports(engine: str, version: EngineVersion) -> list[tuple[str, Exported]]:

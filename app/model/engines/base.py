@@ -288,6 +288,9 @@ class EngineAdapter:
     PROMETHEUS: PrometheusNames | None = None  # its series' names, for the rules' tests and docs
     WATCHED: tuple[Watched, ...] = ()  # open changes that would change a format, followed until merged
     METHOD_ALIAS: str = ""  # an older query parameter for method=, kept as an alias; empty when none
+    # the drafter, in the engine's own words, that runs a head the setup prices (eagle, eagle3, mtp: the product's
+    # DRAFT_HEADS) where no method is given; a head absent here is one this engine's written config cannot run
+    HEAD_METHODS: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, *modules: ModuleType) -> EngineAdapter:

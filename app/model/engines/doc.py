@@ -31,7 +31,9 @@ def block() -> str:
         for report in module.REPORTS:
             versions = ", ".join(report.versions) or "older releases"
             lines.append(f"| `{report.name}` | {report.description} | {versions} |")
-        lines += ["", f"Drafters (`method`): {', '.join(f'`{m}`' for m in module.METHODS)}.", ""]
+        lines += ["", f"Drafters (`method`): {', '.join(f'`{m}`' for m in module.METHODS)}."]
+        heads = ", ".join(f"`{head}` as `{method}`" for head, method in module.HEAD_METHODS.items())
+        lines += [f"A setup priced with a head (`draft=`) runs, where no method is given: {heads or 'none'}.", ""]
         for watched in module.WATCHED:
             state = "merged, followed" if watched.merged else "not merged, not followed"
             lines += [f"Watched: PR #{watched.pr} ({watched.change}): {state}; {watched.checked}.", ""]

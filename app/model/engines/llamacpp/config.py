@@ -59,6 +59,11 @@ WRITTEN_TYPES = ("draft-simple", "ngram-simple", "ngram-mod")
 PLACEHOLDER_MODEL = "<draft.gguf>"
 
 
+# No head: b11434's --spec-type also lists draft-eagle3 and draft-mtp, which this writer does not write, so a setup
+# priced with a head gets a config for a separate draft model and a note saying so.
+HEAD_METHODS: dict[str, str] = {}
+
+
 def spec_type(given: str | None, draft_path: str | None) -> str:
     if given is None or not given.strip():
         return "draft-simple"

@@ -43,6 +43,11 @@ ALGORITHMS = STEP_ALGORITHMS + BLOCK_ALGORITHMS
 ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN")
 
 
+# The algorithm that runs each head the setup prices, where no method is given: an MTP head is NEXTN (the
+# target's own next-token layers, no draft path).
+HEAD_METHODS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN"}
+
+
 NEEDS_DRAFT = ("EAGLE", "EAGLE3", "STANDALONE", "DFLASH")
 
 
@@ -320,6 +325,14 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
     if draft is None and algorithm in NEEDS_DRAFT:
         draft, placeholders = PLACEHOLDER_MODEL, (PLACEHOLDER_MODEL,)
         notes.append(f"fill in --speculative-draft-model-path: {algorithm} needs the draft model")
+    elif draft is None and algorithm == "NEXTN":
+        # NEXTN runs as EAGLE, whose draft path SGLang fills in itself only for the DeepSeek-V3 family of
+        # architectures (speculative_hook.py _handle_eagle_family); the target's own path serves every target
+        draft, placeholders = PLACEHOLDER_MODEL, (PLACEHOLDER_MODEL,)
+        notes.append(
+            "fill in --speculative-draft-model-path with the target's own path: NEXTN drafts with the target's MTP "
+            "layers (SGLang fills it in itself for DeepSeek-V3-family targets)"
+        )
     files: dict[str, str] = {}
     if request.tree is not None:
         tree = request.tree

@@ -48,6 +48,10 @@ WRITTEN_TYPES = tuple(name for name in DECODING_TYPES if name not in CHOSEN_BY_E
 NEEDS_MODEL = ("Draft_Target", "Eagle", "Eagle3")
 
 
+# The decoding_type that runs each head the setup prices, where no method is given.
+HEAD_METHODS = {"eagle": "Eagle", "eagle3": "Eagle3", "mtp": "MTP"}
+
+
 # The Drafter path keeps the old lookup (last key <= batch) after PR #10860: NGram, and the two-model path of Eagle3
 # and MTP where the version has it (config_reader.two_model_path; the writer never writes that path).
 DRAFTER_TYPES = ("NGram",)

@@ -50,6 +50,10 @@ METHODS = (
 )
 
 
+# The drafter that runs each head the setup prices, where no method is given: SpeculativeMethod's own literals.
+HEAD_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp"}
+
+
 # Methods that need no `model`: vLLM fills it in itself (speculative.py, post-init).
 MODEL_FREE = ("ngram", "ngram_gpu", "suffix", "extract_hidden_states", "mtp", "dspark")
 
