@@ -660,11 +660,17 @@ def test_the_example_report_says_it_is_an_example_and_a_report_of_ones_own_does_
     assert client.post(VIEW, json={"metrics": own}).json()["calibration"]["engine"]["example"] == ""
 
 
-def test_the_schedule_says_how_good_it_is() -> None:
+def test_the_schedule_says_how_good_it_is(client: TestClient) -> None:
     default = view()["schedule"]
     assert isinstance(default, dict)
     assert str(default["accuracy"]).startswith("How good: defaults: ")
     assert "each source predicted by terms fitted on the others" in str(default["accuracy"])
+    # the error of the setup's own class, as /batch and the API state it beside the same setup, not every point's
+    batch = client.get("/api/v1/regimes/schedule").json()
+    assert batch["accuracy"]["summary"].split(". Fit them")[0] in str(default["accuracy"])
+    assert "of this class (draft-model drafts, any engine, NVIDIA Hopper, short context)" in str(default["accuracy"])
+    eagle = view("draft=eagle3&hw=rtx-3090")["schedule"]
+    assert isinstance(eagle, dict) and "head drafts, any engine, desktop GPU" in str(eagle["accuracy"])
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])

@@ -129,7 +129,8 @@ def _accuracy_line(built: BuiltSetup) -> str:
     if built.measured is not None:
         return f"How good: {built.measured.sentence} (see /batch)."
     given = "" if accuracy_out(built.setup).source == "defaults" else "the terms given here; "
-    return f"How good: {given}{published.shipped_accuracy().sentence} (see /batch)."
+    mine = published.accuracy_for(published.class_of_setup(built.setup))  # the setup's class, as /batch states it
+    return f"How good: {given}{mine.sentence} (see /batch)."
 
 
 def setup_params(reading: Reading) -> list[tuple[str, str]]:
