@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from app.model.cost import published
 from app.model.live import rollout_plan
 from app.service.regimes import SetupRequest, build_setup
 from tests.test_prometheus_live import instant, prometheus, serving, wait_for
@@ -130,6 +131,11 @@ def _check_two_classes(report: dict[str, object], profile_length: int = K) -> No
     assert code["verdict"] == rollout_plan.LEAVE_OFF and code["config"] is None, code
     assert code["batches"]["quantiles"]["p50"] == 16
     assert "each source predicted by terms fitted on the others" in str(report["cost_model"])
+    # the error of the setup's own class (the default: a separate draft model on an H100), as /batch states it
+    assert "of this class (draft-model drafts, any engine, NVIDIA Hopper, short context)" in str(report["cost_model"])
+    class_median = published.accuracy_for(published.class_of_setup(build_setup(SetupRequest()).setup))
+    assert chat["gain"]["model_error"] == pytest.approx(class_median.class_median_error)
+    assert class_median.class_points >= published.MIN_CLASS_POINTS
 
 
 def test_a_pasted_scrape_with_two_classes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -189,8 +189,9 @@ def plan_classes(
     k_max: int,
 ) -> RolloutPlanOut:
     """Per class: acceptance, batches, schedule, gain, verdict and config; in rollout order."""
-    accuracy = published.shipped_accuracy()
-    error = accuracy.median_error or 0.0
+    # the setup's class, as /batch states it beside the same setup (its median where it has one, else every point's)
+    accuracy = published.accuracy_for(published.class_of_setup(built.setup))
+    error = accuracy.stated_median or 0.0
     rows: list[tuple[tuple[int, float], PlanClassOut]] = []
     for measured in classes:
         m = measured.measurement

@@ -1299,6 +1299,13 @@ class Accuracy:
     measured_hardware: tuple[str, ...]  # accelerator presets with a scored published point
 
     @property
+    def stated_median(self) -> float | None:
+        """The median error an answer for this class states: its own where it has MIN_CLASS_POINTS, else every
+        point's."""
+        own = self.class_points >= MIN_CLASS_POINTS and self.class_median_error is not None
+        return self.class_median_error if own else self.median_error
+
+    @property
     def sentence(self) -> str:
         """What every answer from the defaults says about them."""
         overall = (
