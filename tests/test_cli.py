@@ -118,6 +118,20 @@ def test_schedule_says_where_a_rising_speedup_may_not_pay(capsys: pytest.Capture
     assert "stops paying between" not in text
 
 
+def test_schedule_names_each_run_where_paying_is_within_the_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """Mixtral 8x7B in FP8 on an H100: the speedup is lowest at batch 1 (verifying reads more experts), surely pays
+    from batch 2, and comes within the error again at large batches: two runs, each said, not one from batch 1."""
+    args = ("schedule", "--model", "mixtral-8x7b", "--weights", "fp8", "--p", "0.8", "--color", "never")
+    _, text, _ = run(capsys, *args)
+    _, json_out, _ = run(capsys, *args, "--format", "json")
+    runs = json.loads(json_out)["off_ranges"]
+    assert len(runs) == 2 and runs[0]["pays_past"] is True and runs[1]["pays_before"] is True, runs
+    first, second = runs
+    where = f"batch {first['low']}" if first["low"] == first["high"] else f"batches {first['low']} to {first['high']}"
+    assert f"may not pay at {where}, and pays past batch {first['high']}; it may stop paying" in text
+    assert f"from batch {second['low']} on" in text and "may stop paying from batch 1 on" not in text
+
+
 def test_schedule_takes_a_measured_sweep_and_says_measured(
     capsys: pytest.CaptureFixture[str], tmp_path: pytest.TempPathFactory
 ) -> None:

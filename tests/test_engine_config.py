@@ -168,8 +168,10 @@ def test_a_setup_priced_with_a_head_gets_the_engines_own_drafter_for_it(client: 
     vllm = _get(client, engine="vllm", **common)
     assert vllm["config"]["method"] == "mtp" and "model" not in vllm["config"] and vllm["placeholders"] == []
     sglang = _get(client, engine="sglang", **common)
-    assert sglang["config"]["speculative_algorithm"] == "NEXTN"
-    assert any("target's own path" in note for note in sglang["notes"])
+    assert sglang["config"]["speculative_algorithm"] == "NEXTN" and sglang["placeholders"] == []
+    path = sglang["flags"][sglang["flags"].index("--speculative-draft-model-path") + 1]
+    assert f"--model-path {path} " in sglang["text"]  # the target's own, as the launch line names it
+    assert any("the target's own MTP layers" in note for note in sglang["notes"])
     trtllm = _get(client, engine="trtllm", **common)
     assert trtllm["config"]["speculative_config"]["decoding_type"] == "MTP"
     for body, word in ((vllm, "mtp"), (sglang, "NEXTN"), (trtllm, "MTP")):
@@ -184,6 +186,11 @@ def test_a_setup_priced_with_a_head_gets_the_engines_own_drafter_for_it(client: 
     assert not any(note.startswith("drafter ") for note in given["notes"])
     plain = _get(client, engine="vllm", p=0.8)
     assert plain["config"]["method"] == "draft_model"
+    pathed = _get(client, engine="trtllm", **common, draft_path="org/own-draft")
+    assert pathed["config"]["speculative_config"]["decoding_type"] == "MTP"
+    assert any("must be the target's own checkpoint" in note for note in pathed["notes"])
+    head = _get(client, engine="vllm", **{**common, "draft": "eagle3"}, draft_path="org/eagle3-head")
+    assert head["config"]["model"] == "org/eagle3-head" and not any("own checkpoint" in n for n in head["notes"])
 
 
 def test_a_measured_profile_decides_and_the_iid_schedule_is_shown_beside_it(client: TestClient) -> None:

@@ -428,6 +428,22 @@ def test_past_the_range_a_rising_speedup_pays_and_a_falling_one_does_not() -> No
     assert published.pays_past(batches, rising, None) is None and published.pays_past(batches, rising, 32) is None
 
 
+def test_each_run_where_the_interval_holds_one_is_its_own_stretch() -> None:
+    """A speedup that dips at small batches, pays surely between, and falls at large ones holds 1 in two runs;
+    crossover_range spans both, the stretches keep them apart with what lies either side."""
+    batches = np.array([1.0, 2, 4, 8, 16, 32, 64])
+    dipping = np.array([1.1, 1.6, 1.7, 1.6, 1.3, 1.0, 0.9])
+    spread = math.log(1.2)
+    assert published.crossover_range(batches, dipping, spread) == (1, None)
+    assert published.stretches(batches, dipping, spread) == [
+        published.Stretch(1, 1, None, True),
+        published.Stretch(32, None, True, None),
+    ]
+    rising = np.array([0.5, 0.7, 1.0, 1.1, 1.5, 1.9, 2.0])
+    assert published.stretches(batches, rising, spread) == [published.Stretch(4, 8, False, True)]
+    assert published.stretches(batches, rising * 3, spread) == []
+
+
 def test_a_crossover_is_judged_against_every_batch_its_grid_leaves_open() -> None:
     """Measured at 64 (still paying) and 128 (not), a sweep stops paying somewhere from 65 to 128: 40 is within a
     factor of 2 of 80, 30 is not within 2x of any batch there, and an interval meets the range or misses it."""

@@ -89,7 +89,7 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
         speedups = f"{step.speedup_at_from:.2f}x-{step.speedup_at_to:.2f}x"
         style = _speedup_style(step.speedup_at_to) if step.k else RED
         lines.append(f"{batches:>13}  {_paint(f'{k_text:>3}', style, color)}  {speedups:>15}")
-    interval = off_range_text(schedule.off_range_low, schedule.off_range_high, schedule.off_range_pays_past)
+    interval = off_range_text(schedule.off_ranges)
     if schedule.off_from_batch is not None:
         lines.append(f"speculation off from batch {schedule.off_from_batch}" + (f" ({interval})" if interval else ""))
     elif schedule.batch_limit:

@@ -303,4 +303,10 @@ def head_method(request: PlanRequest, built: BuiltSetup) -> tuple[str | None, st
             f"the setup is priced with an {DRAFT_HEADS[head]}, which {adapter.TITLE}'s config here cannot run: it is "
             "written for a separate draft model; price that draft model (draft=) for a schedule it runs"
         )
-    return method, f"drafter {method}: {adapter.TITLE}'s own for the {DRAFT_HEADS[head]} the setup is priced with"
+    note = f"drafter {method}: {adapter.TITLE}'s own for the {DRAFT_HEADS[head]} the setup is priced with"
+    if head == "mtp" and request.draft_path:
+        note += (
+            f"; it drafts with the target's own MTP layers, so the draft path given ({request.draft_path}) must be "
+            "the target's own checkpoint"
+        )
+    return method, note

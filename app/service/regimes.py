@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -64,6 +64,7 @@ from app.service.schemas.regimes import (
     ScheduleOut,
     ScheduleStepOut,
     SetupOut,
+    StretchOut,
     TableOut,
     VerificationCostOut,
     VerificationPoint,
@@ -445,6 +446,10 @@ def sweep_out(
         crossover_range_low=band[0],
         crossover_range_high=band[1],
         crossover_range_pays_past=published.pays_past(sweep.batches.astype(float), sweep.speedup, band[1]),
+        crossover_ranges=[
+            filled(StretchOut, run)
+            for run in (published.stretches(sweep.batches.astype(float), sweep.speedup, spread) if k else [])
+        ],
         speedup_low=low[indices].tolist(),
         speedup_high=high[indices].tolist(),
         first_loss_batch=marks.first_loss_batch,
@@ -506,34 +511,38 @@ def schedule_out(
     return decision_schedule(capacity.decide(acceptance, built.setup, k_max, batch_max, devices_note(built)), built)
 
 
-def off_range(decision: Decision, accuracy: AccuracyOut) -> tuple[int | None, int | None, bool | None]:
-    """The batches at which the best speculating speedup's interval holds 1 (the stated error; none when the
-    terms are the user's own or measured), and whether it pays past them (:func:`published.pays_past`)."""
+def off_ranges(decision: Decision, accuracy: AccuracyOut) -> list[published.Stretch]:
+    """The runs of batches at which the best speculating speedup's interval holds 1 (the stated error; none when
+    the terms are the user's own or measured)."""
     if not decision.speculating_speedup:
-        return None, None, None
+        return []
     spread = math.log1p(accuracy.interval_spread or 0.0) if accuracy.source == "defaults" else 0.0
     batches = np.arange(1, len(decision.speculating_speedup) + 1, dtype=np.float64)
-    speedup = np.asarray(decision.speculating_speedup)
-    low, high = published.crossover_range(batches, speedup, spread)
-    return low, high, published.pays_past(batches, speedup, high)
+    return published.stretches(batches, np.asarray(decision.speculating_speedup), spread)
 
 
-def off_range_text(low: int | None, high: int | None, pays_past: bool | None = None) -> str:
-    """The off range in words, '' when there is none.  Where the speedup rises past it (``pays_past``), the range
-    is where speculation may not pay, not where it stops."""
-    if low is None:
-        return ""
-    if high is None:
-        return f"within the stated error it may stop paying from batch {low} on"
-    if pays_past:
-        return f"within the stated error it may not pay at batches {low} to {high}, and pays past batch {high}"
-    return f"within the stated error it stops paying between batch {low} and batch {high}"
+def off_range_text(runs: Sequence[published.Stretch | StretchOut]) -> str:
+    """The runs in words, '' when there is none: where stopping is within the stated error, or, where the speedup
+    rises past a run, where speculation may not pay."""
+    parts = []
+    for index, run in enumerate(runs):
+        if index == 0 and run.pays_before is False:
+            parts.append(f"does not pay below batch {run.low}")
+        if run.high is None:
+            parts.append(f"may stop paying from batch {run.low} on")
+        elif run.pays_past:
+            where = f"at batch {run.low}" if run.high == run.low else f"at batches {run.low} to {run.high}"
+            parts.append(f"may not pay {where}, and pays past batch {run.high}")
+        else:
+            parts.append(f"stops paying between batch {run.low} and batch {run.high}")
+    return "within the stated error it " + "; it ".join(parts) if parts else ""
 
 
 def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
     k_max = decision.k_max
     accuracy = accuracy_out(built.setup, built.measured)
-    low, high, past = off_range(decision, accuracy)
+    runs = off_ranges(decision, accuracy)
+    low, high, past = (runs[0].low, runs[-1].high, runs[-1].pays_past) if runs else (None, None, None)
     return filled(  # the decision's own fields by name (p, k_max, batch_max, limits, off batch, headline), and these
         ScheduleOut,
         decision,
@@ -545,6 +554,7 @@ def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
         off_range_low=low,
         off_range_high=high,
         off_range_pays_past=past,
+        off_ranges=[filled(StretchOut, run) for run in runs],
         k_search_max=k_max,
         limit_reached=any(closed_form.limit_reached(step.k, k_max) for step in decision.steps),
         setup=built.description,

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 
 from app.model import engines, rules
 from app.model.arithmetic.acceptance import AcceptanceProfile
-from app.model.cost import published
 from app.model.counters import prometheus_text
 from app.model.engines.base import RulesMetrics
 from app.model.engines.reports import MAX_CLASSES, EngineFormatError, Measurement, verification_measurement
@@ -26,7 +25,7 @@ from app.model.live.watch import read_samples, scrape_samples
 from app.service import plan
 from app.service.clients import spec_counts
 from app.service.clients.prometheus import Prometheus, PrometheusError, Series, detect
-from app.service.regimes import BuiltSetup
+from app.service.regimes import BuiltSetup, accuracy_out
 from app.service.schemas.rollout import (
     BatchesOut,
     GainOut,
@@ -189,9 +188,13 @@ def plan_classes(
     k_max: int,
 ) -> RolloutPlanOut:
     """Per class: acceptance, batches, schedule, gain, verdict and config; in rollout order."""
-    # the setup's class, as /batch states it beside the same setup (its median where it has one, else every point's)
-    accuracy = published.accuracy_for(published.class_of_setup(built.setup))
-    error = accuracy.stated_median or 0.0
+    # what /batch states beside the same setup: a step fit's own error, else the defaults' median on the setup's class
+    # (every point's where the class has too few), the terms given here compared with the same
+    accuracy = accuracy_out(built.setup, built.measured)
+    if accuracy.source == "measured" and accuracy.measured_error is not None:
+        error = accuracy.measured_error
+    else:
+        error = accuracy.class_median_error or accuracy.median_error or 0.0
     rows: list[tuple[tuple[int, float], PlanClassOut]] = []
     for measured in classes:
         m = measured.measurement
@@ -254,7 +257,7 @@ def plan_classes(
         engine_version=version,
         label=label,
         setup=rules.setup_text(built.setup),
-        cost_model=accuracy.sentence,
+        cost_model=accuracy.summary,
         classes=[row for _key, row in sorted(rows, key=lambda item: item[0])],
     )
 

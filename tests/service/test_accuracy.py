@@ -13,7 +13,9 @@ from fastapi.testclient import TestClient
 
 from app.cli import main
 from app.model.cost import published
+from app.model.cost.published import Stretch
 from app.model.cost.regimes import default_setup
+from app.service.regimes import off_range_text
 from tests.samples.step_times import example_step_times
 
 PLAN = "engine=vllm&model=dense-70b&p=0.8"
@@ -95,3 +97,21 @@ def test_config_rules_and_dashboard_take_a_measured_sweep(
     assert json.loads(capsys.readouterr().out)["accuracy"]["source"] == "measured"
     assert main(["config", "--engine", "vllm", "--step-fit", str(tmp_path / "none.csv")]) == 2  # type: ignore[operator]
     assert "--step-fit" in capsys.readouterr().err
+
+
+def test_each_run_is_said_as_what_lies_either_side_of_it() -> None:
+    """A run followed by batches that surely pay is where speculation may not pay; one followed by batches that
+    surely lose is where it stops; one to the last batch is where it may stop; surely losing before the first run
+    is said too."""
+    rising = [Stretch(4, 8, False, True)]
+    assert off_range_text(rising) == (
+        "within the stated error it does not pay below batch 4; it may not pay at batches 4 to 8, and pays past batch 8"
+    )
+    dipping = [Stretch(1, 1, None, True), Stretch(125, None, True, None)]
+    assert off_range_text(dipping) == (
+        "within the stated error it may not pay at batch 1, and pays past batch 1; it may stop paying from batch 125 on"
+    )
+    assert off_range_text([Stretch(26, 41, True, False)]) == (
+        "within the stated error it stops paying between batch 26 and batch 41"
+    )
+    assert off_range_text([]) == ""

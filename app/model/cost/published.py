@@ -895,7 +895,10 @@ def candidate_terms(problem_: Problem) -> list[str]:
 # None is offered yet: the batch answers (/batch, speedup-vs-batch, schedule) name no engine, so a term learnt for
 # one could never apply there, and on 40 points, most of them one engine's, the protocol chose an SGLang-only time
 # per sequence that left every other request without one (no crossover at all for the default setup).  The
-# machinery (``name@scope``, fitted as an offset on its scope) stays for when requests carry their engine.
+# machinery (``name@scope``, fitted as an offset on its scope) stays for when requests carry their engine.  Method
+# and context scopes, which every request names, are not offered either: the one such term the mean error would
+# take (a time per sequence for long contexts) raises the worst point from 88% to 112% (README, "tried and not
+# entered"), and the search weighs the mean alone.
 SCOPED_TERMS: tuple[str, ...] = ()
 MIN_GAIN = 0.002  # a term must lower the mean absolute log error by this much (0.2%) to enter
 
@@ -1042,6 +1045,40 @@ def pays_past(batches: FloatArray, speedup: FloatArray, high: int | None) -> boo
         return None
     after = np.flatnonzero(batches > high)
     return None if after.size == 0 else bool(speedup[after[0]] > 1.0)
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """A run of batches at which the speedup's interval holds 1, and what lies either side of it: whether the
+    interval lies above 1 (speculation surely pays) just before and just after, None at either end of the batches
+    (``high`` None: it still holds 1 at the last batch)."""
+
+    low: int
+    high: int | None
+    pays_before: bool | None
+    pays_past: bool | None
+
+
+def stretches(batches: FloatArray, speedup: FloatArray, spread: float) -> list[Stretch]:
+    """Each run of batches at which the speedup's interval [S e^-spread, S e^spread] holds 1, in order.  A speedup
+    that dips and recovers (a mixture of experts at small batches) holds 1 in more than one run, with batches
+    between them where it surely pays; :func:`crossover_range` is the first run's start and the last one's end."""
+    low, high = speedup * math.exp(-spread), speedup * math.exp(spread)
+    inside = (low <= 1.0) & (high >= 1.0)
+    runs: list[Stretch] = []
+    start: int | None = None
+    for index in range(len(batches) + 1):
+        if index < len(batches) and inside[index]:
+            start = index if start is None else start
+            continue
+        if start is None:
+            continue
+        before = None if start == 0 else bool(speedup[start - 1] > 1.0)
+        after = None if index == len(batches) else bool(speedup[index] > 1.0)
+        end = None if index == len(batches) else int(batches[index - 1])
+        runs.append(Stretch(int(batches[start]), end, before, after))
+        start = None
+    return runs
 
 
 def crossover_verdict(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from app.model.cost.presets import Accelerator, ModelSpec
+from app.model.cost.published import Stretch
 from app.model.cost.regimes import RooflineSetup, ScheduleStep, WinToLoss
 from app.service.schemas.fill import RecordOut
 
@@ -203,6 +204,11 @@ class BatchSweepOut(BaseModel):
         description="True where past crossover_range_high the interval lies above 1 (the speedup rises again with "
         "the batch), false where below; null where crossover_range_high is null.",
     )
+    crossover_ranges: list[StretchOut] = Field(
+        default_factory=list,
+        description="Each run of batches at which the interval holds 1, in order (crossover_range_low and _high "
+        "are the first's start and the last's end).",
+    )
     speedup_low: list[float] = Field(default_factory=list, description="The interval's lower edge at each batch.")
     speedup_high: list[float] = Field(default_factory=list, description="The interval's upper edge at each batch.")
     crossover_batch: int | None = Field(
@@ -233,6 +239,21 @@ class BatchSweepOut(BaseModel):
     setup: SetupOut
 
 
+class StretchOut(
+    RecordOut,
+    Stretch,
+    descriptions={
+        "low": "First batch of a run at which the speedup's interval (the stated error) holds 1.",
+        "high": "Last batch of that run; null where it still holds 1 at the last batch.",
+        "pays_before": "Whether the interval lies above 1 just before the run (speculation surely pays there); null "
+        "at the first batch.",
+        "pays_past": "The same just after the run: true where the speedup rises again with the batch (a mixture of "
+        "experts, a long context), false where it surely loses; null where the run reaches the last batch.",
+    },
+):
+    pass
+
+
 class ScheduleStepOut(RecordOut, ScheduleStep, descriptions={"k": "Draft length to run; 0 = speculation off."}):
     limit_reached: bool = Field(description="k is k_max, the longest draft searched: a longer one may do better.")
 
@@ -254,8 +275,8 @@ class ScheduleOut(BaseModel):
     off_range_low: int | None = Field(
         default=None,
         description="First batch at which the best speculating speedup's interval (the stated error of the setup's "
-        "class, or every point's) holds 1: from here on, whether speculation still pays is within the error; null if "
-        "at no batch that fits.",
+        "class, or every point's) holds 1: there whether speculation pays is within the error (off_ranges has each "
+        "run of such batches); null if at no batch that fits.",
     )
     off_range_high: int | None = Field(
         default=None,
@@ -267,6 +288,12 @@ class ScheduleOut(BaseModel):
         description="True where past off_range_high the interval lies above 1: the speedup rises again with the "
         "batch (a mixture of experts, a long context) and speculation surely pays there; false where it surely "
         "loses there; null where off_range_high is null.",
+    )
+    off_ranges: list[StretchOut] = Field(
+        default_factory=list,
+        description="Each run of batches at which that interval holds 1, in order: off_range_low is the first's "
+        "start and off_range_high the last's end, with batches between runs where speculation surely pays or "
+        "surely loses.",
     )
     loses_at_batch_one: bool = Field(default=False, description="No k beats plain decoding even at batch 1.")
     headline: str = Field(default="", description="The decision in one sentence, memory included.")

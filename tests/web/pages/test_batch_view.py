@@ -670,6 +670,18 @@ def test_where_the_speedup_rises_again_the_chart_marks_where_it_may_not_pay() ->
     assert traces["interval_low"]["y"][traces["speedup"]["x"].index(end + 1)] > 1.0
 
 
+def test_each_run_where_paying_is_within_the_error_is_marked_on_its_own() -> None:
+    """Mixtral 8x7B in FP8 at k = 4: the interval holds 1 at the smallest batches and again at large ones, with
+    batches between where speculation surely pays: two marks, not one across them."""
+    chart = view({"model": "mixtral-8x7b", "weights": "fp8", "p": "0.8", "k": "4"})["figures"]["batch-chart"]
+    marks = [shape for shape in chart["layout"]["shapes"] if shape.get("name", "").startswith("may ")]
+    assert len(marks) == 2 and marks[0]["name"].startswith("may not pay: ") and marks[0]["x1"] < marks[1]["x0"]
+    assert all(mark["x1"] > mark["x0"] for mark in marks)  # a run of one batch is drawn with a width too
+    traces = {trace["meta"]: trace for trace in chart["data"]}
+    between = int(marks[0]["x1"]) + 1
+    assert traces["interval_low"]["y"][traces["speedup"]["x"].index(between)] > 1.0
+
+
 def test_the_band_is_drawn_only_where_it_has_a_width_and_says_what_it_held() -> None:
     shown = view({"p": "0.7", "hw": "rtx-3090", "draft": "eagle3"})
     names = [trace["name"] for trace in shown["figures"]["batch-chart"]["data"]]

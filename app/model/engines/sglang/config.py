@@ -305,7 +305,10 @@ def _tier_step(tiers: dict[int, list[int]], keys: list[int], graphs: list[int], 
 ADAPTIVE_FILE = "adaptive.json"
 
 
-LAUNCH = "python -m sglang.launch_server --model-path TARGET_MODEL"
+TARGET = "TARGET_MODEL"  # the target's path, as the launch line names it
+
+
+LAUNCH = f"python -m sglang.launch_server --model-path {TARGET}"
 
 
 TREE = None  # SGLang builds its trees at run time (--speculative-eagle-topk): no static tree
@@ -326,12 +329,14 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         draft, placeholders = PLACEHOLDER_MODEL, (PLACEHOLDER_MODEL,)
         notes.append(f"fill in --speculative-draft-model-path: {algorithm} needs the draft model")
     elif draft is None and algorithm == "NEXTN":
-        # NEXTN runs as EAGLE, whose draft path SGLang fills in itself only for the DeepSeek-V3 family of
-        # architectures (speculative_hook.py _handle_eagle_family); the target's own path serves every target
-        draft, placeholders = PLACEHOLDER_MODEL, (PLACEHOLDER_MODEL,)
+        # NEXTN runs as EAGLE, whose draft path SGLang fills in itself only for the architectures it lists
+        # (speculative_hook.py @ 004c82e07d87 _handle_eagle_family: DeepSeek-V3/V3.2/V4, GLM-4 MoE, Bailing MoE and
+        # a few more); the target's own path serves every target
+        draft = TARGET
         notes.append(
-            "fill in --speculative-draft-model-path with the target's own path: NEXTN drafts with the target's MTP "
-            "layers (SGLang fills it in itself for DeepSeek-V3-family targets)"
+            f"--speculative-draft-model-path {TARGET}: NEXTN drafts with the target's own MTP layers (SGLang fills "
+            "the path in itself for the architectures it lists, DeepSeek-V3 and GLM-4 MoE among them, and warns "
+            "that it is not needed there)"
         )
     files: dict[str, str] = {}
     if request.tree is not None:

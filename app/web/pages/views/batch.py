@@ -439,23 +439,23 @@ def batch_figure(sweep: BatchSweepOut, references: list[Reference]) -> dict[str,
             meta="current",
         )
     )
-    if sweep.crossover_range_low is not None:  # where stopping is within the stated error
-        high = sweep.crossover_range_high if sweep.crossover_range_high is not None else sweep.batch_max
+    for run in sweep.crossover_ranges:  # where paying is within the stated error, each run of batches
+        high = run.high if run.high is not None else sweep.batch_max
+        verb = "not pay" if run.pays_past else "stop paying"
+        where = f"batch {run.low}" if run.high == run.low else f"batches {run.low} to {run.high or 'the last'}"
         shapes.append(
             {
                 "type": "rect",
                 "xref": "x",
                 "yref": "paper",
-                "x0": sweep.crossover_range_low,
-                "x1": max(high, sweep.crossover_range_low),
+                "x0": run.low,
+                "x1": high if high > run.low else run.low + 0.5,  # one batch drawn half a batch wide
                 "y0": 0,
                 "y1": 0.04,
                 "fillcolor": COLORS["bad"],
                 "opacity": 0.35,
                 "line": {"width": 0},
-                "name": f"may {'not pay' if sweep.crossover_range_pays_past else 'stop paying'}: batches "
-                f"{sweep.crossover_range_low} to "
-                + (str(sweep.crossover_range_high) if sweep.crossover_range_high is not None else "the last"),
+                "name": f"may {verb}: {where}",
                 "showlegend": True,
             }
         )

@@ -9,7 +9,7 @@ from app.model.cost import presets
 from app.model.cost.regimes import ScheduleStep
 from app.model.live import served_models
 from app.service import plan
-from app.service.regimes import accuracy_out, off_range, off_range_text
+from app.service.regimes import accuracy_out, off_range_text, off_ranges
 from app.web.pages.controls import Reading
 from app.web.pages.text import times
 
@@ -58,7 +58,7 @@ def verdict_part(made: plan.Plan, batch: int, source: str) -> dict[str, str]:
         fits = decision.batch_limit == decision.max_batch_that_fits
         largest = "the largest that fits" if fits else "the last decided"
         schedule += f"; it still pays at batch {decision.batch_limit}, {largest}"
-    interval = off_range_text(*off_range(decision, accuracy_out(made.built.setup, made.built.measured)))
+    interval = off_range_text(off_ranges(decision, accuracy_out(made.built.setup, made.built.measured)))
     return {
         "schedule": f"{headline}: {schedule}",
         "speedup": (f"k = {k}, {times(speedup)} {where}" if k else f"leave it off {where} (1.00×)"),
