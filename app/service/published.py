@@ -9,6 +9,7 @@ from app.service.schemas.fill import filled
 from app.service.schemas.published import (
     PublishedClassOut,
     PublishedCrossoverOut,
+    PublishedExclusionOut,
     PublishedGrowthOut,
     PublishedIntervalOut,
     PublishedOut,
@@ -93,5 +94,9 @@ def published_out() -> PublishedOut:
         ],
         interval_coverage=fit["interval"]["coverage"],
         interval_held_out_of_source=fit["interval"]["held_out_of_source"],
+        exclusions=[
+            PublishedExclusionOut(reason=reason, points=count, alone=alone)
+            for reason, count, alone in published.exclusion_counts(published.load())
+        ],
         points=points,
     )

@@ -144,41 +144,75 @@ class PublishedPoint:
         return source(self)
 
 
-def exclusion(point: PublishedPoint) -> str | None:
-    """Why the cost model cannot price ``point``, in words; None when it can."""
-    reasons = []
+def exclusion_reasons(point: PublishedPoint) -> list[tuple[str, str]]:
+    """Why the cost model cannot price ``point``: (what is missing, in a few words that group points, and the
+    reason in words); empty when it can."""
+    reasons: list[tuple[str, str]] = []
     if point.speedup is None:
-        reasons.append("the source gives no speedup for it")
+        reasons.append(("no speedup given", "the source gives no speedup for it"))
     if not point.lossless:
-        reasons.append("relaxed acceptance changes the output, so its speedup is not speculative decoding's")
+        reasons.append(
+            (
+                "relaxed acceptance",
+                "relaxed acceptance changes the output, so its speedup is not speculative decoding's",
+            )
+        )
     if point.draft_method not in PRICED_METHODS:
-        reasons.append(f"its draft method ({point.draft_method}) has no cost model here")
+        reasons.append(
+            ("a draft method with no cost model", f"its draft method ({point.draft_method}) has no cost model here")
+        )
     for given in (point.weights, point.draft_weights):
         if given is not None and given not in WEIGHTS:
-            reasons.append(f"no byte count for its weight format ({given})")
+            reasons.append(("a weight format with no byte count", f"no byte count for its weight format ({given})"))
     if point.accelerator is None:
         reasons.append(
-            "the source does not name its accelerator" if point.hardware is None else f"no preset for {point.hardware}"
+            ("accelerator not named", "the source does not name its accelerator")
+            if point.hardware is None
+            else ("an accelerator with no preset", f"no preset for {point.hardware}")
         )
     if point.target_preset is None:
         reasons.append(
-            "the source does not name its target" if point.target is None else f"no preset for {point.target}"
+            ("target not named", "the source does not name its target")
+            if point.target is None
+            else ("a target with no preset", f"no preset for {point.target}")
         )
     if point.draft_method in MODEL_METHODS and point.draft_preset is None:
-        reasons.append(f"no preset for its draft model ({point.draft or 'not named'})")
+        reasons.append(
+            ("a draft model with no preset", f"no preset for its draft model ({point.draft or 'not named'})")
+        )
     if point.draft_method in SPARSE_METHODS and point.draft_kv_budget is None:
-        reasons.append("the source does not say how much of the cache its draft reads")
+        reasons.append(
+            ("the cache its draft reads not given", "the source does not say how much of the cache its draft reads")
+        )
     if point.k is None:
-        reasons.append("the source does not give k")
+        reasons.append(("k not given", "the source does not give k"))
     if point.tree and point.topk is None:
-        reasons.append("the source does not give its tree's top-k")
+        reasons.append(("a tree's top-k not given", "the source does not give its tree's top-k"))
     if point.batch is None:
         reasons.append(
-            f"the source gives a request rate ({point.qps:g} per second), not a batch"
+            ("a request rate, not a batch", f"the source gives a request rate ({point.qps:g} per second), not a batch")
             if point.qps is not None
-            else "the source does not give the batch"
+            else ("batch not given", "the source does not give the batch")
         )
-    return "; ".join(reasons) or None
+    return reasons
+
+
+def exclusion(point: PublishedPoint) -> str | None:
+    """Why the cost model cannot price ``point``, in words; None when it can."""
+    return "; ".join(words for _, words in exclusion_reasons(point)) or None
+
+
+def exclusion_counts(points: Iterable[PublishedPoint]) -> list[tuple[str, int, int]]:
+    """What keeps points from being priced: (what is missing, the points it keeps out, those it alone keeps out),
+    most first; a point may lack several things, and one that lacks only this would be priced with it."""
+    counts: dict[str, list[int]] = {}
+    for point in points:
+        kinds = dict(exclusion_reasons(point))
+        for kind in kinds:
+            counted = counts.setdefault(kind, [0, 0])
+            counted[0] += 1
+            counted[1] += len(kinds) == 1
+    return sorted(((kind, n, alone) for kind, (n, alone) in counts.items()), key=lambda item: (-item[1], item[0]))
 
 
 def problems(point: PublishedPoint) -> list[tuple[str, str]]:

@@ -111,6 +111,12 @@ class PublishedStepTimesOut(BaseModel):
     )
 
 
+class PublishedExclusionOut(BaseModel):
+    reason: str = Field(description="What a source leaves out, or what the cost model has no figure for.")
+    points: int = Field(description="Points it keeps from being priced (a point may lack several things).")
+    alone: int = Field(description="Points that lack only this: each would be priced with it.")
+
+
 class PublishedOut(BaseModel):
     """Every published point, measured against predicted (leave-one-source-out), and the points not priced."""
 
@@ -143,3 +149,6 @@ class PublishedOut(BaseModel):
         "it is made from the other sources' errors alone (of points_scored)."
     )
     points: list[PublishedPointOut]
+    exclusions: list[PublishedExclusionOut] = Field(
+        default_factory=list, description="What keeps the points that cannot be priced out, most first."
+    )

@@ -3,6 +3,7 @@ the other sources, the classes, the crossovers and the points that cannot be pri
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -225,3 +226,27 @@ def test_the_interval_each_answer_states_is_listed_by_class_as_the_answers_state
     assert row["interval_from"] == accuracy["interval_from"] and row["points"] == accuracy["class_points"]
     view = client.get("/api/v1/views/published").json()
     assert len(view["intervals"]["rows"]) == len(rows)
+
+
+def test_what_keeps_points_out_is_counted_and_a_point_lacking_only_k_is_priced_with_it(client: TestClient) -> None:
+    """Above the points that cannot be priced, what keeps them out and how many: counted from the dataset's own
+    fields, and a point that lacks only k is priced once k is given."""
+    body = client.get("/api/v1/published").json()
+    rows = {row["reason"]: row for row in body["exclusions"]}
+    points = published.load()
+    assert rows["k not given"]["points"] == sum(point.k is None for point in points)
+    unnamed = sum(point.accelerator is None and point.hardware is None for point in points)
+    assert rows["accelerator not named"]["points"] == unnamed
+    unpriced = [point for point in points if not point.priced]
+    assert (
+        sum(row["alone"] for row in body["exclusions"]) <= len(unpriced) <= sum(row["points"] for row in rows.values())
+    )
+    lacking_k = [
+        point for point in unpriced if [kind for kind, _ in published.exclusion_reasons(point)] == ["k not given"]
+    ]
+    assert len(lacking_k) == rows["k not given"]["alone"] > 0
+    assert all(dataclasses.replace(point, k=3).priced for point in lacking_k)
+    view = client.get("/api/v1/views/published").json()
+    shown = [[cell["text"] for cell in row["cells"]] for row in view["exclusions"]["rows"]]
+    assert shown[0] == ["k not given", str(rows["k not given"]["points"]), str(rows["k not given"]["alone"])]
+    assert 'id="published-exclusions"' in client.get("/published").text

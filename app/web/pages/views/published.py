@@ -121,6 +121,12 @@ def excluded_table(report: PublishedOut) -> dict[str, Any]:
     return {"columns": ["Point", "Why it cannot be priced"], "rows": rows}
 
 
+def exclusions_table(report: PublishedOut) -> dict[str, Any]:
+    """What keeps points out, and how many a source's missing figure alone keeps out (each would be priced)."""
+    rows = [cells(row.reason, str(row.points), str(row.alone), header=True) for row in report.exclusions]
+    return {"columns": ["What is missing", "Points", "Lacking only this"], "rows": rows}
+
+
 def intervals_table(report: PublishedOut) -> dict[str, Any]:
     rows = [
         cells(row.setup_class, str(row.points), f"{1 + row.interval_spread:.2f}", row.interval_from, header=True)
@@ -236,6 +242,7 @@ def build(reading: Reading) -> View:
         "step_times_sentence": step_times_sentence(report),
         "points": points_table(report),
         "excluded": excluded_table(report),
+        "exclusions": exclusions_table(report),
         "links": {"api": "/api/v1/published"},
     }
 
