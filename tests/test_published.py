@@ -422,10 +422,12 @@ def test_past_the_range_a_rising_speedup_pays_and_a_falling_one_does_not() -> No
     falling = np.array([1.6, 1.4, 1.2, 1.0, 0.85, 0.7])
     rising = np.array([1.3, 1.1, 1.0, 1.1, 1.5, 1.9])
     assert published.crossover_range(batches, falling, math.log(1.2)) == (4, 16)
-    assert published.pays_past(batches, falling, 16) is False
+    assert published.span(published.stretches(batches, falling, math.log(1.2)))[2] is False
     assert published.crossover_range(batches, rising, math.log(1.2)) == (2, 8)
-    assert published.pays_past(batches, rising, 8) is True
-    assert published.pays_past(batches, rising, None) is None and published.pays_past(batches, rising, 32) is None
+    assert published.span(published.stretches(batches, rising, math.log(1.2)))[2] is True
+    # a run to the last batch has nothing past it, and no run says nothing
+    assert published.span(published.stretches(batches, rising / 1.9, math.log(2.0)))[1:] == (None, None)
+    assert published.span(published.stretches(batches, rising * 3, 0.1)) == (None, None, None)
 
 
 def test_each_run_where_the_interval_holds_one_is_its_own_stretch() -> None:

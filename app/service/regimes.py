@@ -426,7 +426,9 @@ def sweep_out(
     accuracy = accuracy_out(built.setup, built.measured)
     spread = math.log1p(accuracy.interval_spread or 0.0) if accuracy.source == "defaults" else 0.0
     low, high = sweep.speedup * math.exp(-spread), sweep.speedup * math.exp(spread)
-    band = published.crossover_range(sweep.batches.astype(float), sweep.speedup, spread) if k else (None, None)
+    runs = published.stretches(sweep.batches.astype(float), sweep.speedup, spread) if k else []
+    band_low, band_high, band_pays_past = published.span(runs)
+    band = (band_low, band_high)
     # the curve is drawn at every mark and on both sides of it, the band's ends included, so that the chart's band
     # crosses 1 where the answer says it does
     wanted_marks = [marks.crossover_batch, marks.first_loss_batch, marks.best_crossover_batch, max_fit, batch, *band]
@@ -443,13 +445,10 @@ def sweep_out(
         batch=batch,
         expected_tokens=expected_tokens(acceptance, k),
         crossover_batch=marks.crossover_batch,
-        crossover_range_low=band[0],
-        crossover_range_high=band[1],
-        crossover_range_pays_past=published.pays_past(sweep.batches.astype(float), sweep.speedup, band[1]),
-        crossover_ranges=[
-            filled(StretchOut, run)
-            for run in (published.stretches(sweep.batches.astype(float), sweep.speedup, spread) if k else [])
-        ],
+        crossover_range_low=band_low,
+        crossover_range_high=band_high,
+        crossover_range_pays_past=band_pays_past,
+        crossover_ranges=[filled(StretchOut, run) for run in runs],
         speedup_low=low[indices].tolist(),
         speedup_high=high[indices].tolist(),
         first_loss_batch=marks.first_loss_batch,
@@ -542,7 +541,7 @@ def decision_schedule(decision: Decision, built: BuiltSetup) -> ScheduleOut:
     k_max = decision.k_max
     accuracy = accuracy_out(built.setup, built.measured)
     runs = off_ranges(decision, accuracy)
-    low, high, past = (runs[0].low, runs[-1].high, runs[-1].pays_past) if runs else (None, None, None)
+    low, high, past = published.span(runs)
     return filled(  # the decision's own fields by name (p, k_max, batch_max, limits, off batch, headline), and these
         ScheduleOut,
         decision,

@@ -153,7 +153,10 @@ def test_each_head_runs_as_one_of_the_engines_own_drafters_and_reads_back(engine
             result = engine_config.export(engine, best, steps, limit, method=method, version=module.VERSIONS[-1].name)
             if result.exported.config is not None:
                 exported = _filled_in(result.exported, "models/target")  # as the user fills in what it names
-                assert len(module.read_config(exported, result.version, limit)) == limit
+                runs = module.read_config(exported, result.version, limit)
+                assert len(runs) == limit
+                if engine in engine_reading.READERS:  # and as the engine's own code reads it (its source, cited there)
+                    assert engine_reading.READERS[engine](exported, limit) == result.exported.runs, (method, case)
 
 
 def _filled_in(exported: Exported, value: str) -> Exported:

@@ -1059,28 +1059,6 @@ def interval_check(problem_: Problem, holdout: Holdout) -> dict[str, Any]:
 CROSSOVER_BATCHES = np.arange(1, 4097, dtype=np.float64)
 
 
-def crossover_range(batches: FloatArray, speedup: FloatArray, spread: float) -> tuple[int | None, int | None]:
-    """The batches at which the speedup's interval [S e^-spread, S e^spread] contains 1: (first, last), None
-    where it never does within ``batches`` (last None where it still does at the largest batch)."""
-    low, high = speedup * math.exp(-spread), speedup * math.exp(spread)
-    inside = np.flatnonzero((low <= 1.0) & (high >= 1.0))
-    if inside.size == 0:
-        return None, None
-    last = int(batches[inside[-1]]) if inside[-1] < len(batches) - 1 else None
-    return int(batches[inside[0]]), last
-
-
-def pays_past(batches: FloatArray, speedup: FloatArray, high: int | None) -> bool | None:
-    """Whether speculation pays past ``high``, the last batch at which the speedup's interval holds 1: there the
-    interval lies wholly above 1 or wholly below, and above is where the speedup rises again with the batch (a
-    mixture of experts reads more of its experts, a long context more of its cache, as the batch grows).  None where
-    the interval holds 1 to the last batch (``high`` None) or ``high`` is the last batch."""
-    if high is None:
-        return None
-    after = np.flatnonzero(batches > high)
-    return None if after.size == 0 else bool(speedup[after[0]] > 1.0)
-
-
 @dataclass(frozen=True)
 class Stretch:
     """A run of batches at which the speedup's interval holds 1, and what lies either side of it: whether the
@@ -1113,6 +1091,18 @@ def stretches(batches: FloatArray, speedup: FloatArray, spread: float) -> list[S
         runs.append(Stretch(int(batches[start]), end, before, after))
         start = None
     return runs
+
+
+def span(runs: Sequence[Stretch]) -> tuple[int | None, int | None, bool | None]:
+    """The first run's start, the last run's end and whether speculation surely pays past it; all None for no run."""
+    return (runs[0].low, runs[-1].high, runs[-1].pays_past) if runs else (None, None, None)
+
+
+def crossover_range(batches: FloatArray, speedup: FloatArray, spread: float) -> tuple[int | None, int | None]:
+    """The batches at which the speedup's interval [S e^-spread, S e^spread] contains 1: (first, last), None
+    where it never does within ``batches`` (last None where it still does at the largest batch)."""
+    low, high, _ = span(stretches(batches, speedup, spread))
+    return low, high
 
 
 def crossover_verdict(
@@ -1368,13 +1358,6 @@ class Accuracy:
     spread: float  # the interval's half-width in log (interval_spread): what held COVERAGE of the published points
     spread_from: str  # "this class" or "every published point"
     measured_hardware: tuple[str, ...]  # accelerator presets with a scored published point
-
-    @property
-    def stated_median(self) -> float | None:
-        """The median error an answer for this class states: its own where it has MIN_CLASS_POINTS, else every
-        point's."""
-        own = self.class_points >= MIN_CLASS_POINTS and self.class_median_error is not None
-        return self.class_median_error if own else self.median_error
 
     @property
     def sentence(self) -> str:

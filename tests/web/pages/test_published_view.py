@@ -109,34 +109,28 @@ def test_a_sweep_that_pays_at_no_batch_says_so_instead_of_naming_batch_one(clien
     assert never_predicted >= 1  # the dataset holds sweeps predicted to pay at no batch (long-context MoE)
     # no published sweep fails to pay at all its batches; one that did reads so, beside one that stops at 3 to 4
     rows = [
-        PublishedCrossoverOut(
-            sweep="never",
-            batches=[1, 2, 4],
-            measured=1,
-            measured_after=0,
-            predicted=1,
-            range_low=1,
-            range_high=None,
-            within_2x=True,
-            inside_range=True,
-            predicted_inside_own_range=True,
-        ),
-        PublishedCrossoverOut(
-            sweep="stops",
-            batches=[1, 2, 4],
-            measured=4,
-            measured_after=2,
-            predicted=3,
-            range_low=2,
-            range_high=8,
-            within_2x=True,
-            inside_range=True,
-            predicted_inside_own_range=True,
-        ),
+        _crossover("never", measured=1, after=0, predicted=1),
+        _crossover("stops", measured=4, after=2, predicted=3),
     ]
     table = crossovers_table(PublishedOut.model_construct(crossovers=rows))
     texts = [[cell["text"] for cell in row["cells"]] for row in table["rows"]]
     assert texts[0][2:4] == ["pays at no batch", "pays at no batch"] and texts[1][2:4] == ["3–4", "3"]
+
+
+def _crossover(sweep: str, measured: int, after: int, predicted: int) -> PublishedCrossoverOut:
+    """A sweep over batches 1, 2 and 4 that stops paying at ``measured``, the batch before it ``after``."""
+    return PublishedCrossoverOut(
+        sweep=sweep,
+        batches=[1, 2, 4],
+        measured=measured,
+        measured_after=after,
+        predicted=predicted,
+        range_low=1,
+        range_high=None,
+        within_2x=True,
+        inside_range=True,
+        predicted_inside_own_range=True,
+    )
 
 
 def test_the_step_times_are_reported_against_the_baselines_own_figure(client: TestClient) -> None:
