@@ -379,8 +379,8 @@ def test_the_fit_does_not_turn_on_the_last_bits_of_the_floating_point() -> None:
     rounded terms on every source left out, so the stated error and the committed fit are what any machine
     recomputes."""
     chosen = published.published_fit()["protocol"]["chosen"]
-    # every candidate at once is where the terms are least determined (the backward search starts there)
-    for terms in (chosen, published.candidate_terms(PROBLEM)):
+    # every global candidate at once is where the terms are least determined (the backward search starts there)
+    for terms in (chosen, [name for name in published.candidate_terms(PROBLEM) if "@" not in name]):
         before = published.leave_one_source_out(PROBLEM, terms)
         for seed in range(3):
             noise = np.random.default_rng(seed).standard_normal(len(PROBLEM.measured))
@@ -478,6 +478,46 @@ def test_the_backward_search_wins_only_where_each_extra_term_earns_the_forward_s
 
     assert run(0.499) == ["a"]  # 0.001 lower with two more terms: not enough
     assert sorted(run(0.5 - 2 * published.MIN_GAIN - 1e-6)) == ["a", "b", "c"]  # each extra term earned it
+
+
+def test_a_scoped_term_enters_only_where_it_lowers_the_mean_and_leaves_the_worst_point_no_worse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the global terms, a term for one method or context: x lowers the mean most but raises the worst
+    point, so it is refused; y lowers the mean by MIN_GAIN and holds the worst, so it enters; z then gains too
+    little beside y."""
+    gain = published.MIN_GAIN
+    means = {"a": 0.5, "ax": 0.3, "ay": 0.5 - gain, "az": 0.5 - gain / 2, "axy": 0.29, "ayz": 0.5 - 1.5 * gain}
+    worsts = {"a": 1.0, "ax": 1.2, "ay": 0.9, "az": 1.0, "axy": 1.3, "ayz": 0.9}
+    means |= {"": 1.0}
+    name = {"a": "a", "x": "x@method=head", "y": "y@context=long", "z": "z@method=ngram"}
+    letter = {full: short for short, full in name.items()}
+    monkeypatch.setattr(
+        published, "leave_one_source_out", lambda _problem, terms: "".join(sorted(letter[t] for t in terms))
+    )
+    monkeypatch.setattr(published, "loss", lambda holdout: means[holdout])
+    monkeypatch.setattr(published, "worst", lambda holdout: worsts[holdout])
+    chosen, steps = published.select_terms(PROBLEM, list(name.values()))
+    assert chosen == ["a", "y@context=long"]
+    assert [step.term for step in steps] == ["a", "y@context=long"]
+    # without the worst point's guard x would have entered first
+    worsts.update(ax=1.0, axy=1.0, axz=1.0, axyz=1.0)
+    means.update(axz=0.3, axyz=0.29)
+    assert published.select_terms(PROBLEM, list(name.values()))[0][:2] == ["a", "x@method=head"]
+
+
+def test_the_protocol_offers_method_and_context_terms_and_the_product_holds_none_it_cannot_apply() -> None:
+    """Terms for a method or a context regime are candidates (every request names both), terms for an engine are
+    not (the batch answers name none).  The product prices a request by the global terms alone, so a committed
+    scoped term would be one no answer applies: this fails until the product applies it to requests of its
+    scope."""
+    candidates = published.candidate_terms(PROBLEM)
+    scoped = {published.split_term(name)[1] for name in candidates if "@" in name}
+    assert {"method=head", "method=draft-model", "context=long"} <= scoped
+    assert not any(scope.startswith("engine=") for scope in scoped if scope)
+    committed = published.published_fit()
+    assert committed["protocol"]["candidates"] == candidates
+    assert committed["scoped_terms"] == {} and not any("@" in name for name in committed["protocol"]["chosen"])
 
 
 def test_every_source_weighs_as_one_in_the_protocol_and_the_fit() -> None:

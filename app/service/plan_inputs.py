@@ -16,7 +16,7 @@ from app.model.arithmetic import closed_form, trees
 from app.model.arithmetic.acceptance import Acceptance, AcceptanceProfile
 from app.model.engines.base import UnknownVersionError
 from app.model.limits import InputError
-from app.service.inputs import Input, by_name, checked, number_list, same_named
+from app.service.inputs import Input, checked, number_list, same_named
 from app.service.plan import PlanRequest
 
 MAX_LABEL = 100
@@ -292,7 +292,6 @@ WATCH: tuple[Input, ...] = (
         max_length=rules.MAX_MATCH,
     ),
 )
-INPUTS = by_name((*PLAN, *WATCH))
 RULES_FORMATS = ("json", "yaml")
 RULES_FORMAT = Input("format", "Format", str, RULES_FORMATS[0], "Response format", choices=lambda: RULES_FORMATS)
 

@@ -36,7 +36,6 @@ from app.service.schemas.rollout import (
     RolloutPlanOut,
 )
 
-QUERIES = 8
 MAX_SAMPLES = 1000  # steps of the range query of the running gauge
 
 

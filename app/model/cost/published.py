@@ -28,7 +28,8 @@ acceptance p, from which L follows at each point's k; that point then tests noth
 Accuracy is leave-one-source-out (:func:`leave_one_source_out`): for each source, the free terms are fitted on
 every other source and that source's points are predicted.  The fit takes each speedup and, where a source
 gives the baseline's own rate at several batches, how its plain step grows with the batch (GROWTH_WEIGHT).
-Which terms are free is decided by :func:`select_terms`: a term enters only if it lowers that error.  The terms
+Which terms are free is decided by :func:`select_terms`: a term enters only if it lowers that error, and a term
+for one method or context regime only if it also leaves the worst point's error no higher.  The terms
 fitted on every source are the product's defaults (``data/published_fit.json``, written by
 ``scripts/fit_published.py``).
 """
@@ -914,27 +915,30 @@ def loss(holdout: Holdout) -> float:
 
 
 def candidate_terms(problem_: Problem) -> list[str]:
-    """Every global term, and each term scoped to an engine, a method or a context regime that at least two
+    """Every global term, and each term scoped to a method or a context regime (SCOPE_KINDS) that at least two
     sources measured (so that leaving one out still leaves it identified)."""
     counts: dict[str, set[str]] = {}
     for point, where in zip(problem_.points, problem_.sources, strict=True):
         for scope in scopes(point):
             counts.setdefault(scope, set()).add(where)
-    shared = sorted(scope for scope, names in counts.items() if len(names) >= 2)
+    shared = sorted(scope for scope, names in counts.items() if len(names) >= 2 and scope.startswith(SCOPE_KINDS))
     scoped = [f"{name}@{scope}" for scope in shared for name in SCOPED_TERMS]
     return [*TERM_NAMES, *scoped]
 
 
-# Terms that may be learnt for one engine, method or context (the engine's own times, not the hardware's physics).
-# None is offered yet: the batch answers (/batch, speedup-vs-batch, schedule) name no engine, so a term learnt for
-# one could never apply there, and on 40 points, most of them one engine's, the protocol chose an SGLang-only time
-# per sequence that left every other request without one (no crossover at all for the default setup).  The
-# machinery (``name@scope``, fitted as an offset on its scope) stays for when requests carry their engine.  Method
-# and context scopes, which every request names, are not offered either: the one such term the mean error would
-# take (a time per sequence for long contexts) raises the worst point from 88% to 112% (README, "tried and not
-# entered"), and the search weighs the mean alone.
-SCOPED_TERMS: tuple[str, ...] = ()
+# Terms that may be learnt for one method or context regime, which every request names.  Not for one engine: the
+# batch answers (/batch, speedup-vs-batch, schedule) name none, so a term learnt for one could never apply there
+# (on 40 points, most of them one engine's, the protocol once chose an SGLang-only time per sequence that left
+# every other request without one).  ``name@engine=...`` still fits, for when requests carry their engine.
+SCOPED_TERMS: tuple[str, ...] = TERM_NAMES
+SCOPE_KINDS = ("method=", "context=")
 MIN_GAIN = 0.002  # a term must lower the mean absolute log error by this much (0.2%) to enter
+
+
+def worst(holdout: Holdout) -> float:
+    """The largest |log error| of a scored speedup, left out by source: what a scoped term must not raise."""
+    values = np.abs(holdout.log_error[~np.isnan(holdout.log_error)])
+    return float(values.max()) if values.size else math.inf
 
 
 @dataclass(frozen=True)
@@ -947,12 +951,45 @@ class Step:
 def select_terms(problem_: Problem, candidates: Sequence[str] | None = None) -> tuple[list[str], list[Step]]:
     """The terms the leave-one-source-out error lets in, by two searches, the better kept: forward (from the plain
     roofline, add the term that lowers the error most while one lowers it by at least MIN_GAIN) and backward (from
-    every term, drop the one whose absence raises the error least while none raises it).  Either way each kept term
-    lowers the error: without it the chosen set does worse.  The backward set is kept only where it beats the
+    every global term, drop the one whose absence raises the error least while none raises it).  Either way each
+    kept term lowers the error: without it the chosen set does worse.  The backward set is kept only where it beats the
     forward one by MIN_GAIN for each term it holds beyond it, the price each forward step paid: otherwise a
     hair's difference between two searches (0.1387 against 0.1396 once) swapped two terms for six and moved every
-    default.  Returns the chosen terms and the search's steps."""
+    default.
+
+    Then the terms scoped to a method or a context regime, forward from the global ones: each must lower the error
+    by MIN_GAIN and also leave the worst point's error no higher (:func:`worst`).  A scoped term is fitted on the
+    few sources of its scope and answers for every request that names it, so that a gain in the mean bought by
+    one setup's error is refused: the one such term the mean alone would take (a time per sequence for long
+    contexts, 0.1555 to 0.1527) raises the worst point from 88% to 112%.  Returns the chosen terms and the
+    search's steps."""
     pool = list(candidates if candidates is not None else candidate_terms(problem_))
+    general, steps = _global_terms(problem_, [name for name in pool if "@" not in name])
+    remaining = [name for name in pool if "@" in name]
+    if not remaining:
+        return general, steps
+    chosen = list(general)
+    held = leave_one_source_out(problem_, chosen)
+    current, highest = loss(held), worst(held)
+    while remaining:
+        trials = {name: leave_one_source_out(problem_, [*chosen, name]) for name in remaining}
+        admitted = {
+            name: loss(trial)
+            for name, trial in trials.items()
+            if loss(trial) <= current - MIN_GAIN and worst(trial) <= highest
+        }
+        if not admitted:
+            break
+        name = min(admitted, key=lambda item: admitted[item])
+        steps.append(Step(name, current, admitted[name]))
+        chosen.append(name)
+        remaining.remove(name)
+        current, highest = admitted[name], worst(trials[name])
+    return chosen, steps
+
+
+def _global_terms(problem_: Problem, pool: Sequence[str]) -> tuple[list[str], list[Step]]:
+    """The forward and backward searches of :func:`select_terms` over the global terms."""
 
     def error(terms: Sequence[str]) -> float:
         return loss(leave_one_source_out(problem_, terms))

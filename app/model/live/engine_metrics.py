@@ -38,7 +38,6 @@ from app.model.engines.reports import (
 
 INTERVAL_LEVEL = mixed_lengths.LEVEL  # the interval from a mixed-lengths estimate is labelled with it
 K_REGRET = 0.05  # share of the speedup that the best k at p may lose within p's interval before a note says so
-ENGINES = engines.ENGINES
 REPORT_FORMATS: dict[str, ReportFormat] = {report.name: report for report in engines.formats()}
 FORMATS: dict[str, str] = {name: report.description for name, report in REPORT_FORMATS.items()}
 FORMAT_ENGINE = {name: report.engine for name, report in REPORT_FORMATS.items()}
