@@ -93,7 +93,7 @@ def main() -> None:
             median_text = f"{class_median or 0:.1%}" if n >= published.MIN_CLASS_POINTS else "-"
             print(f"{label:<72} {n:>6} {median_text:>7} {class_worst or 0:>7.1%}")
 
-    fit = published.fit_published()
+    fit = published.fit_published((fresh, steps))  # the search above, not run twice
     interval = fit["interval"]
     print(
         f"\nthe stated interval: a factor of {1 + (interval['spread'] or 0):.2f} either way holds at least "

@@ -12,7 +12,6 @@ from app.model.arithmetic import closed_form
 from app.model.cost import published
 from app.model.cost.presets import ACCELERATORS, MODELS, Accelerator
 from app.model.cost.regimes import (
-    MAX_SIMULATED_ROUTINGS,
     RegimeName,
     RooflineSetup,
     acceptance_grid,
@@ -34,7 +33,6 @@ from app.model.cost.regimes import (
     roofline_speedup,
     roofline_verification,
     schedule_from,
-    simulate_expert_coverage,
     speedup_grid,
     speedup_table,
     sweep_batches,
@@ -281,6 +279,26 @@ def test_expert_coverage_matches_formula(experts: int, per_token: int) -> None:
     assert np.allclose(expert_coverage(experts, per_token, tokens), expected, rtol=1e-12, atol=0)
     assert expert_coverage(experts, per_token, 1) == pytest.approx(per_token / experts)
     assert expert_coverage(experts, experts, 3) == 1.0
+
+
+MAX_SIMULATED_ROUTINGS = 20_000_000  # tokens x experts x trials drawn by one simulation
+
+
+def simulate_expert_coverage(
+    experts: int, experts_per_token: int, tokens: int, trials: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Fraction of experts touched in each of ``trials`` seeded routings of ``tokens`` tokens.
+
+    Each token picks ``experts_per_token`` distinct experts uniformly at random.
+    """
+    if trials * tokens * experts > MAX_SIMULATED_ROUTINGS:
+        raise ValueError(f"trials * tokens * experts must be at most {MAX_SIMULATED_ROUTINGS:,}")
+    keys = rng.random((trials, tokens, experts))
+    chosen = np.argpartition(keys, experts_per_token - 1, axis=-1)[..., :experts_per_token]
+    touched = np.zeros((trials, experts), dtype=bool)
+    touched[np.arange(trials)[:, None, None], chosen] = True
+    fractions: np.ndarray = touched.mean(axis=1)
+    return fractions
 
 
 @pytest.mark.parametrize(

@@ -1272,12 +1272,12 @@ def out_of_source_terms(problem_: Problem, holdout: Holdout, every: Mapping[str,
     return resolved(problem_, {}) | columns
 
 
-def fit_published() -> dict[str, Any]:
-    """The content of ``published_fit.json``: the protocol's terms, their fit on every source, and what they
-    score on each source left out."""
+def fit_published(selection: tuple[list[str], list[Step]] | None = None) -> dict[str, Any]:
+    """The content of ``published_fit.json``: the protocol's terms (``selection``, what :func:`select_terms` gave,
+    where already run), their fit on every source, and what they score on each source left out."""
     points = load()
     problem_ = problem(points)
-    chosen, steps = select_terms(problem_)
+    chosen, steps = selection if selection is not None else select_terms(problem_)
     holdout = leave_one_source_out(problem_, chosen)
     terms = rounded(fit(problem_, chosen, problem_.scored))
     full = PLAIN_ROOFLINE.terms() | {name: value for name, value in terms.items() if "@" not in name}

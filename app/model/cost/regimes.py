@@ -46,8 +46,6 @@ from app.model.cost.presets import ACCELERATORS, MODELS, Accelerator, ModelSpec
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-MAX_SIMULATED_ROUTINGS = 20_000_000  # tokens x experts x trials drawn by one simulation
-
 
 def linear_verification(beta: float) -> VerifyCost:
     """v(k) = 1 + beta k, beta in [0, 1]; beta = 0 is free and beta = 1 fully compute-bound."""
@@ -78,23 +76,6 @@ def expert_coverage(experts: int, experts_per_token: int, tokens: ArrayLike) -> 
     if experts_per_token >= experts:
         return np.ones_like(counts)
     return -np.expm1(counts * math.log1p(-experts_per_token / experts))
-
-
-def simulate_expert_coverage(
-    experts: int, experts_per_token: int, tokens: int, trials: int, rng: np.random.Generator
-) -> FloatArray:
-    """Fraction of experts touched in each of ``trials`` seeded routings of ``tokens`` tokens.
-
-    Each token picks ``experts_per_token`` distinct experts uniformly at random.
-    """
-    if trials * tokens * experts > MAX_SIMULATED_ROUTINGS:
-        raise ValueError(f"trials * tokens * experts must be at most {MAX_SIMULATED_ROUTINGS:,}")
-    keys = rng.random((trials, tokens, experts))
-    chosen = np.argpartition(keys, experts_per_token - 1, axis=-1)[..., :experts_per_token]
-    touched = np.zeros((trials, experts), dtype=bool)
-    touched[np.arange(trials)[:, None, None], chosen] = True
-    fractions: FloatArray = touched.mean(axis=1)
-    return fractions
 
 
 # ---------------------------------------------------------------------------
