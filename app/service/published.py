@@ -78,6 +78,7 @@ def published_out() -> PublishedOut:
         terms=dict(fit["terms"]),
         scoped_terms=dict(fit["scoped_terms"]),
         chosen_terms=list(fit["protocol"]["chosen"]),
+        candidate_terms=list(fit["protocol"]["candidates"]),
         summary=accuracy.sentence,
         classes=classes,
         crossovers=crossovers,

@@ -129,9 +129,14 @@ class PublishedOut(BaseModel):
     worst_error: float | None
     terms: dict[str, float] = Field(description="The terms fitted on every source: the product's defaults.")
     scoped_terms: dict[str, float] = Field(
-        description="Terms learnt for one engine, method or context (name@scope), added on requests that name it."
+        description="Terms the protocol took for one method or context regime (name@scope): empty while none lowers"
+        " the mean error and leaves the worst point no worse; answers price by the global terms."
     )
     chosen_terms: list[str] = Field(description="The terms the protocol let in, in the order it did.")
+    candidate_terms: list[str] = Field(
+        description="Every term the protocol was offered: the global ones, then each for a draft method or a context"
+        " regime that two sources or more measured (name@scope)."
+    )
     summary: str
     classes: list[PublishedClassOut]
     crossovers: list[PublishedCrossoverOut]

@@ -36,6 +36,10 @@ def test_the_api_lists_every_point_with_its_prediction_from_the_other_sources(cl
     for label, row in classes.items():
         assert (row["median_error"] is None) == (row["points"] < published.MIN_CLASS_POINTS), label
     assert body["chosen_terms"] == published.published_fit()["protocol"]["chosen"]
+    # what the protocol was offered: the dataset's own scopes, every chosen term among them
+    offered = published.candidate_terms(published.problem(points))
+    assert body["candidate_terms"] == offered and set(body["chosen_terms"]) <= set(offered)
+    assert {name for name in offered if "@" in name} and body["scoped_terms"] == {}
 
 
 def test_the_page_shows_the_scatter_the_classes_and_the_exclusions(client: TestClient) -> None:
