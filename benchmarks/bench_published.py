@@ -3,14 +3,14 @@ predicted by terms fitted on the others.
 
 Every point the dataset's fields let the cost model price is priced (``published.exclusion`` says why the others
 are not); a sweep whose source gives no acceptance length takes its per-token acceptance from its smallest batch,
-which then tests nothing.  For each source, the terms the protocol chose (``published.select_terms``: a term
+which then tests nothing.  For each source, the terms the protocol chose (``fitting.select_terms``: a term
 enters only if it lowers this error) are fitted on every other source and that source's points are predicted:
 the leave-one-source-out error.  Beside it, the in-source figure: the same terms fitted on every source, the
 predicted points included, which is what a fit to the very sweeps it predicts would claim.
 
 Prints each term's effect (the error with it left out of the chosen set), the error per class, each sweep over
 batch with its measured and predicted crossover and the interval's batch range, the plain step's predicted time
-against the baseline's own figure where the source gives its rate (``published.step_time_check``: the fit takes
+against the baseline's own figure where the source gives its rate (``fitting.step_time_check``: the fit takes
 each sweep's growth of that step but never its level, so the level says whether its terms give step times an
 engine has), RATIO lines against the goals
 (median 15%, worst 35%, 90% of the points priced), and last one line a script can read:
@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from app.model.cost import published
+from app.model.cost import fitting, published
 from app.web.pages.views.published import measured_range
 
 GOAL_MEDIAN = 0.15
@@ -43,11 +43,11 @@ def _errors(values: np.ndarray) -> tuple[float, float]:
 def main() -> None:
     started = time.perf_counter()
     points = published.load()
-    problem = published.problem(points)
+    problem = fitting.problem(points)
     scored = problem.scored
     committed = published.published_fit()
     chosen = list(committed["protocol"]["chosen"])
-    fresh, steps = published.select_terms(problem)
+    fresh, steps = fitting.select_terms(problem)
     print(f"{len(points)} published points, {len(problem.points)} priced, {int(scored.sum())} scored")
     print(
         "protocol (each step the term that lowered most the leave-one-source-out mean |log error| of the speedups"
@@ -59,11 +59,11 @@ def main() -> None:
         "the committed terms are " + ("this choice" if fresh == chosen else f"{chosen}; run scripts/fit_published.py")
     )
 
-    holdout = published.leave_one_source_out(problem, chosen)
-    in_source = problem.predict(published.resolved(problem, published.fit(problem, chosen, scored)))
+    holdout = fitting.leave_one_source_out(problem, chosen)
+    in_source = problem.predict(fitting.resolved(problem, fitting.fit(problem, chosen, scored)))
     in_median, in_worst = _errors(np.where(scored, np.log(in_source / problem.measured), np.nan))
     _count, median, worst = holdout.summary(scored)
-    plain = published.leave_one_source_out(problem, [])
+    plain = fitting.leave_one_source_out(problem, [])
     _count, plain_median, plain_worst = plain.summary(scored)
     print(f"\n{'':<44} {'median':>7} {'worst':>7}")
     print(f"{'leave-one-source-out, the chosen terms':<44} {median or 0:>7.1%} {worst or 0:>7.1%}")
@@ -71,7 +71,7 @@ def main() -> None:
     print(f"{'leave-one-source-out, the plain roofline':<44} {plain_median or 0:>7.1%} {plain_worst or 0:>7.1%}")
     print("\neach chosen term's effect (leave-one-source-out without it):")
     for name in chosen:
-        without = published.leave_one_source_out(problem, [term for term in chosen if term != name])
+        without = fitting.leave_one_source_out(problem, [term for term in chosen if term != name])
         _n, dropped_median, dropped_worst = without.summary(scored)
         print(f"  - {name:<48} median {dropped_median or 0:.1%}, worst {dropped_worst or 0:.1%}")
     # the all-reduces' payload over each accelerator's link has no free value, so it is no candidate term; what
@@ -81,7 +81,7 @@ def main() -> None:
         problem,
         work=dataclasses.replace(problem.work, plain_payload_s=zero, verify_payload_s=zero, draft_payload_s=zero),
     )
-    _n, unlinked_median, unlinked_worst = published.leave_one_source_out(unlinked, chosen).summary(scored)
+    _n, unlinked_median, unlinked_worst = fitting.leave_one_source_out(unlinked, chosen).summary(scored)
     print(f"  - {'the payload over the link (regimes.payload_s)':<48} median {unlinked_median or 0:.1%}, worst "
           f"{unlinked_worst or 0:.1%}")  # fmt: skip
 
@@ -93,7 +93,7 @@ def main() -> None:
             median_text = f"{class_median or 0:.1%}" if n >= published.MIN_CLASS_POINTS else "-"
             print(f"{label:<72} {n:>6} {median_text:>7} {class_worst or 0:>7.1%}")
 
-    fit = published.fit_published((fresh, steps))  # the search above, not run twice
+    fit = fitting.fit_published((fresh, steps))  # the search above, not run twice
     interval = fit["interval"]
     print(
         f"\nthe stated interval: a factor of {1 + (interval['spread'] or 0):.2f} either way holds at least "
@@ -120,7 +120,7 @@ def main() -> None:
     print(
         f"\nthe plain step's time, predicted against the baseline's own figure (its level is never fitted): "
         f"{check['points']} points from {check['sources']} sources, median {check['median_error'] or 0:+.0%} "
-        f"(absolute {check['median_absolute_error'] or 0:.0%}); from batch {published.STEP_CHECK_LARGE_BATCH}: "
+        f"(absolute {check['median_absolute_error'] or 0:.0%}); from batch {fitting.STEP_CHECK_LARGE_BATCH}: "
         f"{large['points']} points, median {large['median_error'] or 0:+.0%}"
     )
     if growth:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 
-from app.model.cost import published
+from app.model.cost import fitting, published
 
 
 def main() -> None:
-    fit = published.fit_published()
+    fit = fitting.fit_published()
     published.FIT.write_text(json.dumps(fit, indent=1) + "\n", encoding="utf-8")
     loso = fit["leave_one_source_out"]
     print(

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.model.arithmetic import closed_form as cf
-from app.model.cost import published
+from app.model.cost import fitting, published
 from app.model.cost.presets import ACCELERATOR_FIELDS, ACCELERATORS, MODEL_FIELDS, MODELS
 from app.model.cost.regimes import (
     default_setup,
@@ -24,7 +24,7 @@ from app.web.pages.text import fixed
 
 REGIMES = "/api/v1/regimes"
 # The plain roofline's terms as query parameters (the defaults are the terms fitted to published measurements)
-PLAIN_ROOFLINE = dataclasses.asdict(published.PLAIN_ROOFLINE)
+PLAIN_ROOFLINE = dataclasses.asdict(fitting.PLAIN_ROOFLINE)
 
 
 def test_presets_list_everything_with_dense_figures(client: TestClient) -> None:
@@ -368,7 +368,7 @@ def test_the_batch_predictions_say_where_they_come_from_and_how_far_off(client: 
     loso = fit["leave_one_source_out"]
     assert (defaults["median_error"], defaults["worst_error"]) == (loso["median_error"], loso["worst_error"])
     assert defaults["published_points"] == loso["points"] and defaults["published_sources"] == loso["sources"]
-    own = published.accuracy_for(published.class_of_setup(published.setup_of(table[0], published.SpecCosts())))
+    own = published.accuracy_for(published.class_of_setup(fitting.setup_of(table[0], fitting.SpecCosts())))
     assert "each source predicted by terms fitted on the others" in defaults["summary"]
     assert defaults["setup_class"] == "draft-model drafts, any engine, NVIDIA Hopper, short context"
     assert own.setup_class == "head drafts, any engine, NVIDIA Hopper, short context" and own.class_points >= 3

@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from app.model import limits
 from app.model.arithmetic import trees
-from app.model.cost import published, step_cost
+from app.model.cost import fitting, step_cost
 from app.model.live.measure_batches import MAX_PREDICTED_BATCH, CellResult
 from app.service.regimes import off_range_text
 from app.service.schemas.core import Curve, OptimalK, Speedup
@@ -103,7 +103,7 @@ def render_schedule_text(schedule: ScheduleOut, color: bool) -> str:
     if schedule.accuracy is not None:
         # the defaults are the fitted terms; the plain roofline's, to see what they change
         terms = " ".join(
-            f"--{name.replace('_', '-')} {value:g}" for name, value in asdict(published.PLAIN_ROOFLINE).items()
+            f"--{name.replace('_', '-')} {value:g}" for name, value in asdict(fitting.PLAIN_ROOFLINE).items()
         )
         lines.append(_paint(schedule.accuracy.summary, DIM, color))
         if schedule.accuracy.source == "defaults":

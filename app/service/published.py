@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from app.model.cost import published
+from app.model.cost import fitting, published
 from app.service.schemas.fill import filled
 from app.service.schemas.published import (
     PublishedClassOut,
@@ -57,7 +57,7 @@ def published_out() -> PublishedOut:
         sources=check["sources"],
         median_error=check["median_error"],
         median_absolute_error=check["median_absolute_error"],
-        large_batch_from=published.STEP_CHECK_LARGE_BATCH,
+        large_batch_from=fitting.STEP_CHECK_LARGE_BATCH,
         large_batch_points=check["large_batch"]["points"],
         large_batch_median_error=check["large_batch"]["median_error"],
         growth=[

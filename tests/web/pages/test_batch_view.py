@@ -508,10 +508,10 @@ def test_every_headline_says_what_the_roofline_leaves_out() -> None:
 
 
 def test_the_page_offers_the_terms_fitted_to_published_measurements(client: TestClient) -> None:
-    from app.model.cost import published
+    from app.model.cost import fitting, published
 
     # the fitted terms are the defaults: a page priced with other terms (the plain roofline) links back to them
-    plain = {name: str(value) for name, value in dataclasses.asdict(published.PLAIN_ROOFLINE).items()}
+    plain = {name: str(value) for name, value in dataclasses.asdict(fitting.PLAIN_ROOFLINE).items()}
     shown = view({"p": "0.7", "k": "3", "draft": "eagle", **plain})
     assert "given here" in shown["readouts"]["accuracy"] and shown["open"]["cost_terms"]
     address = urlsplit(shown["links"]["fitted_terms"])

@@ -9,7 +9,7 @@ import math
 import pytest
 from fastapi.testclient import TestClient
 
-from app.model.cost import published
+from app.model.cost import fitting, published
 from app.service.schemas.published import PublishedCrossoverOut, PublishedOut
 from app.web.pages.views.published import crossovers_table
 
@@ -37,7 +37,7 @@ def test_the_api_lists_every_point_with_its_prediction_from_the_other_sources(cl
         assert (row["median_error"] is None) == (row["points"] < published.MIN_CLASS_POINTS), label
     assert body["chosen_terms"] == published.published_fit()["protocol"]["chosen"]
     # what the protocol was offered: the dataset's own scopes, every chosen term among them
-    offered = published.candidate_terms(published.problem(points))
+    offered = fitting.candidate_terms(fitting.problem(points))
     assert body["candidate_terms"] == offered and set(body["chosen_terms"]) <= set(offered)
     assert {name for name in offered if "@" in name} and body["scoped_terms"] == {}
 
@@ -142,11 +142,11 @@ def test_the_step_times_are_reported_against_the_baselines_own_figure(client: Te
     from the other sources), in the JSON and on the page: the points, sources and sweeps counted from the dataset
     here, and the figures the fit file holds."""
     body = client.get("/api/v1/published").json()["step_times"]
-    problem = published.problem(published.load())
-    timed = [point for point in problem.points if published.measured_step_s(point) is not None]
+    problem = fitting.problem(published.load())
+    timed = [point for point in problem.points if fitting.measured_step_s(point) is not None]
     assert body["points"] == len(timed) >= 40 and body["sources"] == len({point.source for point in timed})
     large = [  # one engine's sequences: a batch that engines share counts at each one's share
-        point for point in timed if published.engine_batch(point, [point.batch or 1])[0] >= body["large_batch_from"]
+        point for point in timed if fitting.engine_batch(point, [point.batch or 1])[0] >= body["large_batch_from"]
     ]
     assert body["large_batch_points"] == len(large) > 0
     assert body["median_error"] < 0 < body["median_absolute_error"]  # the roofline leaves time out
