@@ -47,7 +47,8 @@ def main() -> None:
     scored = problem.scored
     committed = published.published_fit()
     chosen = list(committed["protocol"]["chosen"])
-    fresh, steps = fitting.select_terms(problem)
+    tried: dict[str, tuple[float, float]] = {}
+    fresh, steps = fitting.select_terms(problem, tried=tried)
     print(f"{len(points)} published points, {len(problem.points)} priced, {int(scored.sum())} scored")
     print(
         "protocol (each step the term that lowered most the leave-one-source-out mean |log error| of the speedups"
@@ -58,8 +59,17 @@ def main() -> None:
     print(
         "the committed terms are " + ("this choice" if fresh == chosen else f"{chosen}; run scripts/fit_published.py")
     )
-
     holdout = fitting.leave_one_source_out(problem, chosen)
+    before, highest = fitting.loss(holdout), fitting.worst(holdout)
+    print(
+        f"terms for one method or context regime, {len(tried)} tried beside those (a term enters where it lowers"
+        f" {before:.4f} by {fitting.MIN_GAIN} and holds the worst point, {math.expm1(highest):.0%}); the closest:"
+    )
+    for name, (error, top) in sorted(tried.items(), key=lambda item: item[1][0])[:6]:
+        short = "" if error <= before - fitting.MIN_GAIN else f"gains {before - error:.4f}"
+        worse = "" if top <= highest else f"worst {math.expm1(top):.0%}"
+        print(f"  ? {name:<48} {error:.4f}  {', '.join(filter(None, (short, worse))) or 'enters'}")
+
     in_source = problem.predict(fitting.resolved(problem, fitting.fit(problem, chosen, scored)))
     in_median, in_worst = _errors(np.where(scored, np.log(in_source / problem.measured), np.nan))
     _count, median, worst = holdout.summary(scored)

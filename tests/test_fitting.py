@@ -371,8 +371,11 @@ def test_a_scoped_term_enters_only_where_it_lowers_the_mean_and_leaves_the_worst
     )
     monkeypatch.setattr(fitting, "loss", lambda holdout: means[holdout])
     monkeypatch.setattr(fitting, "worst", lambda holdout: worsts[holdout])
-    chosen, steps = fitting.select_terms(PROBLEM, list(name.values()))
+    tried: dict[str, tuple[float, float]] = {}
+    chosen, steps = fitting.select_terms(PROBLEM, list(name.values()), tried)
     assert chosen == ["a", "y@context=long"]
+    # what the last round tried beside a and y, each refused: x raises the worst, z gains too little
+    assert tried == {"x@method=head": (means["axy"], 1.3), "z@method=ngram": (means["ayz"], 0.9)}
     assert [step.term for step in steps] == ["a", "y@context=long"]
     # without the worst point's guard x would have entered first
     worsts.update(ax=1.0, axy=1.0, axz=1.0, axyz=1.0)

@@ -656,7 +656,9 @@ class Step:
     loss_after: float
 
 
-def select_terms(problem_: Problem, candidates: Sequence[str] | None = None) -> tuple[list[str], list[Step]]:
+def select_terms(
+    problem_: Problem, candidates: Sequence[str] | None = None, tried: dict[str, tuple[float, float]] | None = None
+) -> tuple[list[str], list[Step]]:
     """The terms the leave-one-source-out error lets in, by two searches, the better kept: forward (from the plain
     roofline, add the term that lowers the error most while one lowers it by at least MIN_GAIN) and backward (from
     every global term, drop the one whose absence raises the error least while none raises it).  Either way each
@@ -670,7 +672,8 @@ def select_terms(problem_: Problem, candidates: Sequence[str] | None = None) -> 
     few sources of its scope and answers for every request that names it, so that a gain in the mean bought by
     one setup's error is refused: the one such term the mean alone would take (a time per sequence for long
     contexts, 0.1555 to 0.1527) raises the worst point from 88% to 112%.  Returns the chosen terms and the
-    search's steps."""
+    search's steps; ``tried``, where given, gets each scoped term's error and worst |log error| beside the chosen
+    terms in the last round (those refused, and the last one taken)."""
     pool = list(candidates if candidates is not None else candidate_terms(problem_))
     general, steps = _global_terms(problem_, [name for name in pool if "@" not in name])
     remaining = [name for name in pool if "@" in name]
@@ -681,6 +684,9 @@ def select_terms(problem_: Problem, candidates: Sequence[str] | None = None) -> 
     current, highest = loss(held), worst(held)
     while remaining:
         trials = {name: leave_one_source_out(problem_, [*chosen, name]) for name in remaining}
+        if tried is not None:
+            tried.clear()
+            tried.update({name: (loss(trial), worst(trial)) for name, trial in trials.items()})
         admitted = {
             name: loss(trial)
             for name, trial in trials.items()
