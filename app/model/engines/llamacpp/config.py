@@ -1,8 +1,6 @@
 """llama.cpp's drafters and its config: which methods it takes and how a request names them, its config read back the
 way its own code reads it, and written for a schedule.
 
-The drafters llama.cpp takes, in its own words, and how a user's choice is read.
-
 The speculative type llama-server infers from a draft GGUF's metadata when no --spec-type is given.
 
 ``common_speculative_types_from_gguf`` (common/speculative.cpp, called from common/arg.cpp where
@@ -12,11 +10,6 @@ read from its sdist: common/speculative.cpp line 2270, common/arg.cpp line 568; 
 ``markov_w1.weight``, else ``draft-dflash``; any other architecture is ``draft-mtp`` when the file holds
 ``blk.{block_count - 1}.nextn.eh_proj.weight``, and otherwise nothing is inferred (a plain draft model is loaded and
 left unused).  Only the header is read: keys and tensor names, no tensor data.
-
-llama.cpp's config read back the way llama.cpp's own code reads it: the k it runs at each batch, and
-every rule it applies, each naming the file it comes from.
-
-The product's schedule written in llama.cpp's own configuration.
 """
 
 from __future__ import annotations

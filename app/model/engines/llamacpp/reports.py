@@ -1,11 +1,6 @@
 """What llama.cpp reports and how the product reads it: its Prometheus series (for the rules, the watch and the canary's
 decode time), its report and step-time formats, and how measure drives a live server of it.
 
-The Prometheus series each llama.cpp version exports, for the rules and the watch, and what the
-off-schedule alert tells an operator to do.
-
-The series llama-server exports of its decoding time, for the canary check (app.model.live.rollout).
-
 llama.cpp's step times: llama-server writes no file of them; ``specdec-lab measure --batch`` times its
 passes and writes the CSV :mod:`app.model.live.step_fit` reads, so there is no format of its own here.
 
@@ -28,8 +23,6 @@ position ``i + 1``, to within ``0.0005 * a``.
 What a live llama-server says of its speculation, as ``measure`` reads it between requests: the
 ``llamacpp:spec_decode_*`` counters of ``/metrics`` (``tools/server/server-task.cpp``, with ``--metrics``), all
 0 until the server has drafted.
-
-llama.cpp's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`).
 """
 
 from __future__ import annotations

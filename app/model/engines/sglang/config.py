@@ -1,12 +1,5 @@
 """SGLang's drafters and its config: which methods it takes and how a request names them, its config read back the way
 its own code reads it, and written for a schedule.
-
-The drafters SGLang takes, in its own words, and how a user's choice is read.
-
-SGLang's config read back the way SGLang's own code reads it: the k it runs at each batch, and
-every rule it applies, each naming the file it comes from.
-
-The product's schedule written in SGLang's own configuration.
 """
 
 from __future__ import annotations

