@@ -59,6 +59,11 @@ def test_the_page_shows_the_scatter_the_classes_and_the_exclusions(client: TestC
     assert 0 < body["interval_held_out_of_source"] <= body["points_scored"]
     assert f"a factor of {1 + body['interval_spread']:.2f} either way" in view["headline"]
     assert f"held {body['interval_held_out_of_source']} of the {body['points_scored']}" in view["headline"]
+    # the protocol's offer, counted from the API's list of candidates, and said on the page
+    scoped = [name for name in body["candidate_terms"] if "@" in name]
+    assert scoped and len(scoped) < len(body["candidate_terms"])
+    said = f"{len(body['candidate_terms'])} offered, {len(scoped)} of them for one draft method or context regime"
+    assert view["offered"] == said and said in page.text
     shown = sum(len(trace["x"]) for trace in chart["data"] if trace.get("mode") == "markers")
     assert shown == body["points_scored"]
     # each tick is named as a speedup in full (a log axis under two decades would read "4" for 0.4), and the ticks

@@ -212,6 +212,12 @@ def step_times_sentence(report: PublishedOut) -> str:
     )
 
 
+def offered_text(report: PublishedOut) -> str:
+    """How many terms the protocol was offered, and how many of them for one draft method or context regime."""
+    scoped = sum("@" in name for name in report.candidate_terms)
+    return f"{len(report.candidate_terms)} offered, {scoped} of them for one draft method or context regime"
+
+
 def build(reading: Reading) -> View:
     del reading
     report = published_out()
@@ -232,6 +238,7 @@ def build(reading: Reading) -> View:
         "headline": headline,
         "summary": report.summary,
         "chosen": ", ".join(report.chosen_terms) or "none",
+        "offered": offered_text(report),
         "terms": terms,
         "figures": {"published-chart": scatter(report)},
         "classes": classes_table(report),
