@@ -138,12 +138,18 @@ else:
     runs = build_dynamic_sd_schedule_lookup(
         spec.num_speculative_tokens_per_batch_size, built.scheduler_config.max_num_seqs, spec.num_speculative_tokens
     )[1:]
-print(json.dumps({"method": spec.method, "runs": runs, "max_num_seqs": built.scheduler_config.max_num_seqs}))
+print(json.dumps({
+    "method": spec.method,
+    "runs": runs,
+    "max_num_seqs": built.scheduler_config.max_num_seqs,
+    "parallel_drafting": spec.parallel_drafting,
+}))
 """
 
 
 def read_back(speculative_config: str, max_num_seqs: int) -> dict[str, object]:
-    """What the installed vLLM makes of a --speculative-config and --max-num-seqs: its method and k per batch."""
+    """What the installed vLLM makes of a --speculative-config and --max-num-seqs: its method, k per batch and
+    whether it drafts all k in one pass (parallel_drafting)."""
     found = manifest()
     done = subprocess.run(
         [found["python"], "-c", _READ_BACK, found["model"], speculative_config, str(max_num_seqs)],

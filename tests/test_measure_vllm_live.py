@@ -15,9 +15,12 @@ import httpx
 import pytest
 
 from app.cli import main
+from app.model.engines.base import ConfigRuleError
+from app.model.engines.vllm import config as vllm_config
 from app.model.engines.vllm import reports as vllm_reports
+from app.model.live import engine_config
 from tests.live_engine import COPY_PROMPT
-from tests.live_vllm import NGRAM, VLLM_VERSION, VllmServer, read_back, vllm_servers
+from tests.live_vllm import NGRAM, VLLM_VERSION, VllmServer, manifest, read_back, vllm_servers
 from tests.support import answering
 
 BATCHES = (1, 2)
@@ -137,3 +140,27 @@ def test_a_server_of_no_engine_measure_drives_is_named_with_exit_status_2(capsys
     assert f"{url}: no llama-server (/slots) and no series of an engine measure drives" in error
     assert "vllm:* at /metrics (vLLM)" in error and "sglang:* at /metrics (SGLang)" in error
     assert "trtllm_* at /prometheus/metrics (TensorRT-LLM)" in error
+
+
+def test_the_installed_vllm_drafts_in_one_pass_where_the_written_config_says_so() -> None:
+    """A schedule priced for a parallel draft (PARD: a draft model proposing all k in one pass) is written with
+    parallel_drafting, and the installed vLLM builds its engine config from it with parallel drafting on and the same
+    k at every batch; a chain's config leaves it off.  What it refuses, the product's reader refuses too."""
+    model = manifest()["model"]
+    for parallel in (True, False):
+        written = engine_config.export(
+            "vllm", [5, 5, 4, 3], [], 4, method="draft_model", draft_path=model, parallel_draft=parallel
+        )
+        flags = written.exported.flags
+        raw = flags[flags.index("--speculative-config") + 1]
+        read = read_back(raw, int(flags[flags.index("--max-num-seqs") + 1]))
+        assert read["parallel_drafting"] is parallel and read["method"] == "draft_model", read
+        assert read["runs"][:4] == list(written.exported.runs) == [5, 5, 4, 3], read  # type: ignore[index]
+        assert vllm_config.drafts_in_one_pass(json.loads(raw)) is parallel
+    refused = json.dumps(
+        {"method": "draft_model", "model": model, "num_speculative_tokens": 3, "parallel_drafting": "maybe"}
+    )
+    with pytest.raises(RuntimeError, match="valid boolean"):
+        read_back(refused, 4)
+    with pytest.raises(ConfigRuleError, match="valid boolean"):
+        vllm_config.drafts_in_one_pass(json.loads(refused))

@@ -20,6 +20,8 @@ from app.model.cost.regimes import (
     crossover_batch,
     default_setup,
     devices_to_fit,
+    draft_costs,
+    draft_step,
     expert_coverage,
     first_loss_batch,
     kv_cache_bytes,
@@ -552,3 +554,53 @@ def test_the_draft_step_is_priced_with_the_pass_overhead_unless_given() -> None:
     assert float(draft_step(given, 1).overhead_s) == pytest.approx(75e-6)
     with pytest.raises(ValueError, match="cycle_overhead_us"):
         dataclasses.replace(base, cycle_overhead_us=-1.0)
+
+
+# --- a parallel draft: all k tokens in one pass ---------------------------------------------------------------
+
+
+def _parallel_pair(draft: str = "dense-1b") -> tuple[RooflineSetup, RooflineSetup]:
+    chain = RooflineSetup(ACCELERATORS["h100-sxm"], MODELS["dense-8b"], MODELS[draft])
+    return chain, dataclasses.replace(chain, parallel_draft=True)
+
+
+def test_a_parallel_draft_pays_one_pass_over_k_positions_where_a_chain_pays_k_passes() -> None:
+    chain, parallel = _parallel_pair()
+    batches = np.array([1, 8, 64, 512], dtype=np.float64)
+    plain = target_step(chain, batches, 1).total_s
+    for k in (1, 2, 4, 8):
+        # by hand: a chain's k passes of one token, a parallel draft's one pass of k tokens, each over a plain step
+        assert draft_costs(chain, batches, k) == pytest.approx(k * draft_step(chain, batches, 1).total_s / plain)
+        assert draft_costs(parallel, batches, k) == pytest.approx(draft_step(chain, batches, k).total_s / plain)
+    # one token: the same pass either way; more: one pass of k tokens costs less than k passes of one
+    assert draft_costs(parallel, batches, 1) == pytest.approx(draft_costs(chain, batches, 1))
+    assert np.all(draft_costs(parallel, batches, 4) < draft_costs(chain, batches, 4))
+    assert float(draft_costs(parallel, 8, 0)) == 0.0
+    assert float(roofline_speedup(0.8, 0, parallel, 8)) == 1.0
+
+
+def test_a_parallel_draft_runs_longer_drafts_and_crosses_later() -> None:
+    chain, parallel = _parallel_pair()
+    batches = np.arange(1, 513)
+    chain_k, chain_best = best_k_by_batch(0.8, chain, batches, 16)
+    parallel_k, parallel_best = best_k_by_batch(0.8, parallel, batches, 16)
+    assert np.all(parallel_k >= chain_k) and parallel_k[0] > chain_k[0]
+    assert np.all(parallel_best >= chain_best - 1e-12)
+    crossing = [sweep_batches(0.8, 4, setup, 512, 16).crossover_batch for setup in (chain, parallel)]
+    assert as_crossover(crossing[1]) > as_crossover(crossing[0])
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_every_path_prices_a_parallel_draft_alike(k: int) -> None:
+    """The sweep, the grid, the speedup and the named roofline regime (whose v counts the draft's one pass) give one
+    answer for a parallel draft."""
+    _, parallel = _parallel_pair("dense-3b")
+    batches = np.array([1, 16, 128])
+    sweep = sweep_batches(0.7, k, parallel, 128, 8)
+    direct = roofline_speedup(0.7, k, parallel, batches)
+    assert sweep.speedup[batches - 1] == pytest.approx(direct, rel=1e-12)
+    assert speedup_grid(0.7, parallel, batches, 8)[:, k] == pytest.approx(direct, rel=1e-12)
+    for batch, expected in zip(batches, direct, strict=True):
+        regime = make_regime(RegimeName.ROOFLINE, draft_cost=0.5, setup=parallel, batch=int(batch))
+        assert "parallel draft" in regime.label
+        assert closed_form.speedup(0.7, k, regime.draft_cost, regime.verify) == pytest.approx(expected, rel=1e-12)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -236,6 +236,8 @@ class Plan:
     def links(self, setup: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
         """The API twins of this plan: its schedule, and its config, rules and dashboard, which take one query;
         ``setup`` the setup's parameters that differ from their defaults (names and values), added to each."""
+        if self.built.setup.parallel_draft and ("drafting", "parallel") not in setup:
+            setup = [*setup, ("drafting", "parallel")]  # as drafting_for priced a drafter that drafts in one pass
         config = [*self.request.query_pairs(), *setup]
         watched = [*self.request.query_pairs(watch=True), *setup]
         schedule = [*self.request.schedule_pairs(), *setup]
@@ -265,12 +267,14 @@ def build(request: PlanRequest, built: BuiltSetup) -> Plan:
     Raises engines.UnknownVersionError for an unknown version, engine_config.ConfigRuleError (a ValueError) for
     a drafter or draft path the engine refuses, and ValueError for a profile or tree it cannot use."""
     built = devices_for_batch(built, request.fit_batch)
+    method, method_note = head_method(request, built)
+    built, drafting_note = drafting_for(request.engine, method, built)
+    method_note = "; ".join(note for note in (method_note, drafting_note) if note)
     acceptance = AcceptanceProfile.of(request.p, request.profile)
     decision = capacity.decide(
         acceptance if request.profile else request.p, built.setup, request.k_max, request.batch_max, devices_note(built)
     )
     iid = _iid_comparison(request.p, built, decision, request.k_max) if request.profile else IidComparison()
-    method, method_note = head_method(request, built)
     tree = None
     if request.tree_acceptance and request.tree_budget > 0:
         tree = trees.best_first_tree(request.tree_acceptance, request.tree_budget)
@@ -285,8 +289,33 @@ def build(request: PlanRequest, built: BuiltSetup) -> Plan:
         draft_path=request.draft_path,
         version=request.version,
         data_parallel=request.data_parallel,
+        parallel_draft=built.setup.parallel_draft,
     )
     return Plan(request, built, acceptance, decision, export, tree, iid, method_note)
+
+
+def drafting_for(engine: str, method: str | None, built: BuiltSetup) -> tuple[BuiltSetup, str]:
+    """The setup priced the way the engine's drafter drafts: a drafter that proposes all k tokens in one pass
+    (EngineAdapter.ONE_PASS_METHODS) makes it a parallel draft, with a note; otherwise the setup's drafting stands,
+    and a parallel one the drafter cannot run is said (by the written config, where the engine has a flag for it)."""
+    adapter = engines.adapter(engine)
+    chosen = adapter.choose_method(method)
+    if built.setup.parallel_draft:
+        if chosen in adapter.ONE_PASS_METHODS or adapter.PARALLEL_METHODS:  # the written config says the rest
+            return built, ""
+        block = adapter.ONE_PASS_METHODS
+        return built, (
+            f"the setup is priced as a parallel draft (all k tokens in one pass), which {adapter.TITLE}'s "
+            f"{chosen or 'default drafter'} does not run: "
+            + (f"name one of its block drafters ({', '.join(block)}) or " if block else "")
+            + "price drafting=chain"
+        )
+    if chosen not in adapter.ONE_PASS_METHODS:
+        return built, ""
+    setup = replace(built.setup, parallel_draft=True)
+    description = built.description.model_copy(update={"parallel_draft": True})
+    note = f"drafter {chosen} proposes all k tokens in one pass: priced as a parallel draft (drafting=parallel)"
+    return replace(built, setup=setup, description=description), note
 
 
 def head_method(request: PlanRequest, built: BuiltSetup) -> tuple[str | None, str]:

@@ -100,6 +100,10 @@ class SetupError(ValueError):
         return type(self), (self.name, self.message, self.rule)
 
 
+# How the draft proposes its k tokens: one per pass (a chain), or all k in one pass (RooflineSetup.parallel_draft).
+DRAFTINGS = ("chain", "parallel")
+
+
 @dataclass(frozen=True)
 class SetupRequest:
     """Preset keys, number formats, serving conditions and per-field overrides.
@@ -111,6 +115,7 @@ class SetupRequest:
     hw: str = limits.DEFAULT_HW
     model: str = limits.DEFAULT_MODEL
     draft: str = limits.DEFAULT_DRAFT
+    drafting: str = DRAFTINGS[0]  # one token per draft pass (chain), or all k in one pass (parallel)
     weights: str = limits.DEFAULT_WEIGHTS
     draft_weights: str | None = None
     kv_cache: str = limits.DEFAULT_KV_CACHE
@@ -202,6 +207,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
     _choice("hw", request.hw, ACCELERATORS)
     _choice("model", request.model, MODELS)
     _choice("draft", request.draft, dict.fromkeys(DRAFT_CHOICES))
+    _choice("drafting", request.drafting, dict.fromkeys(DRAFTINGS))
     _choice("weights", request.weights, WEIGHT_FORMATS)
     draft_weights = request.weights if request.draft_weights is None else request.draft_weights
     _choice("draft_weights", draft_weights, WEIGHT_FORMATS)
@@ -245,6 +251,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
             draft_bytes_per_param=WEIGHTS[draft_weights].bytes_per_param,
             target_fp8=WEIGHTS[request.weights].fp8,
             draft_fp8=WEIGHTS[draft_weights].fp8,
+            parallel_draft=request.drafting == "parallel",
             kv_bytes_per_value=KV_CACHE_FORMATS[request.kv_cache],
             context_tokens=request.context,
             bandwidth_efficiency=request.bandwidth_efficiency,

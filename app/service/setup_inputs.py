@@ -16,6 +16,7 @@ from app.model.limits import InputError
 from app.service.inputs import Input, checked, same_named
 from app.service.regimes import (
     DEFAULTS,
+    DRAFTINGS,
     KV_CACHE_FORMATS,
     BuiltSetup,
     Measured,
@@ -77,6 +78,16 @@ DRAFT = _model(
     "Draft model preset, or a head on the target priced from its shape (eagle, eagle3, mtp)",
     presets.DRAFT_CHOICES,
 )
+DRAFTING = Input(
+    "drafting",
+    "Drafting",
+    str,
+    DRAFTINGS[0],
+    "How the draft proposes its k tokens: chain, one per draft pass (k passes a cycle); parallel, all k in one pass "
+    "over k positions (P-EAGLE, PARD, block drafters such as DFlash)",
+    choices=_keys(DRAFTINGS),
+    titles={"chain": "chain (k passes of one token)", "parallel": "parallel (one pass of k)"}.__getitem__,
+)
 DRAFT_WEIGHTS = _format(
     "draft_weights",
     "Draft weights (bytes per parameter)",
@@ -122,6 +133,7 @@ SETUP: tuple[Input, ...] = (
     MODEL,
     WEIGHTS,
     DRAFT,
+    DRAFTING,
     CONTEXT,
     KV_CACHE,
     BANDWIDTH_EFFICIENCY,

@@ -15,6 +15,7 @@ import pytest
 from app.model import engines
 from app.model.engines.base import SCHEDULE_PER_BATCH, ConfigRuleError, Exported
 from app.model.engines.vllm import ADAPTER as vllm
+from app.model.engines.vllm import config as vllm_config
 from app.model.engines.vllm import versions as vllm_versions
 from app.model.live import engine_config, engine_metrics
 from tests.engines import suite
@@ -116,6 +117,9 @@ def test_method_is_written_in_vllms_literal_spelling() -> None:
         ),
         ({"model": "d", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": {"1-8": 3}}, "list"),
         ({"model": "d", "num_speculative_tokens": 3, "tensor_parallel_size": 2}, "unknown keys|tensor_parallel"),
+        # parallel_drafting: bool, read by pydantic's lax bool
+        ({"model": "d", "num_speculative_tokens": 3, "parallel_drafting": "maybe"}, "valid boolean"),
+        ({"model": "d", "num_speculative_tokens": 3, "parallel_drafting": 2}, "valid boolean"),
     ],
 )
 def test_vllm_refuses_what_its_source_refuses(config: dict[str, object], message: str) -> None:
@@ -268,3 +272,46 @@ def test_the_watched_rename_to_speculative_token_schedule_is_recorded_and_not_fo
     written = engine_config.export("vllm", [3, 3, 2, 2], [], 4, draft_path="d").exported
     assert written.config is not None and "speculative_token_schedule" not in written.config
     assert written.config["num_speculative_tokens_per_batch_size"] == [[1, 2, 3], [3, 4, 2]]
+
+
+# --- drafting all k in one pass (speculative.py @ 002e77c1f0ef: parallel_drafting; dflash and dspark set it) -------
+
+
+@pytest.mark.parametrize("method", ["eagle", "eagle3", "draft_model", None])
+def test_a_parallel_draft_asks_for_parallel_drafting_where_vllm_takes_it(method: str | None) -> None:
+    result = engine_config.export(
+        "vllm", [6, 6, 5, 4], [], 4, method=method, draft_path="org/p-eagle", parallel_draft=True
+    )
+    config = result.exported.config or {}
+    assert config["parallel_drafting"] is True
+    assert result.exported.runs == (6, 6, 5, 4)  # read back as vLLM reads it
+    assert vllm_config.drafts_in_one_pass(config)
+    chain = engine_config.export("vllm", [6, 6, 5, 4], [], 4, method=method, draft_path="org/eagle")
+    assert "parallel_drafting" not in (chain.exported.config or {})
+    assert not vllm_config.drafts_in_one_pass(chain.exported.config or {})
+
+
+@pytest.mark.parametrize("method", ["dflash", "dspark"])
+def test_a_block_drafter_drafts_in_one_pass_without_the_flag(method: str) -> None:
+    result = engine_config.export("vllm", [7] * 4, [], 4, method=method, draft_path="org/block", parallel_draft=True)
+    config = result.exported.config or {}
+    assert "parallel_drafting" not in config and vllm_config.drafts_in_one_pass(config)
+    assert not any("one pass" in note for note in result.exported.notes)
+
+
+def test_a_parallel_draft_vllm_cannot_run_is_said() -> None:
+    ngram = engine_config.export("vllm", [3] * 4, [], 4, method="ngram", parallel_draft=True)
+    assert "parallel_drafting" not in (ngram.exported.config or {})
+    assert any("one pass, which vLLM's ngram does not run" in note for note in ngram.exported.notes)
+    # before 2026-06 SpeculativeConfig had no such field (and ignored unknown keys): not written, and said
+    older = engine_config.export("vllm", [3] * 4, [], 4, method="eagle3", draft_path="d", version="2025-10",
+                                 parallel_draft=True)  # fmt: skip
+    assert "parallel_drafting" not in (older.exported.config or {})
+    assert any("does not run at this version" in note for note in older.exported.notes)
+
+
+@pytest.mark.parametrize(("flag", "expected"), [(True, True), ("yes", True), (1, True), ("off", False), (0, False)])
+def test_parallel_drafting_reads_as_pydantic_reads_a_bool(flag: object, expected: bool) -> None:
+    config = {"model": "d", "method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": flag}
+    assert vllm.read_config(_flags(config), NEWEST, 4) == [3] * 4
+    assert vllm_config.drafts_in_one_pass(config) is expected

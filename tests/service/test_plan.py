@@ -160,3 +160,30 @@ def test_data_parallel_ranks_reach_the_config_the_rules_and_the_links() -> None:
     runs = two.config_out().engine_k_by_batch
     assert set(runs) == {one.decision.best_k[3]} and list(two.rules.engine_k) == runs
     assert "data_parallel=2" in two.request.query() and "data_parallel" not in one.request.query()
+
+
+def test_a_block_drafter_is_priced_as_one_pass_by_the_config_the_rules_and_the_links(client: TestClient) -> None:
+    """vLLM's dflash drafts all k in one pass (speculative.py @ 002e77c1f0ef sets parallel_drafting for it): the
+    plan prices it so whatever the setup's drafting says, and every twin it links to answers the same schedule."""
+    query = "engine=vllm&p=0.8&k_max=8&method=dflash&draft_path=org/dflash&draft=eagle3"
+    config = client.get(f"/api/v1/engine-config?{query}").json()
+    assert any("proposes all k tokens in one pass" in note for note in config["notes"])
+    parallel = client.get(f"/api/v1/engine-config?{query.replace('dflash', 'eagle3')}&drafting=parallel").json()
+    chain = client.get(f"/api/v1/engine-config?{query.replace('dflash', 'eagle3')}").json()
+    assert config["schedule"]["steps"] == parallel["schedule"]["steps"] != chain["schedule"]["steps"]
+    assert config["engine_k_by_batch"][0] > chain["engine_k_by_batch"][0]
+    assert parallel["config"]["parallel_drafting"] is True and "parallel_drafting" not in config["config"]
+    view = client.get(f"/api/v1/views/decide?{query}").json()  # the page's example profile, not p = 0.8
+    linked = client.get(view["links"]["config"]).json()
+    schedule = client.get(view["links"]["schedule"]).json()
+    assert "drafting=parallel" in view["links"]["schedule"] and schedule["steps"] == linked["schedule"]["steps"]
+    rules_k = client.get(view["links"]["rules"].replace("&format=yaml", "")).json()["engine_k_by_batch"]
+    assert rules_k == linked["engine_k_by_batch"] and linked["engine_k_by_batch"][0] == 8
+
+
+def test_a_parallel_draft_an_engine_cannot_run_is_said() -> None:
+    built = build_setup(SetupRequest(draft="eagle3", drafting="parallel"))
+    sglang = plan.build(plan.PlanRequest(engine="sglang", p=0.8, method="EAGLE3"), built).config_out()
+    assert any("which SGLang's EAGLE3 does not run: name one of its block drafters" in note for note in sglang.notes)
+    block = plan.build(plan.PlanRequest(engine="sglang", p=0.8, method="DFLASH"), built).config_out()
+    assert not any("does not run" in note for note in block.notes)

@@ -173,6 +173,7 @@ def setup_of(point: PublishedPoint, costs: SpecCosts) -> RooflineSetup:
         context_tokens=_context(point),
         target_fp8=target_weights.fp8,
         draft_fp8=draft_weights.fp8,
+        parallel_draft=point.draft_method in PARALLEL_METHODS,
     )
     return priced(bare, costs.terms())
 

@@ -512,12 +512,13 @@ class Accuracy:
 
 
 def class_of_setup(setup: RooflineSetup, engine: str | None = None) -> PointClass:
-    """The class of a request's setup: its draft (a head, a model), engine where it names one, accelerator family
-    (none when given by its own figures; a preset's device over another link keeps its family) and context."""
+    """The class of a request's setup: its draft (a head, a model, or either drafting all k in one pass), engine
+    where it names one, accelerator family (none when given by its own figures; a preset's device over another link
+    keeps its family) and context."""
     accelerator = device_preset(setup.accelerator)
     head = any(setup.draft.name.startswith(name) for name in ("EAGLE head", "EAGLE-3 head", "MTP head"))
     return PointClass(
-        "head" if head else "draft-model",
+        method_family(PARALLEL_METHODS[0]) if setup.parallel_draft else "head" if head else "draft-model",
         engine_family(engine) if engine else None,
         accelerator_family(accelerator),
         context_regime(setup.context_tokens),

@@ -98,6 +98,9 @@ class RooflineSetup:
     # (presets.WeightFormat.fp8); attention multiplies at the BF16 rate either way
     target_fp8: bool = False
     draft_fp8: bool = False
+    # whether the draft proposes all k tokens in one pass over k positions (parallel drafting: P-EAGLE, PARD, and
+    # block drafters such as DFlash), rather than one token per pass, k passes a cycle
+    parallel_draft: bool = False
     bandwidth_efficiency: float = limits.DEFAULT_BANDWIDTH_EFFICIENCY
     compute_efficiency: float = limits.DEFAULT_COMPUTE_EFFICIENCY
     # Launch, synchronisation and sampling per forward pass, fitted to published measurements (limits.FITTED_TERMS).
@@ -296,14 +299,15 @@ def target_step(setup: RooflineSetup, batch: ArrayLike, tokens: ArrayLike) -> St
     )
 
 
-def draft_step(setup: RooflineSetup, batch: ArrayLike) -> StepTime:
-    """One draft step proposes one token per sequence; like every pass it pays its time per sequence."""
+def draft_step(setup: RooflineSetup, batch: ArrayLike, tokens: ArrayLike = 1) -> StepTime:
+    """One draft step proposes ``tokens`` tokens per sequence (one in a chain, k in a parallel draft); like every
+    pass it pays its time per sequence."""
     return model_step(
         setup,
         setup.draft,
         setup.draft_bytes_per_param,
         batch,
-        1,
+        tokens,
         setup.draft_step_overhead_us,
         per_sequence_us=setup.overhead_per_sequence_us,
         fp8=setup.draft_fp8,
@@ -313,6 +317,26 @@ def draft_step(setup: RooflineSetup, batch: ArrayLike) -> StepTime:
 def roofline_draft_cost(setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
     """c(B) = t_draft(B, 1) / t(B, 1)."""
     return draft_step(setup, batch).total_s / target_step(setup, batch, 1).total_s
+
+
+def draft_steps(setup: RooflineSetup, k_values: ArrayLike) -> FloatArray:
+    """Draft passes per cycle: k in a chain, one for a parallel draft (none at k = 0)."""
+    k_array = np.asarray(k_values, dtype=np.float64)
+    return np.minimum(k_array, 1.0) if setup.parallel_draft else k_array
+
+
+def draft_costs(setup: RooflineSetup, batch: ArrayLike, k_values: ArrayLike) -> FloatArray:
+    """What a cycle's drafting costs in plain target passes, broadcast over batch and k: k c(B) in a chain, one
+    pass over k positions, t_draft(B, k) / t(B, 1), for a parallel draft (0 at k = 0)."""
+    batch_array = np.asarray(batch, dtype=np.float64)
+    k_array = np.asarray(k_values, dtype=np.float64)
+    if not setup.parallel_draft:
+        result: FloatArray = k_array * roofline_draft_cost(setup, batch_array)
+        return result
+    block = (
+        draft_step(setup, batch_array, np.maximum(k_array, 1.0)).total_s / target_step(setup, batch_array, 1).total_s
+    )
+    return np.where(k_array > 0, block, 0.0)
 
 
 def verification_costs(setup: RooflineSetup, batch: ArrayLike, k_values: ArrayLike) -> FloatArray:
@@ -335,13 +359,14 @@ def roofline_verification(setup: RooflineSetup, batch: int) -> VerifyCost:
 
 
 def roofline_speedup(p: Acceptance, k: int, setup: RooflineSetup, batch: ArrayLike) -> FloatArray:
-    """S(B) = E[T] t(B, 1) / (k t_draft(B, 1) + t(B, k + 1)), computed as E[T] / (k c + v).
+    """S(B) = E[T] t(B, 1) / (k t_draft(B, 1) + t(B, k + 1)), computed as E[T] / (k c + v); a parallel draft's one
+    pass over k positions in place of k c (:func:`draft_costs`).
 
     ``p`` is the i.i.d. acceptance or a measured profile (:mod:`app.model.arithmetic.acceptance`)."""
     batch_array = np.asarray(batch, dtype=np.float64)
     if k == 0:
         return np.ones_like(batch_array)
-    cost = k * roofline_draft_cost(setup, batch_array) + verification_costs(setup, batch_array, k)
+    cost = draft_costs(setup, batch_array, k) + verification_costs(setup, batch_array, k)
     return acceptance.expected_tokens(p, k) / cost
 
 
@@ -405,7 +430,7 @@ class BatchSweep:
 
     batches: IntArray
     speedup: FloatArray
-    draft_cost: FloatArray
+    draft_cost: FloatArray  # one draft step's, c; a parallel draft's one step drafts all k
     verification_cost: FloatArray
     target_step_ms: FloatArray
     verify_step_ms: FloatArray
@@ -423,7 +448,7 @@ def speedup_grid(p: Acceptance, setup: RooflineSetup, batches: ArrayLike, k_max:
     """Speedup for every batch (rows) and every k = 0..k_max (columns); column 0 is exactly 1."""
     batch_column = np.asarray(batches, dtype=np.float64)[:, None]
     k_row = np.arange(k_max + 1, dtype=np.float64)[None, :]
-    cost = k_row * roofline_draft_cost(setup, batch_column) + verification_costs(setup, batch_column, k_row)
+    cost = draft_costs(setup, batch_column, k_row) + verification_costs(setup, batch_column, k_row)
     tokens = np.array([acceptance.expected_tokens(p, k) for k in range(k_max + 1)])[None, :]
     grid = tokens / cost
     grid[:, 0] = 1.0
@@ -441,10 +466,12 @@ def sweep_batches(p: Acceptance, k: int, setup: RooflineSetup, batch_max: int, k
     batches = np.arange(1, batch_max + 1, dtype=np.int64)
     plain = target_step(setup, batches, 1)
     verify = target_step(setup, batches, k + 1)
-    draft = draft_step(setup, batches)
+    # one draft step: one token per sequence in a chain, all k for a parallel draft (draft_steps a cycle)
+    draft = draft_step(setup, batches, max(k, 1) if setup.parallel_draft else 1)
     draft_cost = draft.total_s / plain.total_s
     verification_cost = verification_costs(setup, batches, k)
-    speedup = acceptance.expected_tokens(p, k) / (k * draft_cost + verification_cost) if k else np.ones(batch_max)
+    cost = draft_steps(setup, k) * draft_cost + verification_cost
+    speedup = acceptance.expected_tokens(p, k) / cost if k else np.ones(batch_max)
     best_k, best_speedup = best_k_by_batch(p, setup, batches, k_max)
     return BatchSweep(
         batches=batches,
@@ -535,6 +562,12 @@ def make_regime(
         return Regime(name, f"linear (v = 1 + {beta:g} k)", draft_cost, linear_verification(beta), beta=beta)
     setup = setup or default_setup()
     label = f"roofline: {setup.accelerator.name}, {setup.target.name}, batch {batch}"
+    if setup.parallel_draft:
+        # one draft pass a cycle whose cost grows with k: no cost per draft step, the pass counted with v(k)
+        def verify_and_draft(k: int) -> float:
+            return float(verification_costs(setup, batch, k) + draft_costs(setup, batch, k))
+
+        return Regime(name, f"{label}, parallel draft (its pass counted in v)", 0.0, verify_and_draft, batch=batch)
     return Regime(
         name,
         label,

@@ -115,6 +115,9 @@ class ConfigRequest:
     method: str | None = None  # vLLM method, SGLang algorithm or TensorRT-LLM decoding type
     draft_path: str | None = None
     data_parallel: int = 1  # data-parallel ranks (vLLM drops its per-batch schedule above 1)
+    # the schedule is priced for a draft that proposes all k tokens in one pass (RooflineSetup.parallel_draft): an
+    # engine that drafts so only when asked (EngineAdapter.PARALLEL_METHODS) is asked
+    parallel_draft: bool = False
     # what batch_limit is, as the config's note says it: a prediction's memory bound, or the largest batch measured
     limit_reason: str = "the largest batch whose weights and KV caches fit"
 
@@ -291,6 +294,10 @@ class EngineAdapter:
     # the drafter, in the engine's own words, that runs a head the setup prices (eagle, eagle3, mtp: the product's
     # DRAFT_HEADS) where no method is given; a head absent here is one this engine's written config cannot run
     HEAD_METHODS: Mapping[str, str] = field(default_factory=dict)
+    # drafters that propose all k tokens in one pass whatever the config says (block drafters), and those that do
+    # so where the written config asks (ConfigRequest.parallel_draft); a drafter in neither proposes one per pass
+    ONE_PASS_METHODS: tuple[str, ...] = ()
+    PARALLEL_METHODS: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, *modules: ModuleType) -> EngineAdapter:

@@ -46,6 +46,7 @@ def export(
     version: str | None = None,
     data_parallel: int = 1,
     limit_reason: str | None = None,
+    parallel_draft: bool = False,
 ) -> EngineExport:
     """The engine's config for the schedule (best k per batch 1..batch_limit), read back as the engine reads it.
 
@@ -63,6 +64,7 @@ def export(
         method=method,
         draft_path=draft_path,
         data_parallel=max(1, data_parallel),
+        parallel_draft=parallel_draft,
         **({"limit_reason": limit_reason} if limit_reason else {}),
     )
     exported: Exported = module.write_config(request, chosen)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.model.arithmetic import closed_form
-from app.model.cost.regimes import RooflineSetup, best_k_by_batch, roofline_draft_cost, verification_costs
+from app.model.cost.regimes import RooflineSetup, best_k_by_batch, draft_costs, verification_costs
 from app.model.engines.base import RulesMetrics, runs_of
 
 Z_999 = 3.2905  # two-sided 99.9% normal quantile: the acceptance alert uses the 99.9% upper bound of p
@@ -131,7 +131,7 @@ def piecewise_constant(variable: str, values: Sequence[int], start: int = 1, bas
 
 def cycle_cost(setup: RooflineSetup, batches: np.ndarray, ks: np.ndarray) -> np.ndarray:
     """k c(B) + v(B, k): the cost of one cycle in target passes, per batch at its k (1 at k = 0)."""
-    cost: np.ndarray = ks * roofline_draft_cost(setup, batches) + verification_costs(setup, batches, ks)
+    cost: np.ndarray = draft_costs(setup, batches, ks) + verification_costs(setup, batches, ks)
     return cost
 
 

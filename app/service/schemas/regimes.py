@@ -54,6 +54,8 @@ class SetupOut(
         "overhead_per_draft_step_us": "Fixed time per draft step, microseconds; null: as a pass.",
         "target_fp8": "True when the target's weights multiply in FP8 (fp8 weights), at the accelerator's FP8 rate.",
         "draft_fp8": "True when the draft's weights multiply in FP8, at the accelerator's FP8 rate.",
+        "parallel_draft": "True when the draft proposes all k tokens in one pass over k positions (drafting=parallel); "
+        "false for one token per pass.",
         "cycle_overhead_us": "What a speculative cycle adds beyond its passes, microseconds.",
         "cycle_overhead_per_sequence_us": "The same per sequence of the batch, microseconds.",
         "allreduce_us": "One all-reduce's latency over the devices (two per layer per pass; what it carries is "

@@ -33,6 +33,10 @@ BLOCK_ALGORITHMS = ("DFLASH", "DSPARK", "UNO")
 ALGORITHMS = STEP_ALGORITHMS + BLOCK_ALGORITHMS
 
 
+# A block drafter proposes its whole block in one pass (the adapter's ONE_PASS_METHODS); the others one per step.
+ONE_PASS_METHODS = BLOCK_ALGORITHMS
+
+
 ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN")
 
 

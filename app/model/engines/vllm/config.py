@@ -43,6 +43,37 @@ METHODS = (
 )
 
 
+# Drafting all k tokens in one pass (vllm/config/speculative.py @ 002e77c1f0ef, SpeculativeConfig): dflash and
+# dspark always do (its post-init sets parallel_drafting for them); eagle, eagle3 (P-EAGLE) and draft_model (PARD)
+# do with "parallel_drafting": true ("Only compatible with EAGLE and draft model methods", the field's own words;
+# max_num_new_slots_for_drafting's table of P-EAGLE, DFlash, DSpark and PARD).
+ONE_PASS_METHODS = ("dflash", "dspark")
+PARALLEL_METHODS = ("eagle", "eagle3", "draft_model")
+
+
+# How pydantic reads a bool field in its default (lax) mode, as SpeculativeConfig's @config dataclass does: a bool,
+# 0 or 1, or one of these strings in any case; anything else is "Input should be a valid boolean".
+_TRUE = ("1", "on", "t", "true", "y", "yes")
+_FALSE = ("0", "off", "f", "false", "n", "no")
+
+
+def _lax_bool(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in (*_TRUE, *_FALSE):
+        return value.strip().lower() in _TRUE
+    raise ConfigRuleError(f"{what}: Input should be a valid boolean; got {value!r}", SPECULATIVE_PY.cite())
+
+
+def drafts_in_one_pass(config: Mapping[str, Any]) -> bool:
+    """Whether vLLM drafts all k tokens in one pass for this speculative_config, as SpeculativeConfig decides it:
+    its method always does (ONE_PASS_METHODS), or parallel_drafting is true."""
+    flag = _lax_bool(config.get("parallel_drafting", False), "parallel_drafting")
+    return config.get("method") in ONE_PASS_METHODS or flag
+
+
 # The drafter that runs each head the setup prices, where no method is given: SpeculativeMethod's own literals.
 HEAD_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp"}
 
@@ -153,12 +184,12 @@ def read_config(exported: base.Exported, version: base.EngineVersion, batch_limi
     if max_num_seqs < batch_limit:
         raise ConfigRuleError(f"--max-num-seqs {max_num_seqs} is below the batch {batch_limit}", "SchedulerConfig")
     where = SPECULATIVE_PY.cite()
-    fields = FIELDS_2025 if version.can(STATIC_TREES) else FIELDS  # the SpeculativeConfig of its time
-    unknown = sorted(set(config) - fields)
+    unknown = sorted(set(config) - _fields(version))
     if unknown and version.can(STRICT_KEYS):
         raise ConfigRuleError(f"unknown keys {unknown}: SpeculativeConfig forbids extra fields", where)
     if config.get("tensor_parallel_size") is not None:
         raise ConfigRuleError("'tensor_parallel_size' is not a valid argument in the speculative_config", where)
+    drafts_in_one_pass(config)  # parallel_drafting, where given, must read as a bool
     method = config.get("method")
     model = config.get("model")
     if method is not None:
@@ -255,6 +286,11 @@ def _tree_literal(paths: list[list[int]]) -> str:
 TREE = base.TreeFormat(STATIC_TREES, _tree_literal)  # the key, speculative_token_tree, is the capability's name
 
 
+def _fields(version: base.EngineVersion) -> frozenset[str]:
+    """The SpeculativeConfig keys of its time."""
+    return FIELDS_2025 if version.can(STATIC_TREES) else FIELDS
+
+
 def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> base.Exported:
     """speculative_config and --max-num-seqs for the schedule over batch 1..batch_limit."""
     best = list(request.best_k)
@@ -275,6 +311,15 @@ def write_config(request: base.ConfigRequest, version: base.EngineVersion) -> ba
         notes.append(
             f"fill in model: {config['method']} needs the draft's path or hub name (vLLM refuses it without), or "
             "choose a method that needs none (ngram, suffix, mtp)"
+        )
+    drafter = config.get("method") or "draft_model"  # as the reader infers it where no method is named
+    if request.parallel_draft and drafter in PARALLEL_METHODS and "parallel_drafting" in _fields(version):
+        config["parallel_drafting"] = True
+    elif request.parallel_draft and drafter not in ONE_PASS_METHODS:
+        notes.append(
+            f"the schedule is priced for a draft that proposes all k tokens in one pass, which vLLM's {drafter} "
+            + ("does not run at this version" if drafter in PARALLEL_METHODS else "does not run")
+            + f": price it with drafting=chain, or run {', '.join((*ONE_PASS_METHODS, *PARALLEL_METHODS))}"
         )
     limit = request.batch_limit
     runs: list[int]

@@ -334,8 +334,10 @@ def references(
     requests: tuple[RegimeRequest, RegimeRequest], sweep: BatchSweepOut, built: BuiltSetup
 ) -> list[Reference]:
     found = []
+    # the closed form's k c: a parallel draft's one pass over k positions is k steps of c = that pass / k
+    draft_cost = sweep.current.draft_cost / (max(sweep.k, 1) if built.setup.parallel_draft else 1)
     for request in requests:
-        regime = build_regime(request, sweep.current.draft_cost, built)
+        regime = build_regime(request, draft_cost, built)
         value = closed_form.speedup(sweep.p, sweep.k, regime.draft_cost, regime.verify)
         found.append(Reference(regime.label, regime.draft_cost, value))
     return found

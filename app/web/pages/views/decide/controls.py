@@ -79,7 +79,7 @@ METRICS = control(inputs.REPORT, help="pasted text")
 BASELINE = control(inputs.BASELINE)
 URL = control(inputs.URL, help="the engine's /metrics or /server_info")
 # The user's own setup, as the batch page defines it (one definition of every bound); the address keys are its own.
-SETUP_NAMES = ("hw", "devices", "model", "draft", "weights", "kv_cache", "context")
+SETUP_NAMES = ("hw", "devices", "model", "draft", "drafting", "weights", "kv_cache", "context")
 SETUP_CONTROLS = tuple(replace(control, legacy=()) for control in batch_view.SETUP if control.name in SETUP_NAMES)
 ENGINE = control(plan_inputs.ENGINE, default=engines.ENGINES[0])
 DRAFT_PATH = control(plan_inputs.DRAFT_PATH, help="empty: the config shows what to fill in")

@@ -44,7 +44,8 @@ def setup_text(built: BuiltSetup) -> str:
     setup = built.setup
     return (
         f"{setup.devices} × {setup.accelerator.name}{devices_note(built)}, target {setup.target.name}, "
-        f"draft {setup.draft.name}, context {setup.context_tokens} tokens"
+        f"draft {setup.draft.name}{', drafting all k in one pass' if setup.parallel_draft else ''}, "
+        f"context {setup.context_tokens} tokens"
     )
 
 
