@@ -70,7 +70,11 @@ def test_a_missing_or_contradictory_field_is_named(change: dict[str, object], fi
     [
         ({"weights": "Q4_K_M GGUF"}, "no byte count for its weight format (Q4_K_M GGUF)"),
         ({"tree": True, "topk": None}, "the source does not give its tree's top-k"),
-        ({"draft_method": "block-diffusion"}, "its draft method (block-diffusion) has no cost model here"),
+        (
+            {"draft_method": "block-diffusion"},
+            "a block drafter drafts in one pass, as a parallel draft is priced, but the source does not give its "
+            "drafter's shape",
+        ),
         ({"draft_method": "mtp-relaxed"}, "its draft method (mtp-relaxed) has no cost model here"),
         ({"draft_weights": "Q4_K_M GGUF"}, "no byte count for its weight format (Q4_K_M GGUF)"),
     ],

@@ -69,9 +69,11 @@ PARALLEL_METHODS = ("parallel-draft",)
 PRICED_METHODS = (*HEAD_METHODS, *MODEL_METHODS, "self-speculation-sparse-kv", "ngram", *PARALLEL_METHODS)
 
 
-# Drafts with no cost model here: a block-diffusion drafter (DFlash) proposes a whole block in one pass of a model
-# whose shape its sources do not give with the block size.
-UNPRICED_METHODS = ("mtp-relaxed", "block-diffusion")
+# Drafts not priced: relaxed acceptance has no cost model here (its output is not the target's); a block-diffusion
+# drafter (DFlash) drafts its block in one pass, as a parallel draft is priced (RooflineSetup.parallel_draft), but of
+# a model of its own whose shape its sources do not give.
+BLOCK_METHODS = ("block-diffusion",)
+UNPRICED_METHODS = ("mtp-relaxed", *BLOCK_METHODS)
 
 
 METHODS = (*PRICED_METHODS, *UNPRICED_METHODS)
@@ -155,7 +157,15 @@ def exclusion_reasons(point: PublishedPoint) -> list[tuple[str, str]]:
                 "relaxed acceptance changes the output, so its speedup is not speculative decoding's",
             )
         )
-    if point.draft_method not in PRICED_METHODS:
+    if point.draft_method in BLOCK_METHODS:
+        reasons.append(
+            (
+                "a block drafter's shape not given",
+                "a block drafter drafts in one pass, as a parallel draft is priced, but the source does not give its "
+                "drafter's shape",
+            )
+        )
+    elif point.draft_method not in PRICED_METHODS:
         reasons.append(
             ("a draft method with no cost model", f"its draft method ({point.draft_method}) has no cost model here")
         )
