@@ -305,10 +305,11 @@ def drafting_for(engine: str, method: str | None, built: BuiltSetup) -> tuple[Bu
             return built, ""
         block = adapter.ONE_PASS_METHODS
         return built, (
-            f"the setup is priced as a parallel draft (all k tokens in one pass), which {adapter.TITLE}'s "
-            f"{chosen or 'default drafter'} does not run: "
-            + (f"name one of its block drafters ({', '.join(block)}) or " if block else "")
-            + "price drafting=chain"
+            f"the setup is priced as a parallel draft (all k tokens in one pass), which {adapter.TITLE}'s config "
+            f"here has no setting for: its {chosen or 'default drafter'} drafts so only where its draft checkpoint "
+            "does; "
+            + (f"its block drafters ({', '.join(block)}) always do; " if block else "")
+            + "otherwise price drafting=chain"
         )
     if chosen not in adapter.ONE_PASS_METHODS:
         return built, ""
