@@ -42,11 +42,9 @@ def user_setup(reading: Reading) -> BuiltSetup:
 
 def setup_text(built: BuiltSetup) -> str:
     setup = built.setup
-    return (
-        f"{setup.devices} × {setup.accelerator.name}{devices_note(built)}, target {setup.target.name}, "
-        f"draft {setup.draft.name}{', drafting all k in one pass' if setup.parallel_draft else ''}, "
-        f"context {setup.context_tokens} tokens"
-    )
+    draft = f"{setup.draft.name}, drafting all k in one pass" if setup.parallel_draft else setup.draft.name
+    devices = f"{setup.devices} × {setup.accelerator.name}{devices_note(built)}"
+    return f"{devices}, target {setup.target.name}, draft {draft}, context {setup.context_tokens} tokens"
 
 
 def schedule_part(made: plan.Plan) -> tuple[dict[str, Any], dict[str, Any]]:
