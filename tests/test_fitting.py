@@ -28,6 +28,10 @@ def test_a_head_is_priced_from_the_targets_shape() -> None:
     assert eagle3.layers == 1 and eagle3.kv_heads == target.kv_heads
     assert eagle3.active_params_b == pytest.approx(layer + (3 * 4096**2 + 32_000 * 4096) / 1e9)
     assert eagle.active_params_b == pytest.approx(layer + (2 * 4096**2 + 128_256 * 4096) / 1e9)
+    # P-EAGLE: EAGLE-3's inputs and vocabulary over four layers (Amazon's model cards: "a 4-layer P-EAGLE")
+    p_eagle = draft_head(target, "p-eagle", "dense-8b")
+    assert p_eagle.layers == 4 and p_eagle.kv_heads == target.kv_heads
+    assert p_eagle.active_params_b == pytest.approx(4 * layer + (3 * 4096**2 + 32_000 * 4096) / 1e9)
 
 
 def test_an_mtp_head_on_deepseek_uses_its_hidden_width_not_its_latent() -> None:
@@ -67,14 +71,15 @@ def test_the_price_follows_the_acceptance_and_falls_with_the_batch() -> None:
 
 
 def test_a_parallel_draft_is_one_draft_step_k_wide() -> None:
-    """P-EAGLE proposes its k tokens in one pass of its head: priced as one draft step over k tokens per sequence,
-    cheaper than k steps of the same head (the chain EAGLE-3 drafts)."""
+    """P-EAGLE proposes its k tokens in one pass of its four-layer head: priced as one draft step over k tokens per
+    sequence, cheaper than the k steps of a one-layer EAGLE-3 head (the chain EAGLE-3 drafts)."""
     point = next(point for point in POINTS if point.draft_method == "parallel-draft" and point.priced)
     costs = fitting.PLAIN_ROOFLINE
     parallel = fitting.predicted_speedup(point, costs, 2.0)
     chain = fitting.predicted_speedup(dataclasses.replace(point, draft_method="eagle3"), costs, 2.0)
     work = fitting.work(point)
     assert work.draft_steps[0] == 1.0 and parallel > chain
+    assert fitting.setup_of(point, costs).draft.layers == 4 and fitting.setup_of(point, costs).parallel_draft
     assert fitting.work(dataclasses.replace(point, draft_method="eagle3")).draft_steps[0] == point.k
 
 

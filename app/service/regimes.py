@@ -26,6 +26,7 @@ from app.model.cost.presets import (
     DRAFT_HEADS,
     MODEL_FIELDS,
     MODELS,
+    PARALLEL_HEADS,
     WEIGHT_FORMATS,
     WEIGHTS,
     Accelerator,
@@ -100,7 +101,8 @@ class SetupError(ValueError):
         return type(self), (self.name, self.message, self.rule)
 
 
-# How the draft proposes its k tokens: one per pass (a chain), or all k in one pass (RooflineSetup.parallel_draft).
+# How the draft proposes its k tokens: one per pass (a chain), or all k in one pass (RooflineSetup.parallel_draft; a
+# P-EAGLE head, presets.PARALLEL_HEADS, always does).
 DRAFTINGS = ("chain", "parallel")
 
 
@@ -251,7 +253,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
             draft_bytes_per_param=WEIGHTS[draft_weights].bytes_per_param,
             target_fp8=WEIGHTS[request.weights].fp8,
             draft_fp8=WEIGHTS[draft_weights].fp8,
-            parallel_draft=request.drafting == "parallel",
+            parallel_draft=request.drafting == "parallel" or request.draft in PARALLEL_HEADS,
             kv_bytes_per_value=KV_CACHE_FORMATS[request.kv_cache],
             context_tokens=request.context,
             bandwidth_efficiency=request.bandwidth_efficiency,

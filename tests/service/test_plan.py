@@ -188,3 +188,13 @@ def test_a_parallel_draft_an_engine_cannot_run_is_said() -> None:
     assert any(said in note and "DFLASH, DSPARK, UNO" in note for note in sglang.notes)
     block = plan.build(plan.PlanRequest(engine="sglang", p=0.8, method="DFLASH"), built).config_out()
     assert not any("no setting for" in note for note in block.notes)
+
+
+def test_a_p_eagle_head_drafts_in_one_pass_and_vllm_runs_it_as_eagle3_with_parallel_drafting() -> None:
+    built = build_setup(SetupRequest(draft="p-eagle"))
+    assert built.setup.parallel_draft and built.description.parallel_draft and built.setup.draft.layers == 4
+    config = plan.build(plan.PlanRequest(engine="vllm", p=0.8, draft_path="amazon/p-eagle"), built).config_out()
+    assert config.config is not None
+    assert config.config["method"] == "eagle3" and config.config["parallel_drafting"] is True
+    sglang = plan.build(plan.PlanRequest(engine="sglang", p=0.8), built).config_out()
+    assert any("P-EAGLE head, which SGLang's config here cannot run" in note for note in sglang.notes)

@@ -130,7 +130,7 @@ def _target(point: PublishedPoint) -> ModelSpec:
 
 def _draft(point: PublishedPoint) -> ModelSpec | None:
     if point.draft_method in PARALLEL_METHODS:
-        return draft_head(_target(point), "eagle3", point.target_preset or "")
+        return draft_head(_target(point), "p-eagle", point.target_preset or "")
     if point.draft_method in HEAD_METHODS:
         return draft_head(_target(point), "mtp" if point.draft_method == "mtp" else point.draft_method.replace("2", ""),
                           point.target_preset or "")  # fmt: skip

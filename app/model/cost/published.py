@@ -62,7 +62,8 @@ MODEL_METHODS = ("draft-model", "draft-model-sparse-kv")
 SPARSE_METHODS = ("draft-model-sparse-kv", "self-speculation-sparse-kv")
 
 
-# Parallel drafting (P-EAGLE) proposes all k tokens in one pass of an EAGLE-3-shaped head: one draft step k wide.
+# Parallel drafting (P-EAGLE) proposes all k tokens in one pass of its head (presets.draft_head "p-eagle"): one draft
+# step k wide.
 PARALLEL_METHODS = ("parallel-draft",)
 
 

@@ -75,7 +75,7 @@ def drafts_in_one_pass(config: Mapping[str, Any]) -> bool:
 
 
 # The drafter that runs each head the setup prices, where no method is given: SpeculativeMethod's own literals.
-HEAD_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp"}
+HEAD_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "p-eagle": "eagle3"}  # P-EAGLE: with the flag
 
 
 # Methods that need no `model`: vLLM fills it in itself (speculative.py, post-init).
