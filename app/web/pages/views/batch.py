@@ -57,7 +57,10 @@ def _control(item: Input, **page: Any) -> Control:
 
 
 BLANK = "blank: the overhead per pass"
-SETUP_HELP = {"devices": "0 = the fewest that hold both models"}
+SETUP_HELP = {
+    "devices": "0 = the fewest that hold both models",
+    "drafting": "P-EAGLE and block drafters: one pass always",
+}
 STEPS = {
     "bandwidth_efficiency": 0.01,
     "compute_efficiency": 0.01,
