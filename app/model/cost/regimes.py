@@ -325,18 +325,19 @@ def draft_steps(setup: RooflineSetup, k_values: ArrayLike) -> FloatArray:
     return np.minimum(k_array, 1.0) if setup.parallel_draft else k_array
 
 
-def draft_costs(setup: RooflineSetup, batch: ArrayLike, k_values: ArrayLike) -> FloatArray:
-    """What a cycle's drafting costs in plain target passes, broadcast over batch and k: k c(B) in a chain, one
-    pass over k positions, t_draft(B, k) / t(B, 1), for a parallel draft (0 at k = 0)."""
-    batch_array = np.asarray(batch, dtype=np.float64)
+def draft_tokens(setup: RooflineSetup, k_values: ArrayLike) -> FloatArray:
+    """Tokens per sequence of one draft pass: one in a chain, all k (at least one) for a parallel draft."""
     k_array = np.asarray(k_values, dtype=np.float64)
-    if not setup.parallel_draft:
-        result: FloatArray = k_array * roofline_draft_cost(setup, batch_array)
-        return result
-    block = (
-        draft_step(setup, batch_array, np.maximum(k_array, 1.0)).total_s / target_step(setup, batch_array, 1).total_s
-    )
-    return np.where(k_array > 0, block, 0.0)
+    return np.maximum(k_array, 1.0) if setup.parallel_draft else np.ones_like(k_array)
+
+
+def draft_costs(setup: RooflineSetup, batch: ArrayLike, k_values: ArrayLike) -> FloatArray:
+    """What a cycle's drafting costs in plain target passes, broadcast over batch and k: its draft passes, each
+    over its tokens, t_draft(B, n) / t(B, 1) (k c(B) in a chain, t_draft(B, k) / t(B, 1) for a parallel draft)."""
+    batch_array = np.asarray(batch, dtype=np.float64)
+    step = draft_step(setup, batch_array, draft_tokens(setup, k_values)).total_s
+    result: FloatArray = draft_steps(setup, k_values) * step / target_step(setup, batch_array, 1).total_s
+    return result
 
 
 def verification_costs(setup: RooflineSetup, batch: ArrayLike, k_values: ArrayLike) -> FloatArray:
@@ -467,7 +468,7 @@ def sweep_batches(p: Acceptance, k: int, setup: RooflineSetup, batch_max: int, k
     plain = target_step(setup, batches, 1)
     verify = target_step(setup, batches, k + 1)
     # one draft step: one token per sequence in a chain, all k for a parallel draft (draft_steps a cycle)
-    draft = draft_step(setup, batches, max(k, 1) if setup.parallel_draft else 1)
+    draft = draft_step(setup, batches, draft_tokens(setup, k))
     draft_cost = draft.total_s / plain.total_s
     verification_cost = verification_costs(setup, batches, k)
     cost = draft_steps(setup, k) * draft_cost + verification_cost
