@@ -149,6 +149,22 @@ def test_the_length_a_calibrating_point_implies_is_held_to_one_to_k_plus_one(fir
     assert single.predict(fitting.PLAIN_ROOFLINE) == pytest.approx(length * unit)
 
 
+def test_a_tree_of_another_depth_than_its_calibrating_point_keeps_the_tokens_of_its_own_depth() -> None:
+    """GPUStack's Qwen3-8B trees: the depth-2 tree sets the per-token p, and the trees of depth 4 and 8 keep what
+    that p gives at their own depth (more than the depth-2 tree keeps); the depth-2 chain keeps the same as it."""
+    sweep = [point for point in POINTS if point.sweep == "gpustack-qwen3-8b-fp8-h100-sglang-eagle3" and point.priced]
+    single = fitting.problem(sweep)
+    own = single.calibrator[0]
+    assert single.points[own].tree and single.ks[own] == 2 and not single.scored[own]
+    unit = single.work.unit_speedup(fitting.PLAIN_ROOFLINE)
+    lengths = single.lengths(unit)
+    p = fitting.acceptance_of_length(lengths[own], 2)
+    for index, point in enumerate(single.points):
+        assert lengths[index] == pytest.approx(fitting.acceptance_length(p, point.k or 0))
+    depth = {point.k: lengths[index] for index, point in enumerate(single.points)}
+    assert depth[2] < depth[4] < depth[8] <= 9.0
+
+
 def test_a_sweep_without_an_acceptance_takes_it_from_its_smallest_batch_which_then_tests_nothing() -> None:
     scored = PROBLEM.scored
     for index, (point, own) in enumerate(zip(PROBLEM.points, PROBLEM.calibrator, strict=True)):

@@ -344,7 +344,6 @@ class Problem:
     stated_length: FloatArray  # the source's acceptance length, nan where it gives none
     calibrator: tuple[int, ...]  # where the source gives none: the sweep's point that sets p
     ks: tuple[int, ...]
-    chain: tuple[bool, ...]
     sources: tuple[str, ...]
     step_s: FloatArray  # the baseline's own figure as one plain step's seconds (measured_step_s), nan where none
     # within each sweep with a step time at two batches or more: (point, the sweep's smallest batch with one)
@@ -362,14 +361,16 @@ class Problem:
 
         A verification keeps at least its own token and at most k + 1, so the length a calibrating point implies is
         held to 1 to k + 1: a speedup below what one token per verification gives says the cost model is off
-        there, not that fewer than one token was kept."""
+        there, not that fewer than one token was kept.  Where the point drafts to another depth than its calibrating
+        point, its length is that of the per-token p the calibrating point implies, at its own depth: a tree is taken
+        as a chain of its depth (its steps), so that a deeper tree keeps more tokens per verification, as it does."""
         out = self.stated_length.copy()
         implied: dict[int, float] = {}
         for index, own in enumerate(self.calibrator):
             if not math.isnan(out[index]):
                 continue
             length = min(max(float(self.measured[own] / unit[own]), 1.0), self.ks[own] + 1.0)
-            if not self.chain[index] or self.ks[index] == self.ks[own]:
+            if self.ks[index] == self.ks[own]:
                 out[index] = length
                 continue
             if own not in implied:
@@ -422,7 +423,6 @@ def problem(points: Sequence[PublishedPoint]) -> Problem:
         ),
         calibrator=tuple(calibrator),
         ks=tuple(point.k or 0 for point in ordered),
-        chain=tuple(not (point.tree and point.topk) for point in ordered),
         sources=tuple(source(point) for point in ordered),
         step_s=np.array(steps),
         growth_pairs=tuple(pairs),
