@@ -326,9 +326,11 @@ def draft_steps(setup: RooflineSetup, k_values: ArrayLike) -> FloatArray:
 
 
 def draft_tokens(setup: RooflineSetup, k_values: ArrayLike) -> FloatArray:
-    """Tokens per sequence of one draft pass: one in a chain, all k (at least one) for a parallel draft."""
-    k_array = np.asarray(k_values, dtype=np.float64)
-    return np.maximum(k_array, 1.0) if setup.parallel_draft else np.ones_like(k_array)
+    """Tokens per sequence of one draft pass: one in a chain (a scalar, so that a chain's pass is priced once per
+    batch, not once per k), all k (at least one) for a parallel draft."""
+    if not setup.parallel_draft:
+        return np.asarray(1.0)
+    return np.maximum(np.asarray(k_values, dtype=np.float64), 1.0)
 
 
 def draft_costs(setup: RooflineSetup, batch: ArrayLike, k_values: ArrayLike) -> FloatArray:
