@@ -330,10 +330,10 @@ def head_method(request: PlanRequest, built: BuiltSetup) -> tuple[str | None, st
     method = adapter.HEAD_METHODS.get(head)
     if method is None:
         return None, (
-            f"the setup is priced with an {DRAFT_HEADS[head]}, which {adapter.TITLE}'s config here cannot run: it is "
-            "written for a separate draft model; price that draft model (draft=) for a schedule it runs"
+            f"the setup is priced with an {DRAFT_HEADS[head].label}, which {adapter.TITLE}'s config here cannot run: "
+            "it is written for a separate draft model; price that draft model (draft=) for a schedule it runs"
         )
-    note = f"drafter {method}: {adapter.TITLE}'s own for the {DRAFT_HEADS[head]} the setup is priced with"
+    note = f"drafter {method}: {adapter.TITLE}'s own for the {DRAFT_HEADS[head].label} the setup is priced with"
     if head == "mtp" and request.draft_path:
         note += (
             f"; it drafts with the target's own MTP layers, so the draft path given ({request.draft_path}) must be "

@@ -26,7 +26,6 @@ from app.model.cost.presets import (
     DRAFT_HEADS,
     MODEL_FIELDS,
     MODELS,
-    PARALLEL_HEADS,
     WEIGHT_FORMATS,
     WEIGHTS,
     Accelerator,
@@ -102,7 +101,7 @@ class SetupError(ValueError):
 
 
 # How the draft proposes its k tokens: one per pass (a chain), or all k in one pass (RooflineSetup.parallel_draft; a
-# P-EAGLE head, presets.PARALLEL_HEADS, always does).
+# parallel head, a P-EAGLE's in presets.DRAFT_HEADS, always does).
 DRAFTINGS = ("chain", "parallel")
 
 
@@ -253,7 +252,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
             draft_bytes_per_param=WEIGHTS[draft_weights].bytes_per_param,
             target_fp8=WEIGHTS[request.weights].fp8,
             draft_fp8=WEIGHTS[draft_weights].fp8,
-            parallel_draft=request.drafting == "parallel" or request.draft in PARALLEL_HEADS,
+            parallel_draft=request.drafting == "parallel" or (head is not None and DRAFT_HEADS[request.draft].parallel),
             kv_bytes_per_value=KV_CACHE_FORMATS[request.kv_cache],
             context_tokens=request.context,
             bandwidth_efficiency=request.bandwidth_efficiency,

@@ -27,7 +27,7 @@ from app.service.regimes import (
 
 
 def _model_title(key: str) -> str:
-    return presets.MODELS[key].name if key in presets.MODELS else f"{presets.DRAFT_HEADS[key]} on the target"
+    return presets.MODELS[key].name if key in presets.MODELS else f"{presets.DRAFT_HEADS[key].label} on the target"
 
 
 def _model(name: str, label: str, default: str, help: str, keys: Mapping[str, object] | tuple[str, ...]) -> Input:

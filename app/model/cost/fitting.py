@@ -42,7 +42,7 @@ from app.model.cost.presets import (
 from app.model.cost.published import (
     COVERAGE,
     CROSSOVER_BATCHES,
-    HEAD_METHODS,
+    HEAD_OF_METHOD,
     MODEL_METHODS,
     PARALLEL_METHODS,
     SPARSE_METHODS,
@@ -129,11 +129,8 @@ def _target(point: PublishedPoint) -> ModelSpec:
 
 
 def _draft(point: PublishedPoint) -> ModelSpec | None:
-    if point.draft_method in PARALLEL_METHODS:
-        return draft_head(_target(point), "p-eagle", point.target_preset or "")
-    if point.draft_method in HEAD_METHODS:
-        return draft_head(_target(point), "mtp" if point.draft_method == "mtp" else point.draft_method.replace("2", ""),
-                          point.target_preset or "")  # fmt: skip
+    if point.draft_method in HEAD_OF_METHOD:
+        return draft_head(_target(point), HEAD_OF_METHOD[point.draft_method], point.target_preset or "")
     if point.draft_method == "self-speculation-sparse-kv":
         return _target(point)
     if point.draft_method in MODEL_METHODS:
@@ -246,7 +243,7 @@ def work(point: PublishedPoint, batches: Sequence[float] | FloatArray | None = N
     setup = setup_of(point, PLAIN_ROOFLINE)
     k = float(point.k or 0)
     verified, width, steps = k + 1.0, 1.0, k
-    if point.draft_method in PARALLEL_METHODS:
+    if setup.parallel_draft:
         width, steps = k, 1.0
     if point.tree and point.topk:
         width = float(point.topk)

@@ -425,36 +425,48 @@ MODELS: dict[str, ModelSpec] = {
 # after a fusion layer over 2 (EAGLE) or 3 (EAGLE-3) of the target's hidden states; EAGLE reads the target's own
 # LM head, EAGLE-3 its own over a 32,000-token draft vocabulary.  MTP (DeepSeek-V3 report, section 2.2) is one
 # more layer of the target with a projection over 2 hidden states and the shared LM head.
-DRAFT_HEADS: dict[str, str] = {
-    "eagle": "EAGLE head",
-    "eagle3": "EAGLE-3 head",
-    "mtp": "MTP head",
-    "p-eagle": "P-EAGLE head",
-}
 EAGLE3_VOCABULARY = 32_000
 # P-EAGLE: EAGLE-3's inputs (three of the target's hidden states) and draft vocabulary, with layers enough to draft
 # all k tokens in one pass.  Amazon's published heads (huggingface.co/amazon/gpt-oss-120b-p-eagle and
 # GPT-OSS-20B-P-EAGLE, model cards: "we trained a 4-layer P-EAGLE") have four.
 P_EAGLE_LAYERS = 4
-PARALLEL_HEADS = ("p-eagle",)  # heads that draft all k in one pass (RooflineSetup.parallel_draft)
+
+
+@dataclass(frozen=True)
+class DraftHead:
+    """A head on the target: ``layers`` layers of the target's shape after a fusion layer over ``hidden_states`` of
+    its hidden states, and an LM head over ``vocabulary`` tokens (None: the target's).  A ``parallel`` head drafts
+    all k tokens in one pass (RooflineSetup.parallel_draft)."""
+
+    label: str
+    hidden_states: int
+    vocabulary: int | None = None
+    layers: int = 1
+    parallel: bool = False
+
+
+DRAFT_HEADS: dict[str, DraftHead] = {
+    "eagle": DraftHead("EAGLE head", 2),
+    "eagle3": DraftHead("EAGLE-3 head", 3, EAGLE3_VOCABULARY),
+    "mtp": DraftHead("MTP head", 2),
+    "p-eagle": DraftHead("P-EAGLE head", 3, EAGLE3_VOCABULARY, P_EAGLE_LAYERS, parallel=True),
+}
 DRAFT_CHOICES: tuple[str, ...] = (*MODELS, *DRAFT_HEADS)
 
 
 def draft_head(target: ModelSpec, kind: str, target_key: str) -> ModelSpec:
-    """An EAGLE, EAGLE-3, MTP or P-EAGLE head on ``target``: one layer of its shape (P_EAGLE_LAYERS for P-EAGLE),
-    the fusion layer and an LM head."""
-    vocabulary, hidden = VOCABULARY_AND_HIDDEN.get(target_key, (128_256, 0))[0], target.width
-    eagle3 = kind in ("eagle3", "p-eagle")
-    if eagle3:
-        vocabulary = EAGLE3_VOCABULARY
-    layers = P_EAGLE_LAYERS if kind == "p-eagle" else 1
-    fusion = (3 if eagle3 else 2) * hidden * hidden
-    params_b = layers * target.active_params_b / target.layers + (fusion + vocabulary * hidden) / 1e9
+    """The head ``kind`` names (DRAFT_HEADS) on ``target``: its layers of the target's shape, the fusion layer and
+    an LM head."""
+    head = DRAFT_HEADS[kind]
+    hidden = target.width
+    vocabulary = head.vocabulary or VOCABULARY_AND_HIDDEN.get(target_key, (128_256, 0))[0]
+    fusion = head.hidden_states * hidden * hidden
+    params_b = head.layers * target.active_params_b / target.layers + (fusion + vocabulary * hidden) / 1e9
     return ModelSpec(
-        f"{DRAFT_HEADS[kind]} of {target.name}",
+        f"{head.label} of {target.name}",
         params_b,
         params_b,
-        layers,
+        head.layers,
         target.query_heads,
         target.kv_heads,
         target.head_dim,

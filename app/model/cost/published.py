@@ -36,6 +36,7 @@ from app.model import limits
 from app.model.cost.presets import (
     ACCELERATOR_FAMILIES,
     ACCELERATORS,
+    DRAFT_HEADS,
     MODELS,
     WEIGHTS,
     device_preset,
@@ -53,7 +54,15 @@ DATA = Path(__file__).parents[1] / "data" / "published_speedups.json"
 FIT = limits.PUBLISHED_FIT
 
 
-HEAD_METHODS = ("eagle", "eagle2", "eagle3", "mtp")
+# The methods whose draft is a head on the target, each with the head that prices it (presets.DRAFT_HEADS).
+HEAD_OF_METHOD: dict[str, str] = {
+    "eagle": "eagle",
+    "eagle2": "eagle",
+    "eagle3": "eagle3",
+    "mtp": "mtp",
+    "parallel-draft": "p-eagle",
+}
+HEAD_METHODS = tuple(method for method, head in HEAD_OF_METHOD.items() if not DRAFT_HEADS[head].parallel)
 
 
 MODEL_METHODS = ("draft-model", "draft-model-sparse-kv")
@@ -62,9 +71,8 @@ MODEL_METHODS = ("draft-model", "draft-model-sparse-kv")
 SPARSE_METHODS = ("draft-model-sparse-kv", "self-speculation-sparse-kv")
 
 
-# Parallel drafting (P-EAGLE) proposes all k tokens in one pass of its head (presets.draft_head "p-eagle"): one draft
-# step k wide.
-PARALLEL_METHODS = ("parallel-draft",)
+# Parallel drafting (P-EAGLE) proposes all k tokens in one pass of its head: one draft step k wide.
+PARALLEL_METHODS = tuple(method for method, head in HEAD_OF_METHOD.items() if DRAFT_HEADS[head].parallel)
 
 
 PRICED_METHODS = (*HEAD_METHODS, *MODEL_METHODS, "self-speculation-sparse-kv", "ngram", *PARALLEL_METHODS)
@@ -527,7 +535,7 @@ def class_of_setup(setup: RooflineSetup, engine: str | None = None) -> PointClas
     where it names one, accelerator family (none when given by its own figures; a preset's device over another link
     keeps its family) and context."""
     accelerator = device_preset(setup.accelerator)
-    head = any(setup.draft.name.startswith(name) for name in ("EAGLE head", "EAGLE-3 head", "MTP head"))
+    head = any(setup.draft.name.startswith(head.label) for head in DRAFT_HEADS.values())
     return PointClass(
         method_family(PARALLEL_METHODS[0]) if setup.parallel_draft else "head" if head else "draft-model",
         engine_family(engine) if engine else None,
