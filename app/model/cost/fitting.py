@@ -671,7 +671,7 @@ def select_terms(
     by MIN_GAIN and also leave the worst point's error no higher (:func:`worst`).  A scoped term is fitted on the
     few sources of its scope and answers for every request that names it, so that a gain in the mean bought by
     one setup's error is refused: the one such term the mean alone would take (a time per sequence for long
-    contexts, 0.1557 to 0.1530 on the 37 sources) raises the worst point from 88% to 112%.  Returns the chosen
+    contexts, 0.1569 to 0.1543 on the 38 sources) raises the worst point from 88% to 112%.  Returns the chosen
     terms and the search's steps; ``tried``, where given, gets each scoped term's error and worst |log error|
     beside the chosen terms in the last round (those refused, and the last one taken)."""
     pool = list(candidates if candidates is not None else candidate_terms(problem_))
