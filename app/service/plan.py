@@ -330,7 +330,7 @@ def head_method(request: PlanRequest, built: BuiltSetup) -> tuple[str | None, st
     method = adapter.HEAD_METHODS.get(head)
     if method is None:
         return None, (
-            f"the setup is priced with an {DRAFT_HEADS[head].label}, which {adapter.TITLE}'s config here cannot run: "
+            f"the setup is priced with the {DRAFT_HEADS[head].label}, which {adapter.TITLE}'s config here cannot run: "
             "it is written for a separate draft model; price that draft model (draft=) for a schedule it runs"
         )
     note = f"drafter {method}: {adapter.TITLE}'s own for the {DRAFT_HEADS[head].label} the setup is priced with"
