@@ -240,7 +240,8 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
     except ValueError as error:  # a field the preset does not have
         raise SetupError("hw", str(error)) from error
     target = _edited_model("model", request.model, request.overrides)
-    head = draft_preset(request.draft, request.model, target) if request.draft in DRAFT_HEADS else None
+    kind = DRAFT_HEADS.get(request.draft)  # the head the draft is, None for a separate model
+    head = draft_preset(request.draft, request.model, target) if kind is not None else None
     draft = _edited_model("draft", request.draft, request.overrides, head)
     try:
         setup = RooflineSetup(
@@ -252,7 +253,7 @@ def build_setup(request: SetupRequest) -> BuiltSetup:
             draft_bytes_per_param=WEIGHTS[draft_weights].bytes_per_param,
             target_fp8=WEIGHTS[request.weights].fp8,
             draft_fp8=WEIGHTS[draft_weights].fp8,
-            parallel_draft=request.drafting == "parallel" or (head is not None and DRAFT_HEADS[request.draft].parallel),
+            parallel_draft=request.drafting == "parallel" or (kind is not None and kind.parallel),
             kv_bytes_per_value=KV_CACHE_FORMATS[request.kv_cache],
             context_tokens=request.context,
             bandwidth_efficiency=request.bandwidth_efficiency,

@@ -16,7 +16,7 @@ from app.web.pages.text import cells
 
 BAND = 0.15  # the chart's band around predicted = measured
 FAMILIES = {  # the scatter's traces, by draft method
-    "head drafts": (*published.HEAD_METHODS, *published.PARALLEL_METHODS),
+    "head drafts": tuple(published.HEAD_OF_METHOD),
     "draft models": ("draft-model",),
     "sparse KV": ("draft-model-sparse-kv", "self-speculation-sparse-kv"),
     "n-gram": ("ngram",),
